@@ -1,0 +1,93 @@
+// Package dwarf holds what every DWARF format package in elfimage shares: the
+// encoding parameters of a unit ([Encoding]), LEB128 and fixed-width
+// encoders, a bounds-checked decoding cursor with a sticky first error
+// ([Buf]), the [FormatError] every decoder returns, and the DWARF 5
+// constants in the standard's own spelling, each type with a String method.
+//
+// The formats themselves live below: dwarf/info (DIEs and abbrevs),
+// dwarf/line (line programs), dwarf/frame (CIE, FDE, CFA programs,
+// .eh_frame_hdr) and dwarf/expr (DWARF expressions).
+//
+// Reference: DWARF Debugging Information Format Version 5 (2017), chapter 7
+// "Data Representation".
+package dwarf
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Format is the DWARF offset format (DWARF 5 section 7.4).
+type Format uint8
+
+const (
+	// Format32 uses 4-byte section offsets and unit lengths.
+	Format32 Format = 4
+	// Format64 uses 8-byte section offsets; unit lengths are 0xffffffff
+	// followed by an 8-byte length.
+	Format64 Format = 8
+)
+
+// OffsetSize returns the size in bytes of a section offset in this format.
+func (f Format) OffsetSize() int {
+	if f == Format64 {
+		return 8
+	}
+	return 4
+}
+
+func (f Format) String() string {
+	if f == Format64 {
+		return "DWARF64"
+	}
+	return "DWARF32"
+}
+
+// Encoding gives the parameters that fix how a unit is encoded: DWARF
+// version (2 to 5), offset format, address size in bytes (4 or 8) and byte
+// order. Writers take one; readers fill one from each unit header.
+type Encoding struct {
+	Version   uint16
+	Format    Format
+	AddrSize  uint8
+	ByteOrder binary.ByteOrder
+}
+
+// Default64 is the encoding elfimage writes unless told otherwise: DWARF 5,
+// 32-bit format, 8-byte addresses, little-endian.
+var Default64 = Encoding{Version: 5, Format: Format32, AddrSize: 8, ByteOrder: binary.LittleEndian}
+
+// Validate reports whether e is an encoding elfimage can write or read.
+func (e Encoding) Validate() error {
+	if e.Version < 2 || e.Version > 5 {
+		return fmt.Errorf("dwarf: unsupported version %d", e.Version)
+	}
+	if e.Format != Format32 && e.Format != Format64 {
+		return fmt.Errorf("dwarf: unsupported offset format %d", e.Format)
+	}
+	if e.AddrSize != 4 && e.AddrSize != 8 {
+		return fmt.Errorf("dwarf: unsupported address size %d", e.AddrSize)
+	}
+	if e.ByteOrder == nil {
+		return fmt.Errorf("dwarf: no byte order")
+	}
+	return nil
+}
+
+// FormatError reports malformed input: the section it was found in, the
+// byte offset within that section, the field being decoded and what was
+// wrong. Every decoder in elfimage returns one (possibly wrapped) instead
+// of panicking.
+type FormatError struct {
+	Section string // ".debug_line", ".eh_frame", ...
+	Offset  uint64 // byte offset in the section
+	Field   string // the field being decoded, in the standard's words
+	Msg     string // what was wrong
+}
+
+func (e *FormatError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s+%#x: %s", e.Section, e.Offset, e.Msg)
+	}
+	return fmt.Sprintf("%s+%#x: %s: %s", e.Section, e.Offset, e.Field, e.Msg)
+}

@@ -1,0 +1,41 @@
+package dwarf
+
+// StrTab builds a string section (.debug_str, .debug_line_str, .strtab):
+// NUL-terminated strings, each stored once. The first Add of a string
+// appends it; later Adds return the same offset. The zero value is an empty
+// table; use [NewStrTab] for a table that starts with an empty string at
+// offset 0, as ELF string tables must.
+type StrTab struct {
+	data []byte
+	offs map[string]uint64
+}
+
+// NewStrTab returns a table whose offset 0 holds the empty string.
+func NewStrTab() *StrTab {
+	t := &StrTab{}
+	t.Add("")
+	return t
+}
+
+// Add returns the offset of s in the table, appending it if it is new.
+// Cost: one map lookup, plus one copy of s the first time.
+func (t *StrTab) Add(s string) uint64 {
+	if off, ok := t.offs[s]; ok {
+		return off
+	}
+	if t.offs == nil {
+		t.offs = make(map[string]uint64)
+	}
+	off := uint64(len(t.data))
+	t.data = append(t.data, s...)
+	t.data = append(t.data, 0)
+	t.offs[s] = off
+	return off
+}
+
+// Bytes returns the section contents. The slice is the table's own: do not
+// modify it, and call Bytes again after further Adds.
+func (t *StrTab) Bytes() []byte { return t.data }
+
+// Size returns the section size in bytes.
+func (t *StrTab) Size() int { return len(t.data) }
