@@ -1,0 +1,69 @@
+package elfimage
+
+import (
+	"fmt"
+
+	"github.com/elfimage/elfimage/dwarf/frame"
+)
+
+// cfiState carries the call frame information of a link between the
+// reserve phase (sizes) and the write phase (bytes at final addresses).
+type cfiState struct {
+	cie         frame.CIE
+	fdes        []frame.FDE
+	ehFrameSize int
+}
+
+// newCFI builds one FDE per procedure on the architecture's standard CIE
+// and learns the size of .eh_frame, which does not depend on addresses
+// (every pointer is pc-relative sdata4).
+func (l *linker) newCFI() (*cfiState, error) {
+	c := &cfiState{cie: frame.StandardCIE(l.a), fdes: make([]frame.FDE, len(l.m.Procs))}
+	for i, p := range l.m.Procs {
+		c.fdes[i] = frame.FDE{Start: 0, Size: uint64(len(p.Code)), Insns: p.CFI}
+	}
+	b, _, err := frame.EncodeEHFrame(c.cie, c.fdes, 0, l.enc)
+	if err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
+	}
+	c.ehFrameSize = len(b)
+	return c, nil
+}
+
+func (c *cfiState) setAddrs(procAddr []uint64) {
+	for i := range c.fdes {
+		c.fdes[i].Start = procAddr[i]
+	}
+}
+
+func (c *cfiState) hdrSize() int { return frame.EHFrameHdrSize(len(c.fdes)) }
+
+// write encodes .eh_frame and .eh_frame_hdr at their final addresses into out.
+func (c *cfiState) write(l *linker, out []byte, hdr, eh, text *section) error {
+	b, offs, err := frame.EncodeEHFrame(c.cie, c.fdes, eh.addr, l.enc)
+	if err != nil {
+		return &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
+	}
+	if len(b) != c.ehFrameSize {
+		return fmt.Errorf("elfimage: internal error: .eh_frame is %d bytes at its address, %d reserved", len(b), c.ehFrameSize)
+	}
+	h, err := frame.EncodeEHFrameHdr(hdr.addr, eh.addr, c.fdes, offs)
+	if err != nil {
+		return &LinkError{"module", fmt.Sprintf(".eh_frame_hdr: %v", err)}
+	}
+	if uint64(len(h)) != hdr.size {
+		return fmt.Errorf("elfimage: internal error: .eh_frame_hdr is %d bytes, %d reserved", len(h), hdr.size)
+	}
+	copy(out[eh.off:], b)
+	copy(out[hdr.off:], h)
+	return nil
+}
+
+// debugFrame encodes the same rows as .debug_frame.
+func (c *cfiState) debugFrame(l *linker) ([]byte, error) {
+	b, _, err := frame.EncodeDebugFrame(c.cie, c.fdes, l.enc)
+	if err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf(".debug_frame: %v", err)}
+	}
+	return b, nil
+}

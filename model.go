@@ -1,0 +1,125 @@
+package elfimage
+
+import (
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/frame"
+)
+
+// Module is what a compiler hands the linker: the code and data of one
+// source file (one DWARF compile unit) with everything a debugger or
+// profiler needs to know about it. All offsets are in bytes from the start
+// of the owning Proc's Code or Datum's Bytes; the linker assigns addresses.
+type Module struct {
+	// Arch is the target ABI; nil means arch.X86_64.
+	Arch *arch.Arch
+	// File is the source file name as it should appear in debug info
+	// (DW_AT_name of the compile unit, line-table file entries 0 and 1).
+	// A relative name is relative to CompDir.
+	File string
+	// CompDir is the compilation directory (DW_AT_comp_dir, line-table
+	// directory entry 0).
+	CompDir string
+	// Producer names the compiler (DW_AT_producer).
+	Producer string
+	// Language is the DW_AT_language value; 0 omits the attribute.
+	Language dwarf.Lang
+	// Entry names the Proc whose address becomes e_entry; empty means none
+	// (e_entry 0).
+	Entry string
+	// Procs are the procedures in the order they are laid out in .text.
+	Procs []*Proc
+	// ROData are read-only constants, laid out in the first (R) segment.
+	// They may carry PC-relative relocations only (resolved at link time).
+	ROData []*Datum
+	// Data are constants that need load-time relocation (tables of
+	// addresses); they go in the R+W segment and every Abs64 relocation in
+	// them becomes a dynamic relocation the loader applies.
+	Data []*Datum
+}
+
+// Proc is one procedure: machine code with its source positions, call
+// frame information, parameters and link-time relocations.
+type Proc struct {
+	// Name is the symbol and DW_AT_name.
+	Name string
+	// Code is the machine code.
+	Code []byte
+	// Align is the byte alignment of the first instruction (a power of
+	// two); 0 means 16.
+	Align int
+	// Line and Column give where the procedure is declared in File
+	// (DW_AT_decl_line, DW_AT_decl_column); 0 when unknown.
+	Line, Column int
+	// Doc is the procedure's docstring, if any.
+	Doc string
+	// Internal marks runtime support code the source did not define; it
+	// gets a local symbol and DW_AT_artificial.
+	Internal bool
+	// Lines maps code offsets to source positions. Rows are sorted by
+	// Offset; a row holds from its Offset up to the next row's (or the end
+	// of Code). The first row should be at offset 0.
+	Lines []LineRow
+	// CFI is the call frame program for this procedure, on top of the
+	// architecture's standard CIE (CFA = SP + PtrSize, return address at
+	// CFA - PtrSize). Insn.PC values are offsets into Code, sorted.
+	CFI []frame.Insn
+	// Params are the formal parameters in order.
+	Params []Var
+	// Relocs are link-time relocations in Code.
+	Relocs []Reloc
+}
+
+// LineRow is one line-table row: from code Offset on, the code comes from
+// Line and Column of the Module's File (1-based; Column 0 means unknown).
+type LineRow struct {
+	Offset       uint32
+	Line, Column uint32
+	// IsStmt marks a recommended breakpoint location (DW_LNS_negate_stmt).
+	IsStmt bool
+	// PrologueEnd marks the first instruction after the prologue
+	// (DW_LNS_set_prologue_end).
+	PrologueEnd bool
+}
+
+// Var is a named value with a DWARF location expression (DWARF 5 section
+// 2.6), for example DW_OP_fbreg(-24). The frame base of every Proc is
+// DW_OP_call_frame_cfa, so fbreg offsets are relative to the CFA.
+type Var struct {
+	Name     string
+	Location []byte
+}
+
+// RelocType is a link-time relocation kind, named by what it computes
+// (S is the target symbol's address, A the addend, P the address of the
+// field being relocated).
+type RelocType uint8
+
+const (
+	// RelocPC32 stores S + A - P as a signed 32-bit value (R_X86_64_PC32
+	// semantics); resolved by the linker, nothing left for load time.
+	RelocPC32 RelocType = iota + 1
+	// RelocAbs64 stores S + A as a 64-bit address (R_X86_64_64
+	// semantics). Only allowed in Module.Data: the linker writes the
+	// link-time value and a R_X86_64_RELATIVE dynamic relocation so the
+	// loader adds the load base.
+	RelocAbs64
+)
+
+// Reloc asks the linker to patch a field at Offset in a Proc's Code or a
+// Datum's Bytes with a value derived from the address of Symbol, the name
+// of a Proc or Datum of the same Module.
+type Reloc struct {
+	Offset uint32
+	Type   RelocType
+	Symbol string
+	Addend int64
+}
+
+// Datum is a named block of constant bytes.
+type Datum struct {
+	Name   string
+	Bytes  []byte
+	Align  int // power of two; 0 means 8
+	Relocs []Reloc
+}

@@ -1,0 +1,115 @@
+// Package native calls machine code of a loaded image (or any code that
+// follows the System V AMD64 calling convention) from Go, on a stack that the
+// library owns.
+//
+// Go cannot run foreign code on a goroutine stack: goroutine stacks start at
+// a few KiB without guard pages and move, Go does not keep SP 16-byte
+// aligned, and a long call would block every stop-the-world. Call therefore
+// works like syscall.Syscall6: a nosplit wrapper tells the runtime that the
+// goroutine enters a system call (runtime.entersyscall, exported to other
+// packages through //go:linkname, see go.dev/issue/67401), an assembly
+// trampoline switches SP to a Stack mapped with mmap(2) and a PROT_NONE guard
+// page, loads the argument registers, calls the code and switches back; then
+// the wrapper calls runtime.exitsyscall. While the code runs the garbage
+// collector and the scheduler proceed without it.
+//
+// Rules for the called code:
+//   - It must not touch Go memory (heap or goroutine stacks) and must not keep
+//     Go pointers: the runtime considers the goroutine in a system call, so
+//     the collector may run and goroutine stacks may move. Pass addresses of
+//     memory from Alloc or of the image itself.
+//   - It must not call back into Go (there is no way to), must not change
+//     the FS base (Go keeps its TLS there), must preserve the MXCSR and x87
+//     control bits (psABI §3.2.1) and must not change the signal mask. Go's
+//     signal handlers run on their own signal stacks, so profiling (SIGPROF)
+//     and preemption signals (SIGURG) may arrive while it runs; the code
+//     shows up in profiles as runtime._ExternalCode.
+//   - It must not overflow the Stack: a hit on the guard page kills the
+//     process. Compare SP with a limit above (*Stack).Bottom and abort
+//     instead (see below).
+//   - It may "abort" from any depth by loading (*Stack).EntrySP into RSP and
+//     executing RET with RAX holding the result; the trampoline keeps what it
+//     needs on the Stack above EntrySP and relies on no register but RSP and
+//     RAX, so callee-saved registers (RBX, RBP, R12-R15) may be clobbered on
+//     that path. The trampoline also clears the direction flag on return.
+//
+// The package builds everywhere: outside Linux, NewStack and Alloc return
+// errors matching errors.ErrUnsupported, and outside amd64 so does CallErr
+// (and Call panics with that error).
+package native
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// MaxArgs is the number of integer arguments Call passes, in RDI, RSI, RDX,
+// RCX, R8 and R9 (System V AMD64 psABI §3.2.3).
+const MaxArgs = 6
+
+// Errors returned by CallErr (and panicked with by Call), matched with
+// errors.Is.
+var (
+	// ErrTooManyArgs: more than MaxArgs arguments.
+	ErrTooManyArgs = errors.New("native: more than 6 arguments")
+	// ErrNilStack: the Stack is nil.
+	ErrNilStack = errors.New("native: nil stack")
+	// ErrNilFunc: the function address is 0.
+	ErrNilFunc = errors.New("native: nil function address")
+	// ErrClosed: the Stack was closed.
+	ErrClosed = errors.New("native: stack closed")
+	// ErrBusy: another call is running on the Stack (a Stack serves one call
+	// at a time), or Close was called while a call runs.
+	ErrBusy = errors.New("native: stack in use by another call")
+)
+
+// Call calls the machine code at fn on Stack s with up to six integer
+// arguments and returns RAX. See CallErr for the contract; Call panics with
+// CallErr's error (an error value matching ErrTooManyArgs, ErrNilStack,
+// ErrNilFunc, ErrClosed, ErrBusy or errors.ErrUnsupported) on misuse.
+// It allocates nothing; its cost is about that of a system call wrapper
+// (a few tens of nanoseconds) plus the code's own run time.
+func Call(fn uintptr, s *Stack, args ...uintptr) uintptr {
+	r, err := CallErr(fn, s, args...)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// CallErr calls the machine code at fn with the System V AMD64 calling
+// convention (psABI §3.2): args[i] goes to RDI, RSI, RDX, RCX, R8, R9 in that
+// order, unused argument registers are zero, and AL (the vector-register
+// count of variadic callees) is 0. The code runs on s: at its entry RSP is
+// s.EntrySP(), which is ≡ 8 (mod 16) and holds the return address, as the
+// ABI requires after a CALL. CallErr returns the callee's RAX.
+//
+// The goroutine is in the runtime's "system call" state for the duration;
+// see the package documentation for what the code may and may not do. The
+// calling goroutine stays on its OS thread meanwhile, so calls from many
+// goroutines run in parallel, each on its own Stack.
+//
+// Errors: ErrTooManyArgs (len(args) > MaxArgs), ErrNilStack, ErrNilFunc,
+// ErrClosed, ErrBusy (s serves another call), and errors.ErrUnsupported
+// outside linux/amd64; none of them runs any code. It allocates nothing.
+func CallErr(fn uintptr, s *Stack, args ...uintptr) (uintptr, error) {
+	if len(args) > MaxArgs {
+		return 0, fmt.Errorf("%w: got %d", ErrTooManyArgs, len(args))
+	}
+	if s == nil {
+		return 0, ErrNilStack
+	}
+	if fn == 0 {
+		return 0, ErrNilFunc
+	}
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	var a [MaxArgs]uintptr
+	copy(a[:], args)
+	r, err := call(fn, s.top, a[0], a[1], a[2], a[3], a[4], a[5])
+	s.release()
+	runtime.KeepAlive(s)
+	return r, err
+}

@@ -1,0 +1,429 @@
+//go:build linux && amd64
+
+package native
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Hand-assembled x86-64 code (checked with objdump -D -b binary -mi386:x86-64).
+var (
+	// mov eax, 42; ret
+	codeRet42 = []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}
+	// ret: returns RAX as found at entry (must be 0: AL=0 for variadic callees).
+	codeRet = []byte{0xc3}
+	// mov rax, <reg>; ret for rdi, rsi, rdx, rcx, r8, r9.
+	codeArgReg = [MaxArgs][]byte{
+		{0x48, 0x89, 0xf8, 0xc3},
+		{0x48, 0x89, 0xf0, 0xc3},
+		{0x48, 0x89, 0xd0, 0xc3},
+		{0x48, 0x89, 0xc8, 0xc3},
+		{0x4c, 0x89, 0xc0, 0xc3},
+		{0x4c, 0x89, 0xc8, 0xc3},
+	}
+	// mov rax, rsp; ret
+	codeRSP = []byte{0x48, 0x89, 0xe0, 0xc3}
+	// mov rax, rsp; and rax, 15; ret
+	codeRSPMod16 = []byte{0x48, 0x89, 0xe0, 0x48, 0x83, 0xe0, 0x0f, 0xc3}
+	// sum(n) = n + sum(n-1), sum(0) = 0; one 16-byte frame per level:
+	//	0: test rdi,rdi; je 16; push rbx; mov rbx,rdi; dec rdi; call 0
+	//	   add rax,rbx; pop rbx; ret; 16: xor eax,eax; ret
+	codeSum = []byte{
+		0x48, 0x85, 0xff, 0x74, 0x11, 0x53, 0x48, 0x89, 0xfb, 0x48, 0xff, 0xcf,
+		0xe8, 0xef, 0xff, 0xff, 0xff, 0x48, 0x01, 0xd8, 0x5b, 0xc3, 0x31, 0xc0, 0xc3,
+	}
+	// spin(ctl=rdi, n=rsi): store 1 to [rdi+8] ("started"); then until
+	// [rdi] != 0 (return 1) or n iterations pass (return 0).
+	codeSpin = []byte{
+		0x48, 0xc7, 0x47, 0x08, 0x01, 0x00, 0x00, 0x00, // mov qword [rdi+8], 1
+		0x48, 0x8b, 0x07, // loop: mov rax, [rdi]
+		0x48, 0x85, 0xc0, // test rax, rax
+		0x75, 0x08, // jne done
+		0x48, 0xff, 0xce, // dec rsi
+		0x75, 0xf3, // jne loop
+		0x31, 0xc0, 0xc3, // xor eax, eax; ret
+		0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3, // done: mov eax, 1; ret
+	}
+	// abort(ctl=rdi, entrySP=rsi): store RSP at entry to [rdi]; push rbp,
+	// rbx; call inner, which clobbers rbx, rbp, r12-r15 (r14 is Go's g
+	// register), xmm15 (Go's zero register), sets DF, loads rsi into rsp and
+	// returns 77 from there. The normal path (return 1) is never taken.
+	codeAbort = []byte{
+		0x48, 0x89, 0x27, // mov [rdi], rsp
+		0x55, 0x53, // push rbp; push rbx
+		0xe8, 0x08, 0x00, 0x00, 0x00, // call inner
+		0xb8, 0x01, 0x00, 0x00, 0x00, 0x5b, 0x5d, 0xc3, // mov eax,1; pop rbx; pop rbp; ret
+		0x48, 0xc7, 0xc3, 0xff, 0xff, 0xff, 0xff, // inner: mov rbx, -1
+		0x48, 0xc7, 0xc5, 0xff, 0xff, 0xff, 0xff, // mov rbp, -1
+		0x49, 0xc7, 0xc4, 0xff, 0xff, 0xff, 0xff, // mov r12, -1
+		0x49, 0xc7, 0xc5, 0xff, 0xff, 0xff, 0xff, // mov r13, -1
+		0x49, 0xc7, 0xc6, 0xff, 0xff, 0xff, 0xff, // mov r14, -1
+		0x49, 0xc7, 0xc7, 0xff, 0xff, 0xff, 0xff, // mov r15, -1
+		0x66, 0x45, 0x0f, 0x76, 0xff, // pcmpeqd xmm15, xmm15
+		0xfd,             // std
+		0x48, 0x89, 0xf4, // mov rsp, rsi
+		0xb8, 0x4d, 0x00, 0x00, 0x00, 0xc3, // mov eax, 77; ret
+	}
+)
+
+// loadCode maps code read-write, copies it, then makes it read-execute
+// (never writable and executable at once) and returns its address.
+func loadCode(t testing.TB, code []byte) uintptr {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, len(code), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(mem, code)
+	if err := unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return uintptr(unsafe.Pointer(&mem[0]))
+}
+
+func newStack(t testing.TB, size int) *Stack {
+	t.Helper()
+	s, err := NewStack(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func sum(n uint64) uint64 { return n * (n + 1) / 2 }
+
+func TestCallReturn(t *testing.T) {
+	s := newStack(t, 64<<10)
+	if got := Call(loadCode(t, codeRet42), s); got != 42 {
+		t.Errorf("mov eax,42; ret returned %d", got)
+	}
+	if got := Call(loadCode(t, codeRet), s); got != 0 {
+		t.Errorf("RAX at entry = %#x, want 0 (AL is the vector count for variadic callees)", got)
+	}
+}
+
+func TestCallArgs(t *testing.T) {
+	s := newStack(t, 64<<10)
+	var fns [MaxArgs]uintptr
+	for i := range fns {
+		fns[i] = loadCode(t, codeArgReg[i])
+	}
+	regs := [MaxArgs]string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}
+	all := []uintptr{0x1111111111111111, 0x2222222222222222, 0x3333333333333333,
+		^uintptr(0), 0x5555555555555555, 0x8000000000000006}
+	for n := 0; n <= MaxArgs; n++ {
+		args := all[:n]
+		for i, fn := range fns {
+			var want uintptr
+			if i < n {
+				want = args[i]
+			}
+			if got := Call(fn, s, args...); got != want {
+				t.Errorf("%d args: %s = %#x, want %#x", n, regs[i], got, want)
+			}
+		}
+	}
+}
+
+func TestEntryAlignment(t *testing.T) {
+	s := newStack(t, 64<<10)
+	if got := Call(loadCode(t, codeRSPMod16), s); got != 8 {
+		t.Errorf("rsp mod 16 at entry = %d, want 8 (psABI §3.2.2)", got)
+	}
+	rsp := Call(loadCode(t, codeRSP), s)
+	if rsp != s.EntrySP() {
+		t.Errorf("rsp at entry = %#x, want EntrySP %#x", rsp, s.EntrySP())
+	}
+	if rsp >= s.Top() || rsp < s.Bottom() || s.Top()%16 != 0 {
+		t.Errorf("rsp %#x outside [%#x, %#x) or top unaligned", rsp, s.Bottom(), s.Top())
+	}
+}
+
+func TestDeepRecursion(t *testing.T) {
+	s := newStack(t, 64<<20)
+	const n = 1_000_000 // 16 MB of frames
+	if got := Call(loadCode(t, codeSum), s, n); uint64(got) != sum(n) {
+		t.Errorf("sum(%d) = %d, want %d", n, got, sum(n))
+	}
+}
+
+func TestStackLayout(t *testing.T) {
+	const size = 100_000
+	s := newStack(t, size)
+	page := uintptr(os.Getpagesize())
+	if s.Size() < size || s.Size() >= size+int(page) || s.Top()-s.Bottom() != uintptr(s.Size()) {
+		t.Errorf("Size %d (top %#x bottom %#x), want %d rounded up to a page", s.Size(), s.Top(), s.Bottom(), size)
+	}
+	if s.Bottom()%page != 0 || s.Top()%page != 0 {
+		t.Errorf("bottom %#x or top %#x not page aligned", s.Bottom(), s.Top())
+	}
+	if p := mapsPerms(t, s.Bottom()-1); p != "---p" {
+		t.Errorf("guard page below Bottom has perms %q, want ---p", p)
+	}
+	if p := mapsPerms(t, s.Bottom()); p != "rw-p" {
+		t.Errorf("stack has perms %q, want rw-p", p)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close = %v, want ErrClosed", err)
+	}
+	if _, err := CallErr(loadCode(t, codeRet42), s); !errors.Is(err, ErrClosed) {
+		t.Errorf("CallErr on closed stack = %v, want ErrClosed", err)
+	}
+}
+
+// mapsPerms returns the permissions of the /proc/self/maps line holding addr.
+func mapsPerms(t *testing.T, addr uintptr) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var lo, hi uintptr
+		var perms string
+		if _, err := fmt.Sscanf(sc.Text(), "%x-%x %s", &lo, &hi, &perms); err == nil && lo <= addr && addr < hi {
+			return perms
+		}
+	}
+	return "unmapped"
+}
+
+func TestCallErrors(t *testing.T) {
+	s := newStack(t, 4096)
+	fn := loadCode(t, codeRet42)
+	for _, c := range []struct {
+		name string
+		fn   uintptr
+		s    *Stack
+		args []uintptr
+		want error
+	}{
+		{"7 args", fn, s, make([]uintptr, 7), ErrTooManyArgs},
+		{"nil stack", fn, nil, nil, ErrNilStack},
+		{"nil func", 0, s, nil, ErrNilFunc},
+	} {
+		if _, err := CallErr(c.fn, c.s, c.args...); !errors.Is(err, c.want) {
+			t.Errorf("%s: CallErr error %v, want %v", c.name, err, c.want)
+		}
+		func() {
+			defer func() {
+				if err, _ := recover().(error); !errors.Is(err, c.want) {
+					t.Errorf("%s: Call panicked with %v, want %v", c.name, err, c.want)
+				}
+			}()
+			Call(c.fn, c.s, c.args...)
+		}()
+	}
+	if got := Call(fn, s); got != 42 {
+		t.Errorf("call after misuse returned %d", got)
+	}
+	if _, err := NewStack(0); err == nil {
+		t.Error("NewStack(0) succeeded")
+	}
+}
+
+// spinning starts codeSpin on s in a goroutine and waits until it runs.
+// It returns ctl (set ctl[0] to stop it) and a channel with its result.
+func spinning(t *testing.T, s *Stack, order *atomic.Int32, seq *atomic.Int32) (ctl []uint64, done chan uintptr) {
+	t.Helper()
+	mem, err := Alloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Free(mem) })
+	ctl = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), 2)
+	fn := loadCode(t, codeSpin)
+	done = make(chan uintptr, 1)
+	go func() {
+		r := Call(fn, s, uintptr(unsafe.Pointer(&ctl[0])), 1<<32) // ~1 s without the flag
+		if order != nil {
+			order.Store(seq.Add(1))
+		}
+		done <- r
+	}()
+	for atomic.LoadUint64(&ctl[1]) == 0 {
+		runtime.Gosched()
+	}
+	return ctl, done
+}
+
+// TestGCDuringCall checks that a collection does not wait for a native call:
+// runtime.GC must finish while the call still spins, which ends only when
+// told to after GC returns (or on its own after ~2^32 iterations, which
+// fails the test).
+func TestGCDuringCall(t *testing.T) {
+	s := newStack(t, 64<<10)
+	var seq, callEnd atomic.Int32
+	ctl, done := spinning(t, s, &callEnd, &seq)
+	runtime.GC()
+	gcEnd := seq.Add(1)
+	atomic.StoreUint64(&ctl[0], 1)
+	if r := <-done; r != 1 || callEnd.Load() < gcEnd {
+		t.Errorf("native call ended before runtime.GC (result %d, gc at %d, call at %d)", r, gcEnd, callEnd.Load())
+	}
+}
+
+func TestBusy(t *testing.T) {
+	s := newStack(t, 64<<10)
+	ctl, done := spinning(t, s, nil, nil)
+	if _, err := CallErr(loadCode(t, codeRet42), s); !errors.Is(err, ErrBusy) {
+		t.Errorf("CallErr on busy stack = %v, want ErrBusy", err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrBusy) {
+		t.Errorf("Close of busy stack = %v, want ErrBusy", err)
+	}
+	atomic.StoreUint64(&ctl[0], 1)
+	if r := <-done; r != 1 {
+		t.Errorf("spin returned %d, want 1", r)
+	}
+	if got := Call(loadCode(t, codeRet42), s); got != 42 {
+		t.Errorf("call after busy returned %d", got)
+	}
+}
+
+func TestAbort(t *testing.T) {
+	s := newStack(t, 64<<10)
+	mem, err := Alloc(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Free(mem)
+	abort, ret42 := loadCode(t, codeAbort), loadCode(t, codeRet42)
+	for i := range 3 {
+		*(*uint64)(unsafe.Pointer(&mem[0])) = 0
+		if got := Call(abort, s, uintptr(unsafe.Pointer(&mem[0])), s.EntrySP()); got != 77 {
+			t.Fatalf("abort call %d returned %d, want 77", i, got)
+		}
+		if saved := *(*uint64)(unsafe.Pointer(&mem[0])); uintptr(saved) != s.EntrySP() {
+			t.Errorf("rsp saved at entry %#x, want EntrySP %#x", saved, s.EntrySP())
+		}
+		// Go's state (g in R14, zero X15, DF clear) must be intact.
+		runtime.GC()
+		src := []byte(strings.Repeat("abcdefgh", 64))
+		dst := make([]byte, len(src))
+		copy(dst[1:], src) // overlapping-free memmove; DF set would break it
+		if string(dst[1:]) != string(src[:len(src)-1]) {
+			t.Fatal("memmove broken after abort")
+		}
+		if got := Call(ret42, s); got != 42 {
+			t.Fatalf("call after abort returned %d", got)
+		}
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	fn := loadCode(t, codeSum)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		s := newStack(t, 1<<20)
+		wg.Go(func() {
+			for i := range 200 {
+				n := uint64(g*1000 + i)
+				if got := Call(fn, s, uintptr(n)); uint64(got) != sum(n) {
+					t.Errorf("goroutine %d: sum(%d) = %d, want %d", g, n, got, sum(n))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestCallAllocs(t *testing.T) {
+	s := newStack(t, 64<<10)
+	fn := loadCode(t, codeArgReg[5])
+	if n := testing.AllocsPerRun(100, func() { Call(fn, s, 1, 2, 3, 4, 5, 6) }); n != 0 {
+		t.Errorf("Call allocates %v times per call, want 0", n)
+	}
+}
+
+func TestAllocFree(t *testing.T) {
+	b, err := Alloc(10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 10000 {
+		t.Fatalf("len %d, want 10000", len(b))
+	}
+	for i := range b {
+		if b[i] != 0 {
+			t.Fatalf("byte %d = %d, want zero", i, b[i])
+		}
+		b[i] = byte(i)
+	}
+	if err := Free(b[:10]); err != nil {
+		t.Errorf("Free: %v", err)
+	}
+	if err := Free(make([]byte, 10)); err == nil {
+		t.Error("Free of Go memory succeeded")
+	}
+	if _, err := Alloc(0); err == nil {
+		t.Error("Alloc(0) succeeded")
+	}
+}
+
+// TestGuardPageKills documents what a stack overflow does: the process dies
+// with SIGSEGV (it is not recoverable). Runs in a child process.
+func TestGuardPageKills(t *testing.T) {
+	if os.Getenv("NATIVE_TEST_OVERFLOW") == "1" {
+		s, _ := NewStack(64 << 10)
+		Call(loadCode(t, codeSum), s, 1_000_000) // 16 MB of frames on 64 KiB
+		os.Exit(0)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestGuardPageKills$")
+	cmd.Env = append(os.Environ(), "NATIVE_TEST_OVERFLOW=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "SIGSEGV") {
+		t.Errorf("overflowing child: err %v, output %q; want death by SIGSEGV", err, out)
+	}
+}
+
+func BenchmarkCall(b *testing.B) {
+	s := newStack(b, 64<<10)
+	fn := loadCode(b, codeRet42)
+	b.ReportAllocs()
+	for b.Loop() {
+		Call(fn, s)
+	}
+}
+
+func ExampleCall() {
+	// mov eax, edi; add eax, esi; ret — in memory mapped read-write, then
+	// made read-execute.
+	code := []byte{0x89, 0xf8, 0x01, 0xf0, 0xc3}
+	mem, _ := unix.Mmap(-1, 0, len(code), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	defer unix.Munmap(mem)
+	copy(mem, code)
+	unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC)
+
+	s, err := NewStack(1 << 20)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	fmt.Println(Call(uintptr(unsafe.Pointer(&mem[0])), s, 40, 2))
+	// Output: 42
+}

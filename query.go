@@ -1,0 +1,213 @@
+package elfimage
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/line"
+)
+
+// ErrUnknownPC is returned (wrapped with the address) by the debug queries
+// when no procedure, line row or debug entry covers an address.
+var ErrUnknownPC = errors.New("elfimage: no debug information for address")
+
+// debugState holds the indexes an Image builds lazily, on the first debug
+// query that needs each, from its mapped non-loaded tail. Nothing here is
+// touched at load; each index is built at most once and then only read.
+type debugState struct {
+	symOnce sync.Once
+	syms    []procSym // STT_FUNC symbols sorted by address
+	symErr  error
+
+	lineOnce sync.Once
+	lines    *line.Table
+	lineErr  error
+
+}
+
+type procSym struct {
+	start, size uint64
+	name        string
+	global      bool
+}
+
+// Procedure names the procedure whose code holds an address.
+type Procedure struct {
+	// Name is the symbol name.
+	Name string
+	// Start and Size give the procedure's code as the link-time range
+	// [Start, Start+Size).
+	Start, Size uint64
+	// Internal is true for runtime support code the source did not define
+	// (a local symbol).
+	Internal bool
+}
+
+// Position is a source position: a 1-based line and column in File
+// (Column 0 when unknown).
+type Position struct {
+	File         string
+	Line, Column int
+}
+
+func (p Position) String() string {
+	if p.Column == 0 {
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// LinkAddr converts a run-time address inside the image to its link-time
+// address (pc - Base). Every debug query takes link-time addresses, the
+// addresses written in the file, so that they also answer for addresses
+// read from the file by other tools.
+func (im *Image) LinkAddr(pc uintptr) uint64 { return uint64(pc - im.Base()) }
+
+// ProcedureAt returns the procedure whose code contains the link-time
+// address addr. The first call builds a sorted index of the .symtab
+// function symbols (cost linear in the symbol count); later calls bisect
+// it without allocating. It returns an error wrapping ErrUnknownPC when no
+// function symbol covers addr, or a *FormatError when .symtab is malformed.
+func (im *Image) ProcedureAt(addr uint64) (Procedure, error) {
+	d := &im.debug
+	d.symOnce.Do(func() { d.syms, d.symErr = im.readSymbols() })
+	if d.symErr != nil {
+		return Procedure{}, d.symErr
+	}
+	i, ok := slices.BinarySearchFunc(d.syms, addr, func(s procSym, a uint64) int {
+		switch {
+		case a < s.start:
+			return 1
+		case a >= s.start+s.size:
+			return -1
+		}
+		return 0
+	})
+	if !ok {
+		return Procedure{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	s := &d.syms[i]
+	return Procedure{Name: s.name, Start: s.start, Size: s.size, Internal: !s.global}, nil
+}
+
+// readSymbols decodes the STT_FUNC symbols of .symtab into an index sorted
+// by address. Overlapping symbols keep the first in address order.
+func (im *Image) readSymbols() ([]procSym, error) {
+	symtab, err := im.Section(".symtab")
+	if err != nil {
+		return nil, err
+	}
+	strtab, err := im.Section(".strtab")
+	if err != nil {
+		return nil, err
+	}
+	if len(symtab)%symSize != 0 {
+		return nil, &FormatError{Path: im.path, Field: ".symtab sh_size", Msg: fmt.Sprintf("size %#x is not a multiple of %d", len(symtab), symSize)}
+	}
+	le := binary.LittleEndian
+	var syms []procSym
+	for i := 1; i < len(symtab)/symSize; i++ {
+		b := symtab[i*symSize:]
+		info := b[4]
+		if elf.ST_TYPE(info) != elf.STT_FUNC {
+			continue
+		}
+		size := le.Uint64(b[16:])
+		if size == 0 {
+			continue
+		}
+		name, err := dwarf.CStringAt(".strtab", strtab, uint64(le.Uint32(b[0:])), fmt.Sprintf("st_name of symbol %d", i))
+		if err != nil {
+			return nil, err
+		}
+		start := le.Uint64(b[8:])
+		if start+size < start {
+			return nil, &FormatError{Path: im.path, Field: fmt.Sprintf("st_size of symbol %d", i), Msg: "address range overflows"}
+		}
+		syms = append(syms, procSym{start: start, size: size, name: name, global: elf.ST_BIND(info) == elf.STB_GLOBAL})
+	}
+	slices.SortStableFunc(syms, func(a, b procSym) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+	// Drop symbols that overlap an earlier one, so bisection is exact.
+	out := syms[:0]
+	for _, s := range syms {
+		if len(out) > 0 && s.start < out[len(out)-1].start+out[len(out)-1].size {
+			continue
+		}
+		out = append(out, s)
+	}
+	return slices.Clip(out), nil
+}
+
+// PositionAt returns the source position of the link-time address addr
+// from the image's .debug_line. The first call decodes the line program
+// (cost linear in its size); later calls bisect the decoded sequences
+// without allocating. It returns an error wrapping ErrUnknownPC when no
+// sequence covers addr, or a *dwarf.FormatError when .debug_line is
+// malformed.
+func (im *Image) PositionAt(addr uint64) (Position, error) {
+	t, err := im.lineTable()
+	if err != nil {
+		return Position{}, err
+	}
+	row, ok := t.Lookup(addr)
+	if !ok {
+		return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	var file string
+	if f, ok := t.File(row.File); ok {
+		file = f.Path
+	}
+	return Position{File: file, Line: int(row.Line), Column: int(row.Column)}, nil
+}
+
+// LineTable returns the image's decoded line program, decoding it on first
+// use. The table is shared: do not modify it.
+func (im *Image) LineTable() (*line.Table, error) { return im.lineTable() }
+
+func (im *Image) lineTable() (*line.Table, error) {
+	d := &im.debug
+	d.lineOnce.Do(func() {
+		sec := line.Sections{Order: binary.LittleEndian}
+		var err error
+		if sec.Line, err = im.Section(".debug_line"); err != nil {
+			d.lineErr = err
+			return
+		}
+		sec.Str, _ = im.Section(".debug_str")
+		sec.LineStr, _ = im.Section(".debug_line_str")
+		// Our images have one compile unit whose line program is at
+		// offset 0; its comp_dir is directory entry 0 of a DWARF 5
+		// program. (Foreign ELF files go through package symbolize.)
+		d.lines, d.lineErr = line.Decode(sec, 0, "")
+	})
+	return d.lines, d.lineErr
+}
+
+// Procedures returns every function symbol of the image in address order
+// (building the index of [Image.ProcedureAt] if needed). Allocates the
+// result.
+func (im *Image) Procedures() ([]Procedure, error) {
+	d := &im.debug
+	d.symOnce.Do(func() { d.syms, d.symErr = im.readSymbols() })
+	if d.symErr != nil {
+		return nil, d.symErr
+	}
+	out := make([]Procedure, len(d.syms))
+	for i, s := range d.syms {
+		out[i] = Procedure{Name: s.name, Start: s.start, Size: s.size, Internal: !s.global}
+	}
+	return out, nil
+}
