@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 )
 
@@ -27,6 +28,9 @@ type debugState struct {
 	lineOnce sync.Once
 	lines    *line.Table
 	lineErr  error
+
+	info   infoState
+	unwind unwindState
 
 }
 
@@ -210,4 +214,131 @@ func (im *Image) Procedures() ([]Procedure, error) {
 		out[i] = Procedure{Name: s.name, Start: s.start, Size: s.size, Internal: !s.global}
 	}
 	return out, nil
+}
+
+// Param is a formal parameter of a procedure as the image's DWARF gives
+// it: its name and its location expression (DWARF 5 section 2.6), to be
+// evaluated with the frame's registers, CFA and memory.
+type Param struct {
+	Name     string
+	Location []byte // DW_AT_location exprloc; nil when the value is not available
+}
+
+// subprogram is one DW_TAG_subprogram with a code range, in the index
+// built on the first ParamsAt.
+type subprogram struct {
+	low, high uint64 // [low, high)
+	off       uint64 // .debug_info offset of the DIE
+}
+
+type infoState struct {
+	once sync.Once
+	data *info.Data
+	subs []subprogram // sorted by low
+	err  error
+}
+
+// ParamsAt returns the formal parameters of the procedure whose
+// DW_TAG_subprogram covers the link-time address addr, in declaration
+// order. The first call decodes the DIE tree once to index subprograms by
+// address (cost linear in .debug_info); later calls bisect the index and
+// decode only that subprogram's DIE and children. It returns an error
+// wrapping ErrUnknownPC when no subprogram covers addr, or a
+// *dwarf.FormatError when the DWARF is malformed.
+func (im *Image) ParamsAt(addr uint64) ([]Param, error) {
+	s := &im.debug.info
+	s.once.Do(func() { s.data, s.subs, s.err = im.indexSubprograms() })
+	if s.err != nil {
+		return nil, s.err
+	}
+	i, ok := slices.BinarySearchFunc(s.subs, addr, func(sp subprogram, a uint64) int {
+		switch {
+		case a < sp.low:
+			return 1
+		case a >= sp.high:
+			return -1
+		}
+		return 0
+	})
+	if !ok {
+		return nil, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	r := s.data.Reader()
+	r.Seek(s.subs[i].off)
+	e, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if e == nil || !e.Children {
+		return nil, nil
+	}
+	var params []Param
+	for {
+		c, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if c == nil || c.Tag == 0 {
+			return params, nil
+		}
+		if c.Tag == dwarf.DW_TAG_formal_parameter {
+			p := Param{}
+			p.Name, _ = c.String(dwarf.DW_AT_name)
+			if f, ok := c.Val(dwarf.DW_AT_location); ok && f.Class == info.ClassExprloc {
+				p.Location = f.Block
+			}
+			params = append(params, p)
+		}
+		if c.Children {
+			r.SkipChildren()
+		}
+	}
+}
+
+func (im *Image) indexSubprograms() (*info.Data, []subprogram, error) {
+	var sec info.Sections
+	var err error
+	if sec.Info, err = im.Section(".debug_info"); err != nil {
+		return nil, nil, err
+	}
+	if sec.Abbrev, err = im.Section(".debug_abbrev"); err != nil {
+		return nil, nil, err
+	}
+	sec.Str, _ = im.Section(".debug_str")
+	sec.LineStr, _ = im.Section(".debug_line_str")
+	sec.Order = binary.LittleEndian
+	d, err := info.New(sec)
+	if err != nil {
+		return nil, nil, err
+	}
+	var subs []subprogram
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag != dwarf.DW_TAG_subprogram {
+			continue
+		}
+		if lo, hi, ok := e.PCRange(); ok && lo < hi {
+			subs = append(subs, subprogram{low: lo, high: hi, off: e.Offset})
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
+	slices.SortFunc(subs, func(a, b subprogram) int {
+		switch {
+		case a.low < b.low:
+			return -1
+		case a.low > b.low:
+			return 1
+		}
+		return 0
+	})
+	return d, subs, nil
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/lang/scheme"
+)
+
+func runDemo(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	outDir := fs.String("o", "", "write the image into `DIR` and keep it (default: a temporary directory, removed at exit)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	dir := *outDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "elfimage-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	name := scheme.DemoFile
+	fmt.Fprintf(stdout, "== compile %s (%d bytes of Scheme) and link\n", name, len(scheme.DemoSource))
+	mod, err := scheme.Compile(name, scheme.DemoSource)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "demo.elf")
+	if err := elfimage.WriteFile(path, mod, elfimage.LinkOptions{}); err != nil {
+		return err
+	}
+	// Keep the source beside the image so debuggers can show it.
+	if err := os.WriteFile(filepath.Join(dir, name), scheme.DemoSource, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "   wrote %s\n\n", path)
+
+	start := time.Now()
+	img, err := elfimage.Open(path, nil)
+	loadTime := time.Since(start)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+
+	fmt.Fprintf(stdout, "== run (output of the program)\n")
+	if _, err := execute(img, stdout, stdout); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(stdout, "\n== image %s\n", path)
+	if err := summarize(stdout, img); err != nil {
+		return err
+	}
+	med, err := medianLoad(path, 50)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n== load: %v for the load above (%s: one mmap of the whole file, mprotect, relocations); median of 50 more loads: %v\n",
+		loadTime.Round(100*time.Nanosecond), loadPath(img), med.Round(100*time.Nanosecond))
+	fmt.Fprintf(stdout, "   try: go run ./cmd/elfimage dump %s\n", path)
+	return nil
+}
+
+// summarize prints the segments and sections with their sizes and the
+// bytes spent on alignment padding.
+func summarize(w io.Writer, img *elfimage.Image) error {
+	fileSize := uint64(len(img.Bytes()))
+	segs := img.Segments()
+	fmt.Fprintf(w, "   %d bytes: %d loaded in %d segments, %d in the non-loaded tail\n",
+		fileSize, img.Size(), len(segs), fileSize-img.Size())
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "   segment\taddress\tsize\t\n")
+	for _, s := range segs {
+		fmt.Fprintf(tw, "   %s\t%#x\t%d\t\n", progFlags(s.Flags), s.Addr, s.Size)
+	}
+	tw.Flush()
+	secs, err := img.Sections()
+	if err != nil {
+		return err
+	}
+	secs = slices.Clone(secs[1:])
+	slices.SortFunc(secs, func(a, b elfimage.SectionHeader) int { return int(a.Offset) - int(b.Offset) })
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "   section\toffset\tsize\tloaded\n")
+	var used uint64
+	for _, s := range secs {
+		loaded := "no"
+		if s.Flags&elf.SHF_ALLOC != 0 {
+			loaded = "yes"
+		}
+		fmt.Fprintf(tw, "   %s\t%#x\t%d\t%s\n", s.Name, s.Offset, s.Size, loaded)
+		used += s.Size
+	}
+	tw.Flush()
+	phnum := uint64(binary.LittleEndian.Uint16(img.Bytes()[56:]))
+	hdrs := 64 + 56*phnum + 64*uint64(len(secs)+1) // ELF header, program and section headers
+	pad := fileSize - used - hdrs
+	fmt.Fprintf(w, "   padding and headers: %d bytes of headers, about %d bytes of alignment padding (%.1f%% of the file)\n",
+		hdrs, pad, 100*float64(pad)/float64(fileSize))
+	return nil
+}
+
+func medianLoad(path string, n int) (time.Duration, error) {
+	ts := make([]time.Duration, n)
+	for i := range ts {
+		start := time.Now()
+		img, err := elfimage.Open(path, nil)
+		ts[i] = time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		img.Close()
+	}
+	slices.Sort(ts)
+	return ts[n/2], nil
+}

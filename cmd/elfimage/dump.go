@@ -1,0 +1,252 @@
+package main
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/dwarf/frame"
+)
+
+func runDump(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("dump", stderr)
+	headers := fs.Bool("headers", false, "print the ELF header and program headers (segments)")
+	sections := fs.Bool("sections", false, "print the section headers")
+	symbols := fs.Bool("symbols", false, "print the function symbols of .symtab")
+	lines := fs.Bool("lines", false, "print the decoded line table (address, file:line:column, flags)")
+	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame (CFA rule and register rules per row)")
+	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want one image file, got %d arguments", errUsage, fs.NArg())
+	}
+	all := !*headers && !*sections && !*symbols && !*lines && !*frames
+	img, err := inspect(fs.Arg(0), *read)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	w := stdout
+	if all || *headers {
+		dumpHeaders(w, img)
+	}
+	if all || *sections {
+		if err := dumpSections(w, img); err != nil {
+			return err
+		}
+	}
+	if all || *symbols {
+		if err := dumpSymbols(w, img); err != nil {
+			return err
+		}
+	}
+	if all || *lines {
+		if err := dumpLines(w, img); err != nil {
+			return err
+		}
+	}
+	if all || *frames {
+		if err := dumpFrames(w, img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inspect loads an image for reading its contents.
+func inspect(path string, read bool) (*elfimage.Image, error) {
+	return elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read})
+}
+
+func dumpHeaders(w io.Writer, img *elfimage.Image) {
+	b := img.Bytes()
+	le := binary.LittleEndian
+	fmt.Fprintf(w, "ELF header:\n")
+	fmt.Fprintf(w, "  class %v, data %v, type %v, machine %v\n", elf.Class(b[elf.EI_CLASS]), elf.Data(b[elf.EI_DATA]),
+		elf.Type(le.Uint16(b[16:])), elf.Machine(le.Uint16(b[18:])))
+	fmt.Fprintf(w, "  entry %#x, program headers at %#x (%d), section headers at %#x (%d)\n",
+		le.Uint64(b[24:]), le.Uint64(b[32:]), le.Uint16(b[56:]), le.Uint64(b[40:]), le.Uint16(b[60:]))
+	fmt.Fprintf(w, "  loaded at %#x (%s), %d bytes loaded of %d in the file\n", img.Base(), loadPath(img), img.Size(), len(b))
+	if id := img.BuildID(); id != nil {
+		fmt.Fprintf(w, "  build ID %s\n", hex.EncodeToString(id))
+	}
+	fmt.Fprintf(w, "\nProgram headers:\n")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "  type\toffset\tvaddr\tfilesz\tmemsz\tflags\talign\n")
+	phoff, phnum := le.Uint64(b[32:]), int(le.Uint16(b[56:]))
+	for i := range phnum {
+		p := b[phoff+uint64(i)*56:]
+		fmt.Fprintf(tw, "  %v\t%#x\t%#x\t%#x\t%#x\t%s\t%#x\n", elf.ProgType(le.Uint32(p[0:])), le.Uint64(p[8:]), le.Uint64(p[16:]),
+			le.Uint64(p[32:]), le.Uint64(p[40:]), progFlags(elf.ProgFlag(le.Uint32(p[4:]))), le.Uint64(p[48:]))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+func loadPath(img *elfimage.Image) string {
+	if img.Mapped() {
+		return "mmap"
+	}
+	return "read fallback"
+}
+
+func progFlags(f elf.ProgFlag) string {
+	s := []byte("---")
+	if f&elf.PF_R != 0 {
+		s[0] = 'r'
+	}
+	if f&elf.PF_W != 0 {
+		s[1] = 'w'
+	}
+	if f&elf.PF_X != 0 {
+		s[2] = 'x'
+	}
+	return string(s)
+}
+
+func dumpSections(w io.Writer, img *elfimage.Image) error {
+	secs, err := img.Sections()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Sections:\n")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "  [nr]\tname\ttype\taddr\toffset\tsize\tflags\n")
+	for i, s := range secs {
+		if i == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "  [%2d]\t%s\t%s\t%#x\t%#x\t%d\t%s\n", i, s.Name, strings.TrimPrefix(s.Type.String(), "SHT_"), s.Addr, s.Offset, s.Size, secFlags(s.Flags))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return nil
+}
+
+func secFlags(f elf.SectionFlag) string {
+	var s strings.Builder
+	for _, x := range []struct {
+		f elf.SectionFlag
+		c byte
+	}{{elf.SHF_WRITE, 'W'}, {elf.SHF_ALLOC, 'A'}, {elf.SHF_EXECINSTR, 'X'}, {elf.SHF_MERGE, 'M'}, {elf.SHF_STRINGS, 'S'}} {
+		if f&x.f != 0 {
+			s.WriteByte(x.c)
+		}
+	}
+	return s.String()
+}
+
+func dumpSymbols(w io.Writer, img *elfimage.Image) error {
+	procs, err := img.Procedures()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Symbols (functions):\n")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "  address\tsize\tbind\tname\n")
+	for _, p := range procs {
+		bind := "global"
+		if p.Internal {
+			bind = "local"
+		}
+		fmt.Fprintf(tw, "  %#x\t%d\t%s\t%s\n", p.Start, p.Size, bind, p.Name)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return nil
+}
+
+func dumpLines(w io.Writer, img *elfimage.Image) error {
+	t, err := img.LineTable()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Line table (version %d, %d sequences):\n", t.Version, len(t.Sequences))
+	for i, f := range t.Files {
+		fmt.Fprintf(w, "  file %d: %s\n", i, f.Path)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "  address\tfile:line:column\tflags\n")
+	for _, s := range t.Sequences {
+		for _, r := range s.Rows {
+			var flags []string
+			if r.IsStmt {
+				flags = append(flags, "is_stmt")
+			}
+			if r.PrologueEnd {
+				flags = append(flags, "prologue_end")
+			}
+			if r.EpilogueBegin {
+				flags = append(flags, "epilogue_begin")
+			}
+			name := "?"
+			if f, ok := t.File(r.File); ok {
+				name = f.Name
+			}
+			fmt.Fprintf(tw, "  %#x\t%s:%d:%d\t%s\n", r.Address, name, r.Line, r.Column, strings.Join(flags, " "))
+		}
+		fmt.Fprintf(tw, "  %#x\tend_sequence\t\n", s.End)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return nil
+}
+
+func dumpFrames(w io.Writer, img *elfimage.Image) error {
+	data, err := img.Section(".eh_frame")
+	if err != nil {
+		return err
+	}
+	secs, err := img.Sections()
+	if err != nil {
+		return err
+	}
+	var addr uint64
+	for _, s := range secs {
+		if s.Name == ".eh_frame" {
+			addr = s.Addr
+		}
+	}
+	a := img.Arch()
+	sec := frame.NewEHFrame(data, addr, binary.LittleEndian, uint8(a.PtrSize))
+	fdes, err := sec.FDEs()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Call frame information (.eh_frame, %d FDEs):\n", len(fdes))
+	for i := range fdes {
+		f := &fdes[i]
+		name := "?"
+		if p, err := img.ProcedureAt(f.Start); err == nil {
+			name = p.Name
+		}
+		fmt.Fprintf(w, "  FDE at %#x: [%#x, %#x) %s\n", f.Offset, f.Start, f.Start+f.Size, name)
+		rows, err := frame.Table(f)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.Loc == r.End {
+				continue
+			}
+			var regs []string
+			for j := 0; j < r.NumRules(); j++ {
+				reg, rule := r.RuleAt(j)
+				if rule.Kind == frame.RuleUnspecified {
+					continue
+				}
+				regs = append(regs, a.RegName(reg)+"="+rule.Format(a.RegName))
+			}
+			fmt.Fprintf(w, "    %#x  cfa=%s  %s\n", r.Loc, r.CFA.Format(a.RegName), strings.Join(regs, " "))
+		}
+	}
+	fmt.Fprintln(w)
+	return nil
+}

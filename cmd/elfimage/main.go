@@ -1,0 +1,134 @@
+// Command elfimage compiles, links, loads, runs and inspects elfimage ELF
+// images.
+//
+// Usage:
+//
+//	elfimage demo [-o DIR]                 compile, link, load, run and explain the demo program
+//	elfimage build [-o OUT] prog.scm       compile a Scheme file to an image
+//	elfimage run [-read] prog.scm|prog.elf run a program from source or from an image
+//	elfimage dump [flags] prog.elf         headers, segments, sections, symbols, lines, CFI rows
+//	elfimage symbolize -e prog.elf ADDR... addr2line -f style output from the image's DWARF
+//
+// Errors go to standard error and the exit status is 1 (2 for usage
+// errors). Every command documents its flags with -h.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+type command struct {
+	name, args, summary string
+	run                 func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"demo", "[-o DIR]", "compile, link, load and run the embedded demo program; print its output, a backtrace, the image layout and the load time", runDemo},
+		{"build", "[-o OUT] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
+		{"run", "[-read] [-dwarf N] prog.scm|prog.elf", "run a program from source (compiled in memory, written to a temporary image) or from an image", runRun},
+		{"dump", "[-headers] [-sections] [-symbols] [-lines] [-frames] prog.elf", "print headers, segments, sections, symbols, the line table and CFI rows (all when no flag is given)", runDump},
+		{"symbolize", "-e prog.elf [ADDR...]", "print the procedure and file:line:column of link-time addresses, like addr2line -f (addresses from stdin when none are given)", runSymbolize},
+	}
+}
+
+// errUsage marks errors that are the caller's mistake: exit status 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "elfimage %s: %v\n", c.name, err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "elfimage %s: %v\n", c.name, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "elfimage: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "elfimage writes, loads, runs and inspects mmap-ready ELF images with DWARF.")
+	fmt.Fprintln(w, "\nUsage: elfimage COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'elfimage COMMAND -h' for a command's flags.")
+}
+
+// newFlags returns a FlagSet for a command that prints its usage to stderr.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	for _, c := range commands {
+		if c.name == name {
+			fs.Usage = func() {
+				fmt.Fprintf(stderr, "Usage: elfimage %s %s\n\n%s.\n", c.name, c.args, c.summary)
+				var n int
+				fs.VisitAll(func(*flag.Flag) { n++ })
+				if n > 0 {
+					fmt.Fprintln(stderr, "\nFlags:")
+					fs.PrintDefaults()
+				}
+			}
+		}
+	}
+	return fs
+}
+
+// parse parses args, turning flag errors into usage errors. Flags may
+// come before, between or after the positional arguments
+// ("build prog.scm -o prog.elf"); "--" ends flag parsing. The positional
+// arguments are left in fs.Args().
+func parse(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// fs.Parse stops at the first positional argument, or after "--".
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}

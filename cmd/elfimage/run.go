@@ -1,0 +1,172 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/lang/scheme"
+)
+
+func runBuild(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("build", stderr)
+	out := fs.String("o", "", "output image `file` (default: the source name with .elf)")
+	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` of the debug sections (4 or 5)")
+	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want one source file, got %d arguments", errUsage, fs.NArg())
+	}
+	src := fs.Arg(0)
+	if *out == "" {
+		*out = strings.TrimSuffix(src, filepath.Ext(src)) + ".elf"
+	}
+	opts, err := linkOptions(*dwarfVersion, *debugFrame)
+	if err != nil {
+		return err
+	}
+	mod, err := compileFile(src)
+	if err != nil {
+		return err
+	}
+	return elfimage.WriteFile(*out, mod, opts)
+}
+
+func linkOptions(version int, debugFrame bool) (elfimage.LinkOptions, error) {
+	if version < 2 || version > 5 {
+		return elfimage.LinkOptions{}, fmt.Errorf("%w: -dwarf %d: want 2 to 5", errUsage, version)
+	}
+	enc := dwarf.Default64
+	enc.Version = uint16(version)
+	return elfimage.LinkOptions{DWARF: enc, DebugFrame: debugFrame}, nil
+}
+
+func compileFile(path string) (*elfimage.Module, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return scheme.Compile(path, src)
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
+	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (4 or 5)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want one program (.scm source or image), got %d arguments", errUsage, fs.NArg())
+	}
+	path := fs.Arg(0)
+	if isSource(path) {
+		opts, err := linkOptions(*dwarfVersion, false)
+		if err != nil {
+			return err
+		}
+		mod, err := compileFile(path)
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "elfimage-run-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		img := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".elf")
+		if err := elfimage.WriteFile(img, mod, opts); err != nil {
+			return err
+		}
+		path = img
+	}
+	img, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: *read})
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	_, err = execute(img, stdout, stderr)
+	return err
+}
+
+// isSource tells a Scheme source file from an image by its first bytes.
+func isSource(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return strings.HasSuffix(path, ".scm")
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil {
+		return true
+	}
+	return string(magic[:]) != "\x7fELF"
+}
+
+// execute runs a loaded Scheme image with its output on stdout (which
+// must be a file for the generated code's write system calls; a pipe is
+// used otherwise), prints each (backtrace) capture, and for an error the
+// message and its backtrace.
+func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, error) {
+	out, wait, err := fileFor(stdout)
+	if err != nil {
+		return nil, err
+	}
+	res, runErr := scheme.Run(img, scheme.RunOptions{Stdout: out})
+	if err := wait(); err != nil {
+		return nil, err
+	}
+	if res != nil {
+		for i := range res.Captures {
+			c := &res.Captures[i]
+			if c.Kind != scheme.KindBacktrace {
+				continue
+			}
+			fmt.Fprintf(stdout, "Backtrace:\n")
+			printBacktrace(stdout, c)
+		}
+	}
+	var serr *scheme.Error
+	if errors.As(runErr, &serr) {
+		fmt.Fprintf(stderr, "error: %s", serr.Message)
+		for _, a := range serr.Args {
+			fmt.Fprintf(stderr, " %d", a)
+		}
+		fmt.Fprintln(stderr)
+		if serr.Capture != nil {
+			fmt.Fprintf(stderr, "Backtrace:\n")
+			printBacktrace(stderr, serr.Capture)
+		}
+		return res, fmt.Errorf("program ended with an error: %s", serr.Message)
+	}
+	return res, runErr
+}
+
+// fileFor returns an *os.File that writes to w: w itself when it is one,
+// else the write end of a pipe copied to w until wait is called.
+func fileFor(w io.Writer) (f *os.File, wait func() error, err error) {
+	if f, ok := w.(*os.File); ok {
+		return f, func() error { return nil }, nil
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(w, r)
+		r.Close()
+		done <- err
+	}()
+	return pw, func() error {
+		pw.Close()
+		return <-done
+	}, nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/elfimage/elfimage"
+)
+
+func runSymbolize(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("symbolize", stderr)
+	exe := fs.String("e", "", "the image `file` (required)")
+	columns := fs.Bool("columns", false, "print file:line:column instead of addr2line's file:line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *exe == "" {
+		return fmt.Errorf("%w: -e FILE is required", errUsage)
+	}
+	img, err := inspect(*exe, false)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	one := func(s string) error {
+		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
+		if err != nil {
+			return fmt.Errorf("%w: bad address %q (want hexadecimal)", errUsage, s)
+		}
+		symbolize(w, img, addr, *columns)
+		return nil
+	}
+	if fs.NArg() > 0 {
+		for _, a := range fs.Args() {
+			if err := one(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		for _, f := range strings.Fields(sc.Text()) {
+			if err := one(f); err != nil {
+				return err
+			}
+		}
+		w.Flush() // answer each line at once, for pipes
+	}
+	return sc.Err()
+}
+
+// symbolize prints addr2line -f's two lines for a link-time address: the
+// procedure name, then file:line ("??" and "??:0" when unknown).
+func symbolize(w io.Writer, img *elfimage.Image, addr uint64, columns bool) {
+	name := "??"
+	if p, err := img.ProcedureAt(addr); err == nil {
+		name = p.Name
+	}
+	loc := "??:0"
+	if pos, err := img.PositionAt(addr); err == nil {
+		if columns {
+			loc = pos.String()
+		} else {
+			loc = fmt.Sprintf("%s:%d", pos.File, pos.Line)
+		}
+	}
+	fmt.Fprintf(w, "%s\n%s\n", name, loc)
+}

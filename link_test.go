@@ -1,0 +1,404 @@
+package elfimage_test
+
+import (
+	"bufio"
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
+	edwarf "github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/internal/readelf"
+	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/lang/scheme"
+)
+
+// encodings are the DWARF encodings every tool check runs with.
+var encodings = []struct {
+	name string
+	opts elfimage.LinkOptions
+}{
+	{"dwarf5", elfimage.LinkOptions{}},
+	{"dwarf4", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format32}}},
+	{"dwarf5-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 5, Format: edwarf.Format64}}},
+}
+
+// writeDemo compiles the demo program and writes its image into a test
+// directory, returning the image path.
+func writeDemo(t *testing.T, opts elfimage.LinkOptions) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, scheme.DemoFile)
+	if err := os.WriteFile(src, scheme.DemoSource, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := scheme.Compile(src, scheme.DemoSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "demo.elf")
+	if err := elfimage.WriteFile(path, m, opts); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLayout checks the layout rules of the image format field by field
+// with Go's debug/elf as the independent reader.
+func TestLayout(t *testing.T) {
+	path := writeDemo(t, elfimage.LinkOptions{})
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Type != elf.ET_DYN || f.Machine != elf.EM_X86_64 {
+		t.Errorf("header: class %v data %v type %v machine %v", f.Class, f.Data, f.Type, f.Machine)
+	}
+	var loads []*elf.Prog
+	byType := map[elf.ProgType]*elf.Prog{}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			loads = append(loads, p)
+		} else {
+			byType[p.Type] = p
+		}
+	}
+	wantFlags := []elf.ProgFlag{elf.PF_R, elf.PF_R | elf.PF_X, elf.PF_R | elf.PF_W}
+	if len(loads) != len(wantFlags) {
+		t.Fatalf("%d PT_LOAD segments, want %d (R, RX, RW)", len(loads), len(wantFlags))
+	}
+	var prevEnd uint64
+	for i, p := range loads {
+		if p.Flags != wantFlags[i] {
+			t.Errorf("segment %d: flags %v, want %v", i, p.Flags, wantFlags[i])
+		}
+		if p.Off != p.Vaddr || p.Vaddr != p.Paddr {
+			t.Errorf("segment %d: p_offset %#x, p_vaddr %#x, p_paddr %#x: want equal", i, p.Off, p.Vaddr, p.Paddr)
+		}
+		if p.Filesz != p.Memsz {
+			t.Errorf("segment %d: p_filesz %#x != p_memsz %#x", i, p.Filesz, p.Memsz)
+		}
+		if p.Off%page != 0 || p.Align != page {
+			t.Errorf("segment %d: p_offset %#x, p_align %#x: want page-aligned", i, p.Off, p.Align)
+		}
+		if p.Off < prevEnd {
+			t.Errorf("segment %d at %#x overlaps the previous one ending at %#x", i, p.Off, prevEnd)
+		}
+		// Contiguous: the next segment starts on the first page boundary
+		// after the previous one ends.
+		if i > 0 && p.Off != (prevEnd+page-1)&^(page-1) {
+			t.Errorf("segment %d at %#x: want the page after %#x", i, p.Off, prevEnd)
+		}
+		prevEnd = p.Off + p.Filesz
+	}
+	if loads[0].Off != 0 || loads[0].Filesz < 64+uint64(len(f.Progs))*56 {
+		t.Errorf("first segment [%#x, +%#x) does not hold the ELF and program headers", loads[0].Off, loads[0].Filesz)
+	}
+	tailStart := (prevEnd + page - 1) &^ (page - 1)
+	in := func(s *elf.Section, p *elf.Prog) bool {
+		return s.Offset >= p.Off && s.Offset+s.Size <= p.Off+p.Filesz && s.Addr == s.Offset
+	}
+	wantIn := map[string]int{".rodata": 0, ".rela.dyn": 0, ".dynamic": 0, ".eh_frame_hdr": 0, ".eh_frame": 0,
+		".note.gnu.build-id": 0, ".text": 1, ".data": 2}
+	for name, seg := range wantIn {
+		s := f.Section(name)
+		if s == nil {
+			t.Errorf("no section %s", name)
+			continue
+		}
+		if !in(s, loads[seg]) || s.Flags&elf.SHF_ALLOC == 0 {
+			t.Errorf("section %s [%#x, +%#x) flags %v is not in segment %d", name, s.Offset, s.Size, s.Flags, seg)
+		}
+	}
+	var lastTail uint64
+	for _, s := range f.Sections[1:] {
+		if _, ok := wantIn[s.Name]; ok || s.Name == ".dynstr" {
+			continue
+		}
+		if s.Flags&elf.SHF_ALLOC != 0 || s.Addr != 0 {
+			t.Errorf("tail section %s is allocated (flags %v, addr %#x)", s.Name, s.Flags, s.Addr)
+		}
+		if s.Offset < tailStart {
+			t.Errorf("tail section %s at %#x is before the end of the loaded segments (%#x)", s.Name, s.Offset, tailStart)
+		}
+		lastTail = max(lastTail, s.Offset+s.Size)
+	}
+	for _, name := range []string{".symtab", ".strtab", ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".shstrtab"} {
+		if f.Section(name) == nil {
+			t.Errorf("no section %s", name)
+		}
+	}
+	shoff := binary.LittleEndian.Uint64(raw[40:])
+	if shoff < lastTail || shoff+uint64(len(f.Sections))*64 != uint64(len(raw)) {
+		t.Errorf("section header table at %#x (file %#x bytes): want it last, after the tail ending at %#x", shoff, len(raw), lastTail)
+	}
+	for typ, name := range map[elf.ProgType]string{elf.PT_GNU_EH_FRAME: ".eh_frame_hdr", elf.PT_NOTE: ".note.gnu.build-id", elf.PT_DYNAMIC: ".dynamic"} {
+		p, s := byType[typ], f.Section(name)
+		if p == nil || s == nil {
+			t.Errorf("%v or %s missing", typ, name)
+			continue
+		}
+		if p.Off != s.Offset || p.Filesz != s.Size || p.Vaddr != s.Addr {
+			t.Errorf("%v [%#x, +%#x) does not point at %s [%#x, +%#x)", typ, p.Off, p.Filesz, name, s.Offset, s.Size)
+		}
+	}
+	text := f.Section(".text")
+	if f.Entry < text.Addr || f.Entry >= text.Addr+text.Size {
+		t.Errorf("e_entry %#x outside .text", f.Entry)
+	}
+	// The relocations point into .data and hold addresses inside the image.
+	rela, _ := f.Section(".rela.dyn").Data()
+	data := f.Section(".data")
+	for i := 0; i+24 <= len(rela); i += 24 {
+		off := binary.LittleEndian.Uint64(rela[i:])
+		typ := elf.R_X86_64(binary.LittleEndian.Uint64(rela[i+8:]))
+		add := binary.LittleEndian.Uint64(rela[i+16:])
+		if typ != elf.R_X86_64_RELATIVE || off < data.Addr || off+8 > data.Addr+data.Size || add >= uint64(len(raw)) {
+			t.Errorf("relocation %d: offset %#x type %v addend %#x", i/24, off, typ, add)
+		}
+	}
+	// The build ID note is a 20-byte SHA-1.
+	notes, _ := f.Section(".note.gnu.build-id").Data()
+	if len(notes) != 36 || string(notes[12:16]) != "GNU\x00" || binary.LittleEndian.Uint32(notes[8:]) != 3 {
+		t.Errorf("build-id note %x", notes)
+	}
+	// No temporary file is left behind by the atomic write.
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// TestDebugDWARF reads the image's DWARF with Go's debug/dwarf: one
+// compile unit, a subprogram per procedure with its parameters.
+func TestDebugDWARF(t *testing.T) {
+	for _, e := range encodings {
+		t.Run(e.name, func(t *testing.T) {
+			f, err := elf.Open(writeDemo(t, e.opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			d, err := f.DWARF()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := d.Reader()
+			params := map[string][]string{}
+			var cur string
+			for {
+				ent, err := r.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ent == nil {
+					break
+				}
+				switch ent.Tag {
+				case dwarf.TagSubprogram:
+					cur, _ = ent.Val(dwarf.AttrName).(string)
+					params[cur] = []string{}
+				case dwarf.TagFormalParameter:
+					n, _ := ent.Val(dwarf.AttrName).(string)
+					params[cur] = append(params[cur], n)
+				}
+			}
+			for name, want := range map[string]string{"fib": "n", "tak": "x y z", "inner": "a b", "middle": "x y", "main": ""} {
+				if got := strings.Join(params[name], " "); got != want {
+					t.Errorf("%s: parameters %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestReadelfNoWarnings: readelf -W -a accepts the image silently.
+func TestReadelfNoWarnings(t *testing.T) {
+	re := tooltest.Require(t, "readelf")
+	for _, e := range encodings {
+		t.Run(e.name, func(t *testing.T) {
+			path := writeDemo(t, e.opts)
+			cmd := exec.Command(re, "-W", "-a", "--debug-dump=info,line,frames", path)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil || stderr.Len() > 0 || bytes.Contains(out, []byte("readelf: Warning")) {
+				t.Errorf("readelf: %v\nstderr: %s", err, stderr.String())
+			}
+			if !bytes.Contains(out, []byte("DW_TAG_subprogram")) || !bytes.Contains(out, []byte("R_X86_64_RELATIVE")) {
+				t.Errorf("readelf output lacks subprograms or relocations")
+			}
+		})
+	}
+}
+
+// TestDwarfdumpVerify: llvm-dwarfdump --verify finds no errors.
+func TestDwarfdumpVerify(t *testing.T) {
+	dd := tooltest.Require(t, "llvm-dwarfdump", "llvm-dwarfdump-14")
+	for _, e := range encodings {
+		t.Run(e.name, func(t *testing.T) {
+			out, err := exec.Command(dd, "--verify", writeDemo(t, e.opts)).CombinedOutput()
+			if err != nil || !bytes.Contains(out, []byte("No errors.")) {
+				t.Errorf("llvm-dwarfdump --verify: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestAddr2lineAgrees: for every line-table row, addr2line -f and the
+// image's own queries give the same procedure and file:line.
+func TestAddr2lineAgrees(t *testing.T) {
+	a2l := tooltest.Require(t, "addr2line")
+	for _, e := range encodings {
+		t.Run(e.name, func(t *testing.T) {
+			path := writeDemo(t, e.opts)
+			img, err := elfimage.Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer img.Close()
+			tab, err := img.LineTable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var addrs []string
+			var want []string
+			for _, s := range tab.Sequences {
+				for _, r := range s.Rows {
+					addrs = append(addrs, fmt.Sprintf("%#x", r.Address))
+					p, err := img.ProcedureAt(r.Address)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pos, err := img.PositionAt(r.Address)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if pos.Line != int(r.Line) || pos.Column != int(r.Column) {
+						t.Errorf("%#x: position %v, row %d:%d", r.Address, pos, r.Line, r.Column)
+					}
+					want = append(want, p.Name, fmt.Sprintf("%s:%d", pos.File, pos.Line))
+				}
+			}
+			if len(addrs) < 50 {
+				t.Fatalf("only %d rows", len(addrs))
+			}
+			out, err := exec.Command(a2l, append([]string{"-f", "-e", path}, addrs...)...).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			sc := bufio.NewScanner(bytes.NewReader(out))
+			for sc.Scan() {
+				// addr2line appends " (discriminator N)" to some lines.
+				got = append(got, strings.SplitN(sc.Text(), " (", 2)[0])
+			}
+			if len(got) != len(want) {
+				t.Fatalf("addr2line printed %d lines, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("address %s: addr2line says %q, we say %q", addrs[i/2], got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestFramesInterpAgrees: readelf --debug-dump=frames-interp and our CFI
+// reader give the same CFA rule and return-address and rbp rules for
+// every row of every FDE, in .eh_frame and .debug_frame.
+func TestFramesInterpAgrees(t *testing.T) {
+	tooltest.Require(t, "readelf")
+	path := writeDemo(t, elfimage.LinkOptions{DebugFrame: true})
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := readelf.Run(t, raw, "--debug-dump=frames-interp")
+	entries, err := readelf.ParseFramesInterp(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]*frame.Section{}
+	eh := f.Section(".eh_frame")
+	ehData, _ := eh.Data()
+	sections[".eh_frame"] = frame.NewEHFrame(ehData, eh.Addr, binary.LittleEndian, 8)
+	df, _ := f.Section(".debug_frame").Data()
+	sections[".debug_frame"] = frame.NewDebugFrame(df, binary.LittleEndian, 8)
+	regName := func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+	rows := 0
+	for _, ent := range entries {
+		if ent.IsCIE {
+			continue
+		}
+		sec := sections[ent.Section]
+		if sec == nil {
+			t.Fatalf("unexpected section %q", ent.Section)
+		}
+		fde, err := sec.FDEAt(ent.Offset)
+		if err != nil {
+			t.Fatalf("%s FDE at %#x: %v", ent.Section, ent.Offset, err)
+		}
+		ours, err := frame.Table(&fde)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nonEmpty []frame.Row
+		for _, r := range ours {
+			if r.Loc != r.End {
+				nonEmpty = append(nonEmpty, r)
+			}
+		}
+		if len(nonEmpty) != len(ent.Rows) {
+			t.Errorf("%s FDE at %#x: readelf shows %d rows, we decode %d", ent.Section, ent.Offset, len(ent.Rows), len(nonEmpty))
+			continue
+		}
+		for i, r := range nonEmpty {
+			theirs := ent.Rows[i]
+			if theirs.Loc != r.Loc {
+				t.Errorf("%s FDE %#x row %d: readelf at %#x, ours at %#x", ent.Section, ent.Offset, i, theirs.Loc, r.Loc)
+			}
+			if got, want := r.CFA.Format(regName), theirs.Cols["CFA"]; got != want {
+				t.Errorf("%s FDE %#x row %#x: CFA %q, readelf %q", ent.Section, ent.Offset, r.Loc, got, want)
+			}
+			for _, col := range []struct {
+				name string
+				reg  uint16
+			}{{"ra", 16}, {"rbp", 6}} {
+				want, ok := theirs.Cols[col.name]
+				if !ok {
+					continue
+				}
+				got := r.Rule(arch.Reg(col.reg)).Format(regName)
+				if got != want {
+					t.Errorf("%s FDE %#x row %#x: %s %q, readelf %q", ent.Section, ent.Offset, r.Loc, col.name, got, want)
+				}
+			}
+			rows++
+		}
+	}
+	if rows < 40 {
+		t.Errorf("compared only %d rows", rows)
+	}
+}
