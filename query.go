@@ -31,7 +31,6 @@ type debugState struct {
 
 	info   infoState
 	unwind unwindState
-
 }
 
 type procSym struct {
