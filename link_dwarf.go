@@ -40,7 +40,9 @@ func (l *linker) buildDWARF() ([]*section, error) {
 			seq.Rows = append(seq.Rows, line.Row{Address: start + uint64(r.Offset), File: fileIndex,
 				Line: r.Line, Column: r.Column, IsStmt: r.IsStmt, PrologueEnd: r.PrologueEnd})
 		}
-		prog.Sequences = append(prog.Sequences, seq)
+		if len(seq.Rows) > 0 { // a procedure without rows gets no (empty) sequence
+			prog.Sequences = append(prog.Sequences, seq)
+		}
 	}
 	debugLine, err := prog.Encode(lineStr)
 	if err != nil {

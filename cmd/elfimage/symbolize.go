@@ -57,13 +57,18 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 }
 
 // symbolize prints addr2line -f's two lines for a link-time address: the
-// procedure name, then file:line ("??" and "??:0" when unknown).
+// procedure name, then file:line. Like addr2line, it prints "??" for an
+// unknown procedure, "FILE:?" (the compile unit's file name as written) for
+// an address in a procedure without line information and "??:0" for an
+// address outside every procedure.
 func symbolize(w io.Writer, img *elfimage.Image, addr uint64, columns bool) {
-	name := "??"
+	name, loc := "??", "??:0"
 	if p, err := img.ProcedureAt(addr); err == nil {
-		name = p.Name
+		name, loc = p.Name, "??:?"
+		if t, err := img.LineTable(); err == nil && len(t.Files) > 1 {
+			loc = t.Files[1].Name + ":?"
+		}
 	}
-	loc := "??:0"
 	if pos, err := img.PositionAt(addr); err == nil {
 		if columns {
 			loc = pos.String()

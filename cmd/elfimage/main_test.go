@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+// runCLI runs the command in-process and returns its exit status,
+// standard output and standard error.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestDemo: the main job prints the program's output, a backtrace of at
+// least three frames with names, file:line:column and argument values,
+// the layout summary and the load time.
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "demo", "-o", dir)
+	if code != 0 {
+		t.Fatalf("demo exited %d: %s", code, errOut)
+	}
+	for _, want := range []string{"fib(25) = 75025", "tak(18, 12, 6) = 7", "ack(2, 9) = 21", "sum(1..10000) = 50005000",
+		"outer(3) = 104", "Backtrace:", "segment", ".debug_info", "== load:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	frame := regexp.MustCompile(`#\d+ +0x[0-9a-f]+ in \((\S+)([^)]*)\) +at \S+demo\.scm:(\d+):(\d+)`)
+	frames := frame.FindAllStringSubmatch(out, -1)
+	want := []struct{ name, args, line string }{
+		{"inner", " a=4 b=26", "33"}, {"middle", " x=3 y=13", "37"}, {"outer", " n=3", "41"}, {"main", "", "49"},
+	}
+	if len(frames) != len(want) {
+		t.Fatalf("backtrace has %d frames, want %d:\n%s", len(frames), len(want), out)
+	}
+	for i, w := range want {
+		if f := frames[i]; f[1] != w.name || f[2] != w.args || f[3] != w.line {
+			t.Errorf("frame %d: %q, want %s%s at line %s", i, f[0], w.name, w.args, w.line)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "demo.elf")); err != nil {
+		t.Errorf("demo -o kept no image: %v", err)
+	}
+}
+
+// TestRunKernels: the classic kernels give the right results through
+// `elfimage run`, from source and from a built image, on both load paths.
+func TestRunKernels(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "kernels.scm")
+	prog := `
+(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
+(define (tak x y z) (if (not (< y x)) z (tak (tak (- x 1) y z) (tak (- y 1) z x) (tak (- z 1) x y))))
+(define (ack m n) (cond ((= m 0) (+ n 1)) ((= n 0) (ack (- m 1) 1)) (else (ack (- m 1) (ack m (- n 1))))))
+(define (sum n) (let loop ((i 1) (acc 0)) (if (> i n) acc (loop (+ i 1) (+ acc i)))))
+(define (main)
+  (display (fib 25)) (newline)
+  (display (tak 18 12 6)) (newline)
+  (display (ack 2 9)) (newline)
+  (display (sum 10000)) (newline))
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const want = "75025\n7\n21\n50005000\n"
+	img := filepath.Join(dir, "kernels.elf")
+	if code, _, errOut := runCLI(t, "build", src, "-o", img); code != 0 {
+		t.Fatalf("build: %d %s", code, errOut)
+	}
+	for _, args := range [][]string{{"run", src}, {"run", img}, {"run", "-read", img}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 || out != want {
+			t.Errorf("%v: exit %d, output %q (stderr %q), want %q", args, code, out, errOut, want)
+		}
+	}
+}
+
+// TestRunError: (error ...) ends the run with a non-zero exit, the message
+// and a backtrace on stderr.
+func TestRunError(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "err.scm")
+	prog := "(define (check x)\n  (when (> x 2) (error \"too big\" x 99))\n  x)\n(define (main) (check 1) (+ (check 5) 1))\n"
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "run", src)
+	if code != 1 || !strings.Contains(errOut, "error: too big 5 99") ||
+		!regexp.MustCompile(`\(check x=5\) +at \S+err\.scm:2:`).MatchString(errOut) ||
+		!regexp.MustCompile(`\(main\) +at \S+err\.scm:4:`).MatchString(errOut) {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// TestUsage: errors go to stderr with a non-zero exit; -h documents every
+// command.
+func TestUsage(t *testing.T) {
+	if code, _, errOut := runCLI(t); code != 2 || !strings.Contains(errOut, "Commands:") {
+		t.Errorf("no arguments: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := runCLI(t, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+	for _, c := range commands {
+		code, _, errOut := runCLI(t, c.name, "-h")
+		if code != 0 || !strings.Contains(errOut, "Usage: elfimage "+c.name) {
+			t.Errorf("%s -h: exit %d, %q", c.name, code, errOut)
+		}
+	}
+	if code, _, errOut := runCLI(t, "run", filepath.Join(t.TempDir(), "missing.elf")); code != 1 || errOut == "" {
+		t.Errorf("missing file: exit %d, %q", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.scm")
+	os.WriteFile(bad, []byte("(define (main)\n  (display (+ 1 nope)))\n"), 0o644)
+	if code, _, errOut := runCLI(t, "build", bad); code != 1 || !strings.Contains(errOut, "bad.scm:2:") {
+		t.Errorf("compile error: exit %d, %q (want file:line:column)", code, errOut)
+	}
+}
+
+// TestSymbolizeMatchesAddr2line: `elfimage symbolize` prints what
+// addr2line -f prints for the same addresses.
+func TestSymbolizeMatchesAddr2line(t *testing.T) {
+	a2l := tooltest.Require(t, "addr2line")
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	img := filepath.Join(dir, "demo.elf")
+	// Addresses in procedures with lines, in runtime code without lines
+	// (%start at 0x1000 has none; addr2line reports the CU name at its very
+	// first byte, so 0x1008 is used), and outside any procedure.
+	addrs := []string{"0x1008", "0x1044", "0x1100", "0x1234", "0x1400", "0x0", "0x5", "0x100000"}
+	code, ours, errOut := runCLI(t, append([]string{"symbolize", "-e", img}, addrs...)...)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	theirs, err := exec.Command(a2l, append([]string{"-f", "-e", img}, addrs...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := regexp.MustCompile(` \(discriminator \d+\)`).ReplaceAllString(string(theirs), "")
+	if ours != clean {
+		t.Errorf("symbolize:\n%s\naddr2line -f:\n%s", ours, clean)
+	}
+}
+
+// TestDump prints every part of an image.
+func TestDump(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := runCLI(t, "dump", filepath.Join(dir, "demo.elf"))
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, want := range []string{"ET_DYN", "PT_LOAD", "PT_GNU_EH_FRAME", ".eh_frame_hdr", ".debug_line", "global  fib",
+		"demo.scm:", "is_stmt", "cfa=rsp+8", "cfa=rbp+16", "rbp=c-16", "rip=c-8"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dump lacks %q", want)
+		}
+	}
+}
