@@ -1,0 +1,301 @@
+package frame
+
+import (
+	"fmt"
+
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// MaxRowRegs is the number of distinct registers one row can give rules
+// for; more fails with an error. Real code saves at most a few dozen.
+const MaxRowRegs = 48
+
+// MaxTableRows bounds the rows [Table] returns for one FDE; more fails.
+const MaxTableRows = 10000
+
+// MaxStateStack bounds the DW_CFA_remember_state stack; deeper nesting fails.
+const MaxStateStack = 64
+
+// RuleKind is a register rule or CFA rule (DWARF 5 section 6.4.1).
+type RuleKind uint8
+
+// Rule kinds. The first eight are register rules; RuleCFA and
+// RuleCFAExpression are the two CFA rules.
+const (
+	// RuleUnspecified: no instruction gave a rule. Unwinders treat it as
+	// RuleSameValue (what GCC's unwinder does for callee-saved registers).
+	RuleUnspecified   RuleKind = iota
+	RuleUndefined              // no recoverable value (outermost frame for the RA column)
+	RuleSameValue              // unchanged from the callee
+	RuleOffset                 // saved at address CFA+Offset
+	RuleValOffset              // value is CFA+Offset
+	RuleRegister               // value is in register Reg
+	RuleExpression             // saved at the address Expr computes (CFA pushed first)
+	RuleValExpression          // value is what Expr computes (CFA pushed first)
+	RuleCFA                    // CFA rule: CFA = Reg + Offset
+	RuleCFAExpression          // CFA rule: CFA = value of Expr
+)
+
+var ruleNames = [...]string{"unspecified", "undefined", "same_value", "offset", "val_offset", "register", "expression", "val_expression", "cfa", "cfa_expression"}
+
+func (k RuleKind) String() string {
+	if int(k) < len(ruleNames) {
+		return ruleNames[k]
+	}
+	return fmt.Sprintf("rule(%d)", uint8(k))
+}
+
+// Rule is how to find a register's value in the caller (or, for the CFA
+// rule, how to compute the CFA). Offset is in bytes; Expr points into the
+// section data.
+type Rule struct {
+	Kind   RuleKind
+	Reg    arch.Reg
+	Offset int64
+	Expr   []byte
+}
+
+// Format formats the rule as readelf --debug-dump=frames-interp does
+// ("rsp+8", "c-16", "u", "s", "v+8", "rbp", "exp", "vexp"), naming registers
+// with name (for example (*arch.Arch).RegName); name may be nil ("r<N>").
+func (r Rule) Format(name func(arch.Reg) string) string {
+	if name == nil {
+		name = func(reg arch.Reg) string { return fmt.Sprintf("r%d", reg) }
+	}
+	switch r.Kind {
+	case RuleUnspecified, RuleUndefined:
+		return "u"
+	case RuleSameValue:
+		return "s"
+	case RuleOffset:
+		return fmt.Sprintf("c%+d", r.Offset)
+	case RuleValOffset:
+		return fmt.Sprintf("v%+d", r.Offset)
+	case RuleRegister:
+		return name(r.Reg)
+	case RuleExpression, RuleCFAExpression:
+		return "exp"
+	case RuleValExpression:
+		return "vexp"
+	case RuleCFA:
+		return fmt.Sprintf("%s%+d", name(r.Reg), r.Offset)
+	}
+	return "n/a"
+}
+
+// Row is one row of the call frame table (DWARF 5 section 6.4.1): the CFA
+// rule and the register rules in effect for the addresses [Loc, End).
+// A Row is a plain value (about 2 KiB); copy it freely.
+type Row struct {
+	Loc, End uint64 // the addresses the row covers, [Loc, End)
+	CFA      Rule   // RuleCFA or RuleCFAExpression (RuleUnspecified if never defined)
+	ArgsSize uint64 // DW_CFA_GNU_args_size in effect (bytes)
+	n        int
+	cols     [MaxRowRegs]arch.Reg
+	rules    [MaxRowRegs]Rule
+}
+
+// Rule returns the rule for register reg (RuleUnspecified if none). Cost:
+// O(NumRules).
+func (r *Row) Rule(reg arch.Reg) Rule {
+	for i := 0; i < r.n; i++ {
+		if r.cols[i] == reg {
+			return r.rules[i]
+		}
+	}
+	return Rule{}
+}
+
+// NumRules returns how many registers the row has rules for (including
+// rules set back to RuleUnspecified by DW_CFA_restore).
+func (r *Row) NumRules() int { return r.n }
+
+// RuleAt returns the i'th register and its rule, 0 <= i < NumRules, in the
+// order the registers were first mentioned.
+func (r *Row) RuleAt(i int) (arch.Reg, Rule) { return r.cols[i], r.rules[i] }
+
+func (r *Row) set(reg arch.Reg, rule Rule) bool {
+	for i := 0; i < r.n; i++ {
+		if r.cols[i] == reg {
+			r.rules[i] = rule
+			return true
+		}
+	}
+	if r.n == MaxRowRegs {
+		return false
+	}
+	r.cols[r.n], r.rules[r.n] = reg, rule
+	r.n++
+	return true
+}
+
+// Exec executes call frame instructions (DWARF 5 section 6.4.2). Its zero
+// value is ready; reuse one per goroutine so that [Exec.RowAt] allocates
+// nothing (the DW_CFA_remember_state stack grows once, up to
+// [MaxStateStack] rows).
+type Exec struct {
+	init  Row
+	stack []Row
+	depth int
+}
+
+// RowAt computes the row in effect at pc, which must be in the FDE's range
+// [Start, Start+Size), into row: it runs the CIE's initial instructions and
+// then the FDE's up to the first advance past pc. Errors are
+// *dwarf.FormatError for malformed instructions (unknown opcode, truncated
+// operand, DW_CFA_restore_state with nothing remembered, more than
+// MaxStateStack remembered states, more than MaxRowRegs registers,
+// DW_CFA_def_cfa_register/offset without a register CFA rule) or wrap
+// [ErrNoFDE] when pc is outside the range. Cost: O(instructions); no
+// allocation after the first calls.
+func (e *Exec) RowAt(fde *ParsedFDE, pc uint64, row *Row) error {
+	if !fde.Contains(pc) {
+		return fmt.Errorf("%w %#x: FDE at %#x covers [%#x, %#x)", ErrNoFDE, pc, fde.Offset, fde.Start, fde.Start+fde.Size)
+	}
+	return e.run(fde, pc, row, nil)
+}
+
+// Table returns every row of the FDE in order: one per advance of the
+// location (DW_CFA_advance_loc*, DW_CFA_set_loc) and one for the rest of the
+// range, as readelf --debug-dump=frames-interp prints them (an advance by 0
+// gives an empty row [Loc, Loc)). An FDE without instructions has one row,
+// the CIE's. Errors are as for [Exec.RowAt], and more than [MaxTableRows]
+// rows fail. Cost: O(instructions);
+// allocates the rows.
+func Table(fde *ParsedFDE) ([]Row, error) {
+	var e Exec
+	var row Row
+	var out []Row
+	err := e.run(fde, 0, &row, &out)
+	return out, err
+}
+
+func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
+	s := fde.sec
+	if s == nil {
+		return fmt.Errorf("frame: ParsedFDE not read from a Section")
+	}
+	cie := &fde.CIE
+	e.depth = 0
+	*row = Row{}
+	r := s.insnReader(cie, cie.Initial, cie.InitialOff, 0)
+	var d Decoded
+	for r.next(&d) {
+		if d.Op == OpAdvanceLoc {
+			continue
+		}
+		if msg := e.apply(row, &d, nil); msg != "" {
+			r.b.FailAt(d.Off, d.Code.String(), msg)
+		}
+	}
+	if err := r.b.Err(); err != nil {
+		return err
+	}
+	e.init = *row
+	e.depth = 0
+	end := fde.Start + fde.Size
+	row.Loc = fde.Start
+	r = s.insnReader(cie, fde.Insns, fde.InsnsOff, fde.Start)
+	for r.next(&d) {
+		if d.Op == OpAdvanceLoc {
+			loc := fde.Start + d.PC
+			if table != nil {
+				if len(*table) == MaxTableRows {
+					return &dwarf.FormatError{Section: s.Name(), Offset: d.Off, Field: "instructions", Msg: fmt.Sprintf("more than %d rows", MaxTableRows)}
+				}
+				row.End = loc
+				*table = append(*table, *row)
+			} else if loc > pc {
+				row.End = loc
+				return nil
+			}
+			row.Loc = loc
+			continue
+		}
+		if msg := e.apply(row, &d, &e.init); msg != "" {
+			r.b.FailAt(d.Off, d.Code.String(), msg)
+		}
+	}
+	if err := r.b.Err(); err != nil {
+		return err
+	}
+	row.End = end
+	if row.Loc > end {
+		row.End = row.Loc
+	}
+	if table != nil {
+		*table = append(*table, *row)
+	}
+	return nil
+}
+
+// apply executes one non-advance instruction on row; init is the CIE's row
+// (nil while running the CIE). It returns an error message or "".
+func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
+	set := func(rule Rule) string {
+		if !row.set(d.Reg, rule) {
+			return fmt.Sprintf("more than %d registers", MaxRowRegs)
+		}
+		return ""
+	}
+	switch d.Op {
+	case OpNop:
+	case OpDefCFA:
+		row.CFA = Rule{Kind: RuleCFA, Reg: d.Reg, Offset: d.Offset}
+	case OpDefCFARegister:
+		if row.CFA.Kind != RuleCFA {
+			return "CFA rule is not register+offset"
+		}
+		row.CFA.Reg = d.Reg
+	case OpDefCFAOffset:
+		if row.CFA.Kind != RuleCFA {
+			return "CFA rule is not register+offset"
+		}
+		row.CFA.Offset = d.Offset
+	case OpDefCFAExpression:
+		row.CFA = Rule{Kind: RuleCFAExpression, Expr: d.Expr}
+	case OpOffset:
+		return set(Rule{Kind: RuleOffset, Offset: d.Offset})
+	case OpValOffset:
+		return set(Rule{Kind: RuleValOffset, Offset: d.Offset})
+	case OpRegister:
+		return set(Rule{Kind: RuleRegister, Reg: d.Reg2})
+	case OpExpression:
+		return set(Rule{Kind: RuleExpression, Expr: d.Expr})
+	case OpValExpression:
+		return set(Rule{Kind: RuleValExpression, Expr: d.Expr})
+	case OpUndefined:
+		return set(Rule{Kind: RuleUndefined})
+	case OpSameValue:
+		return set(Rule{Kind: RuleSameValue})
+	case OpRestore:
+		var rule Rule
+		if init != nil {
+			rule = init.Rule(d.Reg)
+		}
+		return set(rule)
+	case OpRememberState:
+		if e.depth == MaxStateStack {
+			return fmt.Sprintf("more than %d remembered states", MaxStateStack)
+		}
+		if e.depth == len(e.stack) {
+			e.stack = append(e.stack, Row{})
+		}
+		e.stack[e.depth] = *row
+		e.depth++
+	case OpRestoreState:
+		if e.depth == 0 {
+			return "DW_CFA_restore_state without a remembered state"
+		}
+		e.depth--
+		loc := row.Loc
+		*row = e.stack[e.depth]
+		row.Loc = loc
+	case OpArgsSize:
+		row.ArgsSize = uint64(d.Offset)
+	default:
+		return fmt.Sprintf("unexpected op %v", d.Op)
+	}
+	return ""
+}

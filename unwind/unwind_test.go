@@ -1,0 +1,288 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/frame"
+)
+
+// stackMem is a fake memory: a little-endian byte slice at address base.
+type stackMem struct {
+	base uint64
+	b    []byte
+}
+
+func (m *stackMem) ReadUint64(a uint64) (uint64, error) {
+	if a < m.base || a-m.base > uint64(len(m.b)) || a-m.base+8 > uint64(len(m.b)) {
+		return 0, fmt.Errorf("unmapped address %#x", a)
+	}
+	return binary.LittleEndian.Uint64(m.b[a-m.base:]), nil
+}
+
+func (m *stackMem) put(a, v uint64) { binary.LittleEndian.PutUint64(m.b[a-m.base:], v) }
+
+const (
+	rbx = arch.X86_64_RBX
+	rbp = arch.X86_64_RBP
+	rsp = arch.X86_64_RSP
+	ra  = arch.X86_64_RA
+
+	hdrAddr, ehAddr = 0x1000, 0x2000
+	leaf            = 0x10000 // sub rsp, 24 at 0..4; body; add rsp, 24 at 0x20; ret at 0x24
+	mid             = 0x10100 // push rbp; mov rbp, rsp; ...; leave; ret
+	outer           = 0x10200 // entry point: RA undefined
+	sig             = 0x10300 // signal trampoline: CFA from an expression, signal frame
+)
+
+func testSource(t testing.TB) *Source {
+	cie := frame.StandardCIE(arch.X86_64)
+	sigCIE := frame.StandardCIE(arch.X86_64)
+	sigCIE.Signal = true
+	fdes := []frame.FDE{
+		{Start: leaf, Size: 0x25, Insns: []frame.Insn{
+			{PC: 4, Op: frame.OpDefCFAOffset, Offset: 32},
+			{PC: 0x24, Op: frame.OpDefCFAOffset, Offset: 8},
+		}},
+		{Start: mid, Size: 0x40, Insns: []frame.Insn{
+			{PC: 1, Op: frame.OpDefCFAOffset, Offset: 16},
+			{PC: 1, Op: frame.OpOffset, Reg: rbp, Offset: -16},
+			{PC: 4, Op: frame.OpDefCFARegister, Reg: rbp},
+			{PC: 0x3f, Op: frame.OpDefCFA, Reg: rsp, Offset: 8},
+		}},
+		{Start: outer, Size: 0x40, Insns: []frame.Insn{{PC: 0, Op: frame.OpUndefined, Reg: ra}}},
+		// The "kernel" saved the interrupted rsp at [rsp+0] and rip at [rsp+8], rbx at [rsp+16].
+		{Start: sig, Size: 0x10, CIE: &sigCIE, Insns: []frame.Insn{
+			{Op: frame.OpDefCFAExpression, Expr: []byte{byte(dwarf.DW_OP_breg0) + 7, 0, byte(dwarf.DW_OP_deref)}},
+			{Op: frame.OpExpression, Reg: ra, Expr: []byte{byte(dwarf.DW_OP_breg0) + 7, 8}},
+			{Op: frame.OpExpression, Reg: rbx, Expr: []byte{byte(dwarf.DW_OP_breg0) + 7, 16}},
+		}},
+	}
+	eh, offs, err := frame.EncodeEHFrame(cie, fdes, ehAddr, dwarf.Default64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, err := frame.EncodeEHFrameHdr(hdrAddr, ehAddr, fdes, offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSource(arch.X86_64, hdr, hdrAddr, eh, ehAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testStack builds: outer+0x10 called mid, mid+0x20 called leaf, leaf is at
+// +8 (after its prologue). It returns the memory and the first frame.
+func testStack() (*stackMem, Frame) {
+	m := &stackMem{base: 0x7000, b: make([]byte, 0x1000)}
+	const outerSP = 0x7800 // rsp in outer before its call
+	// call mid: push return address
+	m.put(outerSP-8, outer+0x15)
+	// mid: push rbp (outer's rbp = 0x7900)
+	m.put(outerSP-16, 0x7900)
+	midRBP := uint64(outerSP - 16)
+	midSP := midRBP - 0x30 // locals
+	// call leaf
+	m.put(midSP-8, mid+0x25)
+	leafSP := midSP - 8 - 24
+	var regs Regs
+	regs.Set(rsp, leafSP)
+	regs.Set(rbp, midRBP)
+	regs.Set(rbx, 0xb0b)
+	return m, FirstFrame(arch.X86_64, leaf+8, regs)
+}
+
+func TestWalk(t *testing.T) {
+	src := testSource(t)
+	m, f := testStack()
+	u := New(arch.X86_64, Sources{src}, m)
+	var frames []Frame
+	cur := f
+	for {
+		var caller Frame
+		err := u.Step(&cur, &caller)
+		frames = append(frames, cur)
+		if errors.Is(err, ErrOutermost) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("step from %#x: %v", cur.PC, err)
+		}
+		cur = caller
+		if len(frames) > 10 {
+			t.Fatal("walk does not end")
+		}
+	}
+	want := []struct{ pc, cfa, sp, rbp uint64 }{
+		{leaf + 8, 0x7800 - 16 - 0x30, 0x7800 - 16 - 0x30 - 32, 0x7800 - 16},
+		{mid + 0x25, 0x7800, 0x7800 - 16 - 0x30, 0x7800 - 16},
+		{outer + 0x15, 0x7808, 0x7800, 0x7900},
+	}
+	if len(frames) != len(want) {
+		t.Fatalf("%d frames, want %d", len(frames), len(want))
+	}
+	for i, w := range want {
+		f := frames[i]
+		rbpV, _ := f.Regs.Get(rbp)
+		rbxV, ok := f.Regs.Get(rbx)
+		if f.PC != w.pc || f.CFA != w.cfa || f.SP != w.sp || rbpV != w.rbp || !ok || rbxV != 0xb0b {
+			t.Errorf("frame %d: pc %#x cfa %#x sp %#x rbp %#x rbx %#x, want pc %#x cfa %#x sp %#x rbp %#x rbx 0xb0b",
+				i, f.PC, f.CFA, f.SP, rbpV, rbxV, w.pc, w.cfa, w.sp, w.rbp)
+		}
+		if f.First != (i == 0) {
+			t.Errorf("frame %d: First %v", i, f.First)
+		}
+	}
+	pcs := make([]uint64, 8)
+	n, err := u.Walk(f, pcs)
+	if err != nil || n != 3 || pcs[0] != leaf+8 || pcs[1] != mid+0x25 || pcs[2] != outer+0x15 {
+		t.Fatalf("Walk: %#x %v", pcs[:n], err)
+	}
+}
+
+// TestReturnAddressAtEnd: a call as the last instruction of a function
+// returns just past its FDE; lookup uses pc-1.
+func TestReturnAddressAtEnd(t *testing.T) {
+	src := testSource(t)
+	m := &stackMem{base: 0x7000, b: make([]byte, 0x1000)}
+	m.put(0x7500, 0x10300+0x10) // "return" into the byte after sig's FDE: looked up as sig+0xf
+	var regs Regs
+	regs.Set(rsp, 0x7500)
+	u := New(arch.X86_64, src, m)
+	cur := Frame{PC: mid + 0x40, SP: 0x7500, Regs: regs} // not First: looked up at mid+0x3f
+	var caller Frame
+	if err := u.Step(&cur, &caller); err != nil {
+		t.Fatal(err)
+	}
+	if caller.PC != 0x10310 || caller.SP != 0x7508 {
+		t.Fatalf("caller pc %#x sp %#x", caller.PC, caller.SP)
+	}
+	cur.First = true // exact pc: mid+0x40 is outside every FDE
+	if err := u.Step(&cur, &caller); !errors.Is(err, ErrNoFDE) {
+		t.Fatalf("first frame at end of FDE: %v, want ErrNoFDE", err)
+	}
+}
+
+func TestSignalFrame(t *testing.T) {
+	src := testSource(t)
+	m := &stackMem{base: 0x7000, b: make([]byte, 0x1000)}
+	// The trampoline's frame: at rsp, the saved context.
+	m.put(0x7100, 0x7600)    // interrupted rsp
+	m.put(0x7108, leaf+0x24) // interrupted rip: the ret of leaf (CFA rsp+8)
+	m.put(0x7110, 0x5ca1ab1e)
+	m.put(0x7600, mid+0x25) // leaf's return address
+	var regs Regs
+	regs.Set(rsp, 0x7100)
+	regs.Set(rbp, 0x7700)
+	u := New(arch.X86_64, src, m)
+	cur := Frame{PC: sig + 4, SP: 0x7100, Regs: regs}
+	var caller Frame
+	if err := u.Step(&cur, &caller); err != nil {
+		t.Fatal(err)
+	}
+	if !cur.Signal || !caller.AfterSignal || caller.PC != leaf+0x24 || caller.SP != 0x7600 || cur.CFA != 0x7600 {
+		t.Fatalf("signal step: cur %+v caller pc %#x sp %#x after %v", cur, caller.PC, caller.SP, caller.AfterSignal)
+	}
+	if v, _ := caller.Regs.Get(rbx); v != 0x5ca1ab1e {
+		t.Fatalf("rbx %#x", v)
+	}
+	// The interrupted frame is looked up at its exact pc (leaf+0x24, the
+	// ret: CFA rsp+8); pc-1 would give CFA rsp+32.
+	next := caller
+	if err := u.Step(&next, &caller); err != nil {
+		t.Fatal(err)
+	}
+	if caller.PC != mid+0x25 || caller.SP != 0x7608 {
+		t.Fatalf("after signal: pc %#x sp %#x", caller.PC, caller.SP)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	src := testSource(t)
+	m, f := testStack()
+	u := New(arch.X86_64, src, m)
+	var caller Frame
+	bad := f
+	bad.PC = 0x5000
+	if err := u.Step(&bad, &caller); !errors.Is(err, ErrNoFDE) {
+		t.Errorf("pc without CFI: %v", err)
+	}
+	zero := f
+	zero.PC = 0
+	if err := u.Step(&zero, &caller); !errors.Is(err, ErrOutermost) {
+		t.Errorf("pc 0: %v", err)
+	}
+	noSP := f
+	noSP.Regs.Clear(rsp)
+	if err := u.Step(&noSP, &caller); !errors.Is(err, ErrUnknownRegister) {
+		t.Errorf("no rsp: %v", err)
+	}
+	wild := f
+	wild.Regs.Set(rsp, 0x100)
+	if err := u.Step(&wild, &caller); err == nil || errors.Is(err, ErrOutermost) {
+		t.Errorf("unreadable stack: %v", err)
+	}
+}
+
+func TestStepNoAlloc(t *testing.T) {
+	src := testSource(t)
+	m, f := testStack()
+	u := New(arch.X86_64, src, m)
+	var caller Frame
+	n := testing.AllocsPerRun(100, func() {
+		cur := f
+		if err := u.Step(&cur, &caller); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("Step: %v allocations", n)
+	}
+	pcs := make([]uint64, 8)
+	n = testing.AllocsPerRun(100, func() {
+		if _, err := u.Walk(f, pcs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("Walk: %v allocations", n)
+	}
+}
+
+func BenchmarkStep(b *testing.B) {
+	src := testSource(b)
+	m, f := testStack()
+	u := New(arch.X86_64, src, m)
+	var caller Frame
+	b.ReportAllocs()
+	for b.Loop() {
+		cur := f
+		_ = u.Step(&cur, &caller)
+	}
+}
+
+func FuzzStep(f *testing.F) {
+	src := testSource(f)
+	eh := src.Sec.Data()
+	m, fr := testStack()
+	f.Add(eh, m.b, fr.PC, uint64(0x7800-16-0x30-32))
+	f.Add(eh, m.b, uint64(sig+4), uint64(0x7100))
+	f.Fuzz(func(t *testing.T, eh, stack []byte, pc, sp uint64) {
+		fi, err := frame.NewFinder(eh, ehAddr, nil, 0, binary.LittleEndian, 8)
+		if err != nil {
+			return
+		}
+		var regs Regs
+		regs.Set(rsp, sp)
+		regs.Set(rbp, sp+16)
+		u := New(arch.X86_64, fi, &stackMem{base: 0x7000, b: stack})
+		pcs := make([]uint64, 16)
+		_, _ = u.Walk(FirstFrame(arch.X86_64, pc, regs), pcs)
+	})
+}
