@@ -6,31 +6,26 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/unwind"
 )
-
-// Memory reads the memory a backtrace walks: a live stack, a copy of one,
-// or another process's memory.
-type Memory interface {
-	// ReadUint64 returns the 8-byte little-endian word at addr, or an
-	// error when addr is not readable.
-	ReadUint64(addr uint64) (uint64, error)
-}
 
 // Frame is one frame of a [Backtrace], innermost first.
 type Frame struct {
 	// PC is the run-time pc: the interrupted instruction for the first
-	// frame, a return address for the others.
+	// frame (unless BacktraceOptions.AtCall), a return address for the
+	// others.
 	PC uint64
 	// CFA is the frame's canonical frame address (DWARF 5 section 6.4),
-	// the value of SP in the caller before the call instruction.
+	// the value of SP in the caller before its call instruction.
 	CFA uint64
-	// Image is the image holding PC, nil when PC is in none.
+	// Image is the image holding PC.
 	Image *Image
 	// Proc, Pos and Args describe the code at PC (at PC-1 for return
-	// addresses, so a call at the end of a procedure is attributed to
-	// it). Err says why any of them is missing.
+	// addresses, so that a call at the very end of a procedure is
+	// attributed to it). Err says why any of them is missing.
 	Proc Procedure
 	Pos  Position
 	Args []Arg
@@ -45,42 +40,6 @@ type Arg struct {
 	Err   error
 }
 
-// ErrOutermost ends a walk normally: the frame's return-address rule is
-// DW_CFA_undefined, the convention for the outermost frame.
-var ErrOutermost = errors.New("elfimage: outermost frame")
-
-// cfiState of an image: its .eh_frame finder, built on first use.
-type unwindState struct {
-	once   sync.Once
-	finder *frame.Finder
-	err    error
-}
-
-func (im *Image) finder() (*frame.Finder, error) {
-	s := &im.debug.unwind
-	s.once.Do(func() {
-		secs, err := im.Sections()
-		if err != nil {
-			s.err = err
-			return
-		}
-		var eh SectionHeader
-		for _, sh := range secs {
-			if sh.Name == ".eh_frame" {
-				eh = sh
-			}
-		}
-		if eh.Name == "" {
-			s.err = fmt.Errorf("elfimage: %s: section %q: %w", im.path, ".eh_frame", ErrNoSection)
-			return
-		}
-		data := im.data[eh.Offset : eh.Offset+eh.Size]
-		s.finder, s.err = frame.NewFinder(data, eh.Addr, im.EHFrameHdr(), im.EHFrameHdrAddr(),
-			binary.LittleEndian, uint8(im.arch.PtrSize))
-	})
-	return s.finder, s.err
-}
-
 // BacktraceOptions tunes [Backtrace].
 type BacktraceOptions struct {
 	// Max is the most frames to return; 0 means 256.
@@ -91,137 +50,177 @@ type BacktraceOptions struct {
 	AtCall bool
 }
 
+// imageFinder finds FDEs across every open image: it is the
+// unwind.Finder of the process-wide registry.
+type imageFinder struct{}
+
+func (imageFinder) FindFDE(pc uint64, fde *frame.ParsedFDE) error {
+	im, err := Lookup(uintptr(pc))
+	if err != nil {
+		return fmt.Errorf("%w %#x: %v", frame.ErrNoFDE, pc, err)
+	}
+	src, err := im.unwindSource()
+	if err != nil {
+		return err
+	}
+	return src.FindFDE(pc, fde)
+}
+
+// unwindState of an image: its .eh_frame and .eh_frame_hdr as an
+// unwind.Source at run-time addresses, built on first use.
+type unwindState struct {
+	once sync.Once
+	src  *unwind.Source
+	err  error
+}
+
+func (im *Image) unwindSource() (*unwind.Source, error) {
+	s := &im.debug.unwind
+	s.once.Do(func() {
+		data, err := im.Section(".eh_frame")
+		if err != nil {
+			s.err = err
+			return
+		}
+		// Loaded sections sit at file offset == link-time address.
+		base := uint64(im.Base())
+		ehAddr := base + im.offsetOf(data)
+		s.src, s.err = unwind.NewSource(im.arch, im.EHFrameHdr(), base+im.EHFrameHdrAddr(), data, ehAddr)
+	})
+	return s.src, s.err
+}
+
+// offsetOf returns the file offset of b, a subslice of the image's bytes.
+func (im *Image) offsetOf(b []byte) uint64 {
+	return uint64(uintptr(unsafePointer(b)) - uintptr(unsafePointer(im.data)))
+}
+
 // Backtrace walks the stack from the registers regs (indexed by DWARF
-// register number, arch.X86_64 numbering, the pc at index arch.X86_64_RA;
-// at least 17 values) using the call frame information of the open images
-// that hold each pc, and describes every frame: procedure, source
-// position, and argument values read through their DWARF locations. It
-// stops at the outermost frame (return address rule undefined), after
-// opts.Max frames, or at the first pc outside every image or without CFI, which it
-// returns as the error together with the frames so far.
-func Backtrace(regs []uint64, mem Memory, opts BacktraceOptions) ([]Frame, error) {
+// register number of the image's ABI, the pc in the return-address column
+// arch.X86_64_RA; a zero value counts as unknown for any register but the
+// pc) with the package unwind, finding each pc's call frame information in
+// the open image that holds it, and describes every frame: procedure,
+// source position, and argument values read through their DWARF
+// locations. It stops cleanly at the outermost frame (return-address rule
+// DW_CFA_undefined) or after opts.Max frames; a pc outside every image or
+// without CFI, or unreadable memory, ends the walk with that error
+// returned beside the frames so far. Cost: one CFI lookup and row
+// evaluation per frame plus the lazy debug queries of each image.
+func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame, error) {
+	a := arch.X86_64
+	if len(regs) <= int(a.RA) {
+		return nil, fmt.Errorf("elfimage: backtrace: %d registers, want %d", len(regs), a.RA+1)
+	}
 	max := opts.Max
 	if max == 0 {
 		max = 256
 	}
-	var cur [17]uint64
-	if len(regs) < len(cur) {
-		return nil, fmt.Errorf("elfimage: backtrace: %d registers, want %d", len(regs), len(cur))
+	var rs unwind.Regs
+	for i, v := range regs[:min(len(regs), a.NumRegs)] {
+		if v != 0 {
+			rs.Set(arch.Reg(i), v)
+		}
 	}
-	copy(cur[:], regs)
+	cur := unwind.FirstFrame(a, regs[a.RA], rs)
+	cur.First = !opts.AtCall
+	u := unwind.New(a, imageFinder{}, mem)
 	var frames []Frame
-	var exec frame.Exec
-	var row frame.Row
-	var fde frame.ParsedFDE
-	for i := 0; i < max; i++ {
-		pc := cur[16]
-		lookup := pc
-		if i > 0 || opts.AtCall {
-			lookup-- // a return address may be just past the procedure
+	for len(frames) < max {
+		var caller unwind.Frame
+		err := u.Step(&cur, &caller)
+		if err != nil && !errors.Is(err, unwind.ErrOutermost) {
+			return frames, fmt.Errorf("elfimage: backtrace: frame %d at pc %#x: %w", len(frames), cur.PC, err)
 		}
-		im, err := Lookup(uintptr(lookup))
-		if err != nil {
-			return frames, fmt.Errorf("elfimage: backtrace: frame %d: pc %#x: %w", i, pc, err)
+		f := Frame{PC: cur.PC, CFA: cur.CFA}
+		lookup := cur.PC
+		if !cur.First {
+			lookup-- // a return address may be just past its procedure
 		}
-		f := Frame{PC: pc, Image: im}
-		addr := im.LinkAddr(uintptr(lookup))
-		fi, err := im.finder()
-		if err == nil {
-			err = fi.FindFDE(addr, &fde)
+		if im, lerr := Lookup(uintptr(lookup)); lerr == nil {
+			f.Image = im
+			f.describe(im, im.LinkAddr(uintptr(lookup)), &cur, mem)
 		}
-		if err == nil {
-			err = exec.RowAt(&fde, addr, &row)
-		}
-		if err != nil {
-			return frames, fmt.Errorf("elfimage: backtrace: frame %d: pc %#x: %w", i, pc, err)
-		}
-		if row.CFA.Kind != frame.RuleCFA || int(row.CFA.Reg) >= len(cur) {
-			return frames, fmt.Errorf("elfimage: backtrace: frame %d: pc %#x: unsupported CFA rule %v", i, pc, row.CFA.Kind)
-		}
-		f.CFA = uint64(int64(cur[row.CFA.Reg]) + row.CFA.Offset)
-		f.describe(im, addr, mem)
 		frames = append(frames, f)
-
-		// The caller's registers.
-		next := cur
-		next[7] = f.CFA // the caller's SP is the CFA (x86-64 psABI)
-		ra := row.Rule(16)
-		if ra.Kind == frame.RuleUndefined {
+		if err != nil { // the outermost frame
 			return frames, nil
 		}
-		for j := 0; j < row.NumRules(); j++ {
-			reg, rule := row.RuleAt(j)
-			if int(reg) >= len(next) {
-				continue
-			}
-			switch rule.Kind {
-			case frame.RuleOffset:
-				v, err := mem.ReadUint64(uint64(int64(f.CFA) + rule.Offset))
-				if err != nil {
-					return frames, fmt.Errorf("elfimage: backtrace: frame %d: reading saved %s: %w", i, im.arch.RegName(reg), err)
-				}
-				next[reg] = v
-			case frame.RuleValOffset:
-				next[reg] = uint64(int64(f.CFA) + rule.Offset)
-			case frame.RuleRegister:
-				if int(rule.Reg) < len(cur) {
-					next[reg] = cur[rule.Reg]
-				}
-			case frame.RuleUndefined:
-				next[reg] = 0
-			case frame.RuleSameValue, frame.RuleUnspecified:
-			default:
-				return frames, fmt.Errorf("elfimage: backtrace: frame %d: unsupported rule %v for %s", i, rule.Kind, im.arch.RegName(reg))
-			}
-		}
-		if next[16] == 0 {
-			return frames, nil
-		}
-		cur = next
+		cur = caller
 	}
 	return frames, nil
 }
 
 // describe fills in the procedure, position and arguments of f from the
 // image's debug information.
-func (f *Frame) describe(im *Image, addr uint64, mem Memory) {
+func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Memory) {
 	var errs []error
 	p, err := im.ProcedureAt(addr)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	f.Proc = p
-	pos, err := im.PositionAt(addr)
+	if f.Pos, err = im.PositionAt(addr); err != nil {
+		errs = append(errs, err)
+	}
+	sub, err := im.SubprogramAt(addr)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	f.Pos = pos
-	params, err := im.ParamsAt(addr)
-	if err != nil {
-		errs = append(errs, err)
+	ctx := &frameContext{regs: uf.Regs, cfa: f.CFA, mem: mem}
+	params := expr.Params{Section: ".debug_info", AddrSize: uint8(im.arch.PtrSize), Order: binary.LittleEndian}
+	if sub.FrameBase != nil {
+		if r, err := expr.Eval(sub.FrameBase, params, ctx); err == nil && r.Kind == expr.Memory {
+			ctx.frameBase, ctx.hasFrameBase = r.Addr, true
+		}
 	}
-	for _, prm := range params {
-		a := Arg{Name: prm.Name}
-		a.Value, a.Err = evalFrameBaseSlot(prm.Location, f.CFA, mem)
-		f.Args = append(f.Args, a)
+	for _, prm := range sub.Params {
+		arg := Arg{Name: prm.Name}
+		arg.Value, arg.Err = readVar(prm.Location, params, ctx)
+		f.Args = append(f.Args, arg)
 	}
 	f.Err = errors.Join(errs...)
 }
 
-// evalFrameBaseSlot reads a value whose location is DW_OP_fbreg(N) with
-// the frame base DW_OP_call_frame_cfa, the form the linker's model
-// documents for parameters.
-func evalFrameBaseSlot(loc []byte, cfa uint64, mem Memory) (int64, error) {
+// readVar evaluates a variable's location expression and reads its value.
+func readVar(loc []byte, p expr.Params, ctx *frameContext) (int64, error) {
 	if len(loc) == 0 {
-		return 0, errors.New("no location")
+		return 0, errors.New("elfimage: value not available (no location)")
 	}
-	if dwarf.Op(loc[0]) != dwarf.DW_OP_fbreg {
-		return 0, fmt.Errorf("unsupported location %v", dwarf.Op(loc[0]))
+	r, err := expr.Eval(loc, p, ctx)
+	if err != nil {
+		return 0, err
 	}
-	off, n := dwarf.Sleb128(loc[1:])
-	if n == 0 || 1+n != len(loc) {
-		return 0, errors.New("malformed DW_OP_fbreg")
+	switch r.Kind {
+	case expr.Memory:
+		v, err := ctx.mem.ReadUint64(r.Addr)
+		return int64(v), err
+	case expr.Register:
+		v, ok := ctx.regs.Get(r.Reg)
+		if !ok {
+			return 0, fmt.Errorf("elfimage: register %d not known in this frame", r.Reg)
+		}
+		return int64(v), nil
+	case expr.Value:
+		return int64(r.Value), nil
 	}
-	v, err := mem.ReadUint64(uint64(int64(cfa) + off))
-	return int64(v), err
+	return 0, fmt.Errorf("elfimage: unsupported location kind %v", r.Kind)
 }
+
+// frameContext is the expr.Context of one frame.
+type frameContext struct {
+	regs         unwind.Regs
+	cfa          uint64
+	frameBase    uint64
+	hasFrameBase bool
+	mem          unwind.Memory
+}
+
+func (c *frameContext) Reg(r arch.Reg) (uint64, bool) { return c.regs.Get(r) }
+func (c *frameContext) ReadMemory(addr uint64, size int) (uint64, error) {
+	v, err := c.mem.ReadUint64(addr)
+	if size < 8 {
+		v &= 1<<(8*size) - 1
+	}
+	return v, err
+}
+func (c *frameContext) CFA() (uint64, bool)       { return c.cfa, c.cfa != 0 }
+func (c *frameContext) FrameBase() (uint64, bool) { return c.frameBase, c.hasFrameBase }

@@ -224,7 +224,7 @@ type Param struct {
 }
 
 // subprogram is one DW_TAG_subprogram with a code range, in the index
-// built on the first ParamsAt.
+// built on the first SubprogramAt.
 type subprogram struct {
 	low, high uint64 // [low, high)
 	off       uint64 // .debug_info offset of the DIE
@@ -237,18 +237,30 @@ type infoState struct {
 	err  error
 }
 
-// ParamsAt returns the formal parameters of the procedure whose
-// DW_TAG_subprogram covers the link-time address addr, in declaration
-// order. The first call decodes the DIE tree once to index subprograms by
-// address (cost linear in .debug_info); later calls bisect the index and
-// decode only that subprogram's DIE and children. It returns an error
-// wrapping ErrUnknownPC when no subprogram covers addr, or a
+// Subprogram is what the image's DWARF says about one procedure
+// (a DW_TAG_subprogram): its name, its frame base expression and its formal
+// parameters in declaration order.
+type Subprogram struct {
+	Name string
+	// Low and High give its code as the link-time range [Low, High).
+	Low, High uint64
+	// FrameBase is the DW_AT_frame_base expression (DW_OP_fbreg operands
+	// are relative to its value); nil when absent.
+	FrameBase []byte
+	Params    []Param
+}
+
+// SubprogramAt returns the DW_TAG_subprogram covering the link-time
+// address addr. The first call decodes the DIE tree once to index
+// subprograms by address (cost linear in .debug_info); later calls bisect
+// the index and decode only that subprogram's DIE and children. It returns
+// an error wrapping ErrUnknownPC when no subprogram covers addr, or a
 // *dwarf.FormatError when the DWARF is malformed.
-func (im *Image) ParamsAt(addr uint64) ([]Param, error) {
+func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 	s := &im.debug.info
 	s.once.Do(func() { s.data, s.subs, s.err = im.indexSubprograms() })
 	if s.err != nil {
-		return nil, s.err
+		return Subprogram{}, s.err
 	}
 	i, ok := slices.BinarySearchFunc(s.subs, addr, func(sp subprogram, a uint64) int {
 		switch {
@@ -260,25 +272,32 @@ func (im *Image) ParamsAt(addr uint64) ([]Param, error) {
 		return 0
 	})
 	if !ok {
-		return nil, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+		return Subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
 	}
+	sub := Subprogram{Low: s.subs[i].low, High: s.subs[i].high}
 	r := s.data.Reader()
 	r.Seek(s.subs[i].off)
 	e, err := r.Next()
 	if err != nil {
-		return nil, err
+		return Subprogram{}, err
 	}
-	if e == nil || !e.Children {
-		return nil, nil
+	if e == nil {
+		return Subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
 	}
-	var params []Param
+	sub.Name, _ = e.String(dwarf.DW_AT_name)
+	if f, ok := e.Val(dwarf.DW_AT_frame_base); ok && f.Class == info.ClassExprloc {
+		sub.FrameBase = f.Block
+	}
+	if !e.Children {
+		return sub, nil
+	}
 	for {
 		c, err := r.Next()
 		if err != nil {
-			return nil, err
+			return Subprogram{}, err
 		}
 		if c == nil || c.Tag == 0 {
-			return params, nil
+			return sub, nil
 		}
 		if c.Tag == dwarf.DW_TAG_formal_parameter {
 			p := Param{}
@@ -286,7 +305,7 @@ func (im *Image) ParamsAt(addr uint64) ([]Param, error) {
 			if f, ok := c.Val(dwarf.DW_AT_location); ok && f.Class == info.ClassExprloc {
 				p.Location = f.Block
 			}
-			params = append(params, p)
+			sub.Params = append(sub.Params, p)
 		}
 		if c.Children {
 			r.SkipChildren()
