@@ -1,0 +1,646 @@
+package line
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+const secLine = ".debug_line"
+
+// Sections holds the sections a line program refers to. Line is
+// .debug_line; Str (.debug_str) and LineStr (.debug_line_str) resolve
+// DW_FORM_strp and DW_FORM_line_strp in DWARF 5 headers and may be nil
+// when unused. Order is the byte order; nil means little-endian.
+type Sections struct {
+	Line, Str, LineStr []byte
+	Order              binary.ByteOrder
+}
+
+// Header is a decoded line program header (DWARF 5 section 6.2.4).
+type Header struct {
+	// Offset is the unit's offset in .debug_line.
+	Offset uint64
+	// Format is the offset format from unit_length.
+	Format dwarf.Format
+	// Version is the line table version, 2 to 5.
+	Version uint16
+	// AddrSize and SegmentSelectorSize come from a version 5 header;
+	// 0 for earlier versions (DW_LNE_set_address then gives the size).
+	AddrSize, SegmentSelectorSize uint8
+	// HeaderLength is header_length: bytes from after it to the first
+	// opcode.
+	HeaderLength uint64
+	// MinInstLength is minimum_instruction_length (bytes per address
+	// advance unit); MaxOpsPerInst is maximum_operations_per_instruction
+	// (1 before version 4).
+	MinInstLength, MaxOpsPerInst uint8
+	// DefaultIsStmt is default_is_stmt, the is_stmt register's start
+	// value.
+	DefaultIsStmt bool
+	// LineBase, LineRange and OpcodeBase define the special opcodes
+	// (section 6.2.5.1).
+	LineBase              int8
+	LineRange, OpcodeBase uint8
+	// StandardOpcodeLengths[i] is the operand count of opcode i+1.
+	StandardOpcodeLengths []uint8
+	// Dirs is the directory table as written, with, for versions 2 to
+	// 4, the compilation directory passed to the decoder as entry 0.
+	Dirs []string
+	// ProgramOffset is the .debug_line offset of the first opcode; End
+	// is the offset just past the unit: the program is
+	// [ProgramOffset, End).
+	ProgramOffset, End uint64
+}
+
+// FileEntry is a decoded file entry.
+type FileEntry struct {
+	// Name is the name as written (DW_LNCT_path).
+	Name string
+	// Dir is the directory index (DW_LNCT_directory_index).
+	Dir uint64
+	// Path is Name resolved against its directory and the compilation
+	// directory: Name if absolute, else Dirs[Dir]/Name, with a relative
+	// directory taken relative to directory 0. Empty for the missing
+	// entry 0 of versions 2 to 4 and for entries without DW_LNCT_path.
+	Path string
+	// MTime and Size are DW_LNCT_timestamp and DW_LNCT_size (0 when
+	// absent).
+	MTime, Size uint64
+	// MD5 is DW_LNCT_MD5 when HasMD5 is set.
+	MD5    [16]byte
+	HasMD5 bool
+}
+
+// Reader runs a line number program and returns its rows one at a time
+// (DWARF 5 section 6.2.2). Use [NewReader], then [Reader.Next] until
+// io.EOF.
+type Reader struct {
+	hdr   Header
+	files []FileEntry
+	b     dwarf.Buf
+	// state holds the state machine registers (section 6.2.2, table
+	// 6.3): address, op_index, file, line, column, is_stmt,
+	// basic_block, end_sequence, prologue_end, epilogue_begin, isa and
+	// discriminator; see [Row] for each register's version.
+	state Row
+	// line is the line register at full width; advance_line may take it
+	// outside uint32 in hostile input, Row.Line is its low 32 bits.
+	line  int64
+	lineS *Sections
+}
+
+// NewReader decodes the header of the line program at offset off of
+// sec.Line and returns a reader positioned at its first opcode. compDir is
+// the unit's DW_AT_comp_dir: directory 0 for versions 2 to 4, and the base
+// of relative directories. Errors are *dwarf.FormatError. Cost: linear in
+// the header size.
+func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
+	order := sec.Order
+	if order == nil {
+		order = binary.LittleEndian
+	}
+	r := &Reader{lineS: &sec}
+	r.b = dwarf.MakeBuf(secLine, order, sec.Line)
+	if err := r.header(off, compDir); err != nil {
+		return nil, err
+	}
+	r.reset()
+	return r, nil
+}
+
+// Header returns the decoded header.
+func (r *Reader) Header() *Header { return &r.hdr }
+
+// Files returns the file entries indexed by the file register; for
+// versions 2 to 4 entry 0 is empty. DW_LNE_define_file appends to it as
+// the program runs.
+func (r *Reader) Files() []FileEntry { return r.files }
+
+// Offset returns the .debug_line offset of the next opcode.
+func (r *Reader) Offset() uint64 { return r.b.Off() }
+
+func (r *Reader) header(off uint64, compDir string) error {
+	b := &r.b
+	h := &r.hdr
+	h.Offset = off
+	b.Seek(off, "unit offset")
+	length, format := b.UnitLength("unit_length")
+	h.Format = format
+	b.Limit(length, "unit_length")
+	h.End = b.End()
+	verOff := b.Off()
+	h.Version = b.U16("version")
+	if b.Err() == nil && (h.Version < 2 || h.Version > 5) {
+		b.FailAt(verOff, "version", fmt.Sprintf("unsupported line table version %d", h.Version))
+	}
+	if h.Version >= 5 {
+		h.AddrSize = b.U8("address_size")
+		h.SegmentSelectorSize = b.U8("segment_selector_size")
+	}
+	hlOff := b.Off()
+	h.HeaderLength = b.Offset(format, "header_length")
+	if b.Err() == nil && h.HeaderLength > h.End-b.Off() {
+		b.FailAt(hlOff, "header_length", fmt.Sprintf("header_length %#x runs past unit end %#x", h.HeaderLength, h.End))
+	}
+	h.ProgramOffset = b.Off() + h.HeaderLength
+	unitEnd := b.Limit(h.HeaderLength, "header_length")
+	h.MinInstLength = b.U8("minimum_instruction_length")
+	h.MaxOpsPerInst = 1
+	if h.Version >= 4 {
+		f := b.Off()
+		h.MaxOpsPerInst = b.U8("maximum_operations_per_instruction")
+		if b.Err() == nil && h.MaxOpsPerInst == 0 {
+			b.FailAt(f, "maximum_operations_per_instruction", "zero")
+		}
+	}
+	h.DefaultIsStmt = b.U8("default_is_stmt") != 0
+	h.LineBase = int8(b.U8("line_base"))
+	f := b.Off()
+	h.LineRange = b.U8("line_range")
+	if b.Err() == nil && h.LineRange == 0 {
+		b.FailAt(f, "line_range", "zero")
+	}
+	f = b.Off()
+	h.OpcodeBase = b.U8("opcode_base")
+	if b.Err() == nil && h.OpcodeBase == 0 {
+		b.FailAt(f, "opcode_base", "zero")
+	}
+	if n := int(h.OpcodeBase) - 1; n > 0 {
+		f = b.Off()
+		lens := b.Bytes(uint64(n), "standard_opcode_lengths")
+		h.StandardOpcodeLengths = slices.Clone(lens)
+		for i, l := range h.StandardOpcodeLengths {
+			if i < len(standardOpcodeLengths) && l != standardOpcodeLengths[i] {
+				b.FailAt(f+uint64(i), "standard_opcode_lengths", fmt.Sprintf("opcode %d has %d operands, want %d", i+1, l, standardOpcodeLengths[i]))
+				break
+			}
+		}
+	}
+	if h.Version >= 5 {
+		r.tables5()
+	} else {
+		r.tables4(compDir)
+	}
+	if b.Err() != nil {
+		return b.Err()
+	}
+	// The directory of every file must exist; resolve paths.
+	for i := range r.files {
+		if h.Version < 5 && i == 0 {
+			continue
+		}
+		if err := r.resolve(&r.files[i]); err != nil {
+			return err
+		}
+	}
+	b.SetEnd(unitEnd)
+	b.Seek(h.ProgramOffset, "header_length")
+	return b.Err()
+}
+
+// tables4 reads include_directories and file_names (versions 2 to 4).
+func (r *Reader) tables4(compDir string) {
+	b := &r.b
+	r.hdr.Dirs = []string{compDir}
+	for b.Err() == nil {
+		d := b.CString("include_directories")
+		if len(d) == 0 {
+			break
+		}
+		r.hdr.Dirs = append(r.hdr.Dirs, string(d))
+	}
+	r.files = []FileEntry{{}}
+	for b.Err() == nil {
+		name := b.CString("file_names")
+		if len(name) == 0 {
+			break
+		}
+		r.files = append(r.files, FileEntry{
+			Name:  string(name),
+			Dir:   b.Uleb("directory index"),
+			MTime: b.Uleb("modification time"),
+			Size:  b.Uleb("file length"),
+		})
+	}
+}
+
+type entryFormat struct {
+	lnct dwarf.LNCT
+	form dwarf.Form
+}
+
+func (r *Reader) formats(field string) []entryFormat {
+	b := &r.b
+	n := int(b.U8(field))
+	if n > b.Len()/2 {
+		b.Fail(field, fmt.Sprintf("%d entry formats do not fit in the header", n))
+		return nil
+	}
+	fs := make([]entryFormat, n)
+	for i := range fs {
+		fs[i].lnct = dwarf.LNCT(b.Uleb("content type code"))
+		f := b.Off()
+		fs[i].form = dwarf.Form(b.Uleb("form"))
+		switch fs[i].form {
+		case dwarf.DW_FORM_string, dwarf.DW_FORM_line_strp, dwarf.DW_FORM_strp,
+			dwarf.DW_FORM_udata, dwarf.DW_FORM_data1, dwarf.DW_FORM_data2,
+			dwarf.DW_FORM_data4, dwarf.DW_FORM_data8, dwarf.DW_FORM_data16,
+			dwarf.DW_FORM_block:
+		default:
+			b.FailAt(f, field, fmt.Sprintf("unsupported form %v in entry format", fs[i].form))
+			return nil
+		}
+	}
+	return fs
+}
+
+// entries5 reads count-prefixed directory or file entries (version 5).
+func (r *Reader) entries5(fs []entryFormat, what string) []FileEntry {
+	b := &r.b
+	f := b.Off()
+	n := b.Uleb(what + "_count")
+	if b.Err() != nil {
+		return nil
+	}
+	if n > 0 && len(fs) == 0 {
+		b.FailAt(f, what+"_count", fmt.Sprintf("%d entries without entry format", n))
+		return nil
+	}
+	// Every entry takes at least one byte.
+	if n > uint64(b.Len()) {
+		b.FailAt(f, what+"_count", fmt.Sprintf("%d entries do not fit in %d bytes", n, b.Len()))
+		return nil
+	}
+	es := make([]FileEntry, n)
+	for i := range es {
+		e := &es[i]
+		for _, ef := range fs {
+			at := b.Off()
+			var s string
+			var v uint64
+			var blk []byte
+			isStr := false
+			switch ef.form {
+			case dwarf.DW_FORM_string:
+				s, isStr = string(b.CString("path")), true
+			case dwarf.DW_FORM_line_strp, dwarf.DW_FORM_strp:
+				o := b.Offset(r.hdr.Format, "string offset")
+				if b.Err() != nil {
+					return nil
+				}
+				sec, data := ".debug_line_str", r.lineS.LineStr
+				if ef.form == dwarf.DW_FORM_strp {
+					sec, data = ".debug_str", r.lineS.Str
+				}
+				str, err := dwarf.CStringAt(sec, data, o, ef.lnct.String())
+				if err != nil {
+					b.FailAt(at, ef.lnct.String(), err.Error())
+					return nil
+				}
+				s, isStr = str, true
+			case dwarf.DW_FORM_udata:
+				v = b.Uleb(ef.lnct.String())
+			case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
+				v = b.Uint(dataSize(ef.form), ef.lnct.String())
+			case dwarf.DW_FORM_data16:
+				blk = b.Bytes(16, ef.lnct.String())
+			case dwarf.DW_FORM_block:
+				blk = b.Bytes(b.Uleb("block length"), ef.lnct.String())
+			}
+			if b.Err() != nil {
+				return nil
+			}
+			switch ef.lnct {
+			case dwarf.DW_LNCT_path:
+				if !isStr {
+					b.FailAt(at, "DW_LNCT_path", fmt.Sprintf("form %v is not a string form", ef.form))
+					return nil
+				}
+				e.Name = s
+			case dwarf.DW_LNCT_directory_index:
+				e.Dir = v
+			case dwarf.DW_LNCT_timestamp:
+				e.MTime = v
+			case dwarf.DW_LNCT_size:
+				e.Size = v
+			case dwarf.DW_LNCT_MD5:
+				if len(blk) == 16 {
+					copy(e.MD5[:], blk)
+					e.HasMD5 = true
+				}
+			}
+		}
+	}
+	return es
+}
+
+func dataSize(f dwarf.Form) int {
+	switch f {
+	case dwarf.DW_FORM_data1:
+		return 1
+	case dwarf.DW_FORM_data2:
+		return 2
+	case dwarf.DW_FORM_data4:
+		return 4
+	}
+	return 8
+}
+
+// tables5 reads the directory and file name tables of version 5.
+func (r *Reader) tables5() {
+	dirs := r.entries5(r.formats("directory_entry_format"), "directories")
+	r.hdr.Dirs = make([]string, len(dirs))
+	for i := range dirs {
+		r.hdr.Dirs[i] = dirs[i].Name
+	}
+	r.files = r.entries5(r.formats("file_name_entry_format"), "file_names")
+}
+
+func isAbs(p string) bool { return len(p) > 0 && (p[0] == '/' || p[0] == '\\') }
+
+func join(dir, name string) string {
+	if dir == "" || name == "" || isAbs(name) {
+		return name
+	}
+	return path.Join(dir, name)
+}
+
+func (r *Reader) resolve(e *FileEntry) error {
+	dirs := r.hdr.Dirs
+	if e.Dir >= uint64(len(dirs)) {
+		return &dwarf.FormatError{Section: secLine, Offset: r.hdr.Offset, Field: "directory index", Msg: fmt.Sprintf("file %q: directory %d out of range [0, %d)", e.Name, e.Dir, len(dirs))}
+	}
+	d := dirs[e.Dir]
+	if e.Dir != 0 && !isAbs(d) {
+		d = join(dirs[0], d)
+	}
+	e.Path = join(d, e.Name)
+	return nil
+}
+
+// reset sets the registers to their values at the start of a sequence
+// (DWARF 5 section 6.2.2, table 6.4).
+func (r *Reader) reset() {
+	r.state = Row{File: 1, Line: 1, IsStmt: r.hdr.DefaultIsStmt}
+	r.line = 1
+}
+
+// advance applies an operation advance (section 6.2.5.1).
+func (r *Reader) advance(opAdv uint64) {
+	h := &r.hdr
+	if h.MaxOpsPerInst == 1 {
+		r.state.Address += uint64(h.MinInstLength) * opAdv
+		return
+	}
+	m := uint64(h.MaxOpsPerInst)
+	// Split to avoid overflow of op_index + opAdv.
+	q, rem := opAdv/m, opAdv%m
+	oi := r.state.OpIndex + rem
+	q += oi / m
+	r.state.Address += uint64(h.MinInstLength) * q
+	r.state.OpIndex = oi % m
+}
+
+// Next runs the program up to the next row and stores it in *row. It
+// returns io.EOF after the last row, or a *dwarf.FormatError. Every opcode
+// consumes at least one byte, so a program of n bytes yields at most n
+// rows. Cost: allocation-free except for DW_LNE_define_file.
+func (r *Reader) Next(row *Row) error {
+	b := &r.b
+	h := &r.hdr
+	for {
+		if err := b.Err(); err != nil {
+			return err
+		}
+		if b.Len() == 0 {
+			return io.EOF
+		}
+		at := b.Off()
+		op := b.U8("opcode")
+		if op >= h.OpcodeBase {
+			adj := uint64(op - h.OpcodeBase)
+			r.advance(adj / uint64(h.LineRange))
+			r.line += int64(h.LineBase) + int64(adj%uint64(h.LineRange))
+			r.emit(row)
+			return nil
+		}
+		switch dwarf.LNS(op) {
+		case 0:
+			n := b.Uleb("extended opcode length")
+			if b.Err() == nil && (n == 0 || n > uint64(b.Len())) {
+				b.FailAt(at, "extended opcode length", fmt.Sprintf("length %d with %d bytes left", n, b.Len()))
+			}
+			if b.Err() != nil {
+				return b.Err()
+			}
+			end := b.Off() + n
+			sub := dwarf.LNE(b.U8("extended opcode"))
+			switch sub {
+			case dwarf.DW_LNE_end_sequence:
+				r.state.EndSequence = true
+				r.emit(row)
+				r.reset()
+				b.Seek(end, "extended opcode")
+				return b.Err()
+			case dwarf.DW_LNE_set_address:
+				size := n - 1
+				switch size {
+				case 1, 2, 4, 8:
+					r.state.Address = b.Uint(int(size), "DW_LNE_set_address")
+					r.state.OpIndex = 0
+				default:
+					b.FailAt(at, "DW_LNE_set_address", fmt.Sprintf("address size %d", size))
+				}
+			case dwarf.DW_LNE_define_file:
+				name := b.CString("DW_LNE_define_file")
+				e := FileEntry{Name: string(name), Dir: b.Uleb("directory index"), MTime: b.Uleb("modification time"), Size: b.Uleb("file length")}
+				if b.Err() == nil {
+					if err := r.resolve(&e); err != nil {
+						b.FailAt(at, "DW_LNE_define_file", err.Error())
+					}
+					r.files = append(r.files, e)
+				}
+			case dwarf.DW_LNE_set_discriminator:
+				r.state.Discriminator = b.Uleb("DW_LNE_set_discriminator")
+			}
+			if b.Err() == nil && b.Off() > end {
+				b.FailAt(at, "extended opcode length", fmt.Sprintf("%v operands overrun length %d", sub, n))
+			}
+			b.Seek(end, "extended opcode")
+		case dwarf.DW_LNS_copy:
+			r.emit(row)
+			return nil
+		case dwarf.DW_LNS_advance_pc:
+			r.advance(b.Uleb("DW_LNS_advance_pc"))
+		case dwarf.DW_LNS_advance_line:
+			r.line += b.Sleb("DW_LNS_advance_line")
+		case dwarf.DW_LNS_set_file:
+			r.state.File = b.Uleb("DW_LNS_set_file")
+		case dwarf.DW_LNS_set_column:
+			r.state.Column = uint32(b.Uleb("DW_LNS_set_column"))
+		case dwarf.DW_LNS_negate_stmt:
+			r.state.IsStmt = !r.state.IsStmt
+		case dwarf.DW_LNS_set_basic_block:
+			r.state.BasicBlock = true
+		case dwarf.DW_LNS_const_add_pc:
+			r.advance(uint64(255-h.OpcodeBase) / uint64(h.LineRange))
+		case dwarf.DW_LNS_fixed_advance_pc:
+			r.state.Address += uint64(b.U16("DW_LNS_fixed_advance_pc"))
+			r.state.OpIndex = 0
+		case dwarf.DW_LNS_set_prologue_end:
+			r.state.PrologueEnd = true
+		case dwarf.DW_LNS_set_epilogue_begin:
+			r.state.EpilogueBegin = true
+		case dwarf.DW_LNS_set_isa:
+			r.state.ISA = b.Uleb("DW_LNS_set_isa")
+		default:
+			// An opcode this reader does not know: skip its operands.
+			for i := uint8(0); i < h.StandardOpcodeLengths[op-1]; i++ {
+				b.Uleb("unknown standard opcode operand")
+			}
+		}
+	}
+}
+
+// emit appends a row: copies the registers to *row, then clears the
+// per-row flags (section 6.2.5.1).
+func (r *Reader) emit(row *Row) {
+	r.state.Line = uint32(r.line)
+	*row = r.state
+	r.state.Discriminator = 0
+	r.state.BasicBlock = false
+	r.state.PrologueEnd = false
+	r.state.EpilogueBegin = false
+}
+
+// Table is a decoded line program: header, file entries and complete
+// sequences (those ended by DW_LNE_end_sequence), sorted by Start.
+type Table struct {
+	Header
+	// Files is indexed by Row.File (see [Reader.Files]).
+	Files []FileEntry
+	// Sequences are sorted by Start; rows within a sequence are sorted by
+	// address (stably, so a program's order is kept for equal addresses).
+	Sequences []DecodedSequence
+}
+
+// DecodedSequence is one sequence: the rows of [Start, End), where Start is
+// the first row's address and End the address of its end_sequence row
+// (which is not in Rows).
+type DecodedSequence struct {
+	Start, End uint64
+	Rows       []Row
+}
+
+// Decode decodes the whole line program at offset off of sec.Line (see
+// [NewReader] for compDir). Rows after the last DW_LNE_end_sequence are
+// dropped. Errors are *dwarf.FormatError. Cost: linear in the program
+// size plus sorting; allocation bounded by a small multiple of it.
+func Decode(sec Sections, off uint64, compDir string) (*Table, error) {
+	r, err := NewReader(sec, off, compDir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{Header: r.hdr}
+	var rows []Row
+	var row Row
+	for {
+		err := r.Next(&row)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !row.EndSequence {
+			rows = append(rows, row)
+			continue
+		}
+		s := DecodedSequence{Start: row.Address, End: row.Address}
+		if len(rows) > 0 {
+			s.Rows = slices.Clip(rows)
+			if !slices.IsSortedFunc(s.Rows, cmpRow) {
+				slices.SortStableFunc(s.Rows, cmpRow)
+			}
+			s.Start = s.Rows[0].Address
+		}
+		t.Sequences = append(t.Sequences, s)
+		rows = rows[len(rows):]
+	}
+	t.Files = r.files
+	t.Header = r.hdr
+	slices.SortStableFunc(t.Sequences, func(a, b DecodedSequence) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	return t, nil
+}
+
+func cmpRow(a, b Row) int {
+	switch {
+	case a.Address < b.Address:
+		return -1
+	case a.Address > b.Address:
+		return 1
+	}
+	return 0
+}
+
+// Lookup returns the row that holds for addr: within the sequence whose
+// [Start, End) contains addr, the last row whose address is at most addr
+// (a row holds from its address up to the next row's). It reports false
+// when no sequence covers addr. With overlapping sequences (hostile or
+// gc'd input) it answers from the one with the greatest Start ≤ addr.
+// Cost: two bisections, no allocation.
+func (t *Table) Lookup(addr uint64) (Row, bool) {
+	seqs := t.Sequences
+	lo, hi := 0, len(seqs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if seqs[m].Start <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return Row{}, false
+	}
+	s := &seqs[lo-1]
+	if addr >= s.End || len(s.Rows) == 0 {
+		return Row{}, false
+	}
+	rows := s.Rows
+	lo, hi = 0, len(rows)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rows[m].Address <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return Row{}, false
+	}
+	return rows[lo-1], true
+}
+
+// File returns the file entry for a row's File register, or false when
+// the index is out of range.
+func (t *Table) File(i uint64) (*FileEntry, bool) {
+	if i >= uint64(len(t.Files)) {
+		return nil, false
+	}
+	return &t.Files[i], true
+}

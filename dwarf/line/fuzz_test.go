@@ -1,0 +1,115 @@
+package line
+
+import (
+	"debug/dwarf"
+	"encoding/binary"
+	"io"
+	"testing"
+
+	edwarf "github.com/elfimage/elfimage/dwarf"
+)
+
+func fuzzSeeds(f *testing.F) {
+	for _, c := range encodings() {
+		if c.enc.ByteOrder != binary.LittleEndian {
+			continue
+		}
+		p := sampleProgram(c.enc)
+		b, err := p.Encode(nil) // inline DW_FORM_string paths: no side section needed
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+// FuzzDecode decodes arbitrary bytes as .debug_line: no panic, errors are
+// FormatErrors, and Lookup agrees with the rows.
+func FuzzDecode(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := Decode(Sections{Line: data, Str: data, LineStr: data}, 0, "/cd")
+		if err != nil {
+			if _, ok := err.(*edwarf.FormatError); !ok {
+				t.Fatalf("error %T %v is not a *dwarf.FormatError", err, err)
+			}
+			return
+		}
+		for i := 1; i < len(tab.Sequences); i++ {
+			if tab.Sequences[i].Start < tab.Sequences[i-1].End {
+				return // overlapping sequences: Lookup picks one
+			}
+		}
+		for _, s := range tab.Sequences {
+			for _, r := range s.Rows {
+				if r.Address >= s.End {
+					continue
+				}
+				got, ok := tab.Lookup(r.Address)
+				if !ok || got.Address > r.Address {
+					t.Fatalf("Lookup(%#x) = %+v, %v", r.Address, got, ok)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDiffGo compares our reader with Go's debug/dwarf LineReader on
+// arbitrary .debug_line bytes wherever both accept them.
+func FuzzDiffGo(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ours, err := NewReader(Sections{Line: data}, 0, "/cd")
+		if err != nil {
+			return
+		}
+		g, err := goLineReader(data, nil, nil, 0, "/cd", 8, binary.LittleEndian)
+		if err != nil {
+			return
+		}
+		// Go's reader may reject what we accept or vice versa; compare
+		// rows only while both produce them.
+		var oursRows []Row
+		var row Row
+		for len(oursRows) < 1<<16 {
+			if err := ours.Next(&row); err != nil {
+				if err != io.EOF {
+					return
+				}
+				break
+			}
+			oursRows = append(oursRows, row)
+		}
+		var ge goEntry
+		i := 0
+		for ; i < len(oursRows); i++ {
+			if err := g.Next(&ge); err != nil {
+				return // Go rejects: nothing to compare
+			}
+			r := oursRows[i]
+			if r.Address != ge.Address || r.EndSequence != ge.EndSequence {
+				t.Fatalf("row %d: address %#x end %v; debug/dwarf %#x %v", i, r.Address, r.EndSequence, ge.Address, ge.EndSequence)
+			}
+			if r.EndSequence {
+				continue
+			}
+			if r.Line != uint32(ge.Line) || r.Column != uint32(ge.Column) || r.IsStmt != ge.IsStmt {
+				t.Fatalf("row %d: %+v; debug/dwarf %+v", i, r, ge)
+			}
+			if ge.File != nil {
+				fs := ours.Files()
+				if r.File >= uint64(len(fs)) {
+					t.Fatalf("row %d: file %d out of range but debug/dwarf has %q", i, r.File, ge.File.Name)
+				}
+				if baseName(fs[r.File].Path) != baseName(ge.File.Name) {
+					t.Fatalf("row %d: file %q; debug/dwarf %q", i, fs[r.File].Path, ge.File.Name)
+				}
+			}
+		}
+		if err := g.Next(&ge); err == nil {
+			t.Fatalf("debug/dwarf has row %d %+v after our last", i, ge)
+		}
+	})
+}
+
+type goEntry = dwarf.LineEntry
