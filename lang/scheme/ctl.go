@@ -1,0 +1,83 @@
+package scheme
+
+// The control block ("ctl") and capture area: the ABI between generated
+// code and the host runtime (Run). Generated code keeps the control block's
+// address in r15 at all times. All fields are little-endian uint64 at the
+// byte offsets below; both blocks live in mmap'd memory outside the Go heap.
+//
+// Control block:
+//
+//	offset  field          written by  meaning
+//	0       stack limit    host        lowest rsp a prologue accepts (Stack.Bottom + margin)
+//	8       saved sp       %start      rsp of %start after its prologue (abort path restores it)
+//	16      stack top      host        exclusive top of the run's stack (capture copies up to it)
+//	24      fd             host        file descriptor display and newline write to
+//	32      status         code        0 = running/normal, else the Kind that aborted the run
+//	40      capture base   host        address of capture record 0
+//	48      capture max    host        number of backtrace records; record [max] is reserved
+//	                                   for the aborting capture (error, stack overflow)
+//	56      capture count  code        backtrace records written
+//	64      dropped        code        backtrace captures dropped because the area was full
+//	72      stack max      host        bytes of stack a record can hold
+//	80      record size    host        stride between records in bytes (recHeader + stack max)
+//
+// Capture record (recHeader bytes, then the stack copy):
+//
+//	offset  field
+//	0       kind (1 backtrace, 2 error, 3 stack overflow)
+//	8       regs[17], indexed by DWARF register number; set are rbx, rbp, rsp, r12-r15 and
+//	        16 (return address = rip of the caller); the caller-saved registers read as 0
+//	144     stack address (= regs[rsp]): address of the first copied byte
+//	152     stack length in bytes, min(stack top - rsp, stack max)
+//	160     error message: address of a string object {u64 address of bytes, u64 length}
+//	168     number of error values (at most MaxErrorArgs)
+//	176     error values [MaxErrorArgs]int64
+//	256     stack bytes [stack length]
+const (
+	ctlStackLimit  = 0
+	ctlSavedSP     = 8
+	ctlStackTop    = 16
+	ctlFD          = 24
+	ctlStatus      = 32
+	ctlCapBase     = 40
+	ctlCapMax      = 48
+	ctlCapCount    = 56
+	ctlCapDropped  = 64
+	ctlCapStackMax = 72
+	ctlCapRecSize  = 80
+	ctlSize        = 128
+
+	recKind      = 0
+	recRegs      = 8
+	recStackAddr = 144
+	recStackLen  = 152
+	recMsg       = 160
+	recNArgs     = 168
+	recArgs      = 176
+	recHeader    = 256
+)
+
+// MaxErrorArgs is the largest number of values (error "message" value ...)
+// may carry; more is a compile error.
+const MaxErrorArgs = 8
+
+// MaxParams is the largest number of parameters a procedure may have (they
+// travel in the six SysV argument registers).
+const MaxParams = 6
+
+// MaxFrameSize is the largest frame in bytes a compiled procedure may
+// have (parameters, locals and temporaries); larger is a compile error.
+const MaxFrameSize = 32 << 10
+
+// startFrameSize is the distance in bytes from %start's saved sp to its
+// CFA: the return address, saved rbp, saved r15 and 8 bytes of padding.
+const startFrameSize = 32
+
+// Names of the runtime procedures and data every module contains.
+const (
+	symStart         = "%start"
+	symCapture       = "%capture"
+	symDisplayInt    = "%display-int"
+	symDisplayString = "%display-string"
+	symWrite         = "%write"
+)

@@ -1,0 +1,111 @@
+package scheme
+
+import (
+	"encoding/binary"
+	"testing"
+	"unsafe"
+
+	"github.com/elfimage/elfimage"
+	"golang.org/x/sys/unix"
+)
+
+// flatImage is a test-only loader that lays a Module out in one anonymous
+// mapping (text, then rodata and data on their own pages), resolves its
+// relocations itself and applies W^X protections. It lets the runtime be
+// tested independently of the library's linker and loader.
+type flatImage struct {
+	mem  []byte
+	syms map[string]uintptr
+}
+
+func (f *flatImage) base() uintptr { return uintptr(unsafe.Pointer(&f.mem[0])) }
+
+func (f *flatImage) inImage(addr, n uint64) bool {
+	b := uint64(f.base())
+	return addr >= b && n <= uint64(len(f.mem)) && addr-b <= uint64(len(f.mem))-n
+}
+
+func loadFlat(t testing.TB, m *elfimage.Module) *flatImage {
+	t.Helper()
+	const page = 4096
+	alignUp := func(v, a int) int { return (v + a - 1) &^ (a - 1) }
+	offs := map[string]int{}
+	n := 0
+	for _, p := range m.Procs {
+		n = alignUp(n, 16)
+		offs[p.Name] = n
+		n += len(p.Code)
+	}
+	textEnd := alignUp(n, page)
+	n = textEnd
+	for _, d := range m.ROData {
+		n = alignUp(n, max(d.Align, 1))
+		offs[d.Name] = n
+		n += len(d.Bytes)
+	}
+	n = alignUp(n, page)
+	dataStart := n
+	for _, d := range m.Data {
+		n = alignUp(n, 8)
+		offs[d.Name] = n
+		n += len(d.Bytes)
+	}
+	size := alignUp(max(n, dataStart+1), page)
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	f := &flatImage{mem: mem, syms: map[string]uintptr{}}
+	for name, o := range offs {
+		f.syms[name] = f.base() + uintptr(o)
+	}
+	apply := func(at int, relocs []elfimage.Reloc) {
+		for _, r := range relocs {
+			s, ok := f.syms[r.Symbol]
+			if !ok {
+				t.Fatalf("undefined symbol %s", r.Symbol)
+			}
+			p := f.base() + uintptr(at) + uintptr(r.Offset)
+			switch r.Type {
+			case elfimage.RelocPC32:
+				v := int64(s) + r.Addend - int64(p)
+				if v != int64(int32(v)) {
+					t.Fatalf("PC32 to %s out of range", r.Symbol)
+				}
+				binary.LittleEndian.PutUint32(mem[at+int(r.Offset):], uint32(int32(v)))
+			case elfimage.RelocAbs64:
+				binary.LittleEndian.PutUint64(mem[at+int(r.Offset):], uint64(int64(s)+r.Addend))
+			default:
+				t.Fatalf("reloc type %d", r.Type)
+			}
+		}
+	}
+	for _, p := range m.Procs {
+		copy(mem[offs[p.Name]:], p.Code)
+		apply(offs[p.Name], p.Relocs)
+	}
+	for _, d := range append(append([]*elfimage.Datum{}, m.ROData...), m.Data...) {
+		copy(mem[offs[d.Name]:], d.Bytes)
+		apply(offs[d.Name], d.Relocs)
+	}
+	if err := unix.Mprotect(mem[:textEnd], unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mprotect(mem[textEnd:dataStart], unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// runFlat compiles src, loads it with loadFlat and runs it.
+func runFlat(t testing.TB, src string, opts RunOptions) (*Result, error, *flatImage) {
+	t.Helper()
+	m, err := Compile("prog.scm", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := loadFlat(t, m)
+	res, err := runEntry(f.syms[symStart], opts, f.inImage)
+	return res, err, f
+}

@@ -1,0 +1,44 @@
+package scheme
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+// FuzzCompile feeds arbitrary source to the reader and compiler: they must
+// return a *SyntaxError or a module, never panic, and every module they
+// produce must have exact CFI at every reachable instruction.
+func FuzzCompile(f *testing.F) {
+	for _, name := range []string{"kernels.scm", "demo.scm", "errors.scm"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		"(define (main) (let loop ((i 0)) (if (< i 3) (loop (+ i 1)) (quotient i 0))))",
+		"(define (main) (and 1 (or 0 (error \"x\" 1 2 3))))",
+		"(define (f a b c d e g) (f b c d e g a)) (define (main) (f 1 2 3 4 5 6))",
+		"#| a #| b |# c |# (define (main) (cond ((< 1 2 3) 4) (else 5)))",
+		"(define (main) (begin) (when 0 1) (unless 1 2) (set! x 1))",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		m, err := Compile("fuzz.scm", src)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		for _, p := range m.Procs {
+			if err := simulate(p); err != nil {
+				t.Fatalf("%v\nsource: %q", err, src)
+			}
+		}
+	})
+}
