@@ -1,0 +1,747 @@
+package info
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// DW_AT_GNU_addr_base, the pre-DWARF 5 split-DWARF spelling of
+// DW_AT_addr_base.
+const atGNUAddrBase dwarf.Attr = 0x2133
+
+const (
+	secInfo       = ".debug_info"
+	secAbbrev     = ".debug_abbrev"
+	secStrOffsets = ".debug_str_offsets"
+	secAddr       = ".debug_addr"
+)
+
+// MaxAttrs is the most attribute specifications one abbreviation may
+// declare; more is a *dwarf.FormatError. Forms like DW_FORM_flag_present
+// and DW_FORM_implicit_const take no bytes in .debug_info, so without a
+// limit a one-byte DIE could decode into any number of fields.
+const MaxAttrs = 256
+
+// MaxDepth is the deepest DIE nesting the reader accepts; deeper input is
+// a *dwarf.FormatError. Real compilers stay far below it.
+const MaxDepth = 1024
+
+// Sections holds the sections DIEs refer to; all but Info and Abbrev may
+// be nil when unused. Order is the byte order; nil means little-endian.
+type Sections struct {
+	Info, Abbrev []byte
+	Str          []byte // .debug_str (DW_FORM_strp, strx*)
+	LineStr      []byte // .debug_line_str (DW_FORM_line_strp)
+	StrOffsets   []byte // .debug_str_offsets (strx*)
+	Addr         []byte // .debug_addr (addrx*)
+	RngLists     []byte // .debug_rnglists (rnglistx)
+	LocLists     []byte // .debug_loclists (loclistx)
+	Order        binary.ByteOrder
+}
+
+// UnitHeader is a decoded unit header (DWARF 5 section 7.5.1) with the bases its
+// root DIE gives for indexed forms.
+type UnitHeader struct {
+	// Offset is the .debug_info offset of the unit header; the unit is
+	// [Offset, End).
+	Offset, End uint64
+	// DataOffset is the offset of the root DIE.
+	DataOffset uint64
+	// Enc is the unit's version, offset format, address size and the
+	// byte order of Sections.
+	Enc dwarf.Encoding
+	// Type is the unit type (DW_UT_compile for versions 2 to 4).
+	Type dwarf.UT
+	// AbbrevOffset is debug_abbrev_offset.
+	AbbrevOffset uint64
+	// Signature is the type signature (type units) or dwo_id (skeleton
+	// and split units), TypeOffset the type DIE's unit-relative offset.
+	Signature, TypeOffset uint64
+	// StrOffsetsBase, AddrBase, RngListsBase and LocListsBase are the
+	// root DIE's DW_AT_str_offsets_base, DW_AT_addr_base,
+	// DW_AT_rnglists_base and DW_AT_loclists_base, or the offset just
+	// past a section header at offset 0 (8 or 16 bytes for
+	// .debug_str_offsets and .debug_addr, 12 or 20 for the lists) when
+	// absent.
+	StrOffsetsBase, AddrBase, RngListsBase, LocListsBase uint64
+}
+
+// Field is one decoded attribute. Which of Val, Int, Str and Block hold
+// the value depends on Class:
+//
+//   - ClassAddress: Val (addrx* resolved through .debug_addr).
+//   - ClassConstant: Val and Int (data1..8 and udata zero-extended into
+//     Int; sdata and implicit_const sign-extended into Val); data16 in
+//     Block.
+//   - ClassString: Str (strp, line_strp, strx* resolved).
+//   - ClassExprloc, ClassBlock: Block, a subslice of .debug_info.
+//   - ClassReference: Val, an absolute .debug_info offset.
+//   - ClassSecOffset: Val (rnglistx/loclistx resolved to an offset into
+//     .debug_rnglists/.debug_loclists).
+//   - ClassFlag: Val 0 or 1.
+//   - ClassReferenceSig8, ClassReferenceAlt, ClassStringAlt: Val.
+type Field struct {
+	Attr  dwarf.Attr
+	Form  dwarf.Form // the form as read (after DW_FORM_indirect)
+	Class Class
+	Val   uint64
+	Int   int64
+	Str   string
+	Block []byte
+}
+
+// Entry is a decoded DIE. Tag 0 is the null entry that ends a list of
+// siblings.
+type Entry struct {
+	// Offset is the .debug_info offset of the DIE.
+	Offset   uint64
+	Tag      dwarf.Tag
+	Children bool
+	Fields   []Field
+}
+
+// Val returns the field for attribute a, or false. Cost: a linear scan
+// of the fields, no allocation.
+func (e *Entry) Val(a dwarf.Attr) (Field, bool) {
+	for i := range e.Fields {
+		if e.Fields[i].Attr == a {
+			return e.Fields[i], true
+		}
+	}
+	return Field{}, false
+}
+
+// String returns attribute a if it is of class string.
+func (e *Entry) String(a dwarf.Attr) (string, bool) {
+	f, ok := e.Val(a)
+	if !ok || f.Class != ClassString {
+		return "", false
+	}
+	return f.Str, true
+}
+
+// Uint returns the Val of attribute a for any class but string, exprloc
+// and block.
+func (e *Entry) Uint(a dwarf.Attr) (uint64, bool) {
+	f, ok := e.Val(a)
+	if !ok || f.Class == ClassString || f.Class == ClassExprloc || f.Class == ClassBlock || f.Class == ClassUnknown {
+		return 0, false
+	}
+	return f.Val, true
+}
+
+// PCRange returns the entry's [low, high) from DW_AT_low_pc and
+// DW_AT_high_pc (an address, or a length when of class constant, DWARF 5
+// section 2.17.2). It reports false when either is missing.
+func (e *Entry) PCRange() (low, high uint64, ok bool) {
+	lf, ok1 := e.Val(dwarf.DW_AT_low_pc)
+	hf, ok2 := e.Val(dwarf.DW_AT_high_pc)
+	if !ok1 || !ok2 || lf.Class != ClassAddress {
+		return 0, 0, false
+	}
+	switch hf.Class {
+	case ClassAddress:
+		return lf.Val, hf.Val, true
+	case ClassConstant:
+		return lf.Val, lf.Val + hf.Val, true
+	}
+	return 0, 0, false
+}
+
+type attrSpec struct {
+	attr     dwarf.Attr
+	form     dwarf.Form
+	implicit int64
+}
+
+type abbrev struct {
+	tag      dwarf.Tag
+	children bool
+	specs    []attrSpec
+}
+
+type abbrevTable struct {
+	dense  []abbrev // dense[code-1] for codes 1..len(dense)
+	sparse map[uint64]*abbrev
+}
+
+func (t *abbrevTable) lookup(code uint64) *abbrev {
+	if code-1 < uint64(len(t.dense)) {
+		return &t.dense[code-1]
+	}
+	return t.sparse[code]
+}
+
+// Data is decoded DWARF: the unit headers, read by [New], and abbreviation
+// tables, read on first use and cached. It is safe for concurrent use by
+// several [Reader]s.
+type Data struct {
+	sec   Sections
+	units []UnitHeader
+
+	mu      sync.Mutex
+	abbrevs map[uint64]*abbrevTable
+}
+
+// New reads every unit header of sec.Info and the attributes of each root
+// DIE that give bases for indexed forms. Errors are *dwarf.FormatError.
+// Cost: linear in the number of units plus their root DIEs.
+func New(sec Sections) (*Data, error) {
+	if sec.Order == nil {
+		sec.Order = binary.LittleEndian
+	}
+	d := &Data{sec: sec, abbrevs: map[uint64]*abbrevTable{}}
+	b := dwarf.MakeBuf(secInfo, sec.Order, sec.Info)
+	for b.Len() > 0 {
+		var u UnitHeader
+		u.Offset = b.Off()
+		length, format := b.UnitLength("unit_length")
+		b.Limit(length, "unit_length")
+		u.End = b.End()
+		u.Enc = dwarf.Encoding{Format: format, ByteOrder: sec.Order}
+		at := b.Off()
+		u.Enc.Version = b.U16("version")
+		if b.Err() == nil && (u.Enc.Version < 2 || u.Enc.Version > 5) {
+			b.FailAt(at, "version", fmt.Sprintf("unsupported version %d", u.Enc.Version))
+		}
+		u.Type = dwarf.DW_UT_compile
+		if u.Enc.Version >= 5 {
+			u.Type = dwarf.UT(b.U8("unit_type"))
+			u.Enc.AddrSize = b.U8("address_size")
+			u.AbbrevOffset = b.Offset(format, "debug_abbrev_offset")
+			switch u.Type {
+			case dwarf.DW_UT_compile, dwarf.DW_UT_partial:
+			case dwarf.DW_UT_skeleton, dwarf.DW_UT_split_compile:
+				u.Signature = b.U64("dwo_id")
+			case dwarf.DW_UT_type, dwarf.DW_UT_split_type:
+				u.Signature = b.U64("type_signature")
+				u.TypeOffset = b.Offset(format, "type_offset")
+			default:
+				b.FailAt(at+2, "unit_type", fmt.Sprintf("unknown unit type %#x", uint8(u.Type)))
+			}
+		} else {
+			u.AbbrevOffset = b.Offset(format, "debug_abbrev_offset")
+			u.Enc.AddrSize = b.U8("address_size")
+		}
+		switch u.Enc.AddrSize {
+		case 1, 2, 4, 8:
+		default:
+			b.FailAt(at, "address_size", fmt.Sprintf("unsupported address size %d", u.Enc.AddrSize))
+		}
+		u.DataOffset = b.Off()
+		if b.Err() != nil {
+			return nil, b.Err()
+		}
+		osz := uint64(format.OffsetSize())
+		u.StrOffsetsBase, u.AddrBase = 2*osz, 2*osz
+		u.RngListsBase, u.LocListsBase = 2*osz+4, 2*osz+4
+		if err := d.bases(&u); err != nil {
+			return nil, err
+		}
+		d.units = append(d.units, u)
+		b.SetEnd(len(sec.Info))
+		b.Seek(u.End, "unit_length")
+	}
+	return d, b.Err()
+}
+
+// bases reads the root DIE of u without resolving indexed forms and takes
+// its base attributes.
+func (d *Data) bases(u *UnitHeader) error {
+	if u.DataOffset >= u.End {
+		return nil // empty unit
+	}
+	r := Reader{d: d}
+	r.b = dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
+	r.b.Seek(u.DataOffset, "unit")
+	r.b.SetEnd(int(u.End))
+	e, err := r.entry(u, false)
+	if err != nil {
+		return err
+	}
+	for _, f := range e.Fields {
+		switch f.Attr {
+		case dwarf.DW_AT_str_offsets_base:
+			u.StrOffsetsBase = f.Val
+		case dwarf.DW_AT_addr_base, atGNUAddrBase:
+			u.AddrBase = f.Val
+		case dwarf.DW_AT_rnglists_base:
+			u.RngListsBase = f.Val
+		case dwarf.DW_AT_loclists_base:
+			u.LocListsBase = f.Val
+		}
+	}
+	return nil
+}
+
+// Units returns the units in section order. The slice belongs to d; do
+// not modify it.
+func (d *Data) Units() []UnitHeader { return d.units }
+
+// UnitAt returns the unit whose [Offset, End) contains the .debug_info
+// offset off. Cost: a bisection.
+func (d *Data) UnitAt(off uint64) (*UnitHeader, bool) {
+	i := d.unitIndex(off)
+	if i < 0 {
+		return nil, false
+	}
+	return &d.units[i], true
+}
+
+func (d *Data) unitIndex(off uint64) int {
+	lo, hi := 0, len(d.units)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if d.units[m].Offset <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 || off >= d.units[lo-1].End {
+		return -1
+	}
+	return lo - 1
+}
+
+// abbrevTable returns the table at off of .debug_abbrev, parsing it the
+// first time.
+func (d *Data) abbrevTable(off uint64) (*abbrevTable, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.abbrevs[off]; ok {
+		return t, nil
+	}
+	t, err := parseAbbrev(d.sec.Abbrev, d.sec.Order, off)
+	if err != nil {
+		return nil, err
+	}
+	d.abbrevs[off] = t
+	return t, nil
+}
+
+// parseAbbrev reads one abbreviation table (DWARF 5 section 7.5.3). The
+// table ends at a 0 code or at the end of the section. Every declaration
+// takes at least three bytes and every attribute specification two, so
+// the work is bounded by the section size.
+func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable, error) {
+	b := dwarf.MakeBuf(secAbbrev, order, data)
+	b.Seek(off, "debug_abbrev_offset")
+	t := &abbrevTable{}
+	for b.Err() == nil && b.Len() > 0 {
+		at := b.Off()
+		code := b.Uleb("abbrev code")
+		if code == 0 {
+			break
+		}
+		a := abbrev{tag: dwarf.Tag(b.Uleb("tag"))}
+		ch := b.U8("DW_CHILDREN")
+		a.children = ch == 1
+		if b.Err() == nil && ch > 1 {
+			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
+		}
+		for b.Err() == nil {
+			name := b.Uleb("attribute name")
+			form := b.Uleb("attribute form")
+			if name == 0 && form == 0 {
+				break
+			}
+			if len(a.specs) == MaxAttrs {
+				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", MaxAttrs))
+				break
+			}
+			s := attrSpec{attr: dwarf.Attr(name), form: dwarf.Form(form)}
+			if s.form == dwarf.DW_FORM_implicit_const {
+				s.implicit = b.Sleb("implicit_const value")
+			}
+			a.specs = append(a.specs, s)
+		}
+		if b.Err() != nil {
+			break
+		}
+		if t.lookup(code) != nil {
+			b.FailAt(at, "abbrev code", fmt.Sprintf("duplicate code %d", code))
+			break
+		}
+		if code == uint64(len(t.dense))+1 && t.sparse == nil {
+			t.dense = append(t.dense, a)
+		} else {
+			if t.sparse == nil {
+				t.sparse = map[uint64]*abbrev{}
+			}
+			t.sparse[code] = &a
+		}
+	}
+	if b.Err() != nil {
+		return nil, b.Err()
+	}
+	return t, nil
+}
+
+// Reader reads DIEs in section order, across units. Use [Data.Reader].
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	d        *Data
+	ui       int // index of the current unit
+	b        dwarf.Buf
+	depth    int
+	lastKids bool
+	err      error
+	scratch  []Field
+}
+
+// Reader returns a reader positioned at the first DIE of the first unit.
+func (d *Data) Reader() *Reader {
+	r := &Reader{d: d}
+	r.b = dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
+	r.enter(0, 0, false)
+	return r
+}
+
+// enter makes unit i current and positions the cursor at off (the unit's
+// first DIE when useData is false).
+func (r *Reader) enter(i int, off uint64, useOff bool) {
+	r.ui, r.depth, r.lastKids = i, 0, false
+	if i >= len(r.d.units) {
+		return
+	}
+	u := &r.d.units[i]
+	if !useOff {
+		off = u.DataOffset
+	}
+	r.b = dwarf.MakeBuf(secInfo, r.d.sec.Order, r.d.sec.Info)
+	r.b.Seek(off, "entry offset")
+	r.b.SetEnd(int(u.End))
+}
+
+// Unit returns the header of the unit of the entry Next returns next (or
+// returned last, at a unit's end), or nil past the last unit.
+func (r *Reader) Unit() *UnitHeader {
+	if r.ui >= len(r.d.units) {
+		return nil
+	}
+	return &r.d.units[r.ui]
+}
+
+// Seek positions the reader so that Next returns the DIE at .debug_info
+// offset off; the offset of a unit header means that unit's root DIE.
+// An offset outside every unit makes the next Next fail. Nesting depth
+// restarts at 0. Cost: a bisection over the units.
+func (r *Reader) Seek(off uint64) {
+	r.err = nil
+	i := r.d.unitIndex(off)
+	if i < 0 || (off > r.d.units[i].Offset && off < r.d.units[i].DataOffset) {
+		r.err = &dwarf.FormatError{Section: secInfo, Offset: off, Field: "entry offset", Msg: "not the offset of a DIE in any unit"}
+		return
+	}
+	if off == r.d.units[i].Offset {
+		r.enter(i, 0, false)
+		return
+	}
+	r.enter(i, off, true)
+}
+
+// Next returns the next DIE, including the null entries (Tag 0) that end
+// lists of children, moving into the next unit at a unit's end. It
+// returns nil, nil after the last unit, and a *dwarf.FormatError (sticky)
+// for malformed input. Cost: one allocation for the entry and its fields
+// plus one per resolved string.
+func (r *Reader) Next() (*Entry, error) {
+	for {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.ui >= len(r.d.units) {
+			return nil, nil
+		}
+		if r.b.Len() == 0 && r.b.Err() == nil {
+			r.enter(r.ui+1, 0, false)
+			continue
+		}
+		e, err := r.entry(&r.d.units[r.ui], true)
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		return e, nil
+	}
+}
+
+// SkipChildren skips the children of the entry Next returned last, if it
+// has any, so that the next Next returns its next sibling. Errors are
+// reported by the following Next.
+func (r *Reader) SkipChildren() {
+	if r.err != nil || !r.lastKids {
+		return
+	}
+	r.lastKids = false
+	u := &r.d.units[r.ui]
+	for level := 1; level > 0; {
+		if r.b.Len() == 0 {
+			return // unit ended without closing nulls
+		}
+		e, err := r.entryRaw(u, false)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if e.Tag == 0 {
+			level--
+		} else if e.Children {
+			level++
+		}
+	}
+	r.lastKids = false
+}
+
+// entry decodes the DIE at the cursor and returns it with its own copy of
+// the fields.
+func (r *Reader) entry(u *UnitHeader, resolve bool) (*Entry, error) {
+	e, err := r.entryRaw(u, resolve)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.Fields) > 0 {
+		e.Fields = append([]Field(nil), e.Fields...)
+	} else {
+		e.Fields = nil
+	}
+	return &e, nil
+}
+
+// entryRaw decodes the DIE at the cursor into r.scratch.
+func (r *Reader) entryRaw(u *UnitHeader, resolve bool) (Entry, error) {
+	b := &r.b
+	e := Entry{Offset: b.Off()}
+	code := b.Uleb("abbrev code")
+	if err := b.Err(); err != nil {
+		return e, err
+	}
+	if code == 0 {
+		if r.depth > 0 {
+			r.depth--
+		}
+		r.lastKids = false
+		return e, nil
+	}
+	t, err := r.d.abbrevTable(u.AbbrevOffset)
+	if err != nil {
+		return e, err
+	}
+	a := t.lookup(code)
+	if a == nil {
+		b.FailAt(e.Offset, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.AbbrevOffset))
+		return e, b.Err()
+	}
+	e.Tag, e.Children = a.tag, a.children
+	fs := r.scratch[:0]
+	for i := range a.specs {
+		f := r.field(u, &a.specs[i], resolve)
+		if err := b.Err(); err != nil {
+			return e, err
+		}
+		fs = append(fs, f)
+	}
+	r.scratch = fs
+	e.Fields = fs
+	r.lastKids = a.children
+	if a.children {
+		r.depth++
+		if r.depth > MaxDepth {
+			b.FailAt(e.Offset, "DIE nesting", fmt.Sprintf("deeper than %d levels", MaxDepth))
+			return e, b.Err()
+		}
+	}
+	return e, nil
+}
+
+// Attributes that, before version 4, take data4/data8 as a section offset
+// (DWARF 3 section 7.5.4).
+func isPtrAttr(a dwarf.Attr) bool {
+	switch a {
+	case dwarf.DW_AT_location, dwarf.DW_AT_stmt_list, dwarf.DW_AT_ranges, dwarf.DW_AT_frame_base,
+		0x19 /* string_length */, 0x2a /* return_addr */, 0x2e /* segment */, 0x43, /* macro_info */
+		0x48 /* static_link */, 0x4a /* use_location */, 0x4d /* vtable_elem_location */, dwarf.DW_AT_data_member_location:
+		return true
+	}
+	return false
+}
+
+// field reads one attribute value of spec's form at the cursor.
+func (r *Reader) field(u *UnitHeader, spec *attrSpec, resolve bool) Field {
+	b := &r.b
+	f := Field{Attr: spec.attr, Form: spec.form}
+	osz := u.Enc.Format.OffsetSize()
+	at := b.Off()
+	// DW_FORM_indirect: each level consumes at least one byte.
+	for f.Form == dwarf.DW_FORM_indirect && b.Err() == nil {
+		f.Form = dwarf.Form(b.Uleb("DW_FORM_indirect"))
+		if f.Form == dwarf.DW_FORM_implicit_const {
+			b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
+		}
+	}
+	field := f.Form.String()
+	switch f.Form {
+	case dwarf.DW_FORM_addr:
+		f.Class, f.Val = ClassAddress, b.Addr(u.Enc.AddrSize, field)
+	case dwarf.DW_FORM_addrx, dwarf.DW_FORM_GNU_addr_index:
+		f.Class, f.Val = ClassAddress, b.Uleb(field)
+	case dwarf.DW_FORM_addrx1:
+		f.Class, f.Val = ClassAddress, uint64(b.U8(field))
+	case dwarf.DW_FORM_addrx2:
+		f.Class, f.Val = ClassAddress, uint64(b.U16(field))
+	case dwarf.DW_FORM_addrx3:
+		f.Class, f.Val = ClassAddress, r.u24(field)
+	case dwarf.DW_FORM_addrx4:
+		f.Class, f.Val = ClassAddress, uint64(b.U32(field))
+	case dwarf.DW_FORM_data1:
+		f.Class, f.Val = ClassConstant, uint64(b.U8(field))
+	case dwarf.DW_FORM_data2:
+		f.Class, f.Val = ClassConstant, uint64(b.U16(field))
+	case dwarf.DW_FORM_data4:
+		f.Class, f.Val = ClassConstant, uint64(b.U32(field))
+	case dwarf.DW_FORM_data8:
+		f.Class, f.Val = ClassConstant, b.U64(field)
+	case dwarf.DW_FORM_data16:
+		f.Class, f.Block = ClassConstant, b.Bytes(16, field)
+	case dwarf.DW_FORM_udata:
+		f.Class, f.Val = ClassConstant, b.Uleb(field)
+	case dwarf.DW_FORM_sdata:
+		f.Class, f.Int = ClassConstant, b.Sleb(field)
+		f.Val = uint64(f.Int)
+	case dwarf.DW_FORM_implicit_const:
+		f.Class, f.Int, f.Val = ClassConstant, spec.implicit, uint64(spec.implicit)
+	case dwarf.DW_FORM_string:
+		f.Class, f.Str = ClassString, string(b.CString(field))
+	case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp:
+		f.Class, f.Val = ClassString, b.Offset(u.Enc.Format, field)
+	case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index:
+		f.Class, f.Val = ClassString, b.Uleb(field)
+	case dwarf.DW_FORM_strx1:
+		f.Class, f.Val = ClassString, uint64(b.U8(field))
+	case dwarf.DW_FORM_strx2:
+		f.Class, f.Val = ClassString, uint64(b.U16(field))
+	case dwarf.DW_FORM_strx3:
+		f.Class, f.Val = ClassString, r.u24(field)
+	case dwarf.DW_FORM_strx4:
+		f.Class, f.Val = ClassString, uint64(b.U32(field))
+	case dwarf.DW_FORM_strp_sup, dwarf.DW_FORM_GNU_strp_alt:
+		f.Class, f.Val = ClassStringAlt, b.Offset(u.Enc.Format, field)
+	case dwarf.DW_FORM_block1:
+		f.Class, f.Block = ClassBlock, b.Bytes(uint64(b.U8(field)), field)
+	case dwarf.DW_FORM_block2:
+		f.Class, f.Block = ClassBlock, b.Bytes(uint64(b.U16(field)), field)
+	case dwarf.DW_FORM_block4:
+		f.Class, f.Block = ClassBlock, b.Bytes(uint64(b.U32(field)), field)
+	case dwarf.DW_FORM_block:
+		f.Class, f.Block = ClassBlock, b.Bytes(b.Uleb(field), field)
+	case dwarf.DW_FORM_exprloc:
+		f.Class, f.Block = ClassExprloc, b.Bytes(b.Uleb(field), field)
+	case dwarf.DW_FORM_flag:
+		f.Class, f.Val = ClassFlag, uint64(b.U8(field))
+		if f.Val != 0 {
+			f.Val = 1
+		}
+	case dwarf.DW_FORM_flag_present:
+		f.Class, f.Val = ClassFlag, 1
+	case dwarf.DW_FORM_ref1:
+		f.Class, f.Val = ClassReference, u.Offset+uint64(b.U8(field))
+	case dwarf.DW_FORM_ref2:
+		f.Class, f.Val = ClassReference, u.Offset+uint64(b.U16(field))
+	case dwarf.DW_FORM_ref4:
+		f.Class, f.Val = ClassReference, u.Offset+uint64(b.U32(field))
+	case dwarf.DW_FORM_ref8:
+		f.Class, f.Val = ClassReference, u.Offset+b.U64(field)
+	case dwarf.DW_FORM_ref_udata:
+		f.Class, f.Val = ClassReference, u.Offset+b.Uleb(field)
+	case dwarf.DW_FORM_ref_addr:
+		if u.Enc.Version == 2 {
+			f.Class, f.Val = ClassReference, b.Addr(u.Enc.AddrSize, field)
+		} else {
+			f.Class, f.Val = ClassReference, b.Offset(u.Enc.Format, field)
+		}
+	case dwarf.DW_FORM_ref_sig8:
+		f.Class, f.Val = ClassReferenceSig8, b.U64(field)
+	case dwarf.DW_FORM_ref_sup4:
+		f.Class, f.Val = ClassReferenceAlt, uint64(b.U32(field))
+	case dwarf.DW_FORM_ref_sup8:
+		f.Class, f.Val = ClassReferenceAlt, b.U64(field)
+	case dwarf.DW_FORM_GNU_ref_alt:
+		f.Class, f.Val = ClassReferenceAlt, b.Offset(u.Enc.Format, field)
+	case dwarf.DW_FORM_sec_offset:
+		f.Class, f.Val = ClassSecOffset, b.Offset(u.Enc.Format, field)
+	case dwarf.DW_FORM_rnglistx, dwarf.DW_FORM_loclistx:
+		f.Class, f.Val = ClassSecOffset, b.Uleb(field)
+	default:
+		b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v for %v", f.Form, f.Attr))
+		return f
+	}
+	if (f.Form == dwarf.DW_FORM_data4 || f.Form == dwarf.DW_FORM_data8) && u.Enc.Version < 4 && isPtrAttr(f.Attr) {
+		f.Class = ClassSecOffset
+	}
+	if f.Class == ClassConstant && f.Form != dwarf.DW_FORM_sdata && f.Form != dwarf.DW_FORM_implicit_const {
+		f.Int = int64(f.Val)
+	}
+	if !resolve || b.Err() != nil {
+		return f
+	}
+	// Resolve strings and indexes through the other sections.
+	sec := &r.d.sec
+	var err error
+	switch f.Form {
+	case dwarf.DW_FORM_strp:
+		f.Str, err = dwarf.CStringAt(".debug_str", sec.Str, f.Val, field)
+	case dwarf.DW_FORM_line_strp:
+		f.Str, err = dwarf.CStringAt(".debug_line_str", sec.LineStr, f.Val, field)
+	case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index, dwarf.DW_FORM_strx1, dwarf.DW_FORM_strx2, dwarf.DW_FORM_strx3, dwarf.DW_FORM_strx4:
+		var off uint64
+		off, err = index(secStrOffsets, sec.StrOffsets, u, u.StrOffsetsBase, f.Val, osz, field)
+		if err == nil {
+			f.Str, err = dwarf.CStringAt(".debug_str", sec.Str, off, field)
+		}
+	case dwarf.DW_FORM_addrx, dwarf.DW_FORM_GNU_addr_index, dwarf.DW_FORM_addrx1, dwarf.DW_FORM_addrx2, dwarf.DW_FORM_addrx3, dwarf.DW_FORM_addrx4:
+		f.Val, err = index(secAddr, sec.Addr, u, u.AddrBase, f.Val, int(u.Enc.AddrSize), field)
+	case dwarf.DW_FORM_rnglistx:
+		var off uint64
+		off, err = index(".debug_rnglists", sec.RngLists, u, u.RngListsBase, f.Val, osz, field)
+		f.Val = u.RngListsBase + off
+	case dwarf.DW_FORM_loclistx:
+		var off uint64
+		off, err = index(".debug_loclists", sec.LocLists, u, u.LocListsBase, f.Val, osz, field)
+		f.Val = u.LocListsBase + off
+	}
+	if err != nil {
+		b.FailAt(at, field, err.Error())
+	}
+	return f
+}
+
+func (r *Reader) u24(field string) uint64 {
+	p := r.b.Bytes(3, field)
+	if len(p) < 3 {
+		return 0
+	}
+	if r.b.Order == binary.BigEndian {
+		return uint64(p[0])<<16 | uint64(p[1])<<8 | uint64(p[2])
+	}
+	return uint64(p[0]) | uint64(p[1])<<8 | uint64(p[2])<<16
+}
+
+// index reads entry i of size bytes from the array at base in section
+// data (.debug_str_offsets, .debug_addr, a list section's offset array).
+func index(section string, data []byte, u *UnitHeader, base, i uint64, size int, field string) (uint64, error) {
+	const max = ^uint64(0)
+	if i > (max-base)/uint64(size) {
+		return 0, &dwarf.FormatError{Section: section, Offset: base, Field: field, Msg: fmt.Sprintf("index %d overflows", i)}
+	}
+	off := base + i*uint64(size)
+	if off > uint64(len(data)) || uint64(len(data))-off < uint64(size) {
+		return 0, &dwarf.FormatError{Section: section, Offset: off, Field: field, Msg: fmt.Sprintf("index %d (base %#x) past the section end %#x", i, base, len(data))}
+	}
+	b := dwarf.MakeBuf(section, u.Enc.ByteOrder, data)
+	b.Seek(off, field)
+	return b.Uint(size, field), b.Err()
+}

@@ -1,0 +1,450 @@
+package info
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// ErrInvalidUnit is wrapped by every error [Encode] returns for input it
+// refuses (a reference to a DIE outside its unit, a DIE used twice, an
+// address wider than the address size, a string with a NUL byte, a form
+// the unit's version cannot express). Match it with errors.Is.
+var ErrInvalidUnit = errors.New("info: invalid unit")
+
+// DIE is a debugging information entry to encode: a tag, attributes in the
+// order they are written, and children (DWARF 5 section 2.1). A DIE must
+// appear once in its unit's tree.
+type DIE struct {
+	Tag      dwarf.Tag
+	Attrs    []Attr
+	Children []*DIE
+}
+
+// Attr is one attribute: a name and a value whose constructor fixed its
+// class.
+type Attr struct {
+	Name  dwarf.Attr
+	Value Value
+}
+
+// Class is an attribute class (DWARF 5 section 7.5.5, table 7.5.5),
+// with a few refinements for what a reader must tell apart.
+type Class uint8
+
+// Classes.
+const (
+	ClassUnknown Class = iota
+	// ClassAddress: an address (DW_FORM_addr, addrx*).
+	ClassAddress
+	// ClassConstant: an integer constant (data*, sdata, udata,
+	// implicit_const); data16 keeps its 16 bytes in Block.
+	ClassConstant
+	// ClassString: a string, resolved through the string sections.
+	ClassString
+	// ClassExprloc: a DWARF expression (DW_FORM_exprloc).
+	ClassExprloc
+	// ClassBlock: an uninterpreted block (block, block1/2/4).
+	ClassBlock
+	// ClassReference: a DIE reference, as an absolute .debug_info offset.
+	ClassReference
+	// ClassSecOffset: an offset into another section (lineptr,
+	// loclistsptr, rnglistsptr, ...; DW_FORM_sec_offset, and data4/data8
+	// of pointer attributes before version 4), including the offsets
+	// that rnglistx and loclistx indexes resolve to.
+	ClassSecOffset
+	// ClassFlag: a flag (DW_FORM_flag, flag_present).
+	ClassFlag
+	// ClassReferenceSig8: a type signature (DW_FORM_ref_sig8).
+	ClassReferenceSig8
+	// ClassReferenceAlt: an offset in a supplementary object file's
+	// .debug_info (ref_sup4/8, GNU_ref_alt).
+	ClassReferenceAlt
+	// ClassStringAlt: an offset in a supplementary object file's
+	// string section (strp_sup, GNU_strp_alt).
+	ClassStringAlt
+)
+
+var classNames = [...]string{"unknown", "address", "constant", "string", "exprloc", "block", "reference", "sec_offset", "flag", "reference(sig8)", "reference(alt)", "string(alt)"}
+
+// String returns the class name in the standard's words.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("Class(%d)", uint8(c))
+}
+
+// Value is an attribute value for the writer. Build it with a constructor;
+// the zero Value is invalid.
+type Value struct {
+	class  Class
+	signed bool
+	u      uint64
+	s      int64
+	str    string
+	b      []byte
+	ref    *DIE
+}
+
+// String is a string: DW_FORM_strp into .debug_str (deduplicated), or
+// DW_FORM_string inline when Encode is given no string table.
+func String(s string) Value { return Value{class: ClassString, str: s} }
+
+// Addr is an address: DW_FORM_addr.
+func Addr(a uint64) Value { return Value{class: ClassAddress, u: a} }
+
+// Udata is an unsigned constant: the shortest of data1/2/4/8 and
+// DW_FORM_udata (data4/data8 not used before version 4, where they could
+// be read as section offsets).
+func Udata(v uint64) Value { return Value{class: ClassConstant, u: v} }
+
+// Sdata is a signed constant: DW_FORM_sdata, or data1/2/4 when v is
+// non-negative and small enough that reading it sign- or zero-extended
+// gives the same number and no longer than sdata.
+func Sdata(v int64) Value { return Value{class: ClassConstant, signed: true, s: v} }
+
+// Flag is a flag: DW_FORM_flag_present for true (DW_FORM_flag 1 before
+// version 4), DW_FORM_flag 0 for false.
+func Flag(b bool) Value {
+	v := Value{class: ClassFlag}
+	if b {
+		v.u = 1
+	}
+	return v
+}
+
+// Exprloc is a DWARF expression: DW_FORM_exprloc, or the shortest
+// DW_FORM_block1/2/4 before version 4.
+func Exprloc(b []byte) Value { return Value{class: ClassExprloc, b: b} }
+
+// Block is an uninterpreted block: the shortest of DW_FORM_block1,
+// block2 and block.
+func Block(b []byte) Value { return Value{class: ClassBlock, b: b} }
+
+// Ref is a reference to a DIE of the same unit: DW_FORM_ref4.
+func Ref(d *DIE) Value { return Value{class: ClassReference, ref: d} }
+
+// SecOffset is an offset into another debug section (DW_AT_stmt_list,
+// DW_AT_ranges, ...): DW_FORM_sec_offset, or data4/data8 (by offset
+// format) before version 4.
+func SecOffset(v uint64) Value { return Value{class: ClassSecOffset, u: v} }
+
+// Unit is a compile unit to encode: its encoding and its root DIE
+// (normally DW_TAG_compile_unit).
+type Unit struct {
+	Enc  dwarf.Encoding
+	Root *DIE
+	// Offset is set by Encode to the unit's offset in .debug_info (its
+	// unit_length field), for .debug_aranges and similar indexes.
+	Offset uint64
+}
+
+type encoder struct {
+	info, abbrev []byte
+	codes        map[string]uint64
+	str          *dwarf.StrTab
+	// per unit
+	enc       dwarf.Encoding
+	order     binary.ByteOrder
+	unitStart int
+	offs      map[*DIE]uint64
+	fixups    []fixup
+	key       []byte
+	forms     []dwarf.Form
+}
+
+type fixup struct {
+	at     int
+	target *DIE
+}
+
+// Encode encodes units into .debug_info and one shared .debug_abbrev table
+// (at offset 0, abbreviations deduplicated across units and numbered from
+// 1 in order of first use, terminated by a 0 code). Strings go to str
+// (.debug_str) as DW_FORM_strp; a nil str writes them inline. Each unit
+// gets a DW_UT_compile header (DWARF 5 section 7.5.1.1) or the version 2–4
+// header. Output is deterministic. It sets each Unit's Offset.
+//
+// Errors wrap [ErrInvalidUnit]. Cost: linear in the size of the trees.
+func Encode(units []*Unit, str *dwarf.StrTab) (info, abbrev []byte, err error) {
+	e := &encoder{codes: map[string]uint64{}, str: str}
+	for i, u := range units {
+		if err := e.unit(u); err != nil {
+			return nil, nil, fmt.Errorf("%w: unit %d: %v", ErrInvalidUnit, i, err)
+		}
+	}
+	e.abbrev = append(e.abbrev, 0)
+	return e.info, e.abbrev, nil
+}
+
+func (e *encoder) unit(u *Unit) error {
+	if u == nil || u.Root == nil {
+		return errors.New("no root DIE")
+	}
+	if err := u.Enc.Validate(); err != nil {
+		return err
+	}
+	e.enc, e.order = u.Enc, u.Enc.ByteOrder
+	e.offs = map[*DIE]uint64{}
+	e.fixups = e.fixups[:0]
+	osz := e.enc.Format.OffsetSize()
+	u.Offset = uint64(len(e.info))
+	if e.enc.Format == dwarf.Format64 {
+		e.uint(4, 0xffffffff)
+	}
+	lenAt := len(e.info)
+	e.uint(osz, 0) // unit_length
+	e.unitStart = len(e.info)
+	e.uint(2, uint64(e.enc.Version)) // version
+	if e.enc.Version >= 5 {
+		e.info = append(e.info, byte(dwarf.DW_UT_compile)) // unit_type
+		e.info = append(e.info, e.enc.AddrSize)            // address_size
+		e.uint(osz, 0)                                     // debug_abbrev_offset
+	} else {
+		e.uint(osz, 0)                          // debug_abbrev_offset
+		e.info = append(e.info, e.enc.AddrSize) // address_size
+	}
+	unitHdr := int(u.Offset)
+	if err := e.die(u.Root, unitHdr); err != nil {
+		return err
+	}
+	for _, f := range e.fixups {
+		off, ok := e.offs[f.target]
+		if !ok {
+			return fmt.Errorf("reference to a DIE (tag %v) not in the unit", tagOf(f.target))
+		}
+		e.order.PutUint32(e.info[f.at:], uint32(off))
+	}
+	n := uint64(len(e.info) - e.unitStart)
+	if e.enc.Format == dwarf.Format32 && n >= 0xfffffff0 {
+		return fmt.Errorf("unit of %d bytes too large for 32-bit DWARF", n)
+	}
+	putUint(e.info[lenAt:], e.order, osz, n)
+	return nil
+}
+
+func tagOf(d *DIE) dwarf.Tag {
+	if d == nil {
+		return 0
+	}
+	return d.Tag
+}
+
+func (e *encoder) uint(size int, v uint64) {
+	var t [8]byte
+	putUint(t[:], e.order, size, v)
+	e.info = append(e.info, t[:size]...)
+}
+
+func putUint(b []byte, order binary.ByteOrder, size int, v uint64) {
+	switch size {
+	case 1:
+		b[0] = byte(v)
+	case 2:
+		order.PutUint16(b, uint16(v))
+	case 4:
+		order.PutUint32(b, uint32(v))
+	case 8:
+		order.PutUint64(b, v)
+	}
+}
+
+func fits(v uint64, size int) bool { return size >= 8 || v>>(8*uint(size)) == 0 }
+
+// form chooses the form of v in the current unit.
+func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
+	ver := e.enc.Version
+	switch v.class {
+	case ClassString:
+		if strings.IndexByte(v.str, 0) >= 0 {
+			return 0, fmt.Errorf("%v: string %q contains a NUL byte", name, v.str)
+		}
+		if e.str == nil {
+			return dwarf.DW_FORM_string, nil
+		}
+		return dwarf.DW_FORM_strp, nil
+	case ClassAddress:
+		if !fits(v.u, int(e.enc.AddrSize)) {
+			return 0, fmt.Errorf("%v: address %#x does not fit in %d bytes", name, v.u, e.enc.AddrSize)
+		}
+		return dwarf.DW_FORM_addr, nil
+	case ClassConstant:
+		if name == dwarf.DW_AT_high_pc && ver < 4 {
+			return 0, fmt.Errorf("DW_AT_high_pc as a constant needs version 4 (use Addr)")
+		}
+		if v.signed && v.s < 0 {
+			return dwarf.DW_FORM_sdata, nil
+		}
+		u, signBit, leb := v.u, uint(0), dwarf.Uleb128Size(v.u)
+		if v.signed {
+			u, signBit, leb = uint64(v.s), 1, dwarf.Sleb128Size(v.s)
+		}
+		best, size := dwarf.DW_FORM_udata, leb
+		if v.signed {
+			best = dwarf.DW_FORM_sdata
+		}
+		for _, c := range []struct {
+			f dwarf.Form
+			n int
+		}{{dwarf.DW_FORM_data1, 1}, {dwarf.DW_FORM_data2, 2}, {dwarf.DW_FORM_data4, 4}, {dwarf.DW_FORM_data8, 8}} {
+			if c.n >= 4 && ver < 4 {
+				break
+			}
+			if c.n == 8 && v.signed {
+				break
+			}
+			if u>>(uint(c.n)*8-signBit) == 0 && c.n <= size {
+				best, size = c.f, c.n
+				break
+			}
+		}
+		return best, nil
+	case ClassFlag:
+		if v.u == 0 {
+			return dwarf.DW_FORM_flag, nil
+		}
+		if ver < 4 {
+			return dwarf.DW_FORM_flag, nil
+		}
+		return dwarf.DW_FORM_flag_present, nil
+	case ClassExprloc, ClassBlock:
+		if v.class == ClassExprloc && ver >= 4 {
+			return dwarf.DW_FORM_exprloc, nil
+		}
+		switch n := len(v.b); {
+		case n < 1<<8:
+			return dwarf.DW_FORM_block1, nil
+		case n < 1<<16:
+			return dwarf.DW_FORM_block2, nil
+		case v.class == ClassExprloc:
+			return dwarf.DW_FORM_block4, nil
+		}
+		return dwarf.DW_FORM_block, nil
+	case ClassReference:
+		if v.ref == nil {
+			return 0, fmt.Errorf("%v: reference to a nil DIE", name)
+		}
+		return dwarf.DW_FORM_ref4, nil
+	case ClassSecOffset:
+		if !fits(v.u, e.enc.Format.OffsetSize()) {
+			return 0, fmt.Errorf("%v: section offset %#x does not fit %v", name, v.u, e.enc.Format)
+		}
+		if ver < 4 {
+			if e.enc.Format == dwarf.Format64 {
+				return dwarf.DW_FORM_data8, nil
+			}
+			return dwarf.DW_FORM_data4, nil
+		}
+		return dwarf.DW_FORM_sec_offset, nil
+	}
+	return 0, fmt.Errorf("%v: value without a class (use a constructor)", name)
+}
+
+func (e *encoder) die(d *DIE, unitHdr int) error {
+	if d == nil {
+		return errors.New("nil DIE")
+	}
+	if _, dup := e.offs[d]; dup {
+		return fmt.Errorf("DIE (tag %v) appears twice in the tree", d.Tag)
+	}
+	e.offs[d] = uint64(len(e.info) - unitHdr)
+	if d.Tag == 0 {
+		return errors.New("DIE with tag 0")
+	}
+	// Choose forms and find the abbreviation.
+	e.forms = e.forms[:0]
+	key := e.key[:0]
+	key = dwarf.AppendUleb128(key, uint64(d.Tag))
+	if len(d.Children) > 0 {
+		key = append(key, 1)
+	} else {
+		key = append(key, 0)
+	}
+	for i := range d.Attrs {
+		a := &d.Attrs[i]
+		if a.Name == 0 {
+			return fmt.Errorf("DIE (tag %v) attribute %d has name 0", d.Tag, i)
+		}
+		f, err := e.form(a.Name, &a.Value)
+		if err != nil {
+			return fmt.Errorf("DIE (tag %v): %v", d.Tag, err)
+		}
+		e.forms = append(e.forms, f)
+		key = dwarf.AppendUleb128(key, uint64(a.Name))
+		key = dwarf.AppendUleb128(key, uint64(f))
+	}
+	key = append(key, 0, 0)
+	e.key = key
+	code, ok := e.codes[string(key)]
+	if !ok {
+		code = uint64(len(e.codes) + 1)
+		e.codes[string(key)] = code
+		e.abbrev = dwarf.AppendUleb128(e.abbrev, code)
+		e.abbrev = append(e.abbrev, key...)
+	}
+	e.info = dwarf.AppendUleb128(e.info, code)
+	osz := e.enc.Format.OffsetSize()
+	for i := range d.Attrs {
+		v := &d.Attrs[i].Value
+		switch f := e.forms[i]; f {
+		case dwarf.DW_FORM_string:
+			e.info = append(e.info, v.str...)
+			e.info = append(e.info, 0)
+		case dwarf.DW_FORM_strp:
+			off := e.str.Add(v.str)
+			if !fits(off, osz) {
+				return fmt.Errorf("string offset %#x does not fit %v", off, e.enc.Format)
+			}
+			e.uint(osz, off)
+		case dwarf.DW_FORM_addr:
+			e.uint(int(e.enc.AddrSize), v.u)
+		case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
+			n := map[dwarf.Form]int{dwarf.DW_FORM_data1: 1, dwarf.DW_FORM_data2: 2, dwarf.DW_FORM_data4: 4, dwarf.DW_FORM_data8: 8}[f]
+			u := v.u
+			if v.signed {
+				u = uint64(v.s)
+			}
+			if v.class == ClassSecOffset {
+				n = osz
+			}
+			e.uint(n, u)
+		case dwarf.DW_FORM_udata:
+			e.info = dwarf.AppendUleb128(e.info, v.u)
+		case dwarf.DW_FORM_sdata:
+			e.info = dwarf.AppendSleb128(e.info, v.s)
+		case dwarf.DW_FORM_flag:
+			e.info = append(e.info, byte(v.u))
+		case dwarf.DW_FORM_flag_present:
+		case dwarf.DW_FORM_exprloc, dwarf.DW_FORM_block:
+			e.info = dwarf.AppendUleb128(e.info, uint64(len(v.b)))
+			e.info = append(e.info, v.b...)
+		case dwarf.DW_FORM_block1:
+			e.info = append(e.info, byte(len(v.b)))
+			e.info = append(e.info, v.b...)
+		case dwarf.DW_FORM_block2:
+			e.uint(2, uint64(len(v.b)))
+			e.info = append(e.info, v.b...)
+		case dwarf.DW_FORM_block4:
+			e.uint(4, uint64(len(v.b)))
+			e.info = append(e.info, v.b...)
+		case dwarf.DW_FORM_ref4:
+			e.fixups = append(e.fixups, fixup{at: len(e.info), target: v.ref})
+			e.uint(4, 0)
+		case dwarf.DW_FORM_sec_offset:
+			e.uint(osz, v.u)
+		}
+	}
+	if len(d.Children) > 0 {
+		for _, c := range d.Children {
+			if err := e.die(c, unitHdr); err != nil {
+				return err
+			}
+		}
+		e.info = append(e.info, 0)
+	}
+	return nil
+}
