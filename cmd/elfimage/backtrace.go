@@ -23,8 +23,12 @@ func (m captureMemory) ReadUint64(addr uint64) (uint64, error) {
 // printBacktrace unwinds a capture with the images' CFI and prints one
 // line per frame: number, procedure with its argument values, and
 // file:line:column.
-func printBacktrace(w io.Writer, c *scheme.Capture) {
-	frames, err := elfimage.Backtrace(c.Regs[:], captureMemory{c}, elfimage.BacktraceOptions{AtCall: true})
+func printBacktrace(w io.Writer, c *scheme.Capture) { printBacktraceMax(w, c, 0) }
+
+// printBacktraceMax prints at most max frames (0: the default limit of
+// elfimage.Backtrace).
+func printBacktraceMax(w io.Writer, c *scheme.Capture, max int) {
+	frames, err := elfimage.Backtrace(c.Regs[:], captureMemory{c}, elfimage.BacktraceOptions{AtCall: true, Max: max})
 	for i, f := range frames {
 		if f.Proc.Internal {
 			continue

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +169,29 @@ func TestDump(t *testing.T) {
 		"demo.scm:", "is_stmt", "cfa=rsp+8", "cfa=rbp+16", "rbp=c-16", "rip=c-8"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dump lacks %q", want)
+		}
+	}
+}
+
+// TestRunStackOverflow: unbounded recursion is caught by the generated
+// code's stack check; the run fails cleanly and the backtrace shows the
+// innermost frames with the arguments each frame really had.
+func TestRunStackOverflow(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "deep.scm")
+	if err := os.WriteFile(src, []byte("(define (down n) (+ 1 (down (+ n 1))))\n(define (main) (down 0))\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "run", src)
+	frames := regexp.MustCompile(`\(down n=(\d+)\) +at \S+deep\.scm:1:`).FindAllStringSubmatch(errOut, -1)
+	if code != 1 || !strings.Contains(errOut, "stack overflow") || len(frames) != overflowFrames {
+		t.Fatalf("exit %d, %d frames, stderr:\n%s", code, len(frames), errOut)
+	}
+	for i := 1; i < len(frames); i++ {
+		var inner, outer int
+		fmt.Sscan(frames[i-1][1], &inner)
+		fmt.Sscan(frames[i][1], &outer)
+		if inner != outer+1 || outer < 1000 {
+			t.Errorf("frame %d has n=%d, its caller n=%d: want consecutive values deep in the recursion", i-1, inner, outer)
 		}
 	}
 }

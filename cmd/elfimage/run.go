@@ -146,8 +146,16 @@ func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, err
 		}
 		return res, fmt.Errorf("program ended with an error: %s", serr.Message)
 	}
+	var overflow *scheme.StackOverflowError
+	if errors.As(runErr, &overflow) && overflow.Capture != nil {
+		fmt.Fprintf(stderr, "error: stack overflow\nBacktrace (innermost %d frames):\n", overflowFrames)
+		printBacktraceMax(stderr, overflow.Capture, overflowFrames)
+	}
 	return res, runErr
 }
+
+// overflowFrames is how many frames a stack overflow's backtrace shows.
+const overflowFrames = 10
 
 // fileFor returns an *os.File that writes to w: w itself when it is one,
 // else the write end of a pipe copied to w until wait is called.

@@ -237,8 +237,8 @@ func (f *fn) lookup(name string) *binding {
 // compileProc generates one procedure:
 //
 //	push rbp; mov rbp, rsp; sub rsp, N
-//	cmp rsp, [r15+limit]; jb overflow
 //	mov [rbp-8], rdi ...                 ; parameters into slots
+//	cmp rsp, [r15+limit]; jb overflow
 //	body                                 ; value in rax, leave; ret / leave; jmp
 //	overflow: mov edi, 3; call %capture; ud2
 func (c *compiler) compileProc(p *procInfo) *elfimage.Proc {
@@ -247,9 +247,11 @@ func (c *compiler) compileProc(p *procInfo) *elfimage.Proc {
 	a.row(p.pos, true)
 	a.prologue()
 	frameAt := a.subRSPImm32()
-	f.overflow = a.newLabel()
-	a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
-	a.jcc(condB, f.overflow)
+	// The parameters are stored before the stack check, so that the
+	// overflow path's backtrace reads them where DWARF says they are.
+	// The stores stay within the frame, at most MaxFrameSize below a
+	// stack pointer that passed the caller's check, well inside the
+	// StackMargin above the guard page.
 	var params []elfimage.Var
 	for i := range p.params {
 		slot := f.alloc(1)
@@ -258,6 +260,9 @@ func (c *compiler) compileProc(p *procInfo) *elfimage.Proc {
 		loc := dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_fbreg)}, int64(slotDisp(slot))-16)
 		params = append(params, elfimage.Var{Name: p.params[i].str, Location: loc})
 	}
+	f.overflow = a.newLabel()
+	a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
+	a.jcc(condB, f.overflow)
 	a.row(p.body[0].pos, true)
 	a.lines[len(a.lines)-1].PrologueEnd = true
 	f.body(p.body, ctx{tail: true})

@@ -43,8 +43,8 @@
 // procedure has the frame
 //
 //	push rbp; mov rbp, rsp; sub rsp, N     ; N multiple of 16, at most MaxFrameSize
-//	cmp rsp, [r15]; jb overflow            ; stack limit check
 //	mov [rbp-8], rdi ...                   ; parameter i at rbp-8(i+1) = DW_OP_fbreg(-24-8i)
+//	cmp rsp, [r15]; jb overflow            ; stack limit check, after the parameters are stored
 //	...                                    ; locals and temporaries in rbp-relative slots
 //	leave; ret                             ; or leave; jmp callee for a tail call
 //	overflow: mov edi, 3; call %capture; ud2
