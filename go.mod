@@ -3,6 +3,6 @@ module github.com/elfimage/elfimage
 go 1.26.0
 
 require (
-	golang.org/x/arch v0.33.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/arch v0.33.0
+	golang.org/x/sys v0.50.0
 )

@@ -1,0 +1,266 @@
+package addrmap
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestInsertLookupRemove(t *testing.T) {
+	var m Map[string]
+	if _, err := m.Lookup(0x1000); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("empty map lookup: err = %v, want ErrNotFound", err)
+	}
+	for _, r := range []struct {
+		s, e uintptr
+		v    string
+	}{{0x3000, 0x4000, "c"}, {0x1000, 0x2000, "a"}, {0x2000, 0x2800, "b"}, {0x5000, 0x5001, "d"}} {
+		if err := m.Insert(r.s, r.e, r.v); err != nil {
+			t.Fatalf("Insert(%#x, %#x): %v", r.s, r.e, err)
+		}
+	}
+	if m.Len() != 4 {
+		t.Fatalf("Len = %d, want 4", m.Len())
+	}
+	cases := []struct {
+		pc   uintptr
+		want string // "" = not found
+	}{
+		{0, ""}, {0xfff, ""}, {0x1000, "a"}, {0x1fff, "a"}, {0x2000, "b"}, {0x27ff, "b"},
+		{0x2800, ""}, {0x2fff, ""}, {0x3000, "c"}, {0x3fff, "c"}, {0x4000, ""},
+		{0x5000, "d"}, {0x5001, ""}, {^uintptr(0), ""},
+	}
+	for _, c := range cases {
+		v, err := m.Lookup(c.pc)
+		if c.want == "" {
+			if !errors.Is(err, ErrNotFound) || v != "" {
+				t.Errorf("Lookup(%#x) = %q, %v; want ErrNotFound", c.pc, v, err)
+			}
+			continue
+		}
+		if err != nil || v != c.want {
+			t.Errorf("Lookup(%#x) = %q, %v; want %q", c.pc, v, err, c.want)
+		}
+	}
+	r, v, err := m.LookupRange(0x2100)
+	if err != nil || v != "b" || r != (Range{0x2000, 0x2800}) {
+		t.Errorf("LookupRange(0x2100) = %v %q %v", r, v, err)
+	}
+
+	// Overlaps and empty ranges are rejected and leave the map unchanged.
+	for _, r := range []struct {
+		s, e uintptr
+		want error
+	}{
+		{0x0fff, 0x1001, ErrOverlap}, {0x1fff, 0x2001, ErrOverlap}, {0x0, 0x10000, ErrOverlap},
+		{0x2400, 0x2500, ErrOverlap}, {0x27ff, 0x3001, ErrOverlap}, {0x3fff, 0x4001, ErrOverlap},
+		{0x6000, 0x6000, ErrEmptyRange}, {0x7000, 0x6000, ErrEmptyRange},
+	} {
+		if err := m.Insert(r.s, r.e, "x"); !errors.Is(err, r.want) {
+			t.Errorf("Insert(%#x, %#x) err = %v, want %v", r.s, r.e, err, r.want)
+		}
+	}
+	if m.Len() != 4 {
+		t.Fatalf("Len after rejected inserts = %d, want 4", m.Len())
+	}
+	// Adjacent ranges are fine.
+	if err := m.Insert(0x2800, 0x3000, "gap"); err != nil {
+		t.Fatalf("Insert into exact gap: %v", err)
+	}
+
+	var got []Range
+	for r := range m.All() {
+		got = append(got, r)
+	}
+	want := []Range{{0x1000, 0x2000}, {0x2000, 0x2800}, {0x2800, 0x3000}, {0x3000, 0x4000}, {0x5000, 0x5001}}
+	if len(got) != len(want) {
+		t.Fatalf("All = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("All = %v, want %v", got, want)
+		}
+	}
+
+	if _, ok := m.Remove(0x1001); ok {
+		t.Error("Remove of a non-start address succeeded")
+	}
+	if v, ok := m.Remove(0x2000); !ok || v != "b" {
+		t.Errorf("Remove(0x2000) = %q, %v", v, ok)
+	}
+	if _, err := m.Lookup(0x2100); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Lookup after Remove: %v", err)
+	}
+	if _, ok := m.Remove(0x2000); ok {
+		t.Error("second Remove succeeded")
+	}
+	for _, s := range []uintptr{0x1000, 0x2800, 0x3000, 0x5000} {
+		if _, ok := m.Remove(s); !ok {
+			t.Errorf("Remove(%#x) failed", s)
+		}
+	}
+	if m.Len() != 0 {
+		t.Errorf("Len after removing all = %d", m.Len())
+	}
+}
+
+// TestAgainstModel checks random inserts/removes/lookups against a naive
+// linear model.
+func TestAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var m Map[int]
+	model := map[uintptr]Range{} // start -> range
+	vals := map[uintptr]int{}
+	for i := range 5000 {
+		switch rng.IntN(3) {
+		case 0:
+			s := uintptr(rng.IntN(1000))
+			e := s + uintptr(rng.IntN(30))
+			overlap := s >= e
+			for _, r := range model {
+				if s < r.End && r.Start < e {
+					overlap = true
+				}
+			}
+			err := m.Insert(s, e, i)
+			if (err == nil) == overlap {
+				t.Fatalf("Insert(%d, %d) err = %v, model overlap = %v", s, e, err, overlap)
+			}
+			if err == nil {
+				model[s] = Range{s, e}
+				vals[s] = i
+			}
+		case 1:
+			s := uintptr(rng.IntN(1000))
+			v, ok := m.Remove(s)
+			_, mok := model[s]
+			if ok != mok || (ok && v != vals[s]) {
+				t.Fatalf("Remove(%d) = %d, %v; model %v", s, v, ok, mok)
+			}
+			delete(model, s)
+		case 2:
+			pc := uintptr(rng.IntN(1100))
+			v, err := m.Lookup(pc)
+			want, found := -1, false
+			for s, r := range model {
+				if r.Contains(pc) {
+					want, found = vals[s], true
+				}
+			}
+			if found != (err == nil) || (found && v != want) {
+				t.Fatalf("Lookup(%d) = %d, %v; model %d, %v", pc, v, err, want, found)
+			}
+		}
+		if m.Len() != len(model) {
+			t.Fatalf("Len = %d, model %d", m.Len(), len(model))
+		}
+	}
+}
+
+func TestLookupAllocatesNothing(t *testing.T) {
+	var m Map[*int]
+	for i := range 100 {
+		x := i
+		if err := m.Insert(uintptr(i*0x1000), uintptr(i*0x1000+0x800), &x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hit := testing.AllocsPerRun(1000, func() {
+		if _, err := m.Lookup(0x42100); err != nil {
+			panic(err)
+		}
+	})
+	miss := testing.AllocsPerRun(1000, func() {
+		if _, err := m.Lookup(0x42900); err == nil {
+			panic("found")
+		}
+	})
+	if hit != 0 || miss != 0 {
+		t.Errorf("Lookup allocates: hit %v, miss %v per call", hit, miss)
+	}
+}
+
+// TestConcurrent runs lock-free readers against writers; run it with -race.
+// Each writer owns a disjoint address band, so a reader that finds a value
+// can check that the value belongs to the range it looked up.
+func TestConcurrent(t *testing.T) {
+	var m Map[uintptr] // value = start of its range
+	const writers, readers, rounds = 4, 8, 2000
+	var stop atomic.Bool
+	var wg, rg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			base := uintptr(w+1) << 20
+			for i := range rounds {
+				s := base + uintptr(i%16)*0x1000
+				if err := m.Insert(s, s+0x1000, s); err != nil {
+					t.Errorf("Insert: %v", err)
+					return
+				}
+				if i%2 == 1 {
+					if v, ok := m.Remove(s); !ok || v != s {
+						t.Errorf("Remove(%#x) = %#x, %v", s, v, ok)
+						return
+					}
+				} else if i%16 == 14 {
+					for j := range uintptr(16) {
+						m.Remove(base + j*0x1000)
+					}
+				}
+			}
+		})
+	}
+	for r := range readers {
+		rg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			for !stop.Load() {
+				pc := uintptr(rng.IntN(writers)+1)<<20 + uintptr(rng.IntN(16*0x1000))
+				v, err := m.Lookup(pc)
+				if err == nil && (pc < v || pc >= v+0x1000) {
+					t.Errorf("Lookup(%#x) = %#x: wrong range", pc, v)
+					return
+				}
+				n := 0
+				var prev Range
+				for rr := range m.All() {
+					if n > 0 && rr.Start < prev.End {
+						t.Errorf("All not sorted/disjoint: %v then %v", prev, rr)
+						return
+					}
+					prev = rr
+					n++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stop.Store(true)
+	rg.Wait()
+}
+
+func BenchmarkLookup(b *testing.B) {
+	var m Map[int]
+	for i := range 1000 {
+		m.Insert(uintptr(i)*0x10000, uintptr(i)*0x10000+0x8000, i)
+	}
+	b.ReportAllocs()
+	pc := uintptr(0)
+	for b.Loop() {
+		pc = (pc + 0x10007*31) % (1000 * 0x10000)
+		m.Lookup(pc)
+	}
+}
+
+func BenchmarkInsertRemove(b *testing.B) {
+	var m Map[int]
+	for i := range 1000 {
+		m.Insert(uintptr(i)*0x10000, uintptr(i)*0x10000+0x8000, i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Insert(0x8000, 0x9000, 1)
+		m.Remove(0x8000)
+	}
+}

@@ -1,0 +1,358 @@
+package elfimage
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/elfimage/elfimage/arch"
+)
+
+// FormatError reports an image that the loader or the section-table reader
+// refuses: the file, the file offset of the offending field (or of the
+// structure holding it), the field in ELF spelling ("e_phoff",
+// "p_filesz of program header 2", "r_offset of relocation 5") and why.
+type FormatError struct {
+	Path   string // file path, or the name given to Load
+	Offset uint64 // file offset of the field, in bytes
+	Field  string // ELF name of the field or structure
+	Msg    string // what is wrong, lower case
+}
+
+// Error formats the error as "elfimage: PATH: FIELD at offset 0xOFF: MSG".
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("elfimage: %s: %s at offset %#x: %s", e.Path, e.Field, e.Offset, e.Msg)
+}
+
+// ErrNoSection is wrapped by the error [Image.Section] returns when the image
+// has no section of that name (or no section header table at all).
+var ErrNoSection = errors.New("elfimage: no such section")
+
+// Segment is one PT_LOAD segment of a loaded image: its link-time address
+// (which equals its file offset), its size in bytes (file size = memory
+// size) and its permissions. At run time it occupies
+// [Image.Base()+Addr, Image.Base()+Addr+Size).
+type Segment struct {
+	Addr  uint64
+	Size  uint64
+	Flags elf.ProgFlag
+}
+
+// SectionHeader describes one entry of the section header table, read
+// lazily from the non-loaded tail by [Image.Sections]. Offset and Size give
+// the section's bytes [Offset, Offset+Size) in the file; since images map
+// the file with offsets equal to link-time addresses, the same range
+// relative to [Image.Base] is where the bytes are in memory.
+type SectionHeader struct {
+	Name      string
+	Type      elf.SectionType
+	Flags     elf.SectionFlag
+	Addr      uint64 // link-time address (sh_addr)
+	Offset    uint64 // file offset (sh_offset)
+	Size      uint64 // bytes (sh_size); the file holds none for SHT_NOBITS
+	Link      uint32
+	Info      uint32
+	Addralign uint64
+	Entsize   uint64
+}
+
+// Image is an ELF image loaded into memory by [Open] or [Load]: the whole
+// file mapped at [Image.Base] with per-segment protections applied,
+// load-time relocations applied and the loaded range registered for
+// [Lookup]. Its methods are safe for concurrent use. After [Image.Close]
+// the memory is gone: no slice returned by an Image, nor any address inside
+// it, may be used any more.
+type Image struct {
+	path           string
+	arch           *arch.Arch
+	mem            []byte // the whole mapping (whole pages)
+	data           []byte // mem[:file size]
+	mapped         bool
+	size           uint64 // end of the last PT_LOAD
+	entry          uint64 // link-time e_entry, 0 = none
+	segs           []Segment
+	buildID        []byte
+	ehFrameHdr     []byte
+	ehFrameHdrAddr uint64
+
+	closeMu sync.Mutex
+	closed  bool
+
+	secOnce sync.Once
+	secs    []SectionHeader
+	secErr  error
+
+	// debug holds the lazily built indexes of the debug queries (query.go).
+	debug debugState
+}
+
+// Path returns the path given to [Open], or the name given to [Load].
+func (im *Image) Path() string { return im.path }
+
+// Arch returns the ABI the image was loaded for.
+func (im *Image) Arch() *arch.Arch { return im.arch }
+
+// Base returns the run-time address of link-time address 0: the image's
+// byte at link-time address a is at Base()+a.
+func (im *Image) Base() uintptr { return uintptr(unsafePointer(im.mem)) }
+
+// Size returns the size in bytes of the loaded part, the end of the last
+// PT_LOAD segment; [Base, Base+Size) is the range registered for [Lookup].
+func (im *Image) Size() uint64 { return im.size }
+
+// Entry returns the run-time address of the entry procedure (Base +
+// e_entry), or 0 when the image has none (e_entry 0).
+func (im *Image) Entry() uintptr {
+	if im.entry == 0 {
+		return 0
+	}
+	return im.Base() + uintptr(im.entry)
+}
+
+// Mapped reports whether the image was loaded by mapping its file (true)
+// or by reading it into anonymous memory (false: the read fallback,
+// LoadOptions.ForceRead, or [Load]).
+func (im *Image) Mapped() bool { return im.mapped }
+
+// Bytes returns the whole file as it is in memory: byte i is at Base()+i,
+// loaded segments carry their relocations, and the non-loaded tail is paged
+// in by the kernel only when touched. The slice must not be written (most
+// of its pages are read-only: a write faults) and must not be used after
+// Close.
+func (im *Image) Bytes() []byte { return im.data }
+
+// Segments returns a copy of the PT_LOAD segments in file order.
+func (im *Image) Segments() []Segment { return append([]Segment(nil), im.segs...) }
+
+// BuildID returns the descriptor of the NT_GNU_BUILD_ID note found through
+// PT_NOTE, or nil when the image has none. The slice aliases the image.
+func (im *Image) BuildID() []byte { return im.buildID }
+
+// EHFrameHdr returns the bytes of the PT_GNU_EH_FRAME segment
+// (.eh_frame_hdr, LSB "Exception Frames"), or nil when the image has none.
+// The slice aliases the image; its first byte is at link-time address
+// [Image.EHFrameHdrAddr].
+func (im *Image) EHFrameHdr() []byte { return im.ehFrameHdr }
+
+// EHFrameHdrAddr returns the link-time address of the PT_GNU_EH_FRAME
+// segment (add [Image.Base] for its run-time address), or 0 when absent.
+func (im *Image) EHFrameHdrAddr() uint64 { return im.ehFrameHdrAddr }
+
+// Close unregisters the image from [Lookup] and unmaps it. It is
+// idempotent: later calls return nil. Safe unload is not yet implemented:
+// the caller must make sure no goroutine still uses the image's memory
+// (including a value obtained from [Lookup] before Close).
+func (im *Image) Close() error {
+	im.closeMu.Lock()
+	defer im.closeMu.Unlock()
+	if im.closed {
+		return nil
+	}
+	im.closed = true
+	registry.Remove(im.Base())
+	return unmap(im.mem)
+}
+
+// Section returns the bytes [sh_offset, sh_offset+sh_size) of the first
+// section named name (empty for SHT_NOBITS), aliasing the image. The first
+// call of Section or Sections parses and validates the section header table
+// in the non-loaded tail (the kernel pages it in); later calls reuse the
+// result and cost one linear scan of the section list. The error is a
+// *FormatError when the table is malformed, or wraps ErrNoSection.
+func (im *Image) Section(name string) ([]byte, error) {
+	secs, err := im.Sections()
+	if err != nil {
+		return nil, err
+	}
+	for i := range secs {
+		s := &secs[i]
+		if s.Name != name {
+			continue
+		}
+		if s.Type == elf.SHT_NOBITS {
+			return im.data[s.Offset:s.Offset:s.Offset], nil
+		}
+		return im.data[s.Offset : s.Offset+s.Size : s.Offset+s.Size], nil
+	}
+	return nil, fmt.Errorf("elfimage: %s: section %q: %w", im.path, name, ErrNoSection)
+}
+
+// Sections returns the section header table (including the null section 0)
+// with names resolved from .shstrtab. It is parsed once, on first use, and
+// validated: e_shentsize is 64, the table and every section's
+// [sh_offset, sh_offset+sh_size) lie inside the file without overflow, and
+// every name is NUL-terminated inside .shstrtab. An image with no table
+// (e_shoff 0, e_shnum 0) has no sections. The returned slice is shared:
+// do not modify it. Errors are *FormatError.
+func (im *Image) Sections() ([]SectionHeader, error) {
+	im.secOnce.Do(func() {
+		im.secs, im.secErr = parseSections(im.path, im.data)
+	})
+	return im.secs, im.secErr
+}
+
+// parseSections decodes and validates the section header table of the ELF64
+// little-endian file data (whose ELF header the loader already checked, but
+// it is checked again here so that the fuzzer can call this alone).
+func parseSections(path string, data []byte) ([]SectionHeader, error) {
+	d := decoder{path: path, data: data}
+	if len(data) < ehdrSize {
+		return nil, d.errorf(0, "ELF header", "file is %d bytes, shorter than the ELF header", len(data))
+	}
+	h := decodeHeader(data)
+	if h.Shoff == 0 {
+		if h.Shnum != 0 {
+			return nil, d.errorf(offShnum, "e_shnum", "%d sections but e_shoff is 0", h.Shnum)
+		}
+		return nil, nil
+	}
+	if h.Shentsize != shdrSize {
+		return nil, d.errorf(offShentsize, "e_shentsize", "is %d, want %d", h.Shentsize, shdrSize)
+	}
+	if h.Shnum == 0 {
+		return nil, d.errorf(offShnum, "e_shnum", "extended section numbering (e_shnum 0) not supported")
+	}
+	if h.Shstrndx == uint16(elf.SHN_XINDEX) {
+		return nil, d.errorf(offShstrndx, "e_shstrndx", "extended section numbering (SHN_XINDEX) not supported")
+	}
+	if h.Shstrndx == uint16(elf.SHN_UNDEF) || h.Shstrndx >= h.Shnum {
+		return nil, d.errorf(offShstrndx, "e_shstrndx", "index %d not in [1, %d)", h.Shstrndx, h.Shnum)
+	}
+	n := uint64(h.Shnum)
+	tab, err := d.span(h.Shoff, n*shdrSize, "e_shoff", "section header table")
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]elf.Section64, n)
+	for i := range raw {
+		off := h.Shoff + uint64(i)*shdrSize
+		s := decodeSection(tab[i*shdrSize:])
+		raw[i] = s
+		if s.Type != uint32(elf.SHT_NOBITS) {
+			if _, err := d.span(s.Off, s.Size, fmt.Sprintf("sh_offset of section %d", i), "section"); err != nil {
+				// Report the size field when the offset alone is fine.
+				if s.Off <= uint64(len(data)) {
+					err.Field = fmt.Sprintf("sh_size of section %d", i)
+					err.Offset = off + 32
+				} else {
+					err.Offset = off + 24
+				}
+				return nil, err
+			}
+		} else if s.Off > uint64(len(data)) {
+			return nil, d.errorf(off+24, fmt.Sprintf("sh_offset of section %d", i), "offset %#x past end of file (%#x bytes)", s.Off, len(data))
+		}
+	}
+	strs := raw[h.Shstrndx]
+	if strs.Type != uint32(elf.SHT_STRTAB) {
+		return nil, d.errorf(h.Shoff+uint64(h.Shstrndx)*shdrSize+4, fmt.Sprintf("sh_type of section %d", h.Shstrndx),
+			"e_shstrndx names a section of type %v, not SHT_STRTAB", elf.SectionType(strs.Type))
+	}
+	strtab := data[strs.Off : strs.Off+strs.Size]
+	out := make([]SectionHeader, n)
+	for i, s := range raw {
+		if uint64(s.Name) >= uint64(len(strtab)) {
+			return nil, d.errorf(h.Shoff+uint64(i)*shdrSize, fmt.Sprintf("sh_name of section %d", i),
+				"name offset %#x outside .shstrtab (%#x bytes)", s.Name, len(strtab))
+		}
+		name := strtab[s.Name:]
+		end := bytes.IndexByte(name, 0)
+		if end < 0 {
+			return nil, d.errorf(h.Shoff+uint64(i)*shdrSize, fmt.Sprintf("sh_name of section %d", i),
+				"name at .shstrtab offset %#x not NUL-terminated", s.Name)
+		}
+		out[i] = SectionHeader{
+			Name: string(name[:end]), Type: elf.SectionType(s.Type), Flags: elf.SectionFlag(s.Flags),
+			Addr: s.Addr, Offset: s.Off, Size: s.Size, Link: s.Link, Info: s.Info,
+			Addralign: s.Addralign, Entsize: s.Entsize,
+		}
+	}
+	return out, nil
+}
+
+// ELF64 structure sizes and ELF header field offsets (System V gABI, "ELF
+// Header", "Program Header", "Sections").
+const (
+	ehdrSize = 64
+	phdrSize = 56
+	shdrSize = 64
+	dynSize  = 16
+	relaSize = 24
+
+	offType      = 16
+	offMachine   = 18
+	offVersion   = 20
+	offEntry     = 24
+	offPhoff     = 32
+	offShoff     = 40
+	offEhsize    = 52
+	offPhentsize = 54
+	offPhnum     = 56
+	offShentsize = 58
+	offShnum     = 60
+	offShstrndx  = 62
+)
+
+var le = binary.LittleEndian
+
+// decodeHeader decodes an Elf64_Ehdr from b (len(b) >= 64).
+func decodeHeader(b []byte) elf.Header64 {
+	var h elf.Header64
+	copy(h.Ident[:], b[:16])
+	h.Type = le.Uint16(b[16:])
+	h.Machine = le.Uint16(b[18:])
+	h.Version = le.Uint32(b[20:])
+	h.Entry = le.Uint64(b[24:])
+	h.Phoff = le.Uint64(b[32:])
+	h.Shoff = le.Uint64(b[40:])
+	h.Flags = le.Uint32(b[48:])
+	h.Ehsize = le.Uint16(b[52:])
+	h.Phentsize = le.Uint16(b[54:])
+	h.Phnum = le.Uint16(b[56:])
+	h.Shentsize = le.Uint16(b[58:])
+	h.Shnum = le.Uint16(b[60:])
+	h.Shstrndx = le.Uint16(b[62:])
+	return h
+}
+
+// decodeProg decodes an Elf64_Phdr from b (len(b) >= 56).
+func decodeProg(b []byte) elf.Prog64 {
+	return elf.Prog64{
+		Type: le.Uint32(b[0:]), Flags: le.Uint32(b[4:]), Off: le.Uint64(b[8:]),
+		Vaddr: le.Uint64(b[16:]), Paddr: le.Uint64(b[24:]), Filesz: le.Uint64(b[32:]),
+		Memsz: le.Uint64(b[40:]), Align: le.Uint64(b[48:]),
+	}
+}
+
+// decodeSection decodes an Elf64_Shdr from b (len(b) >= 64).
+func decodeSection(b []byte) elf.Section64 {
+	return elf.Section64{
+		Name: le.Uint32(b[0:]), Type: le.Uint32(b[4:]), Flags: le.Uint64(b[8:]),
+		Addr: le.Uint64(b[16:]), Off: le.Uint64(b[24:]), Size: le.Uint64(b[32:]),
+		Link: le.Uint32(b[40:]), Info: le.Uint32(b[44:]), Addralign: le.Uint64(b[48:]),
+		Entsize: le.Uint64(b[56:]),
+	}
+}
+
+// decoder builds *FormatError values for one file.
+type decoder struct {
+	path string
+	data []byte
+}
+
+func (d *decoder) errorf(off uint64, field, format string, args ...any) *FormatError {
+	return &FormatError{Path: d.path, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// span returns data[off:off+n] after checking, without overflow, that it
+// lies inside the file; what names the structure in the message.
+func (d *decoder) span(off, n uint64, field, what string) ([]byte, *FormatError) {
+	size := uint64(len(d.data))
+	if off > size || n > size-off {
+		return nil, d.errorf(off, field, "%s [%#x, +%#x) runs past end of file (%#x bytes)", what, off, n, size)
+	}
+	return d.data[off : off+n : off+n], nil
+}

@@ -1,0 +1,635 @@
+package elfimage
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/elfimage/elfimage/addrmap"
+	"github.com/elfimage/elfimage/arch"
+)
+
+// LoadOptions tunes [Open] and [Load]. A nil *LoadOptions means the zero
+// value.
+type LoadOptions struct {
+	// ForceRead makes Open skip mmap of the file and use the read()
+	// fallback (anonymous memory filled from the file), as when mmap of
+	// the file fails.
+	ForceRead bool
+	// Arch is the ABI the image must be for (e_machine); nil means
+	// arch.X86_64.
+	Arch *arch.Arch
+}
+
+// registry maps the loaded range [Base, Base+Size) of every open image to
+// the image.
+var registry addrmap.Map[*Image]
+
+// liveMappings counts the mappings the loader holds (tests check that a
+// failed load leaves none).
+var liveMappings atomic.Int64
+
+// Lookup returns the open image whose loaded range [Base, Base+Size)
+// contains pc. When none does, it returns addrmap.ErrNotFound itself (not
+// wrapped, so that a miss allocates nothing). Lookup takes no lock,
+// allocates nothing and costs O(log n) in the number of open images.
+//
+// Safe unload is not yet implemented: the image returned may be closed by
+// its owner at any time afterwards, and must not be used after that.
+func Lookup(pc uintptr) (*Image, error) { return registry.Lookup(pc) }
+
+// Images returns the open images in increasing address order (a snapshot;
+// allocates the slice).
+func Images() []*Image {
+	var out []*Image
+	for _, im := range registry.All() {
+		out = append(out, im)
+	}
+	return out
+}
+
+// Open loads the ELF image at path with one
+// mmap(PROT_READ, MAP_PRIVATE) of the whole file (the file descriptor is
+// closed before Open returns), validation of every ELF header and program
+// header field the loader relies on, then mprotect of the R+W segments to
+// PROT_READ|PROT_WRITE, application of the R_X86_64_RELATIVE (arch
+// RelocRelative) relocations found through PT_DYNAMIC (DT_RELA, DT_RELASZ,
+// DT_RELAENT), mprotect of the R+X segments to PROT_READ|PROT_EXEC, and
+// registration of [Base, Base+Size) for [Lookup]. No page is ever writable
+// and executable at once. The non-loaded tail (symbols, DWARF, section
+// headers) is not read: the kernel pages it in when a query touches it.
+//
+// When mmap of the file fails, when the kernel refuses PROT_EXEC on the
+// file mapping (a noexec mount), or when opts.ForceRead is set, Open falls
+// back to read(): it maps anonymous memory of the file size rounded up to
+// pages, reads the whole file into it, makes it PROT_READ and continues as
+// above; the result is byte-for-byte and behaviourally the same, except
+// that [Image.Mapped] reports false.
+//
+// What is validated (System V gABI and the elfimage layout): e_ident magic,
+// ELFCLASS64, ELFDATA2LSB, EV_CURRENT, OS ABI NONE or GNU; e_type ET_DYN;
+// e_machine of the Arch; e_version; e_ehsize 64; e_phentsize 56; e_phnum
+// non-zero and not PN_XNUM; the program header table inside the file and
+// inside the first PT_LOAD; every PT_LOAD with p_offset == p_vaddr, page
+// aligned, p_filesz == p_memsz, inside the file, flags PF_R plus at most one
+// of PF_W and PF_X, in increasing order without sharing a page, the first
+// at offset 0 and read-only; PT_DYNAMIC, PT_NOTE and PT_GNU_EH_FRAME inside
+// a PT_LOAD; the dynamic table terminated by DT_NULL within its segment and
+// free of unsupported tags (DT_NEEDED, DT_REL*, DT_JMPREL, DT_TEXTREL,
+// DT_RELR); the relocation table inside a non-writable PT_LOAD with
+// DT_RELAENT 24; each relocation of type RelocRelative, symbol 0, with
+// [r_offset, r_offset+8) inside a writable PT_LOAD; e_entry 0 or inside an
+// executable PT_LOAD. PT_INTERP and PT_TLS are refused.
+//
+// Errors: a malformed image gives a *FormatError naming the file offset and
+// field; system call failures are returned wrapped with the path. On any
+// error nothing stays mapped. Cost: a handful of system calls plus time
+// linear in the number of program headers, dynamic entries and
+// relocations; the read fallback also copies the file.
+//
+// Concurrent modification of the file while it is mapped is not guarded
+// against (as with any mmap-based loader; truncation raises SIGBUS).
+func Open(path string, opts *LoadOptions) (*Image, error) {
+	a, pageSize := options(opts)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("elfimage: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("elfimage: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &FormatError{Path: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fi.Mode())}
+	}
+	size := fi.Size()
+	if size < ehdrSize {
+		return nil, &FormatError{Path: path, Offset: uint64(size), Field: "ELF header",
+			Msg: fmt.Sprintf("file is %d bytes, shorter than the %d-byte ELF header", size, ehdrSize)}
+	}
+	if uint64(size) > math.MaxInt-pageSize {
+		return nil, &FormatError{Path: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
+	}
+	if opts == nil || !opts.ForceRead {
+		mem, err := mapFile(f, int(size))
+		if err == nil {
+			im, err := finish(path, mem, int(size), true, a, pageSize)
+			if err == nil || !errors.Is(err, errExecDenied) {
+				return im, err
+			}
+		}
+		// Fall back to read().
+	}
+	mem, err := mapAnon(int(size), pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("elfimage: %s: %w", path, err)
+	}
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), mem[:size]); err != nil {
+		unmap(mem)
+		return nil, fmt.Errorf("elfimage: read %s: %w", path, err)
+	}
+	if err := unix.Mprotect(mem, unix.PROT_READ); err != nil {
+		unmap(mem)
+		return nil, fmt.Errorf("elfimage: %s: mprotect: %w", path, err)
+	}
+	return finish(path, mem, int(size), false, a, pageSize)
+}
+
+// Load loads an image from bytes in memory (for example the output of
+// [Link]) exactly as the read fallback of [Open] does: it copies data into
+// fresh page-aligned anonymous memory, makes it read-only, validates it,
+// applies protections and relocations and registers it. name is used as
+// [Image.Path] and in errors. data is not retained. Errors and cost as for
+// Open (plus the copy); on error nothing stays mapped.
+func Load(name string, data []byte, opts *LoadOptions) (*Image, error) {
+	a, pageSize := options(opts)
+	if len(data) < ehdrSize {
+		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "ELF header",
+			Msg: fmt.Sprintf("image is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)}
+	}
+	if uint64(len(data)) > math.MaxInt-pageSize {
+		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "file", Msg: "image too large to map"}
+	}
+	mem, err := mapAnon(len(data), pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("elfimage: %s: %w", name, err)
+	}
+	copy(mem, data)
+	if err := unix.Mprotect(mem, unix.PROT_READ); err != nil {
+		unmap(mem)
+		return nil, fmt.Errorf("elfimage: %s: mprotect: %w", name, err)
+	}
+	return finish(name, mem, len(data), false, a, pageSize)
+}
+
+func options(opts *LoadOptions) (*arch.Arch, uint64) {
+	a := arch.X86_64
+	if opts != nil && opts.Arch != nil {
+		a = opts.Arch
+	}
+	ps := a.PageSize
+	if sys := uint64(os.Getpagesize()); sys > ps {
+		ps = sys
+	}
+	return a, ps
+}
+
+// errExecDenied marks a refused PROT_EXEC on a file mapping, after which
+// Open retries with the read fallback.
+var errExecDenied = errors.New("elfimage: executable mapping denied")
+
+// finish validates the PROT_READ mapping mem holding a size-byte image,
+// applies protections and relocations and registers the image. On error it
+// unmaps mem.
+func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSize uint64) (im *Image, err error) {
+	defer func() {
+		if err != nil {
+			unmap(mem)
+			im = nil
+		}
+	}()
+	data := mem[:size:size]
+	p, err := parseImage(path, data, a, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	base := uint64(uintptr(unsafePointer(mem)))
+	for _, s := range p.segs {
+		if s.Flags&elf.PF_W != 0 && s.Size > 0 {
+			if err := unix.Mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_WRITE); err != nil {
+				return nil, fmt.Errorf("elfimage: %s: mprotect segment at %#x read-write: %w", path, s.Addr, err)
+			}
+		}
+	}
+	if err := relocate(path, data, base, p, a, true); err != nil {
+		return nil, err
+	}
+	for _, s := range p.segs {
+		if s.Flags&elf.PF_X != 0 && s.Size > 0 {
+			if err := unix.Mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_EXEC); err != nil {
+				if mapped && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+					err = fmt.Errorf("%w: %w", errExecDenied, err)
+				}
+				return nil, fmt.Errorf("elfimage: %s: mprotect segment at %#x read-execute: %w", path, s.Addr, err)
+			}
+		}
+	}
+	im = &Image{
+		path: path, arch: a, mem: mem, data: data, mapped: mapped,
+		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
+		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr,
+	}
+	if err := registry.Insert(uintptr(base), uintptr(base+p.size), im); err != nil {
+		return nil, fmt.Errorf("elfimage: %s: register: %w", path, err)
+	}
+	return im, nil
+}
+
+func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
+
+func mapFile(f *os.File, size int) ([]byte, error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var mem []byte
+	var merr error
+	if err := sc.Control(func(fd uintptr) {
+		mem, merr = unix.Mmap(int(fd), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+	}); err != nil {
+		return nil, err
+	}
+	if merr != nil {
+		return nil, merr
+	}
+	liveMappings.Add(1)
+	return mem, nil
+}
+
+// mapAnon maps size bytes rounded up to pageSize of zeroed read-write
+// anonymous memory.
+func mapAnon(size int, pageSize uint64) ([]byte, error) {
+	n := int(alignUp(uint64(size), pageSize))
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %d anonymous bytes: %w", n, err)
+	}
+	liveMappings.Add(1)
+	return mem, nil
+}
+
+func unmap(mem []byte) error {
+	if err := unix.Munmap(mem); err != nil {
+		return fmt.Errorf("elfimage: munmap: %w", err)
+	}
+	liveMappings.Add(-1)
+	return nil
+}
+
+// alignUp rounds x up to a multiple of the power of two a; x must be at
+// most MaxUint64-a.
+func alignUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }
+
+// plan is what parseImage learns from a valid image.
+type plan struct {
+	size           uint64 // end of the last PT_LOAD
+	entry          uint64
+	segs           []Segment
+	relaOff        uint64 // file offset of the Elf64_Rela table
+	relaCount      uint64
+	buildID        []byte
+	ehFrameHdr     []byte
+	ehFrameHdrAddr uint64
+}
+
+// Program header field offsets.
+const (
+	offPFlags  = 4
+	offPOffset = 8
+	offPVaddr  = 16
+	offPFilesz = 32
+	offPMemsz  = 40
+	offPAlign  = 48
+)
+
+const (
+	elfOSABIGNU  = 3 // ELFOSABI_GNU (= ELFOSABI_LINUX)
+	ntGNUBuildID = 3 // NT_GNU_BUILD_ID
+	dtRELRSZ     = 35
+	dtRELR       = 36
+)
+
+// parseImage validates the ELF image data (see Open for the rules) and
+// returns what the loader needs. It reads only the ELF header, the program
+// headers and what they point to, never the non-loaded tail; it never
+// panics and allocates only the segment list and errors.
+func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan, error) {
+	d := &decoder{path: path, data: data}
+	if len(data) < ehdrSize {
+		return nil, d.errorf(uint64(len(data)), "ELF header", "file is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)
+	}
+	h := decodeHeader(data)
+	id := &h.Ident
+	switch {
+	case string(id[:4]) != elf.ELFMAG:
+		return nil, d.errorf(0, "e_ident[EI_MAG]", "bad magic %q", id[:4])
+	case elf.Class(id[elf.EI_CLASS]) != elf.ELFCLASS64:
+		return nil, d.errorf(uint64(elf.EI_CLASS), "e_ident[EI_CLASS]", "class %v, want ELFCLASS64", elf.Class(id[elf.EI_CLASS]))
+	case elf.Data(id[elf.EI_DATA]) != elf.ELFDATA2LSB:
+		return nil, d.errorf(uint64(elf.EI_DATA), "e_ident[EI_DATA]", "data encoding %v, want ELFDATA2LSB", elf.Data(id[elf.EI_DATA]))
+	case elf.Version(id[elf.EI_VERSION]) != elf.EV_CURRENT:
+		return nil, d.errorf(uint64(elf.EI_VERSION), "e_ident[EI_VERSION]", "version %d, want 1", id[elf.EI_VERSION])
+	case id[elf.EI_OSABI] != byte(elf.ELFOSABI_NONE) && id[elf.EI_OSABI] != elfOSABIGNU:
+		return nil, d.errorf(uint64(elf.EI_OSABI), "e_ident[EI_OSABI]", "OS ABI %v, want ELFOSABI_NONE or ELFOSABI_LINUX", elf.OSABI(id[elf.EI_OSABI]))
+	case elf.Type(h.Type) != elf.ET_DYN:
+		return nil, d.errorf(offType, "e_type", "type %v, want ET_DYN", elf.Type(h.Type))
+	case elf.Machine(h.Machine) != a.Machine:
+		return nil, d.errorf(offMachine, "e_machine", "machine %v, want %v", elf.Machine(h.Machine), a.Machine)
+	case h.Version != uint32(elf.EV_CURRENT):
+		return nil, d.errorf(offVersion, "e_version", "version %d, want 1", h.Version)
+	case h.Ehsize != ehdrSize:
+		return nil, d.errorf(offEhsize, "e_ehsize", "is %d, want %d", h.Ehsize, ehdrSize)
+	case h.Phentsize != phdrSize:
+		return nil, d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
+	case h.Phnum == 0:
+		return nil, d.errorf(offPhnum, "e_phnum", "no program headers")
+	case h.Phnum == 0xffff: // PN_XNUM
+		return nil, d.errorf(offPhnum, "e_phnum", "extended numbering (PN_XNUM) not supported")
+	}
+	phtab, ferr := d.span(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table")
+	if ferr != nil {
+		return nil, ferr
+	}
+
+	p := &plan{entry: h.Entry}
+	nload := 0
+	for i := range int(h.Phnum) {
+		if elf.ProgType(le.Uint32(phtab[i*phdrSize:])) == elf.PT_LOAD {
+			nload++
+		}
+	}
+	if nload == 0 {
+		return nil, d.errorf(h.Phoff, "program header table", "no PT_LOAD segment")
+	}
+	p.segs = make([]Segment, 0, nload)
+	var dynIdx, ehIdx = -1, -1
+	var prevEnd uint64
+	for i := range int(h.Phnum) {
+		ph := decodeProg(phtab[i*phdrSize:])
+		at := h.Phoff + uint64(i)*phdrSize
+		field := func(f string) string { return fmt.Sprintf("%s of program header %d", f, i) }
+		switch elf.ProgType(ph.Type) {
+		case elf.PT_LOAD:
+			flags := elf.ProgFlag(ph.Flags)
+			switch {
+			case flags&^(elf.PF_R|elf.PF_W|elf.PF_X) != 0:
+				return nil, d.errorf(at+offPFlags, field("p_flags"), "unknown flags %#x", ph.Flags)
+			case flags&elf.PF_W != 0 && flags&elf.PF_X != 0:
+				return nil, d.errorf(at+offPFlags, field("p_flags"), "PT_LOAD is writable and executable (W^X)")
+			case flags&elf.PF_R == 0:
+				return nil, d.errorf(at+offPFlags, field("p_flags"), "PT_LOAD is not readable")
+			case ph.Off%pageSize != 0:
+				return nil, d.errorf(at+offPOffset, field("p_offset"), "offset %#x not a multiple of the page size %#x", ph.Off, pageSize)
+			case ph.Vaddr != ph.Off:
+				return nil, d.errorf(at+offPVaddr, field("p_vaddr"), "address %#x differs from p_offset %#x", ph.Vaddr, ph.Off)
+			case ph.Filesz != ph.Memsz:
+				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x differs from file size %#x", ph.Memsz, ph.Filesz)
+			case ph.Align > 1 && ph.Align&(ph.Align-1) != 0:
+				return nil, d.errorf(at+offPAlign, field("p_align"), "alignment %#x not a power of two", ph.Align)
+			case ph.Off > uint64(len(data)):
+				return nil, d.errorf(at+offPOffset, field("p_offset"), "offset %#x past end of file (%#x bytes)", ph.Off, len(data))
+			case ph.Filesz > uint64(len(data))-ph.Off:
+				return nil, d.errorf(at+offPFilesz, field("p_filesz"), "segment [%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
+			}
+			if len(p.segs) == 0 {
+				if ph.Off != 0 {
+					return nil, d.errorf(at+offPOffset, field("p_offset"), "first PT_LOAD at %#x, want 0 (it must hold the ELF header)", ph.Off)
+				}
+				if flags != elf.PF_R {
+					return nil, d.errorf(at+offPFlags, field("p_flags"), "first PT_LOAD is %v, want PF_R only", flags)
+				}
+			} else if ph.Off < alignUp(prevEnd, pageSize) {
+				return nil, d.errorf(at+offPOffset, field("p_offset"), "PT_LOAD at %#x overlaps, precedes or shares a page with the previous one ending at %#x", ph.Off, prevEnd)
+			}
+			prevEnd = ph.Off + ph.Filesz
+			p.segs = append(p.segs, Segment{Addr: ph.Off, Size: ph.Filesz, Flags: flags})
+		case elf.PT_DYNAMIC:
+			if dynIdx >= 0 {
+				return nil, d.errorf(at, field("p_type"), "second PT_DYNAMIC")
+			}
+			dynIdx = i
+		case elf.PT_GNU_EH_FRAME:
+			if ehIdx >= 0 {
+				return nil, d.errorf(at, field("p_type"), "second PT_GNU_EH_FRAME")
+			}
+			ehIdx = i
+		case elf.PT_INTERP, elf.PT_TLS:
+			return nil, d.errorf(at, field("p_type"), "%v not supported", elf.ProgType(ph.Type))
+		}
+	}
+	p.size = prevEnd
+	first := p.segs[0]
+	if first.Size < ehdrSize {
+		return nil, d.errorf(h.Phoff, "p_filesz of first PT_LOAD", "first PT_LOAD (%#x bytes) does not hold the ELF header", first.Size)
+	}
+	if h.Phoff+uint64(h.Phnum)*phdrSize > first.Size {
+		return nil, d.errorf(offPhoff, "e_phoff", "program header table [%#x, +%#x) not inside the first PT_LOAD", h.Phoff, uint64(h.Phnum)*phdrSize)
+	}
+	if h.Entry != 0 {
+		if s, ok := p.segmentOf(h.Entry, 1); !ok || s.Flags&elf.PF_X == 0 {
+			return nil, d.errorf(offEntry, "e_entry", "entry %#x not inside an executable PT_LOAD", h.Entry)
+		}
+	}
+
+	// Second pass: the headers that point into loaded segments.
+	for i := range int(h.Phnum) {
+		ph := decodeProg(phtab[i*phdrSize:])
+		at := h.Phoff + uint64(i)*phdrSize
+		t := elf.ProgType(ph.Type)
+		if t != elf.PT_DYNAMIC && t != elf.PT_NOTE && t != elf.PT_GNU_EH_FRAME {
+			continue
+		}
+		if ph.Vaddr != ph.Off {
+			return nil, d.errorf(at+offPVaddr, fmt.Sprintf("p_vaddr of program header %d", i), "%v address %#x differs from p_offset %#x", t, ph.Vaddr, ph.Off)
+		}
+		if _, ok := p.segmentOf(ph.Off, ph.Filesz); !ok {
+			return nil, d.errorf(at+offPOffset, fmt.Sprintf("p_offset of program header %d", i), "%v [%#x, +%#x) not inside a PT_LOAD segment", t, ph.Off, ph.Filesz)
+		}
+		body := data[ph.Off : ph.Off+ph.Filesz]
+		switch t {
+		case elf.PT_NOTE:
+			if err := p.parseNotes(d, ph, body); err != nil {
+				return nil, err
+			}
+		case elf.PT_GNU_EH_FRAME:
+			p.ehFrameHdr = body[:len(body):len(body)]
+			p.ehFrameHdrAddr = ph.Vaddr
+		case elf.PT_DYNAMIC:
+			if err := p.parseDynamic(d, ph.Off, body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := relocate(path, data, 0, p, a, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// segmentOf returns the PT_LOAD segment that holds [addr, addr+n) (n > 0),
+// without overflow.
+func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
+	for _, s := range p.segs {
+		if addr >= s.Addr && addr-s.Addr <= s.Size && n <= s.Size-(addr-s.Addr) {
+			if n == 0 && addr == s.Addr+s.Size && s.Size != 0 {
+				continue // an empty range at the end belongs to the next one, if any
+			}
+			return s, true
+		}
+	}
+	return Segment{}, false
+}
+
+// parseNotes scans the notes of one PT_NOTE segment (gABI "Note Section")
+// for the first NT_GNU_BUILD_ID of owner "GNU".
+func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body []byte) error {
+	align := uint64(4)
+	if ph.Align == 8 {
+		align = 8
+	}
+	off := uint64(0)
+	n := uint64(len(body))
+	for off < n {
+		at := ph.Off + off
+		if n-off < 12 {
+			return d.errorf(at, "note header", "truncated note header (%d bytes left)", n-off)
+		}
+		namesz := uint64(le.Uint32(body[off:]))
+		descsz := uint64(le.Uint32(body[off+4:]))
+		typ := le.Uint32(body[off+8:])
+		off += 12
+		if namesz > n-off {
+			return d.errorf(at, "n_namesz", "note name of %d bytes runs past the end of PT_NOTE", namesz)
+		}
+		name := body[off : off+namesz]
+		off += alignUp(namesz, align)
+		if off > n || descsz > n-off {
+			return d.errorf(at+4, "n_descsz", "note descriptor of %d bytes runs past the end of PT_NOTE", descsz)
+		}
+		desc := body[off : off+descsz : off+descsz]
+		off += alignUp(descsz, align)
+		if typ == ntGNUBuildID && string(name) == "GNU\x00" && p.buildID == nil {
+			p.buildID = desc
+		}
+		if off > n {
+			off = n // padding of the last note may be omitted
+		}
+	}
+	return nil
+}
+
+// parseDynamic reads the dynamic table at file offset off until DT_NULL and
+// records the relocation table.
+func (p *plan) parseDynamic(d *decoder, off uint64, body []byte) error {
+	var rela, relasz, relaent, relacount uint64
+	var have [4]bool
+	var where [4]uint64
+	terminated := false
+	for i := uint64(0); (i+1)*dynSize <= uint64(len(body)); i++ {
+		e := body[i*dynSize:]
+		tag := elf.DynTag(int64(le.Uint64(e)))
+		val := le.Uint64(e[8:])
+		at := off + i*dynSize
+		k := -1
+		switch tag {
+		case elf.DT_NULL:
+			terminated = true
+		case elf.DT_RELA:
+			k, rela = 0, val
+		case elf.DT_RELASZ:
+			k, relasz = 1, val
+		case elf.DT_RELAENT:
+			k, relaent = 2, val
+		case elf.DT_RELACOUNT:
+			k, relacount = 3, val
+		case elf.DT_NEEDED, elf.DT_REL, elf.DT_RELSZ, elf.DT_RELENT, elf.DT_JMPREL, elf.DT_PLTRELSZ,
+			elf.DT_TEXTREL, dtRELR, dtRELRSZ, elf.DT_INIT, elf.DT_FINI, elf.DT_INIT_ARRAY, elf.DT_FINI_ARRAY:
+			return d.errorf(at, fmt.Sprintf("d_tag of dynamic entry %d", i), "%v not supported", tag)
+		case elf.DT_FLAGS:
+			if elf.DynFlag(val)&elf.DF_TEXTREL != 0 {
+				return d.errorf(at+8, fmt.Sprintf("d_val of dynamic entry %d", i), "DF_TEXTREL not supported")
+			}
+		}
+		if terminated {
+			break
+		}
+		if k >= 0 {
+			if have[k] {
+				return d.errorf(at, fmt.Sprintf("d_tag of dynamic entry %d", i), "duplicate %v", tag)
+			}
+			have[k], where[k] = true, at+8
+		}
+	}
+	if !terminated {
+		return d.errorf(off, "PT_DYNAMIC", "dynamic table has no DT_NULL within its %d bytes", len(body))
+	}
+	if !have[0] && !have[1] {
+		if have[3] && relacount != 0 {
+			return d.errorf(where[3], "DT_RELACOUNT", "%d relocations but no DT_RELA", relacount)
+		}
+		return nil
+	}
+	switch {
+	case !have[0]:
+		return d.errorf(where[1], "DT_RELASZ", "DT_RELASZ without DT_RELA")
+	case !have[1]:
+		return d.errorf(where[0], "DT_RELA", "DT_RELA without DT_RELASZ")
+	case !have[2]:
+		return d.errorf(off, "DT_RELAENT", "DT_RELA without DT_RELAENT")
+	case relaent != relaSize:
+		return d.errorf(where[2], "DT_RELAENT", "entry size %d, want %d", relaent, relaSize)
+	case relasz%relaSize != 0:
+		return d.errorf(where[1], "DT_RELASZ", "size %#x not a multiple of %d", relasz, relaSize)
+	case have[3] && relacount > relasz/relaSize:
+		return d.errorf(where[3], "DT_RELACOUNT", "count %d exceeds the %d relocations", relacount, relasz/relaSize)
+	}
+	s, ok := p.segmentOf(rela, relasz)
+	if !ok {
+		return d.errorf(where[0], "DT_RELA", "relocation table [%#x, +%#x) not inside a PT_LOAD segment", rela, relasz)
+	}
+	if s.Flags&elf.PF_W != 0 {
+		return d.errorf(where[0], "DT_RELA", "relocation table at %#x is in a writable segment", rela)
+	}
+	p.relaOff, p.relaCount = rela, relasz/relaSize
+	return nil
+}
+
+// relocate checks (write false) or applies (write true) the relocation
+// table of p to the image data mapped at base: each Elf64_Rela must be of
+// type a.RelocRelative with symbol 0, and [r_offset, r_offset+8) must lie
+// in a writable segment; applying stores base + r_addend there (little
+// endian). The table itself lies in a non-writable segment, so applying
+// cannot change what was checked.
+func relocate(path string, data []byte, base uint64, p *plan, a *arch.Arch, write bool) error {
+	d := &decoder{path: path, data: data}
+	for i := range p.relaCount {
+		at := p.relaOff + i*relaSize
+		r := data[at : at+relaSize]
+		off, info, addend := le.Uint64(r), le.Uint64(r[8:]), le.Uint64(r[16:])
+		if typ := uint32(info); typ != a.RelocRelative {
+			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "type %s, want %s",
+				relocName(a, typ), relocName(a, a.RelocRelative))
+		}
+		if sym := info >> 32; sym != 0 {
+			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "symbol %d, want 0 for a relative relocation", sym)
+		}
+		s, ok := p.segmentOf(off, 8)
+		if !ok || s.Flags&elf.PF_W == 0 {
+			return d.errorf(at, fmt.Sprintf("r_offset of relocation %d", i), "field [%#x, +8) not inside a writable PT_LOAD segment", off)
+		}
+		if write {
+			v, _ := bits.Add64(base, addend, 0)
+			le.PutUint64(data[off:], v)
+		}
+	}
+	return nil
+}
+
+func relocName(a *arch.Arch, t uint32) string {
+	switch a.Machine {
+	case elf.EM_X86_64:
+		return elf.R_X86_64(t).String()
+	case elf.EM_AARCH64:
+		return elf.R_AARCH64(t).String()
+	}
+	return fmt.Sprintf("%d", t)
+}

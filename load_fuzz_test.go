@@ -1,0 +1,73 @@
+package elfimage
+
+import (
+	"bytes"
+	"debug/elf"
+	"testing"
+)
+
+// FuzzParseImage feeds arbitrary bytes to the loader's validator and, when
+// it accepts them, applies the relocations to a copy: nothing may panic,
+// and an accepted image must satisfy the invariants the loader relies on.
+func FuzzParseImage(f *testing.F) {
+	f.Add(buildTestImage())
+	for _, c := range corruptions() {
+		f.Add(c.patch(buildTestImage()))
+	}
+	a := nil2arch()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := parseImage("fuzz", data, a, 4096)
+		if err != nil {
+			if _, ok := err.(*FormatError); !ok {
+				t.Fatalf("error %v is %T, not *FormatError", err, err)
+			}
+			return
+		}
+		if p.size > uint64(len(data)) || len(p.segs) == 0 || p.segs[0].Addr != 0 {
+			t.Fatalf("accepted plan %+v for %d bytes", p, len(data))
+		}
+		var prevEnd uint64
+		for i, s := range p.segs {
+			if s.Addr%4096 != 0 || (i > 0 && s.Addr < alignUp(prevEnd, 4096)) || s.Addr+s.Size > uint64(len(data)) {
+				t.Fatalf("bad segment %d %+v", i, s)
+			}
+			if s.Flags&elf.PF_W != 0 && s.Flags&elf.PF_X != 0 {
+				t.Fatalf("W+X segment accepted")
+			}
+			prevEnd = s.Addr + s.Size
+		}
+		mem := bytes.Clone(data)
+		if err := relocate("fuzz", mem, 0x7f0000000000, p, a, true); err != nil {
+			t.Fatalf("relocate failed after validation: %v", err)
+		}
+		// Relocation writes only writable segments.
+		for _, s := range p.segs {
+			if s.Flags&elf.PF_W == 0 && !bytes.Equal(mem[s.Addr:s.Addr+s.Size], data[s.Addr:s.Addr+s.Size]) {
+				t.Fatalf("relocation changed non-writable segment at %#x", s.Addr)
+			}
+		}
+		if !bytes.Equal(mem[p.size:], data[p.size:]) {
+			t.Fatalf("relocation changed the tail")
+		}
+	})
+}
+
+// FuzzSections feeds arbitrary bytes to the section header table reader.
+func FuzzSections(f *testing.F) {
+	f.Add(buildTestImage())
+	f.Add(unterminateShstrtab(buildTestImage()))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		secs, err := parseSections("fuzz", data)
+		if err != nil {
+			if _, ok := err.(*FormatError); !ok {
+				t.Fatalf("error %v is %T, not *FormatError", err, err)
+			}
+			return
+		}
+		for _, s := range secs {
+			if s.Type != elf.SHT_NOBITS && (s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset) {
+				t.Fatalf("accepted section %+v outside %d bytes", s, len(data))
+			}
+		}
+	})
+}

@@ -1,0 +1,407 @@
+package elfimage
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/elfimage/elfimage/addrmap"
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+func writeTemp(t testing.TB, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "image.elf")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// loadAll loads b by every path: mmap, read fallback, and Load.
+func loadAll(t *testing.T, b []byte) map[string]*Image {
+	t.Helper()
+	p := writeTemp(t, b)
+	out := map[string]*Image{}
+	for name, f := range map[string]func() (*Image, error){
+		"mmap":  func() (*Image, error) { return Open(p, nil) },
+		"read":  func() (*Image, error) { return Open(p, &LoadOptions{ForceRead: true}) },
+		"bytes": func() (*Image, error) { return Load("test image", b, nil) },
+	} {
+		im, err := f()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(func() { im.Close() })
+		out[name] = im
+	}
+	if !out["mmap"].Mapped() || out["read"].Mapped() || out["bytes"].Mapped() {
+		t.Errorf("Mapped() = %v/%v/%v, want true/false/false", out["mmap"].Mapped(), out["read"].Mapped(), out["bytes"].Mapped())
+	}
+	return out
+}
+
+// unrelocate returns a copy of im.Bytes() with base subtracted at each
+// relocated field, which must then equal the file.
+func unrelocate(im *Image, relocs []uint64) []byte {
+	c := bytes.Clone(im.Bytes())
+	for _, off := range relocs {
+		v := binary.LittleEndian.Uint64(c[off:])
+		binary.LittleEndian.PutUint64(c[off:], v-uint64(im.Base()))
+	}
+	return c
+}
+
+func TestOpenPathsAgree(t *testing.T) {
+	file := buildTestImage()
+	ims := loadAll(t, file)
+	for name, im := range ims {
+		t.Run(name, func(t *testing.T) {
+			if im.Base()%4096 != 0 {
+				t.Errorf("Base %#x not page aligned", im.Base())
+			}
+			if im.Size() != tTailOff {
+				t.Errorf("Size = %#x, want %#x", im.Size(), tTailOff)
+			}
+			if im.Entry() != im.Base()+tTextOff {
+				t.Errorf("Entry = %#x, want Base+%#x", im.Entry(), tTextOff)
+			}
+			if len(im.Bytes()) != len(file) {
+				t.Errorf("len(Bytes) = %d, want file size %d", len(im.Bytes()), len(file))
+			}
+			for _, r := range tRelocs {
+				got := binary.LittleEndian.Uint64(im.Bytes()[r.off:])
+				if got != uint64(im.Base())+r.addend {
+					t.Errorf("relocated pointer at %#x = %#x, want base %#x + %#x", r.off, got, im.Base(), r.addend)
+				}
+			}
+			// The pointer at .data+0 must really point at the loaded code.
+			p := binary.LittleEndian.Uint64(im.Bytes()[tDataOff:])
+			if !bytes.Equal(im.Bytes()[p-uint64(im.Base()):][:len(tCode)], tCode) {
+				t.Errorf("relocated pointer does not point at the code")
+			}
+			if got := unrelocate(im, []uint64{tRelocs[0].off, tRelocs[1].off}); !bytes.Equal(got, file) {
+				t.Errorf("loaded bytes (relocations undone) differ from the file")
+			}
+			want := []Segment{{0, tRSize, elf.PF_R}, {tTextOff, uint64(len(tCode)), elf.PF_R | elf.PF_X}, {tDataOff, tDataSize, elf.PF_R | elf.PF_W}}
+			if got := im.Segments(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("Segments = %v, want %v", got, want)
+			}
+			if !bytes.Equal(im.BuildID(), tBuildID) {
+				t.Errorf("BuildID = %q, want %q", im.BuildID(), tBuildID)
+			}
+			if !bytes.Equal(im.EHFrameHdr(), file[tEHOff:tEHOff+tEHSize]) || im.EHFrameHdrAddr() != tEHOff {
+				t.Errorf("EHFrameHdr = %x at %#x", im.EHFrameHdr(), im.EHFrameHdrAddr())
+			}
+			// Registry.
+			for _, pc := range []uintptr{im.Base(), im.Base() + tTextOff + 3, im.Base() + tTailOff - 1} {
+				if got, err := Lookup(pc); err != nil || got != im {
+					t.Errorf("Lookup(Base+%#x) = %v, %v", pc-im.Base(), got, err)
+				}
+			}
+			if got, err := Lookup(im.Base() + tTailOff); !errors.Is(err, addrmap.ErrNotFound) {
+				t.Errorf("Lookup(Base+Size) = %v, %v; want ErrNotFound", got, err)
+			}
+		})
+	}
+}
+
+func TestLookupAfterClose(t *testing.T) {
+	im, err := Load("x", buildTestImage(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := im.Entry()
+	found := false
+	for _, x := range Images() {
+		found = found || x == im
+	}
+	if !found {
+		t.Error("Images() does not list the open image")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { Lookup(pc) }); allocs != 0 {
+		t.Errorf("Lookup allocates %v times", allocs)
+	}
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if got, err := Lookup(pc); !errors.Is(err, addrmap.ErrNotFound) {
+		t.Errorf("Lookup after Close = %v, %v", got, err)
+	}
+}
+
+// mapping is one line of /proc/self/maps.
+type mapping struct {
+	start, end uintptr
+	perms      string
+	path       string
+}
+
+func readMaps(t testing.TB) []mapping {
+	t.Helper()
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	defer f.Close()
+	var out []mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 5 {
+			continue
+		}
+		se := strings.SplitN(fs[0], "-", 2)
+		s, _ := strconv.ParseUint(se[0], 16, 64)
+		e, _ := strconv.ParseUint(se[1], 16, 64)
+		m := mapping{start: uintptr(s), end: uintptr(e), perms: fs[1]}
+		if len(fs) >= 6 {
+			m.path = fs[5]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestWXorX checks the protections the kernel reports: text r-x, data rw-,
+// everything else of the image r--, and nothing both writable and
+// executable.
+func TestWXorX(t *testing.T) {
+	for name, im := range loadAll(t, buildTestImage()) {
+		t.Run(name, func(t *testing.T) {
+			base := im.Base()
+			end := base + uintptr(len(im.Bytes()))
+			want := func(a uintptr) string {
+				switch off := a - base; {
+				case off >= tTextOff && off < tTextOff+4096:
+					return "r-x"
+				case off >= tDataOff && off < tDataOff+4096:
+					return "rw-"
+				}
+				return "r--"
+			}
+			covered := uintptr(0)
+			for _, m := range readMaps(t) {
+				if m.end <= base || m.start >= end {
+					continue
+				}
+				if strings.Contains(m.perms, "w") && strings.Contains(m.perms, "x") {
+					t.Errorf("mapping %#x-%#x is %s: writable and executable", m.start, m.end, m.perms)
+				}
+				for a := max(m.start, base); a < min(m.end, end); a += 4096 {
+					covered += 4096
+					if got := m.perms[:3]; got != want(a) {
+						t.Errorf("page Base+%#x is %s, want %s", a-base, got, want(a))
+					}
+				}
+			}
+			if covered < uintptr(len(im.Bytes())) {
+				t.Errorf("maps cover %#x bytes of the %#x-byte image", covered, len(im.Bytes()))
+			}
+		})
+	}
+}
+
+func TestSections(t *testing.T) {
+	file := buildTestImage()
+	ef, err := elf.NewFile(bytes.NewReader(file))
+	if err != nil {
+		t.Fatalf("debug/elf rejects the test image: %v", err)
+	}
+	im, err := Load("x", file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	secs, err := im.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secs) != len(ef.Sections) {
+		t.Fatalf("%d sections, debug/elf sees %d", len(secs), len(ef.Sections))
+	}
+	for i, s := range secs {
+		e := ef.Sections[i]
+		if s.Name != e.Name || s.Type != e.Type || s.Flags != e.Flags || s.Offset != e.Offset || s.Size != e.Size || s.Addr != e.Addr {
+			t.Errorf("section %d = %+v, debug/elf %+v", i, s, e.SectionHeader)
+		}
+		if e.Type == elf.SHT_NULL {
+			continue
+		}
+		want, _ := e.Data()
+		got, err := im.Section(e.Name)
+		if err != nil || (!bytes.Equal(got, want) && e.Name != ".data") {
+			t.Errorf("Section(%q) = %x, %v; want %x", e.Name, got, err, want)
+		}
+	}
+	if text, _ := im.Section(".text"); &text[0] != &im.Bytes()[tTextOff] {
+		t.Error("Section(.text) does not alias the loaded image")
+	}
+	if _, err := im.Section(".debug_info"); !errors.Is(err, ErrNoSection) {
+		t.Errorf("Section(.debug_info) err = %v, want ErrNoSection", err)
+	}
+	// Loaded program headers agree with debug/elf.
+	var loads []Segment
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			loads = append(loads, Segment{p.Vaddr, p.Memsz, p.Flags})
+		}
+	}
+	if fmt.Sprint(loads) != fmt.Sprint(im.Segments()) {
+		t.Errorf("Segments = %v, debug/elf %v", im.Segments(), loads)
+	}
+}
+
+// TestReadelfAcceptsTestImage checks the hand-built image with an
+// independent reader, so that the loader tests test against a valid image.
+func TestReadelfAcceptsTestImage(t *testing.T) {
+	readelf := tooltest.Require(t, "readelf")
+	p := writeTemp(t, buildTestImage())
+	out, err := exec.Command(readelf, "-W", "-h", "-l", "-S", "-d", "-r", "-n", p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readelf: %v\n%s", err, out)
+	}
+	s := string(out)
+	for _, bad := range []string{"Warning", "Error", "rror:"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("readelf complains:\n%s", s)
+			break
+		}
+	}
+	for _, want := range []string{"DYN (", "X86-64", "R_X86_64_RELATIVE", "RELACOUNT", "Build ID: " + fmt.Sprintf("%x", tBuildID), "GNU_EH_FRAME"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("readelf output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestOpenNoDynamic(t *testing.T) {
+	b := buildTestImage()
+	putPh32(b, phDyn, 0, uint32(elf.PT_NULL))
+	putPh32(b, phNote, 0, uint32(elf.PT_NULL))
+	putPh32(b, phEH, 0, uint32(elf.PT_NULL))
+	binary.LittleEndian.PutUint64(b[offEntry:], 0)
+	im, err := Load("x", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	if got := binary.LittleEndian.Uint64(im.Bytes()[tDataOff:]); got != tTextOff {
+		t.Errorf("unrelocated pointer = %#x, want link-time %#x", got, tTextOff)
+	}
+	if im.BuildID() != nil || im.EHFrameHdr() != nil || im.Entry() != 0 {
+		t.Errorf("BuildID %x, EHFrameHdr %x, Entry %#x; want none", im.BuildID(), im.EHFrameHdr(), im.Entry())
+	}
+}
+
+// TestTailNotRead truncates the file inside the tail: loading must still
+// work (the loader does not read past the last PT_LOAD), and the section
+// table reader must then report the damage.
+func TestTailNotRead(t *testing.T) {
+	b := buildTestImage()[:tTailOff+3]
+	for _, ro := range []bool{false, true} {
+		im, err := Open(writeTemp(t, b), &LoadOptions{ForceRead: ro})
+		if err != nil {
+			t.Fatalf("ForceRead=%v: %v", ro, err)
+		}
+		var fe *FormatError
+		if _, err := im.Section(".text"); !errors.As(err, &fe) || fe.Field != "e_shoff" {
+			t.Errorf("Section on truncated tail: err = %v, want FormatError on e_shoff", err)
+		}
+		im.Close()
+	}
+}
+
+func BenchmarkOpen(b *testing.B) {
+	p := writeTemp(b, buildTestImage())
+	for _, ro := range []bool{false, true} {
+		name := "mmap"
+		if ro {
+			name = "read"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			opts := &LoadOptions{ForceRead: ro}
+			for b.Loop() {
+				im, err := Open(p, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				im.Close()
+			}
+		})
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	im, err := Load("x", buildTestImage(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer im.Close()
+	pc := im.Entry()
+	b.ReportAllocs()
+	for b.Loop() {
+		Lookup(pc)
+	}
+}
+
+// TestConcurrentLoadLookup loads and closes images while other goroutines
+// look PCs up (run with -race). Readers only use the Image value, not its
+// memory: safe unload is not implemented.
+func TestConcurrentLoadLookup(t *testing.T) {
+	file := buildTestImage()
+	done := make(chan struct{})
+	pcs := make(chan uintptr, 64)
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			var pc uintptr
+			for {
+				select {
+				case <-done:
+					return
+				case pc = <-pcs:
+				default:
+				}
+				if im, err := Lookup(pc); err == nil && (pc < im.Base() || uint64(pc-im.Base()) >= im.Size()) {
+					t.Errorf("Lookup(%#x) returned image at [%#x, +%#x)", pc, im.Base(), im.Size())
+					return
+				}
+			}
+		})
+	}
+	var writers sync.WaitGroup
+	for range 2 {
+		writers.Go(func() {
+			for range 50 {
+				im, err := Load("x", file, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				select {
+				case pcs <- im.Entry():
+				default:
+				}
+				im.Close()
+			}
+		})
+	}
+	writers.Wait()
+	close(done)
+	readers.Wait()
+}
