@@ -139,7 +139,6 @@ type linker struct {
 	dataAddr  []uint64
 	relative  []elf.Rela64 // load-time relocations
 	sections  []*section
-	phdrs     []elf.Prog64
 	entry     uint64
 	fileSize  uint64
 	shoff     uint64

@@ -298,7 +298,7 @@ func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
 				break
 			}
 			if u>>(uint(c.n)*8-signBit) == 0 && c.n <= size {
-				best, size = c.f, c.n
+				best = c.f
 				break
 			}
 		}

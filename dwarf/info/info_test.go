@@ -73,13 +73,6 @@ func sampleUnit(enc edwarf.Encoding, name string) *Unit {
 	return &Unit{Enc: enc, Root: root}
 }
 
-type flatDIE struct {
-	off      uint64
-	tag      edwarf.Tag
-	children bool
-	attrs    []Attr
-}
-
 // flatten lists the DIEs of a tree in pre-order with null entries (tag 0).
 func flatten(d *DIE, out []*DIE) []*DIE {
 	out = append(out, d)

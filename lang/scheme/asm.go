@@ -31,15 +31,6 @@ const (
 	r15
 )
 
-// dwarfReg maps encoding order to DWARF register numbers (AMD64 psABI
-// figure 3.36).
-var dwarfReg = [16]arch.Reg{
-	arch.X86_64_RAX, arch.X86_64_RCX, arch.X86_64_RDX, arch.X86_64_RBX,
-	arch.X86_64_RSP, arch.X86_64_RBP, arch.X86_64_RSI, arch.X86_64_RDI,
-	arch.X86_64_R8, arch.X86_64_R9, arch.X86_64_R10, arch.X86_64_R11,
-	arch.X86_64_R12, arch.X86_64_R13, arch.X86_64_R14, arch.X86_64_R15,
-}
-
 // argRegs are the SysV argument registers in order.
 var argRegs = [6]reg{rdi, rsi, rdx, rcx, r8, r9}
 
@@ -249,12 +240,6 @@ func (a *asm) storeImmByte(base reg, disp int32, v byte) {
 	a.emit(v)
 }
 
-// storeImm emits mov qword [base+disp], imm32 (sign-extended).
-func (a *asm) storeImm(base reg, disp int32, v int32) {
-	a.rm(0xc7, 0, base, disp)
-	a.imm32(v)
-}
-
 // movImm loads a 64-bit constant with the shortest of the three forms.
 func (a *asm) movImm(dst reg, v int64) {
 	switch {
@@ -317,18 +302,6 @@ func (a *asm) aluImm(op byte, r reg, v int32) {
 	a.imm32(v)
 }
 
-// aluMemImm emits op qword [base+disp], imm8/imm32.
-func (a *asm) aluMemImm(op byte, base reg, disp int32, v int32) {
-	ext := reg(op >> 3)
-	if v >= -128 && v <= 127 {
-		a.rm(0x83, ext, base, disp)
-		a.emit(byte(int8(v)))
-		return
-	}
-	a.rm(0x81, ext, base, disp)
-	a.imm32(v)
-}
-
 // subRSPImm32 emits sub rsp, imm32 always in the 4-byte form (patched
 // once the frame size is known) and returns the immediate's offset.
 func (a *asm) subRSPImm32() int {
@@ -336,11 +309,6 @@ func (a *asm) subRSPImm32() int {
 	at := a.off()
 	a.imm32(0)
 	return at
-}
-
-func (a *asm) imul(dst, src reg) {
-	a.emit(rex(true, dst, 0, src), 0x0f, 0xaf)
-	a.modrmReg(dst, src)
 }
 
 // imulMem emits imul dst, [base+disp].
@@ -371,9 +339,6 @@ func (a *asm) setccRAX(c cond) {
 }
 
 func (a *asm) jcc(c cond, l *label) { a.emit(0x0f, 0x80+byte(c)); a.rel32To(l) }
-
-// jccSym emits jcc rel32 to another procedure.
-func (a *asm) jccSym(c cond, symbol string) { a.emit(0x0f, 0x80+byte(c)); a.rel32Sym(symbol) }
 
 func (a *asm) jmp(l *label) {
 	a.emit(0xe9)

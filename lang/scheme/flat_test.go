@@ -99,7 +99,7 @@ func loadFlat(t testing.TB, m *elfimage.Module) *flatImage {
 }
 
 // runFlat compiles src, loads it with loadFlat and runs it.
-func runFlat(t testing.TB, src string, opts RunOptions) (*Result, error, *flatImage) {
+func runFlat(t testing.TB, src string, opts RunOptions) (*Result, *flatImage, error) {
 	t.Helper()
 	m, err := Compile("prog.scm", []byte(src))
 	if err != nil {
@@ -107,5 +107,5 @@ func runFlat(t testing.TB, src string, opts RunOptions) (*Result, error, *flatIm
 	}
 	f := loadFlat(t, m)
 	res, err := runEntry(f.syms[symStart], opts, f.inImage)
-	return res, err, f
+	return res, f, err
 }

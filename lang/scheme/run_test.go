@@ -25,7 +25,7 @@ func kernelSrc(t testing.TB, mainBody string) string {
 type runFunc func(t testing.TB, src string, opts RunOptions) (*Result, error)
 
 func flatRunner(t testing.TB, src string, opts RunOptions) (*Result, error) {
-	res, err, _ := runFlat(t, src, opts)
+	res, _, err := runFlat(t, src, opts)
 	return res, err
 }
 
