@@ -402,3 +402,26 @@ func TestFramesInterpAgrees(t *testing.T) {
 		t.Errorf("compared only %d rows", rows)
 	}
 }
+
+// TestGDBReadsImage: gdb reads the image's symbols, line table and
+// parameter DIEs as a symbol file.
+func TestGDBReadsImage(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	path := writeDemo(t, elfimage.LinkOptions{})
+	out, err := exec.Command(gdb, "-q", "-nx", "-batch",
+		"-ex", "info line fib", "-ex", "info scope tak", "-ex", "info address ack", "-ex", "list inner",
+		path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`Line 4 of "` + filepath.Join(filepath.Dir(path), "demo.scm") + `" starts at address`,
+		"Symbol x is", "Symbol y is", "Symbol z is", "DW_OP_fbreg -24", "DW_OP_fbreg -40",
+		`Symbol "ack" is a function at address`,
+		`"Innermost frame: records a backtrace, then returns a result."`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("gdb output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -128,30 +129,66 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// TestSymbolizeMatchesAddr2line: `elfimage symbolize` prints what
-// addr2line -f prints for the same addresses.
+// TestSymbolizeMatchesAddr2line: for the address of every line-table row,
+// and for addresses in runtime code without lines and outside any
+// procedure, `elfimage symbolize` prints what addr2line -f prints.
 func TestSymbolizeMatchesAddr2line(t *testing.T) {
 	a2l := tooltest.Require(t, "addr2line")
 	dir := t.TempDir()
 	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
 		t.Fatal(errOut)
 	}
-	img := filepath.Join(dir, "demo.elf")
-	// Addresses in procedures with lines, in runtime code without lines
-	// (%start at 0x1000 has none; addr2line reports the CU name at its very
-	// first byte, so 0x1008 is used), and outside any procedure.
-	addrs := []string{"0x1008", "0x1044", "0x1100", "0x1234", "0x1400", "0x0", "0x5", "0x100000"}
-	code, ours, errOut := runCLI(t, append([]string{"symbolize", "-e", img}, addrs...)...)
+	path := filepath.Join(dir, "demo.elf")
+	im, err := elfimage.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := im.LineTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// %start at 0x1000 has no rows; addr2line reports the unit's name at
+	// its very first byte, so 0x1008 is used.
+	addrs := []string{"0x1008", "0x0", "0x5", "0x100000"}
+	for _, s := range tab.Sequences {
+		for _, r := range s.Rows {
+			addrs = append(addrs, fmt.Sprintf("%#x", r.Address))
+		}
+	}
+	im.Close()
+	if len(addrs) < 100 {
+		t.Fatalf("only %d addresses", len(addrs))
+	}
+	code, ours, errOut := runCLI(t, append([]string{"symbolize", "-e", path}, addrs...)...)
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	theirs, err := exec.Command(a2l, append([]string{"-f", "-e", img}, addrs...)...).Output()
+	theirs, err := exec.Command(a2l, append([]string{"-f", "-e", path}, addrs...)...).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	clean := regexp.MustCompile(` \(discriminator \d+\)`).ReplaceAllString(string(theirs), "")
-	if ours != clean {
-		t.Errorf("symbolize:\n%s\naddr2line -f:\n%s", ours, clean)
+	ol, tl := strings.Split(ours, "\n"), strings.Split(clean, "\n")
+	if len(ol) != len(tl) {
+		t.Fatalf("symbolize printed %d lines, addr2line %d", len(ol), len(tl))
+	}
+	for i := range ol {
+		if ol[i] != tl[i] {
+			t.Errorf("address %s: symbolize %q, addr2line %q", addrs[i/2], ol[i], tl[i])
+		}
+	}
+	// Addresses from standard input give the same answers.
+	stdin, err := os.CreateTemp(t.TempDir(), "addrs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(stdin, strings.Join(addrs, "\n"))
+	stdin.Seek(0, 0)
+	saved := os.Stdin
+	os.Stdin = stdin
+	defer func() { os.Stdin = saved }()
+	if code, fromStdin, errOut := runCLI(t, "symbolize", "-e", path); code != 0 || fromStdin != ours {
+		t.Errorf("symbolize from stdin: exit %d (%s), output differs from arguments", code, errOut)
 	}
 }
 
