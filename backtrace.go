@@ -96,18 +96,24 @@ func (im *Image) offsetOf(b []byte) uint64 {
 }
 
 // Backtrace walks the stack from the registers regs (indexed by DWARF
-// register number of the image's ABI, the pc in the return-address column
-// arch.X86_64_RA; a zero value counts as unknown for any register but the
-// pc) with the package unwind, finding each pc's call frame information in
+// register number of the ABI of the image holding the pc, the pc in the
+// return-address column, arch.X86_64_RA on x86-64; a zero value counts as
+// unknown for any register but the pc) with the package unwind, finding each pc's call frame information in
 // the open image that holds it, and describes every frame: procedure,
 // source position, and argument values read through their DWARF
 // locations. It stops cleanly at the outermost frame (return-address rule
-// DW_CFA_undefined) or after opts.Max frames; a pc outside every image or
-// without CFI, or unreadable memory, ends the walk with that error
-// returned beside the frames so far. Cost: one CFI lookup and row
+// DW_CFA_undefined). A pc outside every image or without CFI, unreadable
+// memory, or opts.Max frames (ErrMaxFrames) end the walk with that error
+// returned beside the frames so far, the last of which is the frame that
+// could not be unwound. Cost: one CFI lookup and row
 // evaluation per frame plus the lazy debug queries of each image.
 func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame, error) {
 	a := arch.X86_64
+	if len(regs) > int(a.RA) {
+		if im, err := Lookup(uintptr(regs[a.RA])); err == nil {
+			a = im.Arch()
+		}
+	}
 	if len(regs) <= int(a.RA) {
 		return nil, fmt.Errorf("elfimage: backtrace: %d registers, want %d", len(regs), a.RA+1)
 	}
@@ -127,10 +133,7 @@ func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame
 	var frames []Frame
 	for len(frames) < max {
 		var caller unwind.Frame
-		err := u.Step(&cur, &caller)
-		if err != nil && !errors.Is(err, unwind.ErrOutermost) {
-			return frames, fmt.Errorf("elfimage: backtrace: frame %d at pc %#x: %w", len(frames), cur.PC, err)
-		}
+		err := u.Step(&cur, &caller) // sets cur.CFA when it gets that far
 		f := Frame{PC: cur.PC, CFA: cur.CFA}
 		lookup := cur.PC
 		if !cur.First {
@@ -141,13 +144,20 @@ func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame
 			f.describe(im, im.LinkAddr(uintptr(lookup)), &cur, mem)
 		}
 		frames = append(frames, f)
-		if err != nil { // the outermost frame
+		switch {
+		case errors.Is(err, unwind.ErrOutermost):
 			return frames, nil
+		case err != nil:
+			return frames, fmt.Errorf("elfimage: backtrace: unwinding frame %d at pc %#x: %w", len(frames)-1, cur.PC, err)
 		}
 		cur = caller
 	}
-	return frames, nil
+	return frames, fmt.Errorf("elfimage: backtrace: %w (%d)", ErrMaxFrames, max)
 }
+
+// ErrMaxFrames is returned (wrapped) by [Backtrace] beside the frames when
+// the walk stopped at BacktraceOptions.Max frames before the outermost one.
+var ErrMaxFrames = errors.New("more frames than the limit")
 
 // describe fills in the procedure, position and arguments of f from the
 // image's debug information.

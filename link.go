@@ -16,9 +16,11 @@ import (
 // LinkOptions tunes what Link writes. The zero value writes DWARF 5 in the
 // 32-bit format with .eh_frame and .eh_frame_hdr.
 type LinkOptions struct {
-	// DWARF is the encoding of the debug sections; the zero value means
-	// dwarf.Default64 (version 5, 32-bit offsets). AddrSize and ByteOrder
-	// are always taken from the Module's Arch.
+	// DWARF is the encoding of the debug sections: Version 3, 4 or 5 and
+	// Format 32- or 64-bit; the zero value means dwarf.Default64 (version
+	// 5, 32-bit offsets). AddrSize and ByteOrder are always taken from the
+	// Module's Arch. .eh_frame is always in the 32-bit format its
+	// consumers expect (LSB 5.0, section 10.6.1).
 	DWARF dwarf.Encoding
 	// DebugFrame also emits .debug_frame beside .eh_frame (same rows).
 	DebugFrame bool
@@ -159,6 +161,10 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	enc.ByteOrder = binary.LittleEndian
 	if err := enc.Validate(); err != nil {
 		return nil, &LinkError{"module", err.Error()}
+	}
+	if enc.Version < 3 {
+		// Frame bases are DW_OP_call_frame_cfa, which DWARF 3 introduced.
+		return nil, &LinkError{"module", fmt.Sprintf("DWARF version %d: the linker writes versions 3 to 5", enc.Version)}
 	}
 	l := &linker{m: m, a: a, enc: enc, opts: opts, syms: make(map[string]*symbol)}
 	add := func(name string, k symbolKind, i int) error {

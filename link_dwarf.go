@@ -93,7 +93,10 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		if p.Internal {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
 		} else {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
+			// Procedures of the language return its integers.
+			sp.Attrs = append(sp.Attrs,
+				info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)},
+				info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
 		}
 		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})

@@ -29,6 +29,7 @@ var encodings = []struct {
 }{
 	{"dwarf5", elfimage.LinkOptions{}},
 	{"dwarf4", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format32}}},
+	{"dwarf3", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 3, Format: edwarf.Format32}}},
 	{"dwarf5-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 5, Format: edwarf.Format64}}},
 }
 
@@ -298,6 +299,23 @@ func TestAddr2lineAgrees(t *testing.T) {
 			}
 			if len(addrs) < 50 {
 				t.Fatalf("only %d rows", len(addrs))
+			}
+			// Our own DIE reader finds the parameters and their locations
+			// in every encoding.
+			procs, _ := img.Procedures()
+			for _, p := range procs {
+				if p.Name != "tak" {
+					continue
+				}
+				sub, err := img.SubprogramAt(p.Start + 1)
+				if err != nil || sub.Name != "tak" || len(sub.Params) != 3 || len(sub.FrameBase) == 0 {
+					t.Fatalf("SubprogramAt(tak) = %+v, %v", sub, err)
+				}
+				for i, want := range []string{"x", "y", "z"} {
+					if sub.Params[i].Name != want || len(sub.Params[i].Location) == 0 {
+						t.Errorf("tak parameter %d: %+v", i, sub.Params[i])
+					}
+				}
 			}
 			out, err := exec.Command(a2l, append([]string{"-f", "-e", path}, addrs...)...).Output()
 			if err != nil {

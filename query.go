@@ -192,9 +192,16 @@ func (im *Image) lineTable() (*line.Table, error) {
 		sec.Str, _ = im.Section(".debug_str")
 		sec.LineStr, _ = im.Section(".debug_line_str")
 		// Our images have one compile unit whose line program is at
-		// offset 0; its comp_dir is directory entry 0 of a DWARF 5
-		// program. (Foreign ELF files go through package symbolize.)
-		d.lines, d.lineErr = line.Decode(sec, 0, "")
+		// offset 0. Before DWARF 5 the program does not hold the
+		// compilation directory: take it from the unit.
+		compDir := ""
+		if data, err := im.infoData(); err == nil {
+			r := data.Reader()
+			if e, err := r.Next(); err == nil && e != nil {
+				compDir, _ = e.String(dwarf.DW_AT_comp_dir)
+			}
+		}
+		d.lines, d.lineErr = line.Decode(sec, 0, compDir)
 	})
 	return d.lines, d.lineErr
 }
@@ -231,11 +238,38 @@ type subprogram struct {
 }
 
 type infoState struct {
+	dataOnce sync.Once
+	data     *info.Data
+	dataErr  error
+
 	once sync.Once
-	data *info.Data
-	subs []subprogram // sorted by low
+	subs []subprogram // sorted by low, without overlaps
 	err  error
 }
+
+// infoData returns the image's .debug_info reader, made on first use
+// (which reads the unit headers and root DIEs only).
+func (im *Image) infoData() (*info.Data, error) {
+	s := &im.debug.info
+	s.dataOnce.Do(func() {
+		var sec info.Sections
+		if sec.Info, s.dataErr = im.Section(".debug_info"); s.dataErr != nil {
+			return
+		}
+		if sec.Abbrev, s.dataErr = im.Section(".debug_abbrev"); s.dataErr != nil {
+			return
+		}
+		sec.Str, _ = im.Section(".debug_str")
+		sec.LineStr, _ = im.Section(".debug_line_str")
+		sec.Order = binary.LittleEndian
+		s.data, s.dataErr = info.New(sec)
+	})
+	return s.data, s.dataErr
+}
+
+// isExpr reports whether a field holds a DWARF expression: exprloc in
+// DWARF 4 and later, a block in DWARF 3.
+func isExpr(f info.Field) bool { return f.Class == info.ClassExprloc || f.Class == info.ClassBlock }
 
 // Subprogram is what the image's DWARF says about one procedure
 // (a DW_TAG_subprogram): its name, its frame base expression and its formal
@@ -258,7 +292,7 @@ type Subprogram struct {
 // *dwarf.FormatError when the DWARF is malformed.
 func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 	s := &im.debug.info
-	s.once.Do(func() { s.data, s.subs, s.err = im.indexSubprograms() })
+	s.once.Do(func() { s.subs, s.err = im.indexSubprograms() })
 	if s.err != nil {
 		return Subprogram{}, s.err
 	}
@@ -285,7 +319,7 @@ func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 		return Subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
 	}
 	sub.Name, _ = e.String(dwarf.DW_AT_name)
-	if f, ok := e.Val(dwarf.DW_AT_frame_base); ok && f.Class == info.ClassExprloc {
+	if f, ok := e.Val(dwarf.DW_AT_frame_base); ok && isExpr(f) {
 		sub.FrameBase = f.Block
 	}
 	if !e.Children {
@@ -302,7 +336,7 @@ func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 		if c.Tag == dwarf.DW_TAG_formal_parameter {
 			p := Param{}
 			p.Name, _ = c.String(dwarf.DW_AT_name)
-			if f, ok := c.Val(dwarf.DW_AT_location); ok && f.Class == info.ClassExprloc {
+			if f, ok := c.Val(dwarf.DW_AT_location); ok && isExpr(f) {
 				p.Location = f.Block
 			}
 			sub.Params = append(sub.Params, p)
@@ -313,28 +347,17 @@ func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 	}
 }
 
-func (im *Image) indexSubprograms() (*info.Data, []subprogram, error) {
-	var sec info.Sections
-	var err error
-	if sec.Info, err = im.Section(".debug_info"); err != nil {
-		return nil, nil, err
-	}
-	if sec.Abbrev, err = im.Section(".debug_abbrev"); err != nil {
-		return nil, nil, err
-	}
-	sec.Str, _ = im.Section(".debug_str")
-	sec.LineStr, _ = im.Section(".debug_line_str")
-	sec.Order = binary.LittleEndian
-	d, err := info.New(sec)
+func (im *Image) indexSubprograms() ([]subprogram, error) {
+	d, err := im.infoData()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var subs []subprogram
 	r := d.Reader()
 	for {
 		e, err := r.Next()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if e == nil {
 			break
@@ -349,7 +372,7 @@ func (im *Image) indexSubprograms() (*info.Data, []subprogram, error) {
 			r.SkipChildren()
 		}
 	}
-	slices.SortFunc(subs, func(a, b subprogram) int {
+	slices.SortStableFunc(subs, func(a, b subprogram) int {
 		switch {
 		case a.low < b.low:
 			return -1
@@ -358,5 +381,14 @@ func (im *Image) indexSubprograms() (*info.Data, []subprogram, error) {
 		}
 		return 0
 	})
-	return d, subs, nil
+	// Drop subprograms that overlap an earlier one, so bisection is exact
+	// even on hostile input.
+	out := subs[:0]
+	for _, sp := range subs {
+		if len(out) > 0 && sp.low < out[len(out)-1].high {
+			continue
+		}
+		out = append(out, sp)
+	}
+	return slices.Clip(out), nil
 }

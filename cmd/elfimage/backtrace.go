@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/elfimage/elfimage"
@@ -21,8 +22,9 @@ func (m captureMemory) ReadUint64(addr uint64) (uint64, error) {
 }
 
 // printBacktrace unwinds a capture with the images' CFI and prints one
-// line per frame: number, procedure with its argument values, and
-// file:line:column.
+// line per frame: number, run-time pc (a return address), procedure with
+// its argument values, file:line:column of the call, and the image with
+// the link-time address of the pc. Runtime support frames are not shown.
 func printBacktrace(w io.Writer, c *scheme.Capture) { printBacktraceMax(w, c, 0) }
 
 // printBacktraceMax prints at most max frames (0: the default limit of
@@ -45,7 +47,12 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int) {
 		if name == "" {
 			name = "??"
 		}
-		fmt.Fprintf(w, "  #%d  %#x in (%s)  at %s\n", i, f.PC, strings.Join(append([]string{name}, args...), " "), f.Pos)
+		where := ""
+		if f.Image != nil {
+			// The link-time address, as symbolize and addr2line take it.
+			where = fmt.Sprintf("  [%s+%#x]", filepath.Base(f.Image.Path()), f.Image.LinkAddr(uintptr(f.PC)))
+		}
+		fmt.Fprintf(w, "  #%d  %#x in (%s)  at %s%s\n", i, f.PC, strings.Join(append([]string{name}, args...), " "), f.Pos, where)
 	}
 	if err != nil {
 		fmt.Fprintf(w, "  (backtrace stopped: %v)\n", err)

@@ -42,6 +42,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The source is written beside the image: that is where debuggers
+	// should find it.
+	if mod.CompDir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
 	path := filepath.Join(dir, "demo.elf")
 	if err := elfimage.WriteFile(path, mod, elfimage.LinkOptions{}); err != nil {
 		return err
@@ -75,7 +80,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\n== load: %v for the load above (%s: one mmap of the whole file, mprotect, relocations); median of 50 more loads: %v\n",
 		loadTime.Round(100*time.Nanosecond), loadPath(img), med.Round(100*time.Nanosecond))
-	fmt.Fprintf(stdout, "   try: go run ./cmd/elfimage dump %s\n", path)
+	if *outDir != "" {
+		fmt.Fprintf(stdout, "   look inside: elfimage dump %s\n", path)
+	} else {
+		fmt.Fprintf(stdout, "   (the image is removed at exit; use -o DIR to keep it)\n")
+	}
 	return nil
 }
 
@@ -96,7 +105,9 @@ func summarize(w io.Writer, img *elfimage.Image) error {
 	if err != nil {
 		return err
 	}
-	secs = slices.Clone(secs[1:])
+	if len(secs) > 0 {
+		secs = slices.Clone(secs[1:]) // without the null section
+	}
 	slices.SortFunc(secs, func(a, b elfimage.SectionHeader) int { return int(a.Offset) - int(b.Offset) })
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "   section\toffset\tsize\tloaded\n")

@@ -170,7 +170,9 @@ func dumpLines(w io.Writer, img *elfimage.Image) error {
 	}
 	fmt.Fprintf(w, "Line table (version %d, %d sequences):\n", t.Version, len(t.Sequences))
 	for i, f := range t.Files {
-		fmt.Fprintf(w, "  file %d: %s\n", i, f.Path)
+		if f.Path != "" { // versions before 5 have no file 0
+			fmt.Fprintf(w, "  file %d: %s\n", i, f.Path)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "  address\tfile:line:column\tflags\n")

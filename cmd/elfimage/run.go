@@ -16,7 +16,7 @@ import (
 func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("build", stderr)
 	out := fs.String("o", "", "output image `file` (default: the source name with .elf)")
-	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` of the debug sections (4 or 5)")
+	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` of the debug sections (3, 4 or 5)")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -40,8 +40,8 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 }
 
 func linkOptions(version int, debugFrame bool) (elfimage.LinkOptions, error) {
-	if version < 2 || version > 5 {
-		return elfimage.LinkOptions{}, fmt.Errorf("%w: -dwarf %d: want 2 to 5", errUsage, version)
+	if version < 3 || version > 5 {
+		return elfimage.LinkOptions{}, fmt.Errorf("%w: -dwarf %d: want 3, 4 or 5", errUsage, version)
 	}
 	enc := dwarf.Default64
 	enc.Version = uint16(version)
@@ -59,7 +59,7 @@ func compileFile(path string) (*elfimage.Module, error) {
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
-	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (4 or 5)")
+	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (3, 4 or 5)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -124,6 +124,11 @@ func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, err
 		return nil, err
 	}
 	if res != nil {
+		defer func() {
+			if res.Dropped > 0 {
+				fmt.Fprintf(stdout, "(%d more backtraces were dropped: the capture area holds %d)\n", res.Dropped, len(res.Captures))
+			}
+		}()
 		for i := range res.Captures {
 			c := &res.Captures[i]
 			if c.Kind != scheme.KindBacktrace {
@@ -144,7 +149,7 @@ func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, err
 			fmt.Fprintf(stderr, "Backtrace:\n")
 			printBacktrace(stderr, serr.Capture)
 		}
-		return res, fmt.Errorf("program ended with an error: %s", serr.Message)
+		return res, serr
 	}
 	var overflow *scheme.StackOverflowError
 	if errors.As(runErr, &overflow) && overflow.Capture != nil {

@@ -58,16 +58,14 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 
 // symbolize prints addr2line -f's two lines for a link-time address: the
 // procedure name, then file:line. Like addr2line, it prints "??" for an
-// unknown procedure, "FILE:?" (the compile unit's file name as written) for
-// an address in a procedure without line information and "??:0" for an
-// address outside every procedure.
+// unknown procedure, "??:?" for an address in a procedure without line
+// information and "??:0" for an address outside every procedure. Unlike
+// addr2line, an address in the padding between procedures belongs to no
+// procedure (addr2line names the procedure before it).
 func symbolize(w io.Writer, img *elfimage.Image, addr uint64, columns bool) {
 	name, loc := "??", "??:0"
 	if p, err := img.ProcedureAt(addr); err == nil {
 		name, loc = p.Name, "??:?"
-		if t, err := img.LineTable(); err == nil && len(t.Files) > 1 {
-			loc = t.Files[1].Name + ":?"
-		}
 	}
 	if pos, err := img.PositionAt(addr); err == nil {
 		if columns {

@@ -184,6 +184,10 @@ type Data struct {
 
 	mu      sync.Mutex
 	abbrevs map[uint64]*abbrevTable
+	// abbrevWork is the number of .debug_abbrev bytes parsed so far, over
+	// all tables. Units may point into the middle of one long table, so
+	// without a budget K crafted units cost K times the section.
+	abbrevWork uint64
 }
 
 // New reads every unit header of sec.Info and the attributes of each root
@@ -315,9 +319,14 @@ func (d *Data) abbrevTable(off uint64) (*abbrevTable, error) {
 	if t, ok := d.abbrevs[off]; ok {
 		return t, nil
 	}
-	t, err := parseAbbrev(d.sec.Abbrev, d.sec.Order, off)
+	t, n, err := parseAbbrev(d.sec.Abbrev, d.sec.Order, off)
 	if err != nil {
 		return nil, err
+	}
+	d.abbrevWork += n
+	if budget := 4*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
+		return nil, &dwarf.FormatError{Section: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
+			Msg: fmt.Sprintf("abbreviation tables overlap: %d bytes parsed for a %d-byte section", d.abbrevWork, len(d.sec.Abbrev))}
 	}
 	d.abbrevs[off] = t
 	return t, nil
@@ -326,8 +335,9 @@ func (d *Data) abbrevTable(off uint64) (*abbrevTable, error) {
 // parseAbbrev reads one abbreviation table (DWARF 5 section 7.5.3). The
 // table ends at a 0 code or at the end of the section. Every declaration
 // takes at least three bytes and every attribute specification two, so
-// the work is bounded by the section size.
-func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable, error) {
+// the work is bounded by the section size. It returns the table and the
+// number of bytes it read.
+func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable, uint64, error) {
 	b := dwarf.MakeBuf(secAbbrev, order, data)
 	b.Seek(off, "debug_abbrev_offset")
 	t := &abbrevTable{}
@@ -376,9 +386,9 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 		}
 	}
 	if b.Err() != nil {
-		return nil, b.Err()
+		return nil, 0, b.Err()
 	}
-	return t, nil
+	return t, b.Off() - off, nil
 }
 
 // Reader reads DIEs in section order, across units. Use [Data.Reader].

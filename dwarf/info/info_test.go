@@ -566,3 +566,33 @@ int main(int argc, char **argv) {
 		}
 	}
 }
+
+// TestOverlappingAbbrevTables: units that each point into the middle of
+// one long abbreviation table (no 0 code ends it) would cost time and
+// memory quadratic in the input; the reader stops with a FormatError once
+// it has parsed a few times the section.
+func TestOverlappingAbbrevTables(t *testing.T) {
+	const k = 4000
+	var abbrev []byte
+	offs := make([]uint32, k)
+	for j := range k {
+		offs[j] = uint32(len(abbrev))
+		abbrev = edwarf.AppendUleb128(abbrev, uint64(j+1))
+		abbrev = append(abbrev, byte(edwarf.DW_TAG_compile_unit), 0, 0, 0)
+	}
+	var inf []byte
+	for i := range k {
+		var u []byte
+		u = binary.LittleEndian.AppendUint16(u, 4)
+		u = binary.LittleEndian.AppendUint32(u, offs[i])
+		u = append(u, 8)
+		u = edwarf.AppendUleb128(u, uint64(i+1))
+		inf = binary.LittleEndian.AppendUint32(inf, uint32(len(u)))
+		inf = append(inf, u...)
+	}
+	_, err := New(Sections{Info: inf, Abbrev: abbrev})
+	var fe *edwarf.FormatError
+	if !errors.As(err, &fe) || fe.Section != ".debug_abbrev" {
+		t.Fatalf("New = %v, want a .debug_abbrev FormatError", err)
+	}
+}
