@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -76,23 +77,33 @@ type unwindState struct {
 
 func (im *Image) unwindSource() (*unwind.Source, error) {
 	s := &im.debug.unwind
-	s.once.Do(func() {
-		data, err := im.Section(".eh_frame")
-		if err != nil {
-			s.err = err
-			return
-		}
-		// Loaded sections sit at file offset == link-time address.
-		base := uint64(im.Base())
-		ehAddr := base + im.offsetOf(data)
-		s.src, s.err = unwind.NewSource(im.arch, im.EHFrameHdr(), base+im.EHFrameHdrAddr(), data, ehAddr)
-	})
+	s.once.Do(func() { s.src, s.err = im.newUnwindSource() })
 	return s.src, s.err
 }
 
-// offsetOf returns the file offset of b, a subslice of the image's bytes.
-func (im *Image) offsetOf(b []byte) uint64 {
-	return uint64(uintptr(unsafePointer(b)) - uintptr(unsafePointer(im.data)))
+// newUnwindSource finds .eh_frame through PT_GNU_EH_FRAME alone, as a
+// run-time unwinder must (the section headers are in the non-loaded tail):
+// .eh_frame_hdr's eh_frame_ptr gives its start, the end of the loaded
+// segment holding it bounds it, and its zero terminator ends it.
+func (im *Image) newUnwindSource() (*unwind.Source, error) {
+	hdr := im.EHFrameHdr()
+	if hdr == nil {
+		return nil, &FormatError{Path: im.path, Field: "PT_GNU_EH_FRAME", Msg: "no .eh_frame_hdr: the image has no call frame information"}
+	}
+	base := uint64(im.Base())
+	h, err := frame.ParseEHFrameHdr(hdr, base+im.EHFrameHdrAddr(), binary.LittleEndian, uint8(im.arch.PtrSize))
+	if err != nil {
+		return nil, err
+	}
+	start := h.EHFramePtr - base // link-time address = file offset
+	for _, seg := range im.segs {
+		if start >= seg.Addr && start < seg.Addr+seg.Size && seg.Flags&elf.PF_W == 0 {
+			data := im.data[start : seg.Addr+seg.Size]
+			return unwind.NewSource(im.arch, hdr, base+im.EHFrameHdrAddr(), data, h.EHFramePtr)
+		}
+	}
+	return nil, &FormatError{Path: im.path, Offset: im.EHFrameHdrAddr() + 4, Field: "eh_frame_ptr",
+		Msg: fmt.Sprintf(".eh_frame address %#x is not in a read-only loaded segment", start)}
 }
 
 // Backtrace walks the stack from the registers regs (indexed by DWARF

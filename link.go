@@ -187,7 +187,7 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		if len(p.Code) == 0 {
 			return nil, &LinkError{"proc " + p.Name, "empty code"}
 		}
-		if err := checkAlign(p.Align); err != nil {
+		if err := checkAlign(p.Align, a.PageSize); err != nil {
 			return nil, &LinkError{"proc " + p.Name, err.Error()}
 		}
 	}
@@ -202,7 +202,7 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		}
 	}
 	for _, d := range append(append([]*Datum{}, m.ROData...), m.Data...) {
-		if err := checkAlign(d.Align); err != nil {
+		if err := checkAlign(d.Align, a.PageSize); err != nil {
 			return nil, &LinkError{"datum " + d.Name, err.Error()}
 		}
 	}
@@ -215,9 +215,12 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	return l, nil
 }
 
-func checkAlign(a int) error {
-	if a < 0 || a&(a-1) != 0 || a > 1<<16 {
-		return fmt.Errorf("alignment %d is not a power of two up to 65536", a)
+// checkAlign accepts 0 (the default) and powers of two up to the page
+// size: the loader maps images at a page-aligned base, so no larger
+// alignment could be honoured at run time.
+func checkAlign(a int, page uint64) error {
+	if a < 0 || a&(a-1) != 0 || uint64(a) > page {
+		return fmt.Errorf("alignment %d is not a power of two up to the page size %d", a, page)
 	}
 	return nil
 }
@@ -295,14 +298,15 @@ func (l *linker) link() ([]byte, error) {
 	var rodata *section
 	if len(m.ROData) > 0 {
 		rodata = newSec(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, 1)
-		start := alignUp(off, 8)
+		maxAlign := uint64(1)
+		for _, d := range m.ROData {
+			maxAlign = max(maxAlign, orDefault(d.Align, 8))
+		}
+		start := alignUp(off, maxAlign) // sh_addr % sh_addralign == 0
 		off = start
 		l.roAddr = make([]uint64, len(m.ROData))
-		maxAlign := uint64(1)
 		for i, d := range m.ROData {
-			al := orDefault(d.Align, 8)
-			maxAlign = max(maxAlign, al)
-			off = alignUp(off, al)
+			off = alignUp(off, orDefault(d.Align, 8))
 			l.roAddr[i] = off
 			off += uint64(len(d.Bytes))
 		}

@@ -125,6 +125,11 @@ func TestLayout(t *testing.T) {
 			t.Errorf("section %s [%#x, +%#x) flags %v is not in segment %d", name, s.Offset, s.Size, s.Flags, seg)
 		}
 	}
+	for _, s := range f.Sections[1:] {
+		if s.Addralign > 1 && (s.Addr%s.Addralign != 0 || s.Offset%s.Addralign != 0) {
+			t.Errorf("section %s at address %#x, offset %#x is not aligned to its sh_addralign %d", s.Name, s.Addr, s.Offset, s.Addralign)
+		}
+	}
 	var lastTail uint64
 	for _, s := range f.Sections[1:] {
 		if _, ok := wantIn[s.Name]; ok || s.Name == ".dynstr" {
@@ -365,7 +370,7 @@ func TestFramesInterpAgrees(t *testing.T) {
 	df, _ := f.Section(".debug_frame").Data()
 	sections[".debug_frame"] = frame.NewDebugFrame(df, binary.LittleEndian, 8)
 	regName := func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
-	rows := 0
+	rows, cols := 0, 0
 	for _, ent := range entries {
 		if ent.IsCIE {
 			continue
@@ -400,24 +405,34 @@ func TestFramesInterpAgrees(t *testing.T) {
 			if got, want := r.CFA.Format(regName), theirs.Cols["CFA"]; got != want {
 				t.Errorf("%s FDE %#x row %#x: CFA %q, readelf %q", ent.Section, ent.Offset, r.Loc, got, want)
 			}
-			for _, col := range []struct {
-				name string
-				reg  uint16
-			}{{"ra", 16}, {"rbp", 6}} {
-				want, ok := theirs.Cols[col.name]
-				if !ok {
+			// Every register column readelf shows.
+			for name, want := range theirs.Cols {
+				if name == "CFA" {
 					continue
 				}
-				got := r.Rule(arch.Reg(col.reg)).Format(regName)
-				if got != want {
-					t.Errorf("%s FDE %#x row %#x: %s %q, readelf %q", ent.Section, ent.Offset, r.Loc, col.name, got, want)
+				reg := -1
+				if name == "ra" { // readelf's name for the return-address column
+					reg = 16
 				}
+				for i := 0; i < 16; i++ {
+					if readelf.X86_64RegName(i) == name {
+						reg = i
+					}
+				}
+				if reg < 0 {
+					t.Errorf("%s FDE %#x: unknown readelf column %q", ent.Section, ent.Offset, name)
+					continue
+				}
+				if got := r.Rule(arch.Reg(reg)).Format(regName); got != want {
+					t.Errorf("%s FDE %#x row %#x: %s %q, readelf %q", ent.Section, ent.Offset, r.Loc, name, got, want)
+				}
+				cols++
 			}
 			rows++
 		}
 	}
-	if rows < 40 {
-		t.Errorf("compared only %d rows", rows)
+	if rows < 40 || cols < 2*rows {
+		t.Errorf("compared only %d rows and %d register columns", rows, cols)
 	}
 }
 
@@ -441,5 +456,106 @@ func TestGDBReadsImage(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("gdb output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestLinkAlignment: procedure and datum alignments up to the page are
+// honoured at link time and, since the loader maps at a page boundary, at
+// run time; larger ones are refused.
+func TestLinkAlignment(t *testing.T) {
+	ret := []byte{0xc3}
+	m := &elfimage.Module{
+		File: "align.s",
+		Procs: []*elfimage.Proc{
+			{Name: "a", Code: []byte{0x90, 0xc3}},
+			{Name: "b", Code: ret, Align: 64},
+			{Name: "c", Code: ret, Align: 4096},
+		},
+		ROData: []*elfimage.Datum{{Name: "x", Bytes: []byte{1}, Align: 1}, {Name: "y", Bytes: []byte{2}, Align: 32}},
+		Data:   []*elfimage.Datum{{Name: "p", Bytes: make([]byte, 8), Align: 16, Relocs: []elfimage.Reloc{{Type: elfimage.RelocAbs64, Symbol: "c"}}}},
+	}
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := elfimage.Load("align.elf", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	procs, _ := im.Procedures()
+	for _, p := range procs {
+		al := map[string]uint64{"a": 16, "b": 64, "c": 4096}[p.Name]
+		if (uint64(im.Base())+p.Start)%al != 0 {
+			t.Errorf("%s at run-time %#x, want %d-aligned", p.Name, uint64(im.Base())+p.Start, al)
+		}
+	}
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := f.Section(".text").Data()
+	// The gaps between procedures are int3, so a stray jump traps.
+	for i := 2; i < 64; i++ {
+		if text[i] != 0xcc {
+			t.Fatalf(".text[%d] = %#x, want int3 padding", i, text[i])
+		}
+	}
+	for _, s := range f.Sections[1:] {
+		if s.Addralign > 1 && s.Addr%s.Addralign != 0 {
+			t.Errorf("section %s at %#x not aligned to %d", s.Name, s.Addr, s.Addralign)
+		}
+	}
+	m.Procs[1].Align = 8192
+	if _, err := elfimage.Link(m, elfimage.LinkOptions{}); err == nil {
+		t.Errorf("alignment 8192 (above the page size) accepted")
+	}
+}
+
+// TestLinkRefusesInvalidModels: the linker returns an error, never a
+// broken image, for a model that cannot be laid out as given.
+func TestLinkRefusesInvalidModels(t *testing.T) {
+	valid := func() *elfimage.Module {
+		return &elfimage.Module{
+			File:  "m.s",
+			Entry: "f",
+			Procs: []*elfimage.Proc{{Name: "f", Code: []byte{0xe8, 0, 0, 0, 0, 0xc3},
+				Relocs: []elfimage.Reloc{{Offset: 1, Type: elfimage.RelocPC32, Symbol: "g", Addend: -4}},
+				Lines:  []elfimage.LineRow{{Offset: 0, Line: 1, Column: 1}, {Offset: 5, Line: 2, Column: 1}}},
+				{Name: "g", Code: []byte{0xc3}}},
+			Data: []*elfimage.Datum{{Name: "tab", Bytes: make([]byte, 8), Relocs: []elfimage.Reloc{{Type: elfimage.RelocAbs64, Symbol: "g"}}}},
+		}
+	}
+	if _, err := elfimage.Link(valid(), elfimage.LinkOptions{}); err != nil {
+		t.Fatalf("valid model refused: %v", err)
+	}
+	for name, breakIt := range map[string]func(m *elfimage.Module){
+		"no procedures":         func(m *elfimage.Module) { m.Procs = nil },
+		"duplicate symbol":      func(m *elfimage.Module) { m.Procs[1].Name = "f" },
+		"datum named like proc": func(m *elfimage.Module) { m.Data[0].Name = "g" },
+		"empty code":            func(m *elfimage.Module) { m.Procs[1].Code = nil },
+		"unknown symbol":        func(m *elfimage.Module) { m.Procs[0].Relocs[0].Symbol = "nope" },
+		"PC32 past the end":     func(m *elfimage.Module) { m.Procs[0].Relocs[0].Offset = 3 },
+		"Abs64 in code":         func(m *elfimage.Module) { m.Procs[0].Relocs[0].Type = elfimage.RelocAbs64 },
+		"Abs64 past the end":    func(m *elfimage.Module) { m.Data[0].Relocs[0].Offset = 4 },
+		"unknown reloc type":    func(m *elfimage.Module) { m.Data[0].Relocs[0].Type = 99 },
+		"line row backwards":    func(m *elfimage.Module) { m.Procs[0].Lines[1].Offset = 0; m.Procs[0].Lines[0].Offset = 3 },
+		"line row past the end": func(m *elfimage.Module) { m.Procs[0].Lines[1].Offset = 6 },
+		"alignment not pow2":    func(m *elfimage.Module) { m.Procs[0].Align = 24 },
+		"entry not a procedure": func(m *elfimage.Module) { m.Entry = "tab" },
+		"CFI past the end":      func(m *elfimage.Module) { m.Procs[1].CFI = []frame.Insn{{PC: 5, Op: frame.OpDefCFAOffset, Offset: 16}} },
+		"CFI unsorted": func(m *elfimage.Module) {
+			m.Procs[0].CFI = []frame.Insn{{PC: 3, Op: frame.OpNop}, {PC: 1, Op: frame.OpNop}}
+		},
+		"PC32 does not fit": func(m *elfimage.Module) { m.Procs[0].Relocs[0].Addend = 1 << 40 },
+	} {
+		m := valid()
+		breakIt(m)
+		if _, err := elfimage.Link(m, elfimage.LinkOptions{}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := elfimage.Link(valid(), elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 2}}); err == nil {
+		t.Errorf("DWARF 2 accepted")
 	}
 }

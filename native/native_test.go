@@ -193,7 +193,7 @@ func mapsPerms(t *testing.T, addr uintptr) string {
 	t.Helper()
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -391,7 +391,7 @@ func TestGuardPageKills(t *testing.T) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^TestGuardPageKills$")
 	cmd.Env = append(os.Environ(), "NATIVE_TEST_OVERFLOW=1")
