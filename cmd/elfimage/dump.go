@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
@@ -33,7 +34,9 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer img.Close()
-	w := stdout
+	bw := bufio.NewWriter(stdout)
+	defer bw.Flush()
+	w := bw
 	if all || *headers {
 		dumpHeaders(w, img)
 	}
@@ -123,11 +126,18 @@ func dumpSections(w io.Writer, img *elfimage.Image) error {
 		if i == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "  [%2d]\t%s\t%s\t%#x\t%#x\t%d\t%s\n", i, s.Name, strings.TrimPrefix(s.Type.String(), "SHT_"), s.Addr, s.Offset, s.Size, secFlags(s.Flags))
+		fmt.Fprintf(tw, "  [%2d]\t%s\t%s\t%#x\t%#x\t%d\t%s\n", i, s.Name, secType(s.Type), s.Addr, s.Offset, s.Size, secFlags(s.Flags))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	return nil
+}
+
+func secType(t elf.SectionType) string {
+	if t == 0x70000001 {
+		return "X86_64_UNWIND" // x86-64 psABI section 4.2.4; debug/elf has no name for it
+	}
+	return strings.TrimPrefix(t.String(), "SHT_")
 }
 
 func secFlags(f elf.SectionFlag) string {
@@ -222,7 +232,8 @@ func dumpFrames(w io.Writer, img *elfimage.Image) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Call frame information (.eh_frame, %d FDEs):\n", len(fdes))
+	fmt.Fprintf(w, "Call frame information (.eh_frame, %d FDEs). Rules as readelf prints them: c-16 = saved at CFA-16,\n", len(fdes))
+	fmt.Fprintf(w, "  s = same value, u = undefined (for the return address: the outermost frame), v+N = value CFA+N.\n")
 	for i := range fdes {
 		f := &fdes[i]
 		name := "?"

@@ -31,15 +31,19 @@ var commands []command
 func init() {
 	commands = []command{
 		{"demo", "[-o DIR]", "compile, link, load and run the embedded demo program; print its output, a backtrace, the image layout and the load time", runDemo},
-		{"build", "[-o OUT] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
+		{"build", "[-o OUT] [-dwarf N] [-debug-frame] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
 		{"run", "[-read] [-dwarf N] prog.scm|prog.elf", "run a program from source (compiled in memory, written to a temporary image) or from an image", runRun},
-		{"dump", "[-headers] [-sections] [-symbols] [-lines] [-frames] prog.elf", "print headers, segments, sections, symbols, the line table and CFI rows (all when no flag is given)", runDump},
-		{"symbolize", "-e prog.elf [ADDR...]", "print the procedure and file:line:column of link-time addresses, like addr2line -f (addresses from stdin when none are given)", runSymbolize},
+		{"dump", "[-headers] [-sections] [-symbols] [-lines] [-frames] [-read] prog.elf", "print headers, segments, sections, symbols, the line table and CFI rows (all when no flag is given)", runDump},
+		{"symbolize", "-e prog.elf [-columns] [ADDR...]", "print the procedure and file:line:column of link-time addresses, like addr2line -f (addresses from stdin when none are given)", runSymbolize},
 	}
 }
 
 // errUsage marks errors that are the caller's mistake: exit status 2.
 var errUsage = errors.New("usage")
+
+// errUsageShown is a usage error the flag package has already printed,
+// with the command's usage.
+var errUsageShown = errors.New("usage error shown")
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -63,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
+		case errors.Is(err, errUsageShown):
+			return 2
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "elfimage %s: %v\n", c.name, err)
 			return 2
@@ -116,7 +122,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 			if errors.Is(err, flag.ErrHelp) {
 				return err
 			}
-			return fmt.Errorf("%w: %v", errUsage, err)
+			return errUsageShown
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"bufio"
 	"fmt"
 	"io"
@@ -28,13 +29,16 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	defer img.Close()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	var bad []string
 	one := func(s string) error {
 		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
 		if err != nil {
-			return fmt.Errorf("%w: bad address %q (want hexadecimal)", errUsage, s)
+			// Like addr2line, answer every address; report the bad ones.
+			bad = append(bad, s)
+			fmt.Fprintf(w, "??\n??:0\n")
+			return nil
 		}
-		symbolize(w, img, addr, *columns)
-		return nil
+		return symbolize(w, img, addr, *columns)
 	}
 	if fs.NArg() > 0 {
 		for _, a := range fs.Args() {
@@ -42,18 +46,24 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		return nil
-	}
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		for _, f := range strings.Fields(sc.Text()) {
-			if err := one(f); err != nil {
-				return err
+	} else {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			for _, f := range strings.Fields(sc.Text()) {
+				if err := one(f); err != nil {
+					return err
+				}
 			}
+			w.Flush() // answer each line at once, for pipes
 		}
-		w.Flush() // answer each line at once, for pipes
+		if err := sc.Err(); err != nil {
+			return err
+		}
 	}
-	return sc.Err()
+	if len(bad) > 0 {
+		return fmt.Errorf("not hexadecimal addresses: %q", bad)
+	}
+	return nil
 }
 
 // symbolize prints addr2line -f's two lines for a link-time address: the
@@ -62,17 +72,26 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 // information and "??:0" for an address outside every procedure. Unlike
 // addr2line, an address in the padding between procedures belongs to no
 // procedure (addr2line names the procedure before it).
-func symbolize(w io.Writer, img *elfimage.Image, addr uint64, columns bool) {
+func symbolize(w io.Writer, img *elfimage.Image, addr uint64, columns bool) error {
 	name, loc := "??", "??:0"
-	if p, err := img.ProcedureAt(addr); err == nil {
+	p, err := img.ProcedureAt(addr)
+	switch {
+	case err == nil:
 		name, loc = p.Name, "??:?"
+	case !errors.Is(err, elfimage.ErrUnknownPC):
+		return err // malformed symbols: say so rather than print ??
 	}
-	if pos, err := img.PositionAt(addr); err == nil {
+	pos, err := img.PositionAt(addr)
+	switch {
+	case err == nil:
 		if columns {
 			loc = pos.String()
 		} else {
 			loc = fmt.Sprintf("%s:%d", pos.File, pos.Line)
 		}
+	case !errors.Is(err, elfimage.ErrUnknownPC):
+		return err
 	}
 	fmt.Fprintf(w, "%s\n%s\n", name, loc)
+	return nil
 }
