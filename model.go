@@ -64,10 +64,40 @@ type Proc struct {
 	// architecture's standard CIE (CFA = SP + PtrSize, return address at
 	// CFA - PtrSize). Insn.PC values are offsets into Code, sorted.
 	CFI []frame.Insn
-	// Params are the formal parameters in order.
+	// Params are the formal parameters in order: the required ones, then
+	// the optional ones (Var.Optional).
 	Params []Var
+	// Scopes are the lexical scopes of the body (let, let*, named let),
+	// outermost first; each may nest further scopes.
+	Scopes []*Scope
+	// Properties are the procedure's metadata as name/value pairs in
+	// source order (for example from (declare (inline #f))).
+	Properties []Property
 	// Relocs are link-time relocations in Code.
 	Relocs []Reloc
+}
+
+// Scope is a lexical scope: the code ranges it covers and the variables it
+// binds (DW_TAG_lexical_block, DWARF 5 section 3.5).
+type Scope struct {
+	// Ranges are the code offsets [Start, End) of the scope, sorted and
+	// disjoint; more than one when the compiler split the scope's code.
+	Ranges []CodeRange
+	// Vars are the variables the scope binds, in binding order.
+	Vars []Var
+	// Scopes are the scopes nested in this one.
+	Scopes []*Scope
+}
+
+// CodeRange is a half-open range [Start, End) of code offsets of a Proc.
+type CodeRange struct {
+	Start, End uint32
+}
+
+// Property is one item of procedure metadata: a name and a value, both
+// as the source wrote them.
+type Property struct {
+	Name, Value string
 }
 
 // LineRow is one line-table row: from code Offset on, the code comes from
@@ -82,12 +112,34 @@ type LineRow struct {
 	PrologueEnd bool
 }
 
-// Var is a named value with a DWARF location expression (DWARF 5 section
-// 2.6), for example DW_OP_fbreg(-24). The frame base of every Proc is
+// Var is a named value (a parameter or a variable) and where it lives.
+// Locations are DWARF location expressions (DWARF 5 section 2.6), for
+// example DW_OP_fbreg(-24) or DW_OP_reg3; the frame base of every Proc is
 // DW_OP_call_frame_cfa, so fbreg offsets are relative to the CFA.
 type Var struct {
-	Name     string
+	Name string
+	// Location, when Live is empty, is one expression valid wherever the
+	// variable is in scope (for a parameter: from the end of the
+	// prologue on).
 	Location []byte
+	// Live, when not empty, is exact: the value is available only in
+	// these code ranges, each with its own location, sorted and disjoint
+	// (it becomes a location list, DWARF 5 section 2.6.2). Outside them a
+	// debugger shows the variable as optimized out.
+	Live []LiveRange
+	// Line and Column give where the variable is declared (0 unknown).
+	Line, Column int
+	// Optional marks an optional parameter; Default is the source text
+	// of its default value expression (empty when none was written).
+	Optional bool
+	Default  string
+}
+
+// LiveRange says that over the code offsets [Start, End) a variable's
+// value is at Location.
+type LiveRange struct {
+	Start, End uint32
+	Location   []byte
 }
 
 // RelocType is a link-time relocation kind, named by what it computes
