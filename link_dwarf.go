@@ -3,10 +3,12 @@ package elfimage
 import (
 	"debug/elf"
 	"fmt"
+	"strings"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
+	"github.com/elfimage/elfimage/dwarf/loc"
 )
 
 // buildDWARF builds the debug sections of the module: one compile unit
@@ -79,6 +81,10 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	}}
 	cu.Children = append(cu.Children, intType)
 	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
+	lists, err := newDebugLists(l.enc, l.textStart)
+	if err != nil {
+		return nil, &LinkError{"module", err.Error()}
+	}
 	for i, p := range m.Procs {
 		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram}
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
@@ -100,19 +106,38 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		}
 		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
+		if p.Doc != "" {
+			// DWARF 5 section 2.20: a description of the entity.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_description, Value: info.String(p.Doc)})
+		}
+		if len(p.Properties) > 0 {
+			var props strings.Builder
+			for j, pr := range p.Properties {
+				if j > 0 {
+					props.WriteByte('\n')
+				}
+				props.WriteString(pr.Name + "=" + pr.Value)
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
+		}
 		for _, v := range p.Params {
-			param := &info.DIE{Tag: dwarf.DW_TAG_formal_parameter, Attrs: []info.Attr{
-				{Name: dwarf.DW_AT_name, Value: info.String(v.Name)},
-				{Name: dwarf.DW_AT_type, Value: info.Ref(intType)},
-			}}
-			if len(v.Location) > 0 {
-				param.Attrs = append(param.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(v.Location)})
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, intType, l.procAddr[i], uint32(len(p.Code)), lists)
+			if err != nil {
+				return nil, &LinkError{"proc " + p.Name, err.Error()}
 			}
 			sp.Children = append(sp.Children, param)
 		}
+		for _, sc := range p.Scopes {
+			b, err := l.scopeDIE(sc, intType, l.procAddr[i], uint32(len(p.Code)), lists)
+			if err != nil {
+				return nil, &LinkError{"proc " + p.Name, err.Error()}
+			}
+			sp.Children = append(sp.Children, b)
+		}
 		cu.Children = append(cu.Children, sp)
 	}
-	debugInfo, debugAbbrev, err := info.Encode([]*info.Unit{{Enc: l.enc, Root: cu}}, str)
+	unit := &info.Unit{Enc: l.enc, Root: cu}
+	debugInfo, debugAbbrev, err := info.Encode([]*info.Unit{unit}, str)
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}
@@ -125,14 +150,187 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		}
 		return s
 	}
+	// .debug_aranges: the unit's code, for consumers that find units by
+	// address (DWARF 5 section 6.1.2).
+	aranges, err := loc.EncodeAranges(l.enc, unit.Offset, []loc.Range{{Start: l.textStart, End: l.textEnd}})
+	if err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf(".debug_aranges: %v", err)}
+	}
 	secs := []*section{
 		debug(".debug_abbrev", debugAbbrev, false),
 		debug(".debug_info", debugInfo, false),
+		debug(".debug_aranges", aranges, false),
 		debug(".debug_line", debugLine, false),
 		debug(".debug_str", str.Bytes(), true),
 	}
 	if l.enc.Version >= 5 {
 		secs = append(secs, debug(".debug_line_str", lineStr.Bytes(), true))
 	}
+	secs = append(secs, lists.sections(debug)...)
 	return secs, nil
+}
+
+// varDIE builds the DIE of a parameter or variable: name, declaration
+// position, type, default for optional parameters, and location: a
+// location list when the model gives exact live ranges, else one
+// expression.
+func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+	d := &info.DIE{Tag: tag, Attrs: []info.Attr{{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}}}
+	if v.Line > 0 {
+		d.Attrs = append(d.Attrs,
+			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
+			info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(v.Line))})
+		if v.Column > 0 {
+			d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(v.Column))})
+		}
+	}
+	d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+	if v.Optional {
+		// DWARF 5 section 4.1: a flag-class DW_AT_default_value says the
+		// parameter has a default; the expression's source goes in our
+		// vendor attribute.
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_default_value, Value: info.Flag(true)})
+		if v.Default != "" {
+			d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_default_source, Value: info.String(v.Default)})
+		}
+	}
+	switch {
+	case len(v.Live) > 0:
+		ranges := make([]CodeRange, len(v.Live))
+		for i, r := range v.Live {
+			ranges[i] = CodeRange{r.Start, r.End}
+			if len(r.Location) == 0 {
+				return nil, fmt.Errorf("variable %s: live range %d has no location", v.Name, i)
+			}
+		}
+		if err := checkRanges(ranges, codeLen); err != nil {
+			return nil, fmt.Errorf("variable %s: %v", v.Name, err)
+		}
+		val, err := lists.locList(procAddr, v.Live)
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %v", v.Name, err)
+		}
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: val})
+	case len(v.Location) > 0:
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(v.Location)})
+	}
+	return d, nil
+}
+
+// scopeDIE builds the DW_TAG_lexical_block of a scope with its variables
+// and nested scopes; a scope in several pieces gets DW_AT_ranges.
+func (l *linker) scopeDIE(sc *Scope, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+	if len(sc.Ranges) == 0 {
+		return nil, fmt.Errorf("scope without code ranges")
+	}
+	if err := checkRanges(sc.Ranges, codeLen); err != nil {
+		return nil, fmt.Errorf("scope: %v", err)
+	}
+	b := &info.DIE{Tag: dwarf.DW_TAG_lexical_block}
+	if len(sc.Ranges) == 1 {
+		r := sc.Ranges[0]
+		lo := procAddr + uint64(r.Start)
+		hi := info.Udata(uint64(r.End - r.Start))
+		if l.enc.Version < 4 {
+			hi = info.Addr(procAddr + uint64(r.End))
+		}
+		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, info.Attr{Name: dwarf.DW_AT_high_pc, Value: hi})
+	} else {
+		val, err := lists.rangeList(procAddr, sc.Ranges)
+		if err != nil {
+			return nil, err
+		}
+		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_ranges, Value: val})
+	}
+	for _, v := range sc.Vars {
+		d, err := l.varDIE(dwarf.DW_TAG_variable, v, intType, procAddr, codeLen, lists)
+		if err != nil {
+			return nil, err
+		}
+		b.Children = append(b.Children, d)
+	}
+	for _, inner := range sc.Scopes {
+		d, err := l.scopeDIE(inner, intType, procAddr, codeLen, lists)
+		if err != nil {
+			return nil, err
+		}
+		b.Children = append(b.Children, d)
+	}
+	return b, nil
+}
+
+// checkRanges checks that code ranges are non-empty, sorted, disjoint and
+// inside the code.
+func checkRanges(rs []CodeRange, codeLen uint32) error {
+	for i, r := range rs {
+		if r.Start >= r.End || r.End > codeLen {
+			return fmt.Errorf("range %d [%#x, %#x) is empty or outside the code (%#x bytes)", i, r.Start, r.End, codeLen)
+		}
+		if i > 0 && r.Start < rs[i-1].End {
+			return fmt.Errorf("range %d [%#x, %#x) overlaps or precedes the one before", i, r.Start, r.End)
+		}
+	}
+	return nil
+}
+
+// debugLists collects the location and range lists of a unit
+// (.debug_loclists and .debug_rnglists in DWARF 5, .debug_loc and
+// .debug_ranges before) through package loc.
+type debugLists struct {
+	locs *loc.LocLists
+	rngs *loc.RangeLists
+	used struct{ locs, rngs bool }
+}
+
+func newDebugLists(enc dwarf.Encoding, cuBase uint64) (*debugLists, error) {
+	locs, err := loc.NewLocLists(enc, cuBase)
+	if err != nil {
+		return nil, err
+	}
+	rngs, err := loc.NewRangeLists(enc, cuBase)
+	if err != nil {
+		return nil, err
+	}
+	return &debugLists{locs: locs, rngs: rngs}, nil
+}
+
+// locList adds a location list for live ranges of a procedure at procAddr
+// and returns the attribute value that refers to it.
+func (d *debugLists) locList(procAddr uint64, live []LiveRange) (info.Value, error) {
+	entries := make([]loc.Entry, len(live))
+	for i, r := range live {
+		entries[i] = loc.Entry{Start: procAddr + uint64(r.Start), End: procAddr + uint64(r.End), Expr: r.Location}
+	}
+	off, err := d.locs.AddList(entries)
+	if err != nil {
+		return info.Value{}, err
+	}
+	d.used.locs = true
+	return info.SecOffset(off), nil
+}
+
+// rangeList adds a range list for code ranges of a procedure at procAddr.
+func (d *debugLists) rangeList(procAddr uint64, ranges []CodeRange) (info.Value, error) {
+	rs := make([]loc.Range, len(ranges))
+	for i, r := range ranges {
+		rs[i] = loc.Range{Start: procAddr + uint64(r.Start), End: procAddr + uint64(r.End)}
+	}
+	off, err := d.rngs.AddList(rs)
+	if err != nil {
+		return info.Value{}, err
+	}
+	d.used.rngs = true
+	return info.SecOffset(off), nil
+}
+
+// sections returns the list sections that hold lists.
+func (d *debugLists) sections(debug func(name string, data []byte, strings bool) *section) []*section {
+	var out []*section
+	if d.used.locs {
+		out = append(out, debug(d.locs.Section(), d.locs.Bytes(), false))
+	}
+	if d.used.rngs {
+		out = append(out, debug(d.rngs.Section(), d.rngs.Bytes(), false))
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
+	"github.com/elfimage/elfimage/dwarf/loc"
 )
 
 // ErrUnknownPC is returned (wrapped with the address) by the debug queries
@@ -223,11 +224,15 @@ func (im *Image) Procedures() ([]Procedure, error) {
 }
 
 // Param is a formal parameter of a procedure as the image's DWARF gives
-// it: its name and its location expression (DWARF 5 section 2.6), to be
-// evaluated with the frame's registers, CFA and memory.
+// it: its name and its location expression (DWARF 5 section 2.6) at the
+// address queried, to be evaluated with the frame's registers, CFA and
+// memory.
 type Param struct {
-	Name     string
-	Location []byte // DW_AT_location exprloc; nil when the value is not available
+	Name string
+	// Location is the DW_AT_location expression, or the entry of its
+	// location list that covers the address; nil when the value is not
+	// available there (a debugger's "optimized out").
+	Location []byte
 }
 
 // subprogram is one DW_TAG_subprogram with a code range, in the index
@@ -336,8 +341,8 @@ func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 		if c.Tag == dwarf.DW_TAG_formal_parameter {
 			p := Param{}
 			p.Name, _ = c.String(dwarf.DW_AT_name)
-			if f, ok := c.Val(dwarf.DW_AT_location); ok && isExpr(f) {
-				p.Location = f.Block
+			if p.Location, err = im.locationAt(c, r.Unit(), addr); err != nil {
+				return Subprogram{}, err
 			}
 			sub.Params = append(sub.Params, p)
 		}
@@ -391,4 +396,55 @@ func (im *Image) indexSubprograms() ([]subprogram, error) {
 		out = append(out, sp)
 	}
 	return slices.Clip(out), nil
+}
+
+// DebugInfo returns a reader of the image's .debug_info, made on first
+// use from the mapped tail (which reads only the unit headers and their
+// root DIEs). The reader is shared and safe for concurrent use; create a
+// [info.Reader] per goroutine with its Reader method.
+func (im *Image) DebugInfo() (*info.Data, error) { return im.infoData() }
+
+// locationAt returns the location expression of a DIE's DW_AT_location at
+// the link-time address addr: the expression itself, or the entry of the
+// location list (DWARF 5 section 2.6.2) covering addr, or nil.
+func (im *Image) locationAt(e *info.Entry, u *info.UnitHeader, addr uint64) ([]byte, error) {
+	f, ok := e.Val(dwarf.DW_AT_location)
+	switch {
+	case !ok:
+		return nil, nil
+	case isExpr(f):
+		return f.Block, nil
+	case f.Class != info.ClassSecOffset || u == nil:
+		return nil, nil
+	}
+	var sec loc.Sections
+	if u.Enc.Version >= 5 {
+		sec.LocLists, _ = im.Section(".debug_loclists")
+	} else {
+		sec.Loc, _ = im.Section(".debug_loc")
+	}
+	sec.Addr, _ = im.Section(".debug_addr")
+	sec.AddrBase = u.AddrBase
+	expr, ok, err := loc.LocationAt(sec, u.Enc, f.Val, im.unitBase(u), addr)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return expr, nil
+}
+
+// unitBase returns the base address of a unit's location and range lists:
+// its root DIE's DW_AT_low_pc (DWARF 5 section 3.1.1), or 0.
+func (im *Image) unitBase(u *info.UnitHeader) uint64 {
+	d, err := im.infoData()
+	if err != nil {
+		return 0
+	}
+	r := d.Reader()
+	r.Seek(u.Offset)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return 0
+	}
+	base, _ := e.Uint(dwarf.DW_AT_low_pc)
+	return base
 }

@@ -127,6 +127,8 @@ const (
 	DW_AT_call_file            Attr = 0x58
 	DW_AT_call_line            Attr = 0x59
 	DW_AT_description          Attr = 0x5a
+	DW_AT_lo_user              Attr = 0x2000
+	DW_AT_hi_user              Attr = 0x3fff
 	DW_AT_entry_pc             Attr = 0x52
 	DW_AT_data_member_location Attr = 0x38
 	DW_AT_linkage_name         Attr = 0x6e
@@ -181,6 +183,8 @@ var namesAttr = map[Attr]string{
 	DW_AT_call_file:            "DW_AT_call_file",
 	DW_AT_call_line:            "DW_AT_call_line",
 	DW_AT_description:          "DW_AT_description",
+	DW_AT_lo_user:              "DW_AT_lo_user",
+	DW_AT_hi_user:              "DW_AT_hi_user",
 	DW_AT_entry_pc:             "DW_AT_entry_pc",
 	DW_AT_data_member_location: "DW_AT_data_member_location",
 	DW_AT_linkage_name:         "DW_AT_linkage_name",

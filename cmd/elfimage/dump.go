@@ -21,6 +21,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	symbols := fs.Bool("symbols", false, "print the function symbols of .symtab")
 	lines := fs.Bool("lines", false, "print the decoded line table (address, file:line:column, flags)")
 	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame (CFA rule and register rules per row)")
+	infoFlag := fs.Bool("info", false, "print the DIE tree of .debug_info with every attribute")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -28,7 +29,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one image file, got %d arguments", errUsage, fs.NArg())
 	}
-	all := !*headers && !*sections && !*symbols && !*lines && !*frames
+	all := !*headers && !*sections && !*symbols && !*lines && !*frames && !*infoFlag
 	img, err := inspect(fs.Arg(0), *read)
 	if err != nil {
 		return err
@@ -47,6 +48,11 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	}
 	if all || *symbols {
 		if err := dumpSymbols(w, img); err != nil {
+			return err
+		}
+	}
+	if all || *infoFlag {
+		if err := dumpInfo(w, img); err != nil {
 			return err
 		}
 	}
