@@ -9,6 +9,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/meta"
 )
 
 // buildDWARF builds the debug sections of the module: one compile unit
@@ -29,6 +30,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	}
 	prog.Files = []line.File{{Name: file}, {Name: file}}
 	const fileIndex = 1
+	seqOf := make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
 	for i, p := range m.Procs {
 		start := l.procAddr[i]
 		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code))}
@@ -42,11 +44,13 @@ func (l *linker) buildDWARF() ([]*section, error) {
 			seq.Rows = append(seq.Rows, line.Row{Address: start + uint64(r.Offset), File: fileIndex,
 				Line: r.Line, Column: r.Column, IsStmt: r.IsStmt, PrologueEnd: r.PrologueEnd})
 		}
+		seqOf[i] = -1
 		if len(seq.Rows) > 0 { // a procedure without rows gets no (empty) sequence
+			seqOf[i] = len(prog.Sequences)
 			prog.Sequences = append(prog.Sequences, seq)
 		}
 	}
-	debugLine, err := prog.Encode(lineStr)
+	debugLine, seqOffsets, err := prog.EncodeOffsets(lineStr)
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
 	}
@@ -167,6 +171,37 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		secs = append(secs, debug(".debug_line_str", lineStr.Bytes(), true))
 	}
 	secs = append(secs, lists.sections(debug)...)
+
+	// The runtime's own table: arity, names, docstrings, properties and
+	// each procedure's line sequence, queried without parsing DWARF.
+	procs := make([]meta.Proc, len(m.Procs))
+	for i, p := range m.Procs {
+		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc}
+		for _, v := range p.Params {
+			mp.Args = append(mp.Args, v.Name)
+			if v.Optional {
+				mp.Optional++
+				mp.Defaults = append(mp.Defaults, v.Default)
+			} else {
+				if mp.Optional > 0 {
+					return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("required parameter %s after an optional one", v.Name)}
+				}
+				mp.Required++
+			}
+		}
+		for _, pr := range p.Properties {
+			mp.Props = append(mp.Props, meta.Prop{Name: pr.Name, Value: pr.Value})
+		}
+		if seqOf[i] >= 0 {
+			mp.LineSeq, mp.HasLineSeq = seqOffsets[seqOf[i]], true
+		}
+		procs[i] = mp
+	}
+	table, err := meta.Encode(procs)
+	if err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf("%s: %v", meta.SectionProcs, err)}
+	}
+	secs = append(secs, debug(meta.SectionProcs, table, false))
 	return secs, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/meta"
 )
 
 // ErrUnknownPC is returned (wrapped with the address) by the debug queries
@@ -32,6 +33,14 @@ type debugState struct {
 
 	info   infoState
 	unwind unwindState
+
+	metaOnce sync.Once
+	meta     *meta.Table
+	metaErr  error
+
+	seqOnce sync.Once
+	seq     *line.Reader // the line unit's header, for one-sequence runs
+	seqErr  error
 }
 
 type procSym struct {
@@ -40,7 +49,10 @@ type procSym struct {
 	global      bool
 }
 
-// Procedure names the procedure whose code holds an address.
+// Procedure describes the procedure whose code holds an address.
+// [Image.ProcedureAt] fills Name, Start, Size and Internal from the
+// symbol table; [Image.Procedure] fills everything but Internal from the
+// image's procedure table.
 type Procedure struct {
 	// Name is the symbol name.
 	Name string
@@ -50,6 +62,15 @@ type Procedure struct {
 	// Internal is true for runtime support code the source did not define
 	// (a local symbol).
 	Internal bool
+	// Required and Optional count the parameters; Args names them
+	// (Required+Optional names), Defaults gives the source text of each
+	// optional parameter's default ("" when none was written).
+	Required, Optional int
+	Args, Defaults     []string
+	// Doc is the docstring; Properties the declared metadata in source
+	// order.
+	Doc        string
+	Properties []Property
 }
 
 // Position is a source position: a 1-based line and column in File
@@ -156,12 +177,20 @@ func (im *Image) readSymbols() ([]procSym, error) {
 }
 
 // PositionAt returns the source position of the link-time address addr
-// from the image's .debug_line. The first call decodes the line program
-// (cost linear in its size); later calls bisect the decoded sequences
-// without allocating. It returns an error wrapping ErrUnknownPC when no
-// sequence covers addr, or a *dwarf.FormatError when .debug_line is
-// malformed.
+// from the image's .debug_line. When the image has a procedure table
+// (.elfimage.procs, written by Link), it finds the procedure's line
+// sequence there and runs that one sequence: the first call parses only
+// the line program's header, and no call decodes the whole program (cost:
+// O(log n) plus one sequence; no allocation). Otherwise the first call
+// decodes the whole line program and later calls bisect it. It returns an
+// error wrapping ErrUnknownPC when no sequence covers addr, or a
+// *dwarf.FormatError or *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (Position, error) {
+	if t, err := im.procTable(); err == nil {
+		return im.positionFromTable(t, addr)
+	} else if !errors.Is(err, ErrNoSection) {
+		return Position{}, err
+	}
 	t, err := im.lineTable()
 	if err != nil {
 		return Position{}, err
@@ -195,14 +224,7 @@ func (im *Image) lineTable() (*line.Table, error) {
 		// Our images have one compile unit whose line program is at
 		// offset 0. Before DWARF 5 the program does not hold the
 		// compilation directory: take it from the unit.
-		compDir := ""
-		if data, err := im.infoData(); err == nil {
-			r := data.Reader()
-			if e, err := r.Next(); err == nil && e != nil {
-				compDir, _ = e.String(dwarf.DW_AT_comp_dir)
-			}
-		}
-		d.lines, d.lineErr = line.Decode(sec, 0, compDir)
+		d.lines, d.lineErr = line.Decode(sec, 0, im.compDir())
 	})
 	return d.lines, d.lineErr
 }
@@ -447,4 +469,107 @@ func (im *Image) unitBase(u *info.UnitHeader) uint64 {
 	}
 	base, _ := e.Uint(dwarf.DW_AT_low_pc)
 	return base
+}
+
+// procTable returns the image's procedure table, checking its header on
+// first use (O(1)); an image without one gives an error wrapping
+// ErrNoSection.
+func (im *Image) procTable() (*meta.Table, error) {
+	d := &im.debug
+	d.metaOnce.Do(func() {
+		sec, err := im.Section(meta.SectionProcs)
+		if err != nil {
+			d.metaErr = err
+			return
+		}
+		strs, _ := im.Section(meta.SectionStrs)
+		d.meta, d.metaErr = meta.NewTable(sec, strs)
+	})
+	return d.meta, d.metaErr
+}
+
+// Procedure describes the procedure whose code contains the link-time
+// address addr from the image's procedure table (.elfimage.procs, package
+// meta): name, range, arity, argument names, defaults, docstring and
+// properties, without parsing DWARF. The first call checks the table's
+// header; every call bisects the fixed-width records in place and decodes
+// that one procedure's entry. Cost: O(log n) plus the allocation of the
+// returned strings. It returns an error wrapping ErrUnknownPC when no
+// procedure covers addr, ErrNoSection when the image has no table, or a
+// *dwarf.FormatError when the table is malformed.
+func (im *Image) Procedure(addr uint64) (Procedure, error) {
+	t, err := im.procTable()
+	if err != nil {
+		return Procedure{}, err
+	}
+	e, err := t.Lookup(addr)
+	if err == meta.ErrNotFound {
+		return Procedure{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	if err != nil {
+		return Procedure{}, err
+	}
+	mp, err := t.Describe(e)
+	if err != nil {
+		return Procedure{}, err
+	}
+	p := Procedure{Name: mp.Name, Start: mp.Start, Size: mp.Size, Required: mp.Required, Optional: mp.Optional,
+		Args: mp.Args, Defaults: mp.Defaults, Doc: mp.Doc}
+	for _, pr := range mp.Props {
+		p.Properties = append(p.Properties, Property{Name: pr.Name, Value: pr.Value})
+	}
+	return p, nil
+}
+
+// positionFromTable finds addr's procedure in the table and runs its one
+// line sequence.
+func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error) {
+	e, err := t.Lookup(addr)
+	if err != nil || !e.HasLineSeq {
+		if err != nil && err != meta.ErrNotFound {
+			return Position{}, err
+		}
+		return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	d := &im.debug
+	d.seqOnce.Do(func() {
+		sec := line.Sections{Order: binary.LittleEndian}
+		if sec.Line, d.seqErr = im.Section(".debug_line"); d.seqErr != nil {
+			return
+		}
+		sec.Str, _ = im.Section(".debug_str")
+		sec.LineStr, _ = im.Section(".debug_line_str")
+		d.seq, d.seqErr = line.NewReader(sec, e.LineUnit, im.compDir())
+	})
+	if d.seqErr != nil {
+		return Position{}, d.seqErr
+	}
+	row, err := d.seq.SequenceRow(e.LineSeq, addr)
+	if err == line.ErrNotCovered {
+		return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	if err != nil {
+		return Position{}, err
+	}
+	var file string
+	if files := d.seq.Files(); row.File < uint64(len(files)) {
+		file = files[row.File].Path
+	}
+	return Position{File: file, Line: int(row.Line), Column: int(row.Column)}, nil
+}
+
+// compDir returns the compilation directory of the image's first unit, or
+// "" (DWARF 5 line programs carry it themselves).
+func (im *Image) compDir() string {
+	data, err := im.infoData()
+	if err != nil {
+		return ""
+	}
+	r := data.Reader()
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return ""
+	}
+	dir, _ := e.String(dwarf.DW_AT_comp_dir)
+	return dir
 }

@@ -162,22 +162,38 @@ func invalid(format string, args ...any) error {
 // Errors wrap [ErrInvalidProgram] for invalid models and describe the
 // offending sequence and row. Cost: linear in the number of rows and files.
 func (p *Program) Encode(lineStr *dwarf.StrTab) ([]byte, error) {
+	data, _, err := p.encode(lineStr, false)
+	return data, err
+}
+
+// EncodeOffsets is [Program.Encode] that also reports where each sequence
+// starts: seqOffsets[i] is the offset, from the start of data (the unit's
+// unit_length field), of the DW_LNE_set_address opcode that begins
+// Sequences[i]. Add the offset at which data is placed in .debug_line to
+// get the section offset a reader such as [Reader.SequenceRow] takes.
+// Errors and cost are those of Encode, plus one []uint64 of
+// len(p.Sequences).
+func (p *Program) EncodeOffsets(lineStr *dwarf.StrTab) (data []byte, seqOffsets []uint64, err error) {
+	return p.encode(lineStr, true)
+}
+
+func (p *Program) encode(lineStr *dwarf.StrTab, wantOffsets bool) ([]byte, []uint64, error) {
 	enc := p.Enc
 	if err := enc.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidProgram, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidProgram, err)
 	}
 	q := p.params()
 	if q.opBase < DefaultOpcodeBase {
-		return nil, invalid("opcode_base %d below %d", q.opBase, DefaultOpcodeBase)
+		return nil, nil, invalid("opcode_base %d below %d", q.opBase, DefaultOpcodeBase)
 	}
 	if q.lineBase > 0 || q.lineBase+int64(q.lineRange) <= 0 {
-		return nil, invalid("line_base %d and line_range %d do not include a zero line advance", q.lineBase, q.lineRange)
+		return nil, nil, invalid("line_base %d and line_range %d do not include a zero line advance", q.lineBase, q.lineRange)
 	}
 	if q.opBase+q.lineRange-1 > 255 {
-		return nil, invalid("opcode_base %d + line_range %d leaves no special opcode", q.opBase, q.lineRange)
+		return nil, nil, invalid("opcode_base %d + line_range %d leaves no special opcode", q.opBase, q.lineRange)
 	}
 	if err := p.validate(q); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	w := writer{order: enc.ByteOrder}
@@ -259,17 +275,24 @@ func (p *Program) Encode(lineStr *dwarf.StrTab) ([]byte, error) {
 		w.u8(0)
 	}
 	hdrLen := len(w.b) - hdrStart
+	var offs []uint64
+	if wantOffsets {
+		offs = make([]uint64, len(p.Sequences))
+	}
 	for i := range p.Sequences {
+		if wantOffsets {
+			offs[i] = uint64(len(w.b))
+		}
 		if err := w.sequence(&p.Sequences[i], enc, q); err != nil {
-			return nil, fmt.Errorf("%w: sequence %d: %v", ErrInvalidProgram, i, err)
+			return nil, nil, fmt.Errorf("%w: sequence %d: %v", ErrInvalidProgram, i, err)
 		}
 	}
 	putUint(w.b[hlenAt:], enc.ByteOrder, off, uint64(hdrLen))
 	putUint(w.b[lenAt:], enc.ByteOrder, off, uint64(len(w.b)-unitStart))
 	if enc.Format == dwarf.Format32 && len(w.b)-unitStart > 0xfffffff0-1 {
-		return nil, invalid("unit of %d bytes too large for 32-bit DWARF", len(w.b)-unitStart)
+		return nil, nil, invalid("unit of %d bytes too large for 32-bit DWARF", len(w.b)-unitStart)
 	}
-	return w.b, nil
+	return w.b, offs, nil
 }
 
 func (p *Program) validate(q params) error {

@@ -31,6 +31,29 @@ const (
 	r15
 )
 
+// dwarfReg returns the DWARF register number of r (psABI figure 3.36).
+func dwarfReg(r reg) arch.Reg {
+	switch r {
+	case rax:
+		return arch.X86_64_RAX
+	case rcx:
+		return arch.X86_64_RCX
+	case rdx:
+		return arch.X86_64_RDX
+	case rbx:
+		return arch.X86_64_RBX
+	case rsp:
+		return arch.X86_64_RSP
+	case rbp:
+		return arch.X86_64_RBP
+	case rsi:
+		return arch.X86_64_RSI
+	case rdi:
+		return arch.X86_64_RDI
+	}
+	return arch.Reg(r) // r8-r15 have their own numbers
+}
+
 // argRegs are the SysV argument registers in order.
 var argRegs = [6]reg{rdi, rsi, rdx, rcx, r8, r9}
 
@@ -72,6 +95,20 @@ type asm struct {
 	// reachable is false after an unconditional transfer (jmp, ret, ud2)
 	// until a used label is bound.
 	reachable bool
+	// saved are the callee-saved registers the prologue pushes (after
+	// rbp, so saved[i] is at CFA-24-8i) and every epilogue restores.
+	saved []reg
+	// kills are the code ranges in epilogues where a saved register
+	// already holds the caller's value again.
+	kills []kill
+}
+
+// kill says that from code offset from (the end of the instruction that
+// restored reg) up to to (the end of the epilogue's ret or jmp), reg
+// holds the caller's value, not the procedure's.
+type kill struct {
+	reg      reg
+	from, to int
 }
 
 func newAsm() *asm { return &asm{reachable: true} }
@@ -362,41 +399,58 @@ func (a *asm) repMovsb() { a.emit(0xf3, 0xa4) }
 
 // CFI-carrying sequences shared by every procedure.
 
-// prologue emits push rbp; mov rbp, rsp with exact CFI.
+// prologue emits push rbp; mov rbp, rsp; push saved... with exact CFI
+// (the CFA is rbp+16 from the mov on, saved[i] at CFA-24-8i).
 func (a *asm) prologue() {
 	a.push(rbp)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFAOffset, Reg: arch.X86_64_RSP, Offset: 16})
 	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.X86_64_RBP, Offset: -16})
 	a.movRR(rbp, rsp)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFARegister, Reg: arch.X86_64_RBP})
+	for i, r := range a.saved {
+		a.push(r)
+		a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: dwarfReg(r), Offset: int64(-24 - 8*i)})
+	}
 }
 
-// epilogueLeave emits leave with its CFI (CFA = rsp+8, rbp same value),
-// remembering the body's row first; the transfer that follows must be
-// followed by restoreBody.
+// epilogueLeave restores the saved registers (mov r, [rbp-8(i+1)], each
+// followed by its same-value rule) and emits leave with its CFI (CFA =
+// rsp+8, rbp same value), remembering the body's row first; the transfer
+// that follows must be followed by endEpilogue.
 func (a *asm) epilogueLeave() {
 	a.addCFI(frame.Insn{Op: frame.OpRememberState})
+	for i, r := range a.saved {
+		a.load(r, rbp, int32(-8*(i+1)))
+		a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: dwarfReg(r)})
+		a.kills = append(a.kills, kill{reg: r, from: a.off(), to: -1})
+	}
 	a.leave()
 	a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.X86_64_RSP, Offset: 8})
 	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.X86_64_RBP})
 }
 
-// restoreBody restores the row remembered by epilogueLeave for the code
-// after a mid-procedure return. finish drops it when nothing follows.
-func (a *asm) restoreBody() { a.addCFI(frame.Insn{Op: frame.OpRestoreState}) }
+// endEpilogue closes the kill ranges of the epilogue just emitted and
+// restores the row remembered by epilogueLeave for the code after a
+// mid-procedure return (finish drops it when nothing follows).
+func (a *asm) endEpilogue() {
+	for i := len(a.kills) - 1; i >= 0 && a.kills[i].to < 0; i-- {
+		a.kills[i].to = a.off()
+	}
+	a.addCFI(frame.Insn{Op: frame.OpRestoreState})
+}
 
-// epilogueRet emits leave; ret.
+// epilogueRet emits the epilogue and ret.
 func (a *asm) epilogueRet() {
 	a.epilogueLeave()
 	a.ret()
-	a.restoreBody()
+	a.endEpilogue()
 }
 
-// tailJump emits leave; jmp symbol: a proper tail call.
+// tailJump emits the epilogue and jmp symbol: a proper tail call.
 func (a *asm) tailJump(symbol string) {
 	a.epilogueLeave()
 	a.jmpSym(symbol)
-	a.restoreBody()
+	a.endEpilogue()
 }
 
 // finish checks labels and drops CFI that would take effect at or after

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
@@ -23,11 +24,23 @@ const Producer = "elfimage lang/scheme"
 // Errors are *[SyntaxError] values printing "file:line:column: message";
 // Compile stops at the first one. Cost: linear in the size of src.
 func Compile(filename string, src []byte) (*elfimage.Module, error) {
+	m, _, err := compile(filename, src)
+	return m, err
+}
+
+// defMap records, per compiled Proc, the code offsets of the instructions
+// that store a parameter's or variable's value into its home (register or
+// frame slot), mapped to the source position of the binding's name (which
+// identifies the Var). Tests use it to check live ranges against a
+// simulation of the machine code.
+type defMap map[*elfimage.Proc]map[uint32]srcPos
+
+func compile(filename string, src []byte) (*elfimage.Module, defMap, error) {
 	forms, err := read(filename, src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c := &compiler{file: filename, procs: map[string]*procInfo{}, strs: map[string]string{}}
+	c := &compiler{file: filename, src: src, procs: map[string]*procInfo{}, strs: map[string]string{}, defs: defMap{}}
 	dir, _ := os.Getwd()
 	c.mod = &elfimage.Module{
 		Arch:     arch.X86_64,
@@ -37,9 +50,9 @@ func Compile(filename string, src []byte) (*elfimage.Module, error) {
 		Entry:    symStart,
 	}
 	if err := c.run(forms); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.mod, nil
+	return c.mod, c.defs, nil
 }
 
 // bailout carries a *SyntaxError out of the recursive compiler.
@@ -47,14 +60,24 @@ type bailout struct{ err *SyntaxError }
 
 type procInfo struct {
 	name   string
-	params []datum // symbols
-	body   []datum
-	doc    string
-	pos    srcPos
+	params []datum // symbols: the required parameters, then the optional ones
+	nreq   int     // number of required parameters
+	// defaults holds, per optional parameter, its default expression
+	// (nil: the default is 0).
+	defaults []*datum
+	body     []datum
+	doc      string
+	props    []elfimage.Property
+	pos      srcPos
 }
+
+// nopt is the number of optional parameters.
+func (p *procInfo) nopt() int { return len(p.params) - p.nreq }
 
 type compiler struct {
 	file  string
+	src   []byte
+	defs  defMap
 	mod   *elfimage.Module
 	procs map[string]*procInfo
 	order []*procInfo
@@ -67,7 +90,7 @@ func (c *compiler) errorf(p srcPos, format string, args ...any) {
 
 // keywords are the special forms and builtins; they cannot be rebound.
 var keywords = map[string]bool{
-	"define": true, "if": true, "cond": true, "else": true, "when": true, "unless": true,
+	"define": true, "define*": true, "declare": true, "if": true, "cond": true, "else": true, "when": true, "unless": true,
 	"begin": true, "let": true, "let*": true, "set!": true, "and": true, "or": true,
 	"quote": true, "lambda": true,
 	"+": true, "-": true, "*": true, "quotient": true, "remainder": true, "modulo": true,
@@ -116,40 +139,110 @@ func (c *compiler) checkName(d *datum, what string) string {
 	if d.str[0] == '%' {
 		c.errorf(d.pos, "names beginning with %% are reserved: %s", d.str)
 	}
+	if strings.HasPrefix(d.str, "#:") {
+		c.errorf(d.pos, "%s is a keyword, not a name", d.str)
+	}
 	return d.str
 }
 
-// declare records one top-level (define (name param ...) body ...).
+// text returns the source text of d as written.
+func (c *compiler) text(d *datum) string {
+	if d.off < 0 || d.end > len(c.src) || d.off > d.end {
+		return d.String()
+	}
+	return string(c.src[d.off:d.end])
+}
+
+// declare records one top-level (define (name param ...) body ...) or
+// (define* (name param ... #:optional opt ...) body ...), with its
+// docstring and (declare ...) properties.
 func (c *compiler) declare(d *datum) {
-	if d.kind != kList || len(d.list) == 0 || !d.list[0].isSym("define") {
+	if d.kind != kList || len(d.list) == 0 || !(d.list[0].isSym("define") || d.list[0].isSym("define*")) {
 		c.errorf(d.pos, "only (define (name param ...) body ...) is allowed at top level")
 	}
+	star := d.list[0].isSym("define*")
 	if len(d.list) < 3 || d.list[1].kind != kList || len(d.list[1].list) == 0 {
-		c.errorf(d.pos, "malformed define: want (define (name param ...) body ...)")
+		c.errorf(d.pos, "malformed %s: want (%s (name param ...) body ...)", d.list[0].str, d.list[0].str)
 	}
 	sig := d.list[1].list
 	name := c.checkName(&sig[0], "procedure name")
 	if prev := c.procs[name]; prev != nil {
 		c.errorf(sig[0].pos, "%s already defined at %d:%d", name, prev.pos.Line, prev.pos.Column)
 	}
-	if len(sig)-1 > MaxParams {
-		c.errorf(sig[MaxParams+1].pos, "%s has %d parameters; at most %d are supported", name, len(sig)-1, MaxParams)
-	}
+	p := &procInfo{name: name, pos: d.pos}
 	seen := map[string]bool{}
+	optional := false
 	for i := 1; i < len(sig); i++ {
-		pn := c.checkName(&sig[i], "parameter")
+		e := &sig[i]
+		if e.isSym("#:optional") {
+			if !star {
+				c.errorf(e.pos, "#:optional is only allowed in define*")
+			}
+			if optional {
+				c.errorf(e.pos, "#:optional given twice")
+			}
+			optional = true
+			continue
+		}
+		if e.kind == kSymbol && strings.HasPrefix(e.str, "#:") {
+			c.errorf(e.pos, "%s is not supported; only #:optional is", e.str)
+		}
+		nameD, def := e, (*datum)(nil)
+		if optional && e.kind == kList {
+			if len(e.list) != 2 {
+				c.errorf(e.pos, "optional parameter must be name or (name default)")
+			}
+			nameD, def = &e.list[0], &e.list[1]
+		}
+		pn := c.checkName(nameD, "parameter")
 		if seen[pn] {
-			c.errorf(sig[i].pos, "duplicate parameter %s", pn)
+			c.errorf(nameD.pos, "duplicate parameter %s", pn)
 		}
 		seen[pn] = true
+		p.params = append(p.params, *nameD)
+		if optional {
+			p.defaults = append(p.defaults, def)
+		} else {
+			p.nreq++
+		}
 	}
-	p := &procInfo{name: name, params: sig[1:], body: d.list[2:], pos: d.pos}
+	if len(p.params) > MaxParams {
+		c.errorf(p.params[MaxParams].pos, "%s has %d parameters; at most %d are supported", name, len(p.params), MaxParams)
+	}
+	p.body = d.list[2:]
 	if len(p.body) > 1 && p.body[0].kind == kString {
 		p.doc = p.body[0].str
 		p.body = p.body[1:]
 	}
+	if b := &p.body[0]; b.kind == kList && len(b.list) > 0 && b.list[0].isSym("declare") {
+		p.props = c.properties(b)
+		p.body = p.body[1:]
+		if len(p.body) == 0 {
+			c.errorf(b.pos, "%s has no body after its declare", name)
+		}
+	}
 	c.procs[name] = p
 	c.order = append(c.order, p)
+}
+
+// properties reads (declare (name value) ...): each clause becomes a
+// Property with the value's source text.
+func (c *compiler) properties(d *datum) []elfimage.Property {
+	var props []elfimage.Property
+	seen := map[string]bool{}
+	for i := 1; i < len(d.list); i++ {
+		cl := &d.list[i]
+		if cl.kind != kList || len(cl.list) != 2 || cl.list[0].kind != kSymbol {
+			c.errorf(cl.pos, "declare clause must be (name value)")
+		}
+		n := cl.list[0].str
+		if seen[n] {
+			c.errorf(cl.pos, "property %s declared twice", n)
+		}
+		seen[n] = true
+		props = append(props, elfimage.Property{Name: n, Value: c.text(&cl.list[1])})
+	}
+	return props
 }
 
 // stringObj returns the symbol of the string object for s, creating the
@@ -179,19 +272,49 @@ const divZeroMessage = "division by zero"
 // Per-procedure compilation.
 
 // binding is one entry of the lexical environment: a variable in a frame
-// slot, or a named-let loop.
+// slot or a callee-saved register, or a named-let loop.
 type binding struct {
-	name string
-	slot int
-	loop *loopInfo
-	next *binding
+	name  string
+	slot  int
+	inReg bool
+	reg   reg
+	v     *varInfo
+	loop  *loopInfo
+	next  *binding
 }
 
 type loopInfo struct {
 	name  string
 	head  *label
 	slots []int
+	vars  []*varInfo
 }
+
+// varInfo is what the compiler knows about one binding (parameter or
+// variable) for its debug information.
+type varInfo struct {
+	name  string
+	pos   srcPos
+	inReg bool
+	reg   reg
+	slot  int
+	// param >= 0 marks parameter number param; its live ranges are
+	// computed from the prologue, not from a scope.
+	param int
+}
+
+// scopeInfo is a lexical scope being compiled: the code [start, end) and
+// the variables bound in it.
+type scopeInfo struct {
+	start, end int
+	vars       []*varInfo
+	kids       []*scopeInfo
+	parent     *scopeInfo
+}
+
+// calleeSaved are the registers that hold the first binding of a let or
+// let*, by nesting depth; deeper bindings live in frame slots.
+var calleeSaved = [...]reg{rbx, r12, r13, r14}
 
 // ctx says where an expression's value goes: tail means the procedure
 // returns it (and calls are proper tail calls); loops are the named lets
@@ -211,10 +334,27 @@ type fn struct {
 	nslots   int
 	maxSlots int
 	overflow *label
+	// nsaved is the number of calleeSaved registers the prologue saves
+	// (below the saved rbp, before the slots); regDepth is the number in
+	// use by enclosing lets and maxRegs the most ever in use.
+	nsaved, regDepth, maxRegs int
+	scope                     *scopeInfo   // innermost open scope; nil in the body itself
+	scopes                    []*scopeInfo // top-level scopes of the body
+	defs                      map[uint32]srcPos
+	params                    []elfimage.Var
 }
 
-// slotDisp is the rbp-relative displacement of frame slot i.
-func slotDisp(i int) int32 { return int32(-8 * (i + 1)) }
+// disp is the rbp-relative displacement of frame slot i.
+func (f *fn) disp(i int) int32 { return int32(-8 * (f.nsaved + i + 1)) }
+
+// fbreg returns DW_OP_fbreg for frame slot i (the frame base is the CFA,
+// which is rbp+16 in the body).
+func (f *fn) fbreg(i int) []byte {
+	return dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_fbreg)}, int64(f.disp(i))-16)
+}
+
+// regLoc returns DW_OP_reg<n> for register r.
+func regLoc(r reg) []byte { return []byte{byte(dwarf.DW_OP_reg0) + byte(dwarfReg(r))} }
 
 func (f *fn) alloc(n int) int {
 	base := f.nslots
@@ -234,42 +374,104 @@ func (f *fn) lookup(name string) *binding {
 	return nil
 }
 
-// compileProc generates one procedure:
+// def records that the instruction emitted next stores the value of v.
+func (f *fn) def(v *varInfo) { f.defs[uint32(f.a.off())] = v.pos }
+
+// storeVar stores rax into b's home (slot or register).
+func (f *fn) storeVar(b *binding) {
+	f.def(b.v)
+	if b.inReg {
+		f.a.movRR(b.reg, rax)
+	} else {
+		f.a.store(rbp, f.disp(b.slot), rax)
+	}
+}
+
+// openScope starts a scope binding vars at the current offset.
+func (f *fn) openScope(vars ...*varInfo) {
+	s := &scopeInfo{start: f.a.off(), vars: vars, parent: f.scope}
+	if f.scope == nil {
+		f.scopes = append(f.scopes, s)
+	} else {
+		f.scope.kids = append(f.scope.kids, s)
+	}
+	f.scope = s
+}
+
+// closeScopes ends the open scopes down to outer.
+func (f *fn) closeScopes(outer *scopeInfo) {
+	for f.scope != outer {
+		f.scope.end = f.a.off()
+		f.scope = f.scope.parent
+	}
+}
+
+// compileProc generates one procedure. A first pass finds how many
+// callee-saved registers its lets use; the second generates the code with
+// them saved in the prologue:
 //
-//	push rbp; mov rbp, rsp; sub rsp, N
-//	mov [rbp-8], rdi ...                 ; parameters into slots
+//	push rbp; mov rbp, rsp; push rbx ...; sub rsp, N
+//	mov [rbp-8(s+1)], rdi ...            ; required parameters into slots
 //	cmp rsp, [r15+limit]; jb overflow
-//	body                                 ; value in rax, leave; ret / leave; jmp
+//	cmp rax, nreq+1; jb default0         ; define* only: passed optionals
+//	mov [slot], reg; cmp rax, nreq+2; jb default1; mov [slot], reg; ...
+//	jmp body
+//	default0: <default 0>; mov [slot], rax
+//	default1: <default 1>; mov [slot], rax ...
+//	body: ...                            ; value in rax, leave; ret / leave; jmp
 //	overflow: mov edi, 3; call %capture; ud2
 func (c *compiler) compileProc(p *procInfo) *elfimage.Proc {
-	f := &fn{c: c, p: p, a: newAsm()}
+	f := c.genProc(p, 0)
+	if f.maxRegs > 0 {
+		f = c.genProc(p, f.maxRegs)
+	}
+	proc := f.proc()
+	c.defs[proc] = f.defs
+	return proc
+}
+
+func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
+	f := &fn{c: c, p: p, a: newAsm(), nsaved: nsaved, defs: map[uint32]srcPos{}}
 	a := f.a
+	a.saved = calleeSaved[:nsaved]
 	a.row(p.pos, true)
 	a.prologue()
 	frameAt := a.subRSPImm32()
-	// The parameters are stored before the stack check, so that the
-	// overflow path's backtrace reads them where DWARF says they are.
+	// The required parameters are stored before the stack check, so that
+	// the overflow path's backtrace reads them where DWARF says they are.
 	// The stores stay within the frame, at most MaxFrameSize below a
 	// stack pointer that passed the caller's check, well inside the
 	// StackMargin above the guard page.
-	var params []elfimage.Var
+	params := make([]elfimage.Var, len(p.params))
+	vars := make([]*binding, len(p.params))
 	for i := range p.params {
-		slot := f.alloc(1)
-		a.store(rbp, slotDisp(slot), argRegs[i])
-		f.env = &binding{name: p.params[i].str, slot: slot, next: f.env}
-		loc := dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_fbreg)}, int64(slotDisp(slot))-16)
-		params = append(params, elfimage.Var{Name: p.params[i].str, Location: loc})
+		v := &varInfo{name: p.params[i].str, pos: p.params[i].pos, slot: f.alloc(1), param: i}
+		vars[i] = &binding{name: v.name, slot: v.slot, v: v}
+		params[i] = elfimage.Var{Name: v.name, Location: f.fbreg(v.slot), Line: v.pos.Line, Column: v.pos.Column}
+	}
+	for i := 0; i < p.nreq; i++ {
+		f.def(vars[i].v)
+		a.store(rbp, f.disp(vars[i].slot), argRegs[i])
+		end := uint32(a.off())
+		params[i].Live = []elfimage.LiveRange{{Start: 0, End: end, Location: regLoc(argRegs[i])}, {Start: end, Location: params[i].Location}}
+		vars[i].next = f.env
+		f.env = vars[i]
 	}
 	f.overflow = a.newLabel()
 	a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
 	a.jcc(condB, f.overflow)
+	if p.nopt() > 0 {
+		f.optionals(params, vars)
+	}
 	a.row(p.body[0].pos, true)
 	a.lines[len(a.lines)-1].PrologueEnd = true
 	f.body(p.body, ctx{tail: true})
 	if a.reachable {
 		a.epilogueRet()
 	}
+	f.closeScopes(nil)
 	a.bind(f.overflow)
+	overflowAt := uint32(a.off())
 	a.row(p.pos, false)
 	a.movImm(rdi, int64(KindStackOverflow))
 	a.call(symCapture)
@@ -277,18 +479,131 @@ func (c *compiler) compileProc(p *procInfo) *elfimage.Proc {
 	if !a.finish() {
 		c.errorf(p.pos, "internal error: unbound label in %s", p.name)
 	}
-	size := (8*f.maxSlots + 15) &^ 15
-	if size > MaxFrameSize {
-		c.errorf(p.pos, "%s needs a %d-byte frame; at most %d bytes are supported", p.name, size, MaxFrameSize)
+	total := (8*(nsaved+f.maxSlots) + 15) &^ 15
+	if total > MaxFrameSize {
+		c.errorf(p.pos, "%s needs a %d-byte frame; at most %d bytes are supported", p.name, total, MaxFrameSize)
 	}
+	size := total - 8*nsaved
 	a.code[frameAt] = byte(size)
 	a.code[frameAt+1] = byte(size >> 8)
 	a.code[frameAt+2] = byte(size >> 16)
 	a.code[frameAt+3] = byte(size >> 24)
-	return &elfimage.Proc{
-		Name: p.name, Code: a.code, Line: p.pos.Line, Column: p.pos.Column, Doc: p.doc,
-		Lines: a.lines, CFI: a.cfi, Params: params, Relocs: a.relocs,
+	// Required parameters stay in their slots to the end of the code;
+	// optional ones are stored after the stack check, so not on the
+	// overflow path.
+	for i := range params {
+		end := uint32(len(a.code))
+		if params[i].Optional {
+			end = overflowAt
+		}
+		params[i].Live[len(params[i].Live)-1].End = end
 	}
+	f.params = params
+	return f
+}
+
+// optionals emits the argument-count dispatch of a define*: the passed
+// optional parameters (rax holds the argument count) are stored into
+// their slots, then the defaults of the missing ones are evaluated in
+// order, each in the scope of the parameters before it.
+func (f *fn) optionals(params []elfimage.Var, vars []*binding) {
+	a, p := f.a, f.p
+	n := p.nopt()
+	body := a.newLabel()
+	dflt := make([]*label, n)
+	passedEnd := make([]uint32, n)
+	for k := range n {
+		i := p.nreq + k
+		dflt[k] = a.newLabel()
+		a.aluImm(aluCmp, rax, int32(i+1))
+		a.jcc(condB, dflt[k])
+		f.def(vars[i].v)
+		a.store(rbp, f.disp(vars[i].slot), argRegs[i])
+		passedEnd[k] = uint32(a.off())
+	}
+	a.jmp(body)
+	chainEnd := uint32(a.off())
+	for k := range n {
+		i := p.nreq + k
+		a.bind(dflt[k])
+		if d := p.defaults[k]; d != nil {
+			a.row(d.pos, true)
+			f.expr(d, valueCtx)
+		} else {
+			a.row(p.params[i].pos, true)
+			a.movImm(rax, 0)
+		}
+		f.storeVar(vars[i])
+		params[i].Optional = true
+		if d := p.defaults[k]; d != nil {
+			params[i].Default = f.c.text(d)
+		}
+		params[i].Live = []elfimage.LiveRange{{Start: passedEnd[k], End: chainEnd, Location: params[i].Location}, {Start: uint32(a.off()), Location: params[i].Location}}
+		vars[i].next = f.env
+		f.env = vars[i]
+	}
+	a.bind(body)
+}
+
+// proc assembles the Proc of a finished procedure.
+func (f *fn) proc() *elfimage.Proc {
+	p, a := f.p, f.a
+	out := &elfimage.Proc{
+		Name: p.name, Code: a.code, Line: p.pos.Line, Column: p.pos.Column, Doc: p.doc,
+		Lines: a.lines, CFI: a.cfi, Params: f.params, Properties: p.props, Relocs: a.relocs,
+	}
+	for _, s := range f.scopes {
+		if sc := f.scopeOf(s); sc != nil {
+			out.Scopes = append(out.Scopes, sc)
+		}
+	}
+	return out
+}
+
+// scopeOf converts a compiled scope; empty scopes (no code) are dropped
+// with everything inside them.
+func (f *fn) scopeOf(s *scopeInfo) *elfimage.Scope {
+	if s.start >= s.end {
+		return nil
+	}
+	sc := &elfimage.Scope{Ranges: []elfimage.CodeRange{{Start: uint32(s.start), End: uint32(s.end)}}}
+	for _, v := range s.vars {
+		sc.Vars = append(sc.Vars, f.varOf(v, s))
+	}
+	for _, k := range s.kids {
+		if ks := f.scopeOf(k); ks != nil {
+			sc.Scopes = append(sc.Scopes, ks)
+		}
+	}
+	return sc
+}
+
+// varOf gives a scope's variable its exact live ranges: the whole scope
+// for a slot (the slot is written before the scope starts and reused only
+// after it ends); for a register, the scope minus the epilogues after the
+// register is restored.
+func (f *fn) varOf(v *varInfo, s *scopeInfo) elfimage.Var {
+	out := elfimage.Var{Name: v.name, Line: v.pos.Line, Column: v.pos.Column}
+	if !v.inReg {
+		out.Location = f.fbreg(v.slot)
+		out.Live = []elfimage.LiveRange{{Start: uint32(s.start), End: uint32(s.end), Location: out.Location}}
+		return out
+	}
+	loc := regLoc(v.reg)
+	at := s.start
+	for _, k := range f.a.kills {
+		if k.reg != v.reg || k.to <= at || k.from >= s.end {
+			continue
+		}
+		if k.from > at {
+			out.Live = append(out.Live, elfimage.LiveRange{Start: uint32(at), End: uint32(k.from), Location: loc})
+		}
+		at = k.to
+	}
+	if at < s.end {
+		out.Live = append(out.Live, elfimage.LiveRange{Start: uint32(at), End: uint32(s.end), Location: loc})
+	}
+	return out
 }
 
 // body compiles a sequence: every form but the last for effect, the last
@@ -330,8 +645,12 @@ func (f *fn) expr(d *datum, k ctx) {
 	case kSymbol:
 		b := f.lookup(d.str)
 		switch {
+		case b != nil && b.loop == nil && b.inReg:
+			a.movRR(rax, b.reg)
+			f.done(k)
+			return
 		case b != nil && b.loop == nil:
-			a.load(rax, rbp, slotDisp(b.slot))
+			a.load(rax, rbp, f.disp(b.slot))
 			f.done(k)
 			return
 		case b != nil:
@@ -419,8 +738,10 @@ func (f *fn) expr(d *datum, k ctx) {
 		f.done(k)
 	case "error":
 		f.errorForm(d, args)
-	case "define":
-		f.c.errorf(d.pos, "define is only allowed at top level")
+	case "define", "define*":
+		f.c.errorf(d.pos, "%s is only allowed at top level", head.str)
+	case "declare":
+		f.c.errorf(d.pos, "declare is only allowed first in a procedure body (after the docstring)")
 	case "quote", "lambda", "else":
 		f.c.errorf(head.pos, "%s is not supported here", head.str)
 	default:
@@ -428,10 +749,13 @@ func (f *fn) expr(d *datum, k ctx) {
 		if p == nil {
 			f.c.errorf(head.pos, "unbound variable %s", head.str)
 		}
-		if len(args) != len(p.params) {
+		switch {
+		case p.nopt() == 0 && len(args) != len(p.params):
 			f.c.errorf(d.pos, "%s takes %d arguments, given %d", p.name, len(p.params), len(args))
+		case len(args) < p.nreq || len(args) > len(p.params):
+			f.c.errorf(d.pos, "%s takes %d to %d arguments, given %d", p.name, p.nreq, len(p.params), len(args))
 		}
-		f.call(d, p.name, args, k)
+		f.call(d, p, args, k)
 	}
 }
 
@@ -447,26 +771,30 @@ func (f *fn) evalToSlots(args []datum) int {
 	base := f.alloc(len(args))
 	for i := range args {
 		f.expr(&args[i], valueCtx)
-		f.a.store(rbp, slotDisp(base+i), rax)
+		f.a.store(rbp, f.disp(base+i), rax)
 	}
 	return base
 }
 
 // call compiles a call of a global procedure: arguments into slots, then
-// into rdi, rsi, ...; in tail position leave; jmp reuses the frame.
-func (f *fn) call(d *datum, name string, args []datum, k ctx) {
+// into rdi, rsi, ...; a define* procedure also gets the argument count in
+// rax. In tail position leave; jmp reuses the frame.
+func (f *fn) call(d *datum, p *procInfo, args []datum, k ctx) {
 	a := f.a
 	base := f.evalToSlots(args)
 	a.row(d.pos, false)
 	for i := range args {
-		a.load(argRegs[i], rbp, slotDisp(base+i))
+		a.load(argRegs[i], rbp, f.disp(base+i))
 	}
 	f.free(len(args))
+	if p.nopt() > 0 {
+		a.movImm(rax, int64(len(args)))
+	}
 	if k.tail {
-		a.tailJump(name)
+		a.tailJump(p.name)
 		return
 	}
-	a.call(name)
+	a.call(p.name)
 }
 
 func (f *fn) loopCall(d *datum, l *loopInfo, args []datum, k ctx) {
@@ -484,8 +812,9 @@ func (f *fn) loopCall(d *datum, l *loopInfo, args []datum, k ctx) {
 	base := f.evalToSlots(args)
 	a.row(d.pos, false)
 	for i := range args {
-		a.load(rax, rbp, slotDisp(base+i))
-		a.store(rbp, slotDisp(l.slots[i]), rax)
+		a.load(rax, rbp, f.disp(base+i))
+		f.def(l.vars[i])
+		a.store(rbp, f.disp(l.slots[i]), rax)
 	}
 	f.free(len(args))
 	a.jmp(l.head)
@@ -499,8 +828,8 @@ func (f *fn) test(d *datum, jumpIf bool, target *label) {
 		if cc, ok := compareCond[d.list[0].str]; ok {
 			a.row(d.pos, false)
 			base := f.evalToSlots(d.list[1:3])
-			a.load(rax, rbp, slotDisp(base))
-			a.aluRM(aluCmp, rax, rbp, slotDisp(base+1))
+			a.load(rax, rbp, f.disp(base))
+			a.aluRM(aluCmp, rax, rbp, f.disp(base+1))
 			f.free(2)
 			if !jumpIf {
 				cc = cc.not()
@@ -606,52 +935,93 @@ func (f *fn) bindingsOf(d *datum) []datum {
 	return d.list
 }
 
+// letForm compiles let and let*. The first binding lives in the next
+// free callee-saved register (while fewer than len(calleeSaved) are in
+// use), the others in frame slots. A let opens one scope after all its
+// values are stored; a let* opens one nested scope per binding, right
+// after its value is stored.
 func (f *fn) letForm(d *datum, args []datum, k ctx, sequential bool) {
 	if len(args) < 2 {
 		f.c.errorf(d.pos, "%s takes bindings and a body", d.list[0].str)
 	}
 	bs := f.bindingsOf(&args[0])
-	saved := f.env
-	base := f.alloc(len(bs))
+	saved, outer := f.env, f.scope
+	useReg := len(bs) > 0 && f.regDepth < len(calleeSaved)
+	nslots := len(bs)
+	if useReg {
+		nslots--
+	}
+	base := f.alloc(nslots)
 	env := f.env
+	var vars []*varInfo
 	for i := range bs {
 		f.expr(&bs[i].list[1], valueCtx)
-		f.a.store(rbp, slotDisp(base+i), rax)
-		env = &binding{name: bs[i].list[0].str, slot: base + i, next: env}
+		v := &varInfo{name: bs[i].list[0].str, pos: bs[i].list[0].pos, param: -1}
+		if i == 0 && useReg {
+			v.inReg, v.reg = true, calleeSaved[f.regDepth]
+			f.regDepth++
+			f.maxRegs = max(f.maxRegs, f.regDepth)
+		} else {
+			v.slot = base + i
+			if useReg {
+				v.slot--
+			}
+		}
+		b := &binding{name: v.name, slot: v.slot, inReg: v.inReg, reg: v.reg, v: v, next: env}
+		f.storeVar(b)
+		env = b
 		if sequential {
 			f.env = env
+			f.openScope(v)
+		} else {
+			vars = append(vars, v)
 		}
 	}
 	f.env = env
+	if !sequential && len(vars) > 0 {
+		f.openScope(vars...)
+	}
 	f.body(args[1:], k)
+	f.closeScopes(outer)
 	f.env = saved
-	f.free(len(bs))
+	f.free(nslots)
+	if useReg {
+		f.regDepth--
+	}
 }
 
 // namedLet compiles (let name ((var init) ...) body ...) as a loop in the
 // current frame; name may only be called in tail position of the body.
+// The variables live in frame slots; their scope starts at the loop head.
 func (f *fn) namedLet(d *datum, args []datum, k ctx) {
 	if len(args) < 3 {
 		f.c.errorf(d.pos, "named let takes a name, bindings and a body")
 	}
 	name := f.c.checkName(&args[0], "loop name")
 	bs := f.bindingsOf(&args[1])
-	saved := f.env
+	saved, outer := f.env, f.scope
 	base := f.alloc(len(bs))
-	for i := range bs {
-		f.expr(&bs[i].list[1], valueCtx)
-		f.a.store(rbp, slotDisp(base+i), rax)
-	}
 	l := &loopInfo{name: name, head: f.a.newLabel()}
-	f.env = &binding{name: name, loop: l, next: f.env}
 	for i := range bs {
-		l.slots = append(l.slots, base+i)
-		f.env = &binding{name: bs[i].list[0].str, slot: base + i, next: f.env}
+		v := &varInfo{name: bs[i].list[0].str, pos: bs[i].list[0].pos, slot: base + i, param: -1}
+		l.slots = append(l.slots, v.slot)
+		l.vars = append(l.vars, v)
+		f.expr(&bs[i].list[1], valueCtx)
+		f.def(v)
+		f.a.store(rbp, f.disp(v.slot), rax)
+	}
+	f.env = &binding{name: name, loop: l, next: f.env}
+	for i, v := range l.vars {
+		f.env = &binding{name: v.name, slot: base + i, v: v, next: f.env}
 	}
 	l.head.used = true // jumped to from the body
 	f.a.bind(l.head)
+	if len(l.vars) > 0 {
+		f.openScope(l.vars...)
+	}
 	inner := ctx{tail: k.tail, loops: append(append([]*loopInfo(nil), k.loops...), l)}
 	f.body(args[2:], inner)
+	f.closeScopes(outer)
 	f.env = saved
 	f.free(len(bs))
 }
@@ -665,7 +1035,7 @@ func (f *fn) setForm(d *datum, args []datum, k ctx) {
 		f.c.errorf(args[0].pos, "set! of %s: not a local variable or parameter", args[0].str)
 	}
 	f.expr(&args[1], valueCtx)
-	f.a.store(rbp, slotDisp(b.slot), rax)
+	f.storeVar(b)
 	f.done(k)
 }
 
@@ -719,21 +1089,21 @@ func (f *fn) arith(d *datum, args []datum, k ctx, op string) {
 	default:
 		acc := f.alloc(1)
 		f.expr(&args[0], valueCtx)
-		a.store(rbp, slotDisp(acc), rax)
+		a.store(rbp, f.disp(acc), rax)
 		for i := 1; i < len(args); i++ {
 			f.expr(&args[i], valueCtx)
 			switch op {
 			case "+":
-				a.aluRM(aluAdd, rax, rbp, slotDisp(acc))
+				a.aluRM(aluAdd, rax, rbp, f.disp(acc))
 			case "*":
-				a.imulMem(rax, rbp, slotDisp(acc))
+				a.imulMem(rax, rbp, f.disp(acc))
 			case "-":
 				a.movRR(rcx, rax)
-				a.load(rax, rbp, slotDisp(acc))
+				a.load(rax, rbp, f.disp(acc))
 				a.aluRR(aluSub, rax, rcx)
 			}
 			if i < len(args)-1 {
-				a.store(rbp, slotDisp(acc), rax)
+				a.store(rbp, f.disp(acc), rax)
 			}
 		}
 		f.free(1)
@@ -749,8 +1119,8 @@ func (f *fn) division(d *datum, args []datum, k ctx, op string) {
 	f.arity(d, args, 2)
 	a := f.a
 	base := f.evalToSlots(args)
-	a.load(rax, rbp, slotDisp(base))
-	a.load(rcx, rbp, slotDisp(base+1))
+	a.load(rax, rbp, f.disp(base))
+	a.load(rcx, rbp, f.disp(base+1))
 	f.free(2)
 	nonzero, normal, done := a.newLabel(), a.newLabel(), a.newLabel()
 	a.test(rcx, rcx)
@@ -802,8 +1172,8 @@ func (f *fn) compare(d *datum, args []datum, k ctx, cc cond) {
 	f.free(len(args))
 	no, end := a.newLabel(), a.newLabel()
 	for i := 0; i+1 < len(args); i++ {
-		a.load(rax, rbp, slotDisp(base+i))
-		a.aluRM(aluCmp, rax, rbp, slotDisp(base+i+1))
+		a.load(rax, rbp, f.disp(base+i))
+		a.aluRM(aluCmp, rax, rbp, f.disp(base+i+1))
 		if i+2 < len(args) {
 			a.jcc(cc.not(), no)
 		} else {
@@ -835,13 +1205,13 @@ func (f *fn) errorForm(d *datum, args []datum) {
 	base := f.alloc(n)
 	for i := range vals {
 		f.expr(&vals[i], valueCtx)
-		a.store(rbp, slotDisp(base+n-1-i), rax)
+		a.store(rbp, f.disp(base+n-1-i), rax)
 	}
 	a.row(d.pos, false)
 	a.movImm(rdi, int64(KindError))
 	a.leaRIP(rsi, f.c.stringObj(args[0].str))
 	a.movImm(rdx, int64(n))
-	a.lea(rcx, rbp, slotDisp(base+n-1))
+	a.lea(rcx, rbp, f.disp(base+n-1))
 	a.call(symCapture)
 	a.ud2()
 	f.free(n)

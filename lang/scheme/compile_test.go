@@ -23,6 +23,21 @@ func compileFile(t testing.TB, name string) *elfimage.Module {
 	return m
 }
 
+// compileFileDefs compiles testdata/name and returns the module with the
+// compiler's record of variable stores.
+func compileFileDefs(t testing.TB, name string) (*elfimage.Module, defMap) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, defs, err := compile(name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, defs
+}
+
 func TestCompileErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"(define (main)\n  (foo 1))", "prog.scm:2:4: unbound variable foo"},

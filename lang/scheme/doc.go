@@ -1,16 +1,37 @@
 // Package scheme is elfimage's example compiler: a small Scheme subset
 // compiled straight to x86-64 machine code (its own encoder, no external
 // assembler) as an [elfimage.Module] with exact call frame information,
-// line rows with columns, parameter locations and docstrings; and the host
+// line rows with columns, parameters (optional ones with their default's
+// source), lexical scopes whose variables have exact live ranges in
+// registers and frame slots, docstrings and procedure properties; and the host
 // runtime ([Run]) that runs a linked, loaded image on its own stack and
 // hands back backtrace captures for the CFI unwinder.
 //
 // # Language
 //
-// A program is a sequence of (define (name param ...) body ...), at most
+// A program is a sequence of (define (name param ...) body ...) and
+// (define* (name param ... #:optional opt ...) body ...), at most
 // [MaxParams] parameters each; a string first in a body with more forms
 // after it is the docstring. (define (main) ...) is the entry point and
-// its value is the run's value. Forms:
+// its value is the run's value.
+//
+// Optional parameters (Guile style): in define*, the parameters after
+// #:optional are optional, each written name (default 0) or (name
+// default-expression). A default is evaluated, when its argument is
+// missing, in the scope of the parameters before it: (define* (f a
+// #:optional (b 10) (c (* a 2))) ...). A call passes between the number
+// of required parameters and the number of all parameters (else a compile
+// error at the call). Proc.Params lists the required parameters, then the
+// optional ones with Var.Optional set and Var.Default holding the default
+// expression's source text ("10", "(* a 2)"; empty for the implicit 0).
+//
+// Procedure properties: a (declare (name value) ...) form first in the
+// body (after the docstring, if any) gives the procedure metadata, for
+// example (declare (inline #f) (category "math")). Each clause becomes a
+// Property in source order, Name the clause's symbol and Value the
+// value's source text as written (#f, "math" with its quotes, (1 2));
+// a name may appear once. The declare form is not evaluated; declare
+// anywhere else is an error. Forms:
 //
 //	literals      64-bit integers, #t #f, "strings" (only as arguments of display and error)
 //	arithmetic    (+ ...) (* ...) (- x ...) (quotient a b) (remainder a b) (modulo a b)
@@ -39,17 +60,53 @@
 // # Code
 //
 // Arguments travel in rdi, rsi, rdx, rcx, r8, r9 and the result in rax;
-// r15 holds the host's control block in all generated code. Every
+// r15 holds the host's control block in all generated code. A call of a
+// define* procedure with optional parameters also passes the number of
+// arguments in rax (mov eax, n; also before the jmp of a tail call). Every
 // procedure has the frame
 //
-//	push rbp; mov rbp, rsp; sub rsp, N     ; N multiple of 16, at most MaxFrameSize
-//	mov [rbp-8], rdi ...                   ; parameter i at rbp-8(i+1) = DW_OP_fbreg(-24-8i)
-//	cmp rsp, [r15]; jb overflow            ; stack limit check, after the parameters are stored
-//	...                                    ; locals and temporaries in rbp-relative slots
-//	leave; ret                             ; or leave; jmp callee for a tail call
+//	push rbp; mov rbp, rsp                 ; CFA = rbp+16
+//	push rbx; push r12 ...                 ; s callee-saved registers its lets use, at CFA-24-8i
+//	sub rsp, N                             ; 8s+N multiple of 16, at most MaxFrameSize
+//	mov [rbp-8(s+1)], rdi ...              ; required parameter i = DW_OP_fbreg(-24-8(s+i))
+//	cmp rsp, [r15]; jb overflow            ; stack limit check, after those are stored
+//	cmp rax, nreq+1; jb default0           ; define* only: store the passed optionals,
+//	mov [slot], reg; cmp rax, nreq+2 ...   ;   then jmp body; defaultK: evaluate default K,
+//	jmp body                               ;   store it, fall through to default K+1
+//	body: ...                              ; locals and temporaries in rbp-relative slots
+//	mov rbx, [rbp-8] ...; leave; ret       ; or ...; leave; jmp callee for a tail call
 //	overflow: mov edi, 3; call %capture; ud2
 //
-// with CFI exact at every instruction. The module also holds the entry
+// with CFI exact at every instruction (the saved registers get offset
+// rules after their push and same-value rules after their restore).
+//
+// # Scopes and live ranges
+//
+// Every let and named let with bindings is one Scope; a let* is one
+// Scope per binding, each nested in the one before (as let* means). A
+// scope's single code range [Start, End) starts right after the last
+// instruction storing its bindings (for a named let: the loop head) and
+// ends after the last instruction of its body; scopes nest as the source
+// does, the top-level ones in Proc.Scopes. The first binding of a let or
+// let* lives in rbx, r12, r13 or r14 (by nesting depth of such lets; when
+// all four are taken, in a slot), the others in frame slots. Each Var has
+// Line/Column of its name and exact Live ranges:
+//
+//   - a slot binding: its whole scope, as DW_OP_fbreg(off); the slot is
+//     written before the scope starts and reused only after it ends;
+//   - a register binding: its scope minus each epilogue's tail, from the
+//     instruction after the one restoring the register to the end of the
+//     ret or jmp, as DW_OP_reg3 (rbx), DW_OP_reg12 ...;
+//   - a required parameter: [0, end of its store) in its argument register
+//     (DW_OP_reg5 for rdi, reg4 rsi, reg1 rdx, reg2 rcx, reg8, reg9), then
+//     its slot to the end of the code;
+//   - an optional parameter: its slot from its store in the passed-argument
+//     chain to the end of the chain's jmp, and from the store of its
+//     default to the start of the overflow path (optional parameters are
+//     stored after the stack check).
+//
+// Var.Location is also set for parameters and slot bindings (the slot),
+// for consumers that ignore Live. The module also holds the entry
 // stub %start(ctl), whose CFI marks the return address undefined, and the
 // runtime procedures %capture, %display-int, %display-string and %write
 // (Internal). String literals are bytes in ROData and a string object

@@ -10,7 +10,7 @@ import (
 // return a *SyntaxError or a module, never panic, and every module they
 // produce must have exact CFI at every reachable instruction.
 func FuzzCompile(f *testing.F) {
-	for _, name := range []string{"kernels.scm", "demo.scm", "errors.scm"} {
+	for _, name := range []string{"kernels.scm", "demo.scm", "errors.scm", "scopes.scm"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -27,7 +27,7 @@ func FuzzCompile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		m, err := Compile("fuzz.scm", src)
+		m, defs, err := compile("fuzz.scm", src)
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
@@ -36,7 +36,7 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		for _, p := range m.Procs {
-			if err := simulate(p); err != nil {
+			if err := simulateVars(p, defs[p]); err != nil {
 				t.Fatalf("%v\nsource: %q", err, src)
 			}
 		}

@@ -81,8 +81,8 @@ func TestLinkedDemo(t *testing.T) {
 	if err := lr.SeekPC(pc, &le); err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(le.File.Name) != DemoFile || le.Line != 33 || le.Column != 3 {
-		t.Errorf("capture pc maps to %s:%d:%d, want demo.scm:33:3", le.File.Name, le.Line, le.Column)
+	if filepath.Base(le.File.Name) != DemoFile || le.Line != 33 || le.Column != 37 {
+		t.Errorf("capture pc maps to %s:%d:%d, want demo.scm:33:37", le.File.Name, le.Line, le.Column)
 	}
 	// The subprogram containing pc is inner, with parameters a and b.
 	r = d.Reader()
@@ -122,5 +122,12 @@ func TestLinkedTools(t *testing.T) {
 	out, err = exec.Command(dd, "--verify", path).CombinedOutput()
 	if err != nil {
 		t.Errorf("llvm-dwarfdump --verify: %v\n%s", err, out)
+	}
+	// The scopes program: optional parameters, nested lexical blocks and
+	// location lists.
+	_, path = linkImage(t, "scopes.scm", mustRead(t, "testdata/scopes.scm"))
+	out, err = exec.Command(dd, "--verify", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("llvm-dwarfdump --verify scopes.scm: %v\n%s", err, out)
 	}
 }

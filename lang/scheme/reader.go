@@ -41,9 +41,12 @@ const (
 type datum struct {
 	kind datumKind
 	pos  srcPos
-	num  int64   // kInt, kBool (1/0)
-	str  string  // kString (decoded bytes), kSymbol (name)
-	list []datum // kList
+	// off and end are the byte offsets [off, end) of the datum's source
+	// text (for default values and properties kept as written).
+	off, end int
+	num      int64   // kInt, kBool (1/0)
+	str      string  // kString (decoded bytes), kSymbol (name)
+	list     []datum // kList
 }
 
 func (d *datum) isSym(name string) bool { return d.kind == kSymbol && d.str == name }
@@ -176,6 +179,13 @@ func isDelimiter(c byte) bool {
 }
 
 func (r *reader) datum(depth int) (datum, error) {
+	off := r.off
+	d, err := r.datum0(depth)
+	d.off, d.end = off, r.off
+	return d, err
+}
+
+func (r *reader) datum0(depth int) (datum, error) {
 	p := r.pos()
 	c := r.peek()
 	switch {
@@ -233,6 +243,10 @@ func (r *reader) datum(depth int) (datum, error) {
 			return datum{}, r.errAt(p, "integer literal %s out of range or malformed", tok)
 		}
 		return datum{kind: kInt, pos: p, num: n}, nil
+	}
+	if strings.HasPrefix(tok, "#:") && len(tok) > 2 {
+		// A keyword such as #:optional: a symbol no program can bind.
+		return datum{kind: kSymbol, pos: p, str: tok}, nil
 	}
 	if tok[0] == '#' {
 		return datum{}, r.errAt(p, "unknown syntax %s", tok)

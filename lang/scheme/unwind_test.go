@@ -106,7 +106,7 @@ func TestDemo(t *testing.T) {
 	// Positions: (backtrace) in inner, the call of inner in middle, of
 	// middle in outer, of outer in main (inside (display (outer 3))).
 	want := []string{
-		"inner:33:3(4,26)",
+		"inner:33:37(4,26)",
 		"middle:37:12(3,13)",
 		"outer:41:12(3)",
 		"main:49:36()",

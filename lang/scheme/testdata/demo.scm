@@ -1,8 +1,8 @@
 ;;; demo.scm — the program `elfimage demo` compiles, links, loads and runs.
 ;;; It prints a few kernel results and takes a backtrace three calls deep.
-
 (define (fib n)
   "Return the n-th Fibonacci number, the slow way."
+  (declare (inline #f) (category "math"))
   (if (< n 2)
       n
       (+ (fib (- n 1)) (fib (- n 2)))))
@@ -21,18 +21,18 @@
         ((= n 0) (ack (- m 1) 1))
         (else (ack (- m 1) (ack m (- n 1))))))
 
-(define (sum-to n)
-  "Sum 1..n with a named-let loop."
-  (let loop ((i 1) (acc 0))
-    (if (> i n)
+(define* (sum-to n #:optional (from 1) (step (if (< n from) -1 1)))
+  "Sum from..n (by default 1..n) with a named-let loop."
+  (let loop ((i from) (acc 0))
+    (if (= i (+ n step))
         acc
-        (loop (+ i 1) (+ acc i)))))
-
+        (loop (+ i step) (+ acc i)))))
 (define (inner a b)
-  "Innermost frame: records a backtrace, then returns a result."
-  (backtrace)
-  (* a b))
+  "Innermost frame: records a backtrace inside nested lets, returns a*b."
+  (let ((p (* a b)))
+    (let* ((q (+ p 1)) (r (- q 1))) (backtrace) r)))
 
+;; middle and outer keep their results in let-bound registers.
 (define (middle x y)
   (let ((r (inner (+ x 1) (* y 2))))
     (+ r 1)))
@@ -47,4 +47,5 @@
   (display "ack(2, 9) = ") (display (ack 2 9)) (newline)
   (display "sum(1..10000) = ") (display (sum-to 10000)) (newline)
   (display "outer(3) = ") (display (outer 3)) (newline)
+  (display "sum(10..1) = ") (display (sum-to 1 10)) (newline)
   0)

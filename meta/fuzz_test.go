@@ -1,0 +1,78 @@
+package meta
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// FuzzTable reads arbitrary bytes as a table section and a string section:
+// NewTable, Lookup at many addresses, At and Describe never panic, errors
+// are FormatErrors (or ErrNotFound), and a successful Lookup's answer
+// covers the address.
+func FuzzTable(f *testing.F) {
+	small := []Proc{
+		{Name: "a", Start: 0x1000, Size: 0x10},
+		{Name: "b", Start: 0x1020, Size: 0x200, Required: 1, Optional: 1, Args: []string{"x", "y"},
+			Defaults: []string{"3"}, Doc: "d", Props: []Prop{{"p", "v"}}, LineUnit: 0x40, LineSeq: 0x70, HasLineSeq: true},
+	}
+	for _, ps := range [][]Proc{small, genProcs(5), genProcs(40)} {
+		sec, err := Encode(ps)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(sec, []byte(nil), uint64(0x1000))
+		st := dwarf.NewStrTab()
+		sec, err = EncodeWith(ps, st)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(sec, st.Bytes(), uint64(0x1020))
+	}
+	f.Fuzz(func(t *testing.T, sec, strs []byte, addr uint64) {
+		tab, err := NewTable(sec, strs)
+		if err != nil {
+			var fe *dwarf.FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("NewTable error %T %v", err, err)
+			}
+			return
+		}
+		check := func(e Entry, err error, a uint64, lookup bool) {
+			if err != nil {
+				var fe *dwarf.FormatError
+				if !errors.As(err, &fe) && !errors.Is(err, ErrNotFound) {
+					t.Fatalf("error %T %v", err, err)
+				}
+				return
+			}
+			if lookup && (a < e.Start || a-e.Start >= e.Size) {
+				t.Fatalf("Lookup(%#x) = [%#x, +%#x)", a, e.Start, e.Size)
+			}
+			p, err := tab.Describe(e)
+			if err != nil {
+				var fe *dwarf.FormatError
+				if !errors.As(err, &fe) {
+					t.Fatalf("Describe error %T %v", err, err)
+				}
+				return
+			}
+			if p.Start != e.Start || p.Size != e.Size || p.Name != string(e.NameBytes) || len(p.Args) != p.Required+p.Optional {
+				t.Fatalf("Describe %+v disagrees with %+v", p, e)
+			}
+		}
+		addrs := []uint64{addr, 0, ^uint64(0), addr + 1, addr - 1}
+		for i := 0; i < tab.Len() && i < 64; i++ {
+			e, err := tab.At(i)
+			check(e, err, 0, false)
+			if err == nil {
+				addrs = append(addrs, e.Start, e.Start+e.Size-1, e.Start+e.Size)
+			}
+		}
+		for _, a := range addrs {
+			e, err := tab.Lookup(a)
+			check(e, err, a, true)
+		}
+	})
+}

@@ -1,0 +1,309 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// ErrNotFound is returned by [Table.Lookup] when no procedure covers the
+// address. It is returned unwrapped so that a miss allocates nothing;
+// match it with errors.Is.
+var ErrNotFound = errors.New("meta: no procedure covers the address")
+
+// Table reads a procedure metadata table in place: the section bytes are
+// neither copied nor parsed ahead of a query. A Table is immutable and safe
+// for concurrent use.
+type Table struct {
+	sec, strs []byte
+	n         int    // number of records
+	ss, rec   int    // start field size, record size
+	base      uint64 // address the start fields are relative to
+	infoOff   int    // section offset of the info area
+}
+
+// Entry is what [Table.Lookup] finds for an address: the procedure's
+// range, name, and line sequence, decoded without allocating.
+type Entry struct {
+	// Index is the procedure's position in the table, in [0, Len()).
+	Index int
+	// Start and Size give the procedure's code as the link-time address
+	// range [Start, Start+Size).
+	Start, Size uint64
+	// NameBytes is the procedure's name: a subslice of the string section
+	// the table was made with, not a copy (see [Entry.Name]).
+	NameBytes []byte
+	// LineUnit and LineSeq are the .debug_line offsets of the line program
+	// unit and of the procedure's sequence (see [Proc]); meaningful only
+	// when HasLineSeq is set.
+	LineUnit, LineSeq uint64
+	HasLineSeq        bool
+}
+
+// Name returns the procedure's name as a string (a copy: one allocation).
+func (e Entry) Name() string { return string(e.NameBytes) }
+
+func fail(off uint64, field, msg string) error {
+	return &dwarf.FormatError{Section: SectionProcs, Offset: off, Field: field, Msg: msg}
+}
+
+// NewTable returns a reader for the table section sec whose strings are in
+// strs, the string section it was encoded with by [EncodeWith]; strs is
+// ignored (pass nil) for a table made by [Encode], which holds its own
+// strings. It checks only the header: magic, version, flags, field widths, and that
+// sec is exactly as long as the header's counts say; records and info
+// entries are checked when a query reads them. Errors are
+// *dwarf.FormatError. Cost: O(1), one allocation (the *Table).
+func NewTable(sec, strs []byte) (*Table, error) {
+	if len(sec) < HeaderSize {
+		return nil, fail(0, "header", fmt.Sprintf("section of %d bytes is shorter than the %d-byte header", len(sec), HeaderSize))
+	}
+	if !bytes.Equal(sec[:4], magic[:]) {
+		return nil, fail(0, "magic", fmt.Sprintf("%q is not %q", sec[:4], magic[:]))
+	}
+	if sec[4] != Version {
+		return nil, fail(4, "version", fmt.Sprintf("unsupported version %d", sec[4]))
+	}
+	ss, is := int(sec[5]), int(sec[6])
+	if ss < 1 || ss > 4 {
+		return nil, fail(5, "start size", fmt.Sprintf("%d not in [1, 4]", ss))
+	}
+	if is < 1 || is > 4 {
+		return nil, fail(6, "info size", fmt.Sprintf("%d not in [1, 4]", is))
+	}
+	if sec[7]&^FlagInlineStrings != 0 {
+		return nil, fail(7, "flags", fmt.Sprintf("unknown flags %#x", sec[7]))
+	}
+	le := binary.LittleEndian
+	n := uint64(le.Uint32(sec[8:]))
+	l := uint64(le.Uint32(sec[12:]))
+	rec := uint64(ss + is)
+	if want := HeaderSize + n*rec + l; want != uint64(len(sec)) {
+		return nil, fail(8, "count", fmt.Sprintf("%d records of %d bytes and %d bytes of info need a %d-byte section, have %d", n, rec, l, want, len(sec)))
+	}
+	t := &Table{
+		sec: sec, strs: strs,
+		n: int(n), ss: ss, rec: int(rec),
+		base:    le.Uint64(sec[16:]),
+		infoOff: HeaderSize + int(n*rec),
+	}
+	if sec[7]&FlagInlineStrings != 0 {
+		t.strs = sec[t.infoOff:]
+	}
+	return t, nil
+}
+
+// Len returns the number of procedures in the table.
+func (t *Table) Len() int { return t.n }
+
+// le reads an n-byte little-endian number at b[0:n], 1 ≤ n ≤ 4.
+func le(b []byte, n int) uint64 {
+	var v uint64
+	for i := n - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// startAt returns the start address of record i.
+func (t *Table) startAt(i int) uint64 {
+	off := HeaderSize + i*t.rec
+	return t.base + le(t.sec[off:off+t.ss], t.ss)
+}
+
+// Lookup returns the procedure whose range [Start, Start+Size) contains
+// the link-time address addr. It returns [ErrNotFound] when none does
+// (addr before the first procedure, in a gap, or past the last), and a
+// *dwarf.FormatError when the entry it reads is malformed. Cost: a
+// bisection of the records (O(log n) reads) and the decoding of four to
+// five LEB128 numbers and one name; no allocation.
+func (t *Table) Lookup(addr uint64) (Entry, error) {
+	lo, hi := 0, t.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.startAt(m) <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return Entry{}, ErrNotFound
+	}
+	var e Entry
+	if c, _, _ := t.entry(lo-1, &e); c.err != nil {
+		return Entry{}, c.err
+	}
+	if addr-e.Start >= e.Size {
+		return Entry{}, ErrNotFound
+	}
+	return e, nil
+}
+
+// At returns the procedure at index i in [0, Len()), in address order, as
+// [Table.Lookup] would. It fails with a *dwarf.FormatError when the entry
+// is malformed, or an error wrapping [ErrNotFound] when i is out of range.
+// Cost: as Lookup without the bisection.
+func (t *Table) At(i int) (Entry, error) {
+	if i < 0 || i >= t.n {
+		return Entry{}, fmt.Errorf("%w: index %d out of range [0, %d)", ErrNotFound, i, t.n)
+	}
+	var e Entry
+	if c, _, _ := t.entry(i, &e); c.err != nil {
+		return Entry{}, c.err
+	}
+	return e, nil
+}
+
+// cursor reads ULEB fields of the info area.
+type cursor struct {
+	t   *Table
+	off int // section offset of the next byte
+	err error
+}
+
+func (c *cursor) uleb(field string) uint64 {
+	if c.err != nil {
+		return 0
+	}
+	v, n := dwarf.Uleb128(c.t.sec[c.off:])
+	if n <= 0 {
+		c.err = fail(uint64(c.off), field, "LEB128 number runs past the end of the section")
+		return 0
+	}
+	c.off += n
+	return v
+}
+
+// str reads a string offset and returns the string's bytes in t.strs.
+func (c *cursor) str(field string) []byte {
+	at := c.off
+	o := c.uleb(field)
+	if c.err != nil {
+		return nil
+	}
+	if o >= uint64(len(c.t.strs)) {
+		c.err = fail(uint64(at), field, fmt.Sprintf("string offset %#x outside the %d-byte string section", o, len(c.t.strs)))
+		return nil
+	}
+	s := c.t.strs[o:]
+	end := bytes.IndexByte(s, 0)
+	if end < 0 {
+		c.err = fail(uint64(at), field, fmt.Sprintf("string at offset %#x is not NUL-terminated", o))
+		return nil
+	}
+	return s[:end:end]
+}
+
+// count reads a count of items each taking at least per bytes, bounded by
+// the bytes left in the info area.
+func (c *cursor) count(v uint64, at int, per int, field string) int {
+	if c.err != nil {
+		return 0
+	}
+	if left := uint64(len(c.t.sec) - c.off); v > left/uint64(per) {
+		c.err = fail(uint64(at), field, fmt.Sprintf("%d items do not fit in the %d bytes left", v, left))
+		return 0
+	}
+	return int(v)
+}
+
+// entry decodes record i and the head of its info entry into *e, and
+// returns a cursor positioned after the line fields, the shape and the
+// shape's section offset.
+func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
+	rOff := HeaderSize + i*t.rec
+	infoRel := le(t.sec[rOff+t.ss:rOff+t.rec], t.rec-t.ss)
+	c = cursor{t: t}
+	if infoRel >= uint64(len(t.sec)-t.infoOff) {
+		c.err = fail(uint64(rOff+t.ss), "info offset", fmt.Sprintf("offset %#x outside the %d-byte info area", infoRel, len(t.sec)-t.infoOff))
+		return c, 0, 0
+	}
+	c.off = t.infoOff + int(infoRel)
+	e.Index = i
+	e.Start = t.startAt(i)
+	sizeAt := c.off
+	e.Size = c.uleb("size")
+	if c.err == nil && e.Start+e.Size < e.Start {
+		c.err = fail(uint64(sizeAt), "size", fmt.Sprintf("range [%#x, +%#x) wraps around", e.Start, e.Size))
+	}
+	e.NameBytes = c.str("name")
+	shapeAt = c.off
+	shape = c.uleb("shape")
+	if shape&shapeLine != 0 {
+		e.HasLineSeq = true
+		e.LineUnit = c.uleb("lineUnit")
+		at := c.off
+		d := c.uleb("lineSeq")
+		if c.err == nil && e.LineUnit+d < d {
+			c.err = fail(uint64(at), "lineSeq", "offset overflows")
+		}
+		e.LineSeq = e.LineUnit + d
+	}
+	return c, shape, shapeAt
+}
+
+// Describe decodes everything the table records about the procedure e
+// (an Entry from [Table.Lookup] or [Table.At] on this table), copying its
+// strings. Errors are *dwarf.FormatError, or wrap [ErrNotFound] when
+// e.Index is out of range. Cost: linear in the procedure's parameters and
+// properties; allocates the strings and slices of the result.
+func (t *Table) Describe(e Entry) (Proc, error) {
+	if e.Index < 0 || e.Index >= t.n {
+		return Proc{}, fmt.Errorf("%w: index %d out of range [0, %d)", ErrNotFound, e.Index, t.n)
+	}
+	var h Entry
+	c, shape, shapeAt := t.entry(e.Index, &h)
+	if c.err != nil {
+		return Proc{}, c.err
+	}
+	p := Proc{Name: string(h.NameBytes), Start: h.Start, Size: h.Size,
+		LineUnit: h.LineUnit, LineSeq: h.LineSeq, HasLineSeq: h.HasLineSeq}
+	req := c.count(shape>>shapeBits, shapeAt, 1, "shape")
+	opt := 0
+	if shape&shapeOpt != 0 {
+		at := c.off
+		opt = c.count(c.uleb("optional"), at, 2, "optional")
+	}
+	if c.err == nil && req > (len(t.sec)-c.off)-2*opt {
+		c.err = fail(uint64(shapeAt), "shape", fmt.Sprintf("%d required and %d optional parameters do not fit in the %d bytes left", req, opt, len(t.sec)-c.off))
+	}
+	if c.err != nil {
+		return Proc{}, c.err
+	}
+	p.Required, p.Optional = req, opt
+	if req+opt > 0 {
+		p.Args = make([]string, req+opt)
+	}
+	for j := 0; j < req; j++ {
+		p.Args[j] = string(c.str("required"))
+	}
+	if opt > 0 {
+		p.Defaults = make([]string, opt)
+	}
+	for j := 0; j < opt; j++ {
+		p.Args[req+j] = string(c.str("optional name"))
+		p.Defaults[j] = string(c.str("optional default"))
+	}
+	if shape&shapeDoc != 0 {
+		p.Doc = string(c.str("doc"))
+	}
+	if shape&shapeProps != 0 {
+		at := c.off
+		n := c.count(c.uleb("nprops"), at, 2, "nprops")
+		if c.err == nil && n > 0 {
+			p.Props = make([]Prop, n)
+			for j := range p.Props {
+				p.Props[j].Name = string(c.str("property name"))
+				p.Props[j].Value = string(c.str("property value"))
+			}
+		}
+	}
+	if c.err != nil {
+		return Proc{}, c.err
+	}
+	return p, nil
+}
