@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/elfimage/elfimage/dwarf/line"
 )
@@ -59,7 +58,6 @@ type faultMeter struct {
 	faults int64
 	n      int
 	t0     int64
-	start  time.Time
 }
 
 func (f *faultMeter) begin() { f.t0 = minorFaults() }
