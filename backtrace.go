@@ -30,14 +30,20 @@ type Frame struct {
 	Proc Procedure
 	Pos  Position
 	Args []Arg
-	Err  error
+	// Locals are the variables live at PC (BacktraceOptions.Locals),
+	// outermost scope first; parameters are in Args.
+	Locals []Arg
+	Err    error
 }
 
-// Arg is the value of a formal parameter in a frame, read through its
-// DWARF location. Err is set when the value could not be read.
+// Arg is the value of a parameter or variable in a frame, read through
+// its DWARF location. Err is set when the value could not be read.
 type Arg struct {
 	Name  string
 	Value int64
+	// Depth is a variable's lexical nesting (see [Local]); 0 for
+	// parameters.
+	Depth int
 	Err   error
 }
 
@@ -49,6 +55,8 @@ type BacktraceOptions struct {
 	// the first pc is a return address like every other frame's and is
 	// attributed to the instruction before it.
 	AtCall bool
+	// Locals also reads the variables live in each frame (Frame.Locals).
+	Locals bool
 }
 
 // imageFinder finds FDEs across every open image: it is the
@@ -152,7 +160,7 @@ func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame
 		}
 		if im, lerr := Lookup(uintptr(lookup)); lerr == nil {
 			f.Image = im
-			f.describe(im, im.LinkAddr(uintptr(lookup)), &cur, mem)
+			f.describe(im, im.LinkAddr(uintptr(lookup)), &cur, mem, opts.Locals)
 		}
 		frames = append(frames, f)
 		switch {
@@ -172,7 +180,7 @@ var ErrMaxFrames = errors.New("more frames than the limit")
 
 // describe fills in the procedure, position and arguments of f from the
 // image's debug information.
-func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Memory) {
+func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Memory, locals bool) {
 	var errs []error
 	p, err := im.ProcedureAt(addr)
 	if err != nil {
@@ -186,38 +194,80 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 	if err != nil {
 		errs = append(errs, err)
 	}
-	ctx := &frameContext{regs: uf.Regs, cfa: f.CFA, mem: mem}
-	params := expr.Params{Section: ".debug_info", AddrSize: uint8(im.arch.PtrSize), Order: binary.LittleEndian}
+	st := &FrameState{Regs: uf.Regs, CFA: f.CFA, Mem: mem, Arch: im.arch}
 	if sub.FrameBase != nil {
-		if r, err := expr.Eval(sub.FrameBase, params, ctx); err == nil && r.Kind == expr.Memory {
-			ctx.frameBase, ctx.hasFrameBase = r.Addr, true
+		params := expr.Params{Section: ".debug_info", AddrSize: uint8(im.arch.PtrSize), Order: binary.LittleEndian}
+		if r, err := expr.Eval(sub.FrameBase, params, frameContext{st}); err == nil && r.Kind == expr.Memory {
+			st.FrameBase, st.HasFrameBase = r.Addr, true
 		}
 	}
 	for _, prm := range sub.Params {
 		arg := Arg{Name: prm.Name}
-		arg.Value, arg.Err = readVar(prm.Location, params, ctx)
+		arg.Value, arg.Err = ReadLocation(prm.Location, st)
 		f.Args = append(f.Args, arg)
+	}
+	if locals {
+		ls, err := im.Locals(addr)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, l := range ls {
+			if l.Param {
+				continue
+			}
+			v := Arg{Name: l.Name, Depth: l.Depth}
+			v.Value, v.Err = ReadLocation(l.Location, st)
+			f.Locals = append(f.Locals, v)
+		}
 	}
 	f.Err = errors.Join(errs...)
 }
 
-// readVar evaluates a variable's location expression and reads its value.
-func readVar(loc []byte, p expr.Params, ctx *frameContext) (int64, error) {
-	if len(loc) == 0 {
-		return 0, errors.New("elfimage: value not available (no location)")
+// FrameState is what location expressions read in one frame: its
+// registers, its canonical frame address, the value of its subprogram's
+// DW_AT_frame_base, and memory.
+type FrameState struct {
+	Regs unwind.Regs
+	CFA  uint64
+	// FrameBase is the frame base (DW_OP_fbreg operands are relative to
+	// it); when HasFrameBase is false, the CFA is used, which is what
+	// images written by Link declare (DW_OP_call_frame_cfa).
+	FrameBase    uint64
+	HasFrameBase bool
+	Mem          unwind.Memory
+	// Arch is the frame's ABI; nil means arch.X86_64.
+	Arch *arch.Arch
+}
+
+// ReadLocation evaluates a location expression (a [Param.Location] or
+// [Local.Location]) in a frame and returns the 8-byte value it designates:
+// the word in memory at a memory location, a register's value, or the
+// value of a DW_OP_stack_value expression. Errors: the expression is
+// malformed or unsupported (dwarf/expr), a register it needs is not
+// known, or memory cannot be read. Cost: one expression evaluation; no
+// allocation on success.
+func ReadLocation(location []byte, st *FrameState) (int64, error) {
+	if len(location) == 0 {
+		return 0, errors.New("elfimage: value not available here (optimized out)")
 	}
-	r, err := expr.Eval(loc, p, ctx)
+	a := st.Arch
+	if a == nil {
+		a = arch.X86_64
+	}
+	ctx := frameContext{st}
+	p := expr.Params{Section: ".debug_info", AddrSize: uint8(a.PtrSize), Order: binary.LittleEndian}
+	r, err := expr.Eval(location, p, ctx)
 	if err != nil {
 		return 0, err
 	}
 	switch r.Kind {
 	case expr.Memory:
-		v, err := ctx.mem.ReadUint64(r.Addr)
+		v, err := st.Mem.ReadUint64(r.Addr)
 		return int64(v), err
 	case expr.Register:
-		v, ok := ctx.regs.Get(r.Reg)
+		v, ok := st.Regs.Get(r.Reg)
 		if !ok {
-			return 0, fmt.Errorf("elfimage: register %d not known in this frame", r.Reg)
+			return 0, fmt.Errorf("elfimage: register %s not known in this frame", a.RegName(r.Reg))
 		}
 		return int64(v), nil
 	case expr.Value:
@@ -226,22 +276,21 @@ func readVar(loc []byte, p expr.Params, ctx *frameContext) (int64, error) {
 	return 0, fmt.Errorf("elfimage: unsupported location kind %v", r.Kind)
 }
 
-// frameContext is the expr.Context of one frame.
-type frameContext struct {
-	regs         unwind.Regs
-	cfa          uint64
-	frameBase    uint64
-	hasFrameBase bool
-	mem          unwind.Memory
-}
+// frameContext is the expr.Context of a FrameState.
+type frameContext struct{ st *FrameState }
 
-func (c *frameContext) Reg(r arch.Reg) (uint64, bool) { return c.regs.Get(r) }
-func (c *frameContext) ReadMemory(addr uint64, size int) (uint64, error) {
-	v, err := c.mem.ReadUint64(addr)
+func (c frameContext) Reg(r arch.Reg) (uint64, bool) { return c.st.Regs.Get(r) }
+func (c frameContext) ReadMemory(addr uint64, size int) (uint64, error) {
+	v, err := c.st.Mem.ReadUint64(addr)
 	if size < 8 {
 		v &= 1<<(8*size) - 1
 	}
 	return v, err
 }
-func (c *frameContext) CFA() (uint64, bool)       { return c.cfa, c.cfa != 0 }
-func (c *frameContext) FrameBase() (uint64, bool) { return c.frameBase, c.hasFrameBase }
+func (c frameContext) CFA() (uint64, bool) { return c.st.CFA, c.st.CFA != 0 }
+func (c frameContext) FrameBase() (uint64, bool) {
+	if c.st.HasFrameBase {
+		return c.st.FrameBase, true
+	}
+	return c.st.CFA, c.st.CFA != 0
+}

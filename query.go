@@ -573,3 +573,120 @@ func (im *Image) compDir() string {
 	dir, _ := e.String(dwarf.DW_AT_comp_dir)
 	return dir
 }
+
+// Local is a parameter or variable whose value is available at an
+// address, with where it is there.
+type Local struct {
+	Name string
+	// Param is true for formal parameters.
+	Param bool
+	// Depth is the lexical nesting: 0 for parameters and variables of the
+	// procedure itself, 1 inside its outermost blocks, and so on.
+	Depth int
+	// Line and Column give the declaration (0 when unknown).
+	Line, Column int
+	// Location is the DWARF location expression valid at the address
+	// (evaluate it with [ReadLocation]).
+	Location []byte
+}
+
+// Locals returns the parameters and variables live at the link-time
+// address addr: those of the procedure covering addr and of every lexical
+// block (DW_TAG_lexical_block) containing addr, whose location (an
+// expression, or the location-list entry covering addr) says where the
+// value is there. A variable outside its live ranges is not returned: its
+// value is not available ("optimized out"). Order: parameters, then
+// variables outermost first in declaration order. Cost: decodes the one
+// subprogram's DIE subtree (skipping blocks that do not contain addr);
+// allocates the result. Errors are those of [Image.SubprogramAt].
+func (im *Image) Locals(addr uint64) ([]Local, error) {
+	s := &im.debug.info
+	s.once.Do(func() { s.subs, s.err = im.indexSubprograms() })
+	if s.err != nil {
+		return nil, s.err
+	}
+	i, ok := slices.BinarySearchFunc(s.subs, addr, func(sp subprogram, a uint64) int {
+		switch {
+		case a < sp.low:
+			return 1
+		case a >= sp.high:
+			return -1
+		}
+		return 0
+	})
+	if !ok {
+		return nil, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	r := s.data.Reader()
+	r.Seek(s.subs[i].off)
+	e, err := r.Next()
+	if err != nil || e == nil || !e.Children {
+		return nil, err
+	}
+	u := r.Unit()
+	var out []Local
+	depth := 0 // blocks entered below the subprogram
+	for {
+		c, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return out, nil
+		}
+		switch c.Tag {
+		case 0:
+			if depth == 0 {
+				return out, nil
+			}
+			depth--
+			continue
+		case dwarf.DW_TAG_formal_parameter, dwarf.DW_TAG_variable:
+			where, err := im.locationAt(c, u, addr)
+			if err != nil {
+				return nil, err
+			}
+			if where != nil {
+				l := Local{Param: c.Tag == dwarf.DW_TAG_formal_parameter, Depth: depth, Location: where}
+				l.Name, _ = c.String(dwarf.DW_AT_name)
+				line, _ := c.Uint(dwarf.DW_AT_decl_line)
+				col, _ := c.Uint(dwarf.DW_AT_decl_column)
+				l.Line, l.Column = int(line), int(col)
+				out = append(out, l)
+			}
+		case dwarf.DW_TAG_lexical_block:
+			in, err := im.blockContains(c, u, addr)
+			if err != nil {
+				return nil, err
+			}
+			if in && c.Children {
+				depth++
+				continue
+			}
+		}
+		if c.Children {
+			r.SkipChildren()
+		}
+	}
+}
+
+// blockContains reports whether a lexical block's code contains addr:
+// from DW_AT_low_pc/DW_AT_high_pc, or its DW_AT_ranges list.
+func (im *Image) blockContains(e *info.Entry, u *info.UnitHeader, addr uint64) (bool, error) {
+	if lo, hi, ok := e.PCRange(); ok {
+		return addr >= lo && addr < hi, nil
+	}
+	f, ok := e.Val(dwarf.DW_AT_ranges)
+	if !ok || f.Class != info.ClassSecOffset || u == nil {
+		return false, nil
+	}
+	var sec loc.Sections
+	if u.Enc.Version >= 5 {
+		sec.RngLists, _ = im.Section(".debug_rnglists")
+	} else {
+		sec.Ranges, _ = im.Section(".debug_ranges")
+	}
+	sec.Addr, _ = im.Section(".debug_addr")
+	sec.AddrBase = u.AddrBase
+	return loc.RangeContains(sec, u.Enc, f.Val, im.unitBase(u), addr)
+}

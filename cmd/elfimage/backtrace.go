@@ -25,12 +25,12 @@ func (m captureMemory) ReadUint64(addr uint64) (uint64, error) {
 // line per frame: number, run-time pc (a return address), procedure with
 // its argument values, file:line:column of the call, and the image with
 // the link-time address of the pc. Runtime support frames are not shown.
-func printBacktrace(w io.Writer, c *scheme.Capture) { printBacktraceMax(w, c, 0) }
+func printBacktrace(w io.Writer, c *scheme.Capture, locals bool) { printBacktraceMax(w, c, 0, locals) }
 
 // printBacktraceMax prints at most max frames (0: the default limit of
-// elfimage.Backtrace).
-func printBacktraceMax(w io.Writer, c *scheme.Capture, max int) {
-	frames, err := elfimage.Backtrace(c.Regs[:], captureMemory{c}, elfimage.BacktraceOptions{AtCall: true, Max: max})
+// elfimage.Backtrace), with each frame's live variables when locals is set.
+func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
+	frames, err := elfimage.Backtrace(c.Regs[:], captureMemory{c}, elfimage.BacktraceOptions{AtCall: true, Max: max, Locals: locals})
 	for i, f := range frames {
 		if f.Proc.Internal {
 			continue
@@ -53,8 +53,23 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int) {
 			where = fmt.Sprintf("  [%s+%#x]", filepath.Base(f.Image.Path()), f.Image.LinkAddr(uintptr(f.PC)))
 		}
 		fmt.Fprintf(w, "  #%d  %#x in (%s)  at %s%s\n", i, f.PC, strings.Join(append([]string{name}, args...), " "), f.Pos, where)
+		for _, l := range f.Locals {
+			val := "<unreadable>"
+			if l.Err == nil {
+				val = fmt.Sprint(l.Value)
+			}
+			fmt.Fprintf(w, "        %s%s = %s\n", strings.Repeat("  ", indentOf(l.Depth)), l.Name, val)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(w, "  (backtrace stopped: %v)\n", err)
 	}
+}
+
+// indentOf is the extra indentation of a variable at lexical depth d.
+func indentOf(d int) int {
+	if d < 1 {
+		return 0
+	}
+	return d - 1
 }

@@ -66,7 +66,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	defer img.Close()
 
 	fmt.Fprintf(stdout, "== run (output of the program)\n")
-	if _, err := execute(img, stdout, stdout); err != nil {
+	if _, err := execute(img, stdout, stdout, true); err != nil {
 		return err
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/meta"
 )
 
 func runDump(args []string, stdout, stderr io.Writer) error {
@@ -22,6 +23,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	lines := fs.Bool("lines", false, "print the decoded line table (address, file:line:column, flags)")
 	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame (CFA rule and register rules per row)")
 	infoFlag := fs.Bool("info", false, "print the DIE tree of .debug_info with every attribute")
+	procsFlag := fs.Bool("procs", false, "print the procedure table (.elfimage.procs): ranges, arity, argument names, defaults, docstrings, properties")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -29,7 +31,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one image file, got %d arguments", errUsage, fs.NArg())
 	}
-	all := !*headers && !*sections && !*symbols && !*lines && !*frames && !*infoFlag
+	all := !*headers && !*sections && !*symbols && !*lines && !*frames && !*infoFlag && !*procsFlag
 	img, err := inspect(fs.Arg(0), *read)
 	if err != nil {
 		return err
@@ -48,6 +50,11 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	}
 	if all || *symbols {
 		if err := dumpSymbols(w, img); err != nil {
+			return err
+		}
+	}
+	if all || *procsFlag {
+		if err := dumpProcs(w, img); err != nil {
 			return err
 		}
 	}
@@ -265,6 +272,40 @@ func dumpFrames(w io.Writer, img *elfimage.Image) error {
 			}
 			fmt.Fprintf(w, "    %#x  cfa=%s  %s\n", r.Loc, r.CFA.Format(a.RegName), strings.Join(regs, " "))
 		}
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func dumpProcs(w io.Writer, img *elfimage.Image) error {
+	syms, err := img.Procedures()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Procedure table (%s):\n", meta.SectionProcs)
+	for _, s := range syms {
+		p, err := img.Procedure(s.Start)
+		if err != nil {
+			return err
+		}
+		var args []string
+		for i, a := range p.Args {
+			if i >= p.Required && p.Defaults[i-p.Required] != "" {
+				a = "(" + a + " " + p.Defaults[i-p.Required] + ")"
+			}
+			if i == p.Required {
+				args = append(args, "#:optional")
+			}
+			args = append(args, a)
+		}
+		fmt.Fprintf(w, "  [%#x, %#x) (%s)", p.Start, p.Start+p.Size, strings.Join(append([]string{p.Name}, args...), " "))
+		if p.Doc != "" {
+			fmt.Fprintf(w, " doc %q", p.Doc)
+		}
+		for _, pr := range p.Properties {
+			fmt.Fprintf(w, " %s=%s", pr.Name, pr.Value)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 	return nil

@@ -60,6 +60,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (3, 4 or 5)")
+	verbose := fs.Bool("v", false, "show the live local variables of every backtrace frame")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer img.Close()
-	_, err = execute(img, stdout, stderr)
+	_, err = execute(img, stdout, stderr, *verbose)
 	return err
 }
 
@@ -114,7 +115,7 @@ func isSource(path string) bool {
 // must be a file for the generated code's write system calls; a pipe is
 // used otherwise), prints each (backtrace) capture, and for an error the
 // message and its backtrace.
-func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, error) {
+func execute(img *elfimage.Image, stdout, stderr io.Writer, locals bool) (*scheme.Result, error) {
 	out, wait, err := fileFor(stdout)
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, err
 				continue
 			}
 			fmt.Fprintf(stdout, "Backtrace:\n")
-			printBacktrace(stdout, c)
+			printBacktrace(stdout, c, locals)
 		}
 	}
 	var serr *scheme.Error
@@ -147,14 +148,14 @@ func execute(img *elfimage.Image, stdout, stderr io.Writer) (*scheme.Result, err
 		fmt.Fprintln(stderr)
 		if serr.Capture != nil {
 			fmt.Fprintf(stderr, "Backtrace:\n")
-			printBacktrace(stderr, serr.Capture)
+			printBacktrace(stderr, serr.Capture, locals)
 		}
 		return res, serr
 	}
 	var overflow *scheme.StackOverflowError
 	if errors.As(runErr, &overflow) && overflow.Capture != nil {
 		fmt.Fprintf(stderr, "error: stack overflow\nBacktrace (innermost %d frames):\n", overflowFrames)
-		printBacktraceMax(stderr, overflow.Capture, overflowFrames)
+		printBacktraceMax(stderr, overflow.Capture, overflowFrames, locals)
 	}
 	return res, runErr
 }

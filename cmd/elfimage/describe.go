@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/elfimage/elfimage"
+)
+
+func runDescribe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("describe", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 2 {
+		return fmt.Errorf("%w: want an image and at least one address", errUsage)
+	}
+	img, err := inspect(fs.Arg(0), false)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	for _, a := range fs.Args()[1:] {
+		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(a, "0x"), "0X"), 16, 64)
+		if err != nil {
+			return fmt.Errorf("%w: bad address %q (want hexadecimal)", errUsage, a)
+		}
+		if err := describe(stdout, img, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe prints what the runtime knows at a link-time address: the
+// procedure from the image's procedure table, the source position from
+// its line sequence, and the live parameters and variables from DWARF.
+func describe(w io.Writer, img *elfimage.Image, addr uint64) error {
+	p, err := img.Procedure(addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%#x: %s+%#x, procedure [%#x, %#x)\n", addr, p.Name, addr-p.Start, p.Start, p.Start+p.Size)
+	if pos, err := img.PositionAt(addr); err == nil {
+		fmt.Fprintf(w, "  at %s\n", pos)
+	}
+	var params []string
+	for i, a := range p.Args {
+		if i < p.Required {
+			params = append(params, a)
+			continue
+		}
+		if i == p.Required {
+			params = append(params, "#:optional")
+		}
+		if d := p.Defaults[i-p.Required]; d != "" {
+			params = append(params, "("+a+" "+d+")")
+		} else {
+			params = append(params, a)
+		}
+	}
+	fmt.Fprintf(w, "  arity: %d required, %d optional: (%s)\n", p.Required, p.Optional, strings.Join(append([]string{p.Name}, params...), " "))
+	if p.Doc != "" {
+		fmt.Fprintf(w, "  doc: %q\n", p.Doc)
+	}
+	for _, pr := range p.Properties {
+		fmt.Fprintf(w, "  property %s = %s\n", pr.Name, pr.Value)
+	}
+	locals, err := img.Locals(addr)
+	if err != nil {
+		return err
+	}
+	if len(locals) == 0 {
+		fmt.Fprintf(w, "  live: nothing\n")
+	}
+	for _, l := range locals {
+		kind := "variable"
+		if l.Param {
+			kind = "parameter"
+		}
+		fmt.Fprintf(w, "  live %s %s (declared %d:%d, depth %d) in %s\n", kind, l.Name, l.Line, l.Column, l.Depth, exprString(l.Location))
+	}
+	return nil
+}
