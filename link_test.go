@@ -6,6 +6,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -558,5 +559,150 @@ func TestLinkRefusesInvalidModels(t *testing.T) {
 	}
 	if _, err := elfimage.Link(valid(), elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 2}}); err == nil {
 		t.Errorf("DWARF 2 accepted")
+	}
+}
+
+// expectedLocals computes, from the compiler's model, what must be live
+// at code offset off of p: parameters and the variables of every scope
+// containing off, where their live ranges contain off.
+func expectedLocals(p *elfimage.Proc, off uint32) []elfimage.Local {
+	var out []elfimage.Local
+	where := func(v elfimage.Var) []byte {
+		if len(v.Live) == 0 {
+			return v.Location
+		}
+		for _, r := range v.Live {
+			if off >= r.Start && off < r.End {
+				return r.Location
+			}
+		}
+		return nil
+	}
+	for _, v := range p.Params {
+		if l := where(v); l != nil {
+			out = append(out, elfimage.Local{Name: v.Name, Param: true, Line: v.Line, Column: v.Column, Location: l})
+		}
+	}
+	var walk func(scopes []*elfimage.Scope, depth int)
+	walk = func(scopes []*elfimage.Scope, depth int) {
+		for _, sc := range scopes {
+			in := false
+			for _, r := range sc.Ranges {
+				in = in || (off >= r.Start && off < r.End)
+			}
+			if !in {
+				continue
+			}
+			for _, v := range sc.Vars {
+				if l := where(v); l != nil {
+					out = append(out, elfimage.Local{Name: v.Name, Depth: depth, Line: v.Line, Column: v.Column, Location: l})
+				}
+			}
+			walk(sc.Scopes, depth+1)
+		}
+	}
+	walk(p.Scopes, 1)
+	return out
+}
+
+// TestLocalsMatchModel: for every byte of every procedure of the example
+// programs, in every DWARF encoding, the runtime's Locals (read back from
+// the image's DIEs, lexical blocks and location lists) equal what the
+// compiler said, and Procedure (read from the procedure table) gives the
+// arity, names, defaults, docstring and properties it was given.
+func TestLocalsMatchModel(t *testing.T) {
+	for _, file := range []string{"demo.scm", "scopes.scm"} {
+		src, err := os.ReadFile(filepath.Join("lang", "scheme", "testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range encodings {
+			t.Run(file+"/"+e.name, func(t *testing.T) {
+				m, err := scheme.Compile(file, src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := elfimage.Link(m, e.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				im, err := elfimage.Load(file, b, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer im.Close()
+				procs, _ := im.Procedures()
+				start := map[string]uint64{}
+				for _, p := range procs {
+					start[p.Name] = p.Start
+				}
+				checked := 0
+				for _, p := range m.Procs {
+					base := start[p.Name]
+					got, err := im.Procedure(base)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Name != p.Name || got.Size != uint64(len(p.Code)) || got.Doc != p.Doc || len(got.Args) != len(p.Params) || len(got.Properties) != len(p.Properties) {
+						t.Errorf("Procedure(%s) = %+v", p.Name, got)
+					}
+					for i, v := range p.Params {
+						if i < len(got.Args) && got.Args[i] != v.Name {
+							t.Errorf("%s: argument %d is %q, want %q", p.Name, i, got.Args[i], v.Name)
+						}
+						if v.Optional && (i < got.Required || got.Defaults[i-got.Required] != v.Default) {
+							t.Errorf("%s: optional %s: Procedure says required %d, defaults %q; want default %q", p.Name, v.Name, got.Required, got.Defaults, v.Default)
+						}
+					}
+					for i, pr := range p.Properties {
+						if i < len(got.Properties) && got.Properties[i] != pr {
+							t.Errorf("%s: property %d %+v, want %+v", p.Name, i, got.Properties[i], pr)
+						}
+					}
+					if p.Internal {
+						continue
+					}
+					for off := uint32(0); off < uint32(len(p.Code)); off++ {
+						want := expectedLocals(p, off)
+						have, err := im.Locals(base + uint64(off))
+						if err != nil {
+							t.Fatalf("%s+%#x: %v", p.Name, off, err)
+						}
+						if fmt.Sprint(have) != fmt.Sprint(want) {
+							t.Fatalf("%s+%#x: Locals\n  %+v\nwant\n  %+v", p.Name, off, have, want)
+						}
+						checked += len(want)
+					}
+				}
+				if checked < 1000 {
+					t.Errorf("only %d live variables checked", checked)
+				}
+			})
+		}
+	}
+}
+
+// TestDwarfdumpStatistics: llvm-dwarfdump --statistics counts a location
+// for every variable and parameter, in every DWARF encoding.
+func TestDwarfdumpStatistics(t *testing.T) {
+	dd := tooltest.Require(t, "llvm-dwarfdump", "llvm-dwarfdump-14")
+	for _, e := range encodings {
+		t.Run(e.name, func(t *testing.T) {
+			out, err := exec.Command(dd, "--statistics", writeDemo(t, e.opts)).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stats map[string]any
+			if err := json.Unmarshal(out, &stats); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			num := func(k string) float64 { v, _ := stats[k].(float64); return v }
+			if num("#source variables") < 5 || num("#source variables with location") != num("#source variables") {
+				t.Errorf("variables: %v with location of %v", num("#source variables with location"), num("#source variables"))
+			}
+			if num("#params") < 10 || num("#params with binary location") != num("#params") {
+				t.Errorf("params: %v with location of %v", num("#params with binary location"), num("#params"))
+			}
+		})
 	}
 }
