@@ -77,6 +77,7 @@ type Image struct {
 	buildID        []byte
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
+	procTableData  []byte // from PTProcTable, nil when absent
 
 	closeMu sync.Mutex
 	closed  bool
@@ -152,6 +153,7 @@ func (im *Image) Close() error {
 		return nil
 	}
 	im.closed = true
+	notifyDebuggerUnloaded(im)
 	registry.Remove(im.Base())
 	return unmap(im.mem)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/meta"
 )
 
 // LinkOptions tunes what Link writes. The zero value writes DWARF 5 in the
@@ -232,6 +233,14 @@ func orDefault(a, d int) uint64 {
 	return uint64(a)
 }
 
+// PTProcTable is the program header type, in the OS-specific range, that
+// points at the procedure table (.elfimage.procs, package meta) in the
+// non-loaded tail, so that a runtime finds the table from the program
+// headers it already read at load, without the section headers. Its
+// p_offset and p_filesz give the table; p_vaddr and p_memsz are 0, as the
+// table is not loaded.
+const PTProcTable = elf.ProgType(0x6e1f0001)
+
 // symSize is sizeof(Elf64_Sym); the other ELF structure sizes are in image.go.
 const symSize = 24
 
@@ -273,8 +282,8 @@ func (l *linker) link() ([]byte, error) {
 	}
 
 	// The program headers: PT_LOAD R, PT_LOAD RX, [PT_LOAD RW], [PT_DYNAMIC],
-	// PT_GNU_EH_FRAME, PT_NOTE, PT_GNU_STACK.
-	nPhdr := 5
+	// PT_GNU_EH_FRAME, PT_NOTE, PT_GNU_STACK, PTProcTable.
+	nPhdr := 6
 	if len(m.Data) > 0 {
 		nPhdr++
 	}
@@ -503,6 +512,11 @@ func (l *linker) link() ([]byte, error) {
 			Vaddr: note.addr, Paddr: note.addr, Filesz: note.size, Memsz: note.size, Align: 4},
 		elf.Prog64{Type: uint32(elf.PT_GNU_STACK), Flags: uint32(elf.PF_R | elf.PF_W), Align: 16},
 	)
+	for _, s := range tail {
+		if s.name == meta.SectionProcs {
+			phdrs = append(phdrs, elf.Prog64{Type: uint32(PTProcTable), Flags: uint32(elf.PF_R), Off: s.off, Filesz: s.size, Align: 1})
+		}
+	}
 	if len(phdrs) != nPhdr {
 		return nil, fmt.Errorf("elfimage: internal error: %d program headers, reserved %d", len(phdrs), nPhdr)
 	}

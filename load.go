@@ -226,11 +226,12 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 	im = &Image{
 		path: path, arch: a, mem: mem, data: data, mapped: mapped,
 		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
-		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr,
+		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, procTableData: p.procTable,
 	}
 	if err := registry.Insert(uintptr(base), uintptr(base+p.size), im); err != nil {
 		return nil, fmt.Errorf("elfimage: %s: register: %w", path, err)
 	}
+	notifyDebuggerLoaded(im)
 	return im, nil
 }
 
@@ -289,6 +290,7 @@ type plan struct {
 	buildID        []byte
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
+	procTable      []byte // PTProcTable's bytes, not read at load
 }
 
 // Program header field offsets.
@@ -414,6 +416,18 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			ehIdx = i
 		case elf.PT_INTERP, elf.PT_TLS:
 			return nil, d.errorf(at, field("p_type"), "%v not supported", elf.ProgType(ph.Type))
+		case PTProcTable:
+			// Only its bounds are checked: the table is in the tail and
+			// is read on the first query.
+			switch {
+			case p.procTable != nil:
+				return nil, d.errorf(at, field("p_type"), "second procedure table")
+			case ph.Off > uint64(len(data)) || ph.Filesz > uint64(len(data))-ph.Off:
+				return nil, d.errorf(at+offPOffset, field("p_offset"), "procedure table [%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
+			case ph.Memsz != 0:
+				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "procedure table has memory size %#x, want 0 (not loaded)", ph.Memsz)
+			}
+			p.procTable = data[ph.Off : ph.Off+ph.Filesz : ph.Off+ph.Filesz]
 		}
 	}
 	p.size = prevEnd

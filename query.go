@@ -472,11 +472,16 @@ func (im *Image) unitBase(u *info.UnitHeader) uint64 {
 }
 
 // procTable returns the image's procedure table, checking its header on
-// first use (O(1)); an image without one gives an error wrapping
-// ErrNoSection.
+// first use (O(1)). It is found through the PTProcTable program header
+// (no section headers read), else through the section headers; an image
+// without one gives an error wrapping ErrNoSection.
 func (im *Image) procTable() (*meta.Table, error) {
 	d := &im.debug
 	d.metaOnce.Do(func() {
+		if im.procTableData != nil { // found at load through PTProcTable
+			d.meta, d.metaErr = meta.NewTable(im.procTableData, nil)
+			return
+		}
 		sec, err := im.Section(meta.SectionProcs)
 		if err != nil {
 			d.metaErr = err
@@ -539,7 +544,11 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 		}
 		sec.Str, _ = im.Section(".debug_str")
 		sec.LineStr, _ = im.Section(".debug_line_str")
-		d.seq, d.seqErr = line.NewReader(sec, e.LineUnit, im.compDir())
+		compDir := "" // a DWARF 5 line program names it itself (directory 0)
+		if lineVersion(sec.Line, e.LineUnit) < 5 {
+			compDir = im.compDir()
+		}
+		d.seq, d.seqErr = line.NewReader(sec, e.LineUnit, compDir)
 	})
 	if d.seqErr != nil {
 		return Position{}, d.seqErr
@@ -689,4 +698,18 @@ func (im *Image) blockContains(e *info.Entry, u *info.UnitHeader, addr uint64) (
 	sec.Addr, _ = im.Section(".debug_addr")
 	sec.AddrBase = u.AddrBase
 	return loc.RangeContains(sec, u.Enc, f.Val, im.unitBase(u), addr)
+}
+
+// lineVersion peeks at the version of the line program unit at off of
+// .debug_line (DWARF 5 section 6.2.4: unit_length, then version), or
+// returns 0 when it cannot be read.
+func lineVersion(debugLine []byte, off uint64) uint16 {
+	b := dwarf.MakeBuf(".debug_line", binary.LittleEndian, debugLine)
+	b.Seek(off, "unit_length")
+	b.UnitLength("unit_length")
+	v := b.U16("version")
+	if b.Err() != nil {
+		return 0
+	}
+	return v
 }
