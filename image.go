@@ -77,7 +77,7 @@ type Image struct {
 	buildID        []byte
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
-	procTableData  []byte // from PTProcTable, nil when absent
+	tail           map[elf.ProgType][]byte // tail sections found through program headers
 
 	closeMu sync.Mutex
 	closed  bool

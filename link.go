@@ -233,13 +233,23 @@ func orDefault(a, d int) uint64 {
 	return uint64(a)
 }
 
-// PTProcTable is the program header type, in the OS-specific range, that
-// points at the procedure table (.elfimage.procs, package meta) in the
-// non-loaded tail, so that a runtime finds the table from the program
-// headers it already read at load, without the section headers. Its
-// p_offset and p_filesz give the table; p_vaddr and p_memsz are 0, as the
-// table is not loaded.
-const PTProcTable = elf.ProgType(0x6e1f0001)
+// Program header types, in the OS-specific range, that point at the tail
+// sections a runtime queries, so that it finds them from the program
+// headers it already read at load, without reading the section headers:
+// PTProcTable at the procedure table (.elfimage.procs, package meta),
+// PTLineProgram at .debug_line and PTLineStrings at .debug_line_str. Their
+// p_offset and p_filesz give the section; p_vaddr and p_memsz are 0, as
+// the tail is not loaded.
+const (
+	PTProcTable   = elf.ProgType(0x6e1f0001)
+	PTLineProgram = elf.ProgType(0x6e1f0002)
+	PTLineStrings = elf.ProgType(0x6e1f0003)
+)
+
+// tailPrograms maps the tail sections that get a program header to its type.
+var tailPrograms = map[string]elf.ProgType{
+	meta.SectionProcs: PTProcTable, ".debug_line": PTLineProgram, ".debug_line_str": PTLineStrings,
+}
 
 // symSize is sizeof(Elf64_Sym); the other ELF structure sizes are in image.go.
 const symSize = 24
@@ -282,8 +292,12 @@ func (l *linker) link() ([]byte, error) {
 	}
 
 	// The program headers: PT_LOAD R, PT_LOAD RX, [PT_LOAD RW], [PT_DYNAMIC],
-	// PT_GNU_EH_FRAME, PT_NOTE, PT_GNU_STACK, PTProcTable.
-	nPhdr := 6
+	// PT_GNU_EH_FRAME, PT_NOTE, PT_GNU_STACK, PTProcTable, PTLineProgram,
+	// [PTLineStrings].
+	nPhdr := 7
+	if l.enc.Version >= 5 {
+		nPhdr++
+	}
 	if len(m.Data) > 0 {
 		nPhdr++
 	}
@@ -513,8 +527,8 @@ func (l *linker) link() ([]byte, error) {
 		elf.Prog64{Type: uint32(elf.PT_GNU_STACK), Flags: uint32(elf.PF_R | elf.PF_W), Align: 16},
 	)
 	for _, s := range tail {
-		if s.name == meta.SectionProcs {
-			phdrs = append(phdrs, elf.Prog64{Type: uint32(PTProcTable), Flags: uint32(elf.PF_R), Off: s.off, Filesz: s.size, Align: 1})
+		if t, ok := tailPrograms[s.name]; ok {
+			phdrs = append(phdrs, elf.Prog64{Type: uint32(t), Flags: uint32(elf.PF_R), Off: s.off, Filesz: s.size, Align: 1})
 		}
 	}
 	if len(phdrs) != nPhdr {

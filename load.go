@@ -226,7 +226,7 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 	im = &Image{
 		path: path, arch: a, mem: mem, data: data, mapped: mapped,
 		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
-		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, procTableData: p.procTable,
+		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, tail: p.tail,
 	}
 	if err := registry.Insert(uintptr(base), uintptr(base+p.size), im); err != nil {
 		return nil, fmt.Errorf("elfimage: %s: register: %w", path, err)
@@ -290,7 +290,7 @@ type plan struct {
 	buildID        []byte
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
-	procTable      []byte // PTProcTable's bytes, not read at load
+	tail           map[elf.ProgType][]byte // PTProcTable etc.: bytes not read at load
 }
 
 // Program header field offsets.
@@ -416,18 +416,22 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			ehIdx = i
 		case elf.PT_INTERP, elf.PT_TLS:
 			return nil, d.errorf(at, field("p_type"), "%v not supported", elf.ProgType(ph.Type))
-		case PTProcTable:
-			// Only its bounds are checked: the table is in the tail and
-			// is read on the first query.
+		case PTProcTable, PTLineProgram, PTLineStrings:
+			// Only the bounds are checked: these point into the tail,
+			// which is read on the first query.
+			t := elf.ProgType(ph.Type)
 			switch {
-			case p.procTable != nil:
-				return nil, d.errorf(at, field("p_type"), "second procedure table")
+			case p.tail[t] != nil:
+				return nil, d.errorf(at, field("p_type"), "second program header of type %#x", ph.Type)
 			case ph.Off > uint64(len(data)) || ph.Filesz > uint64(len(data))-ph.Off:
-				return nil, d.errorf(at+offPOffset, field("p_offset"), "procedure table [%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
+				return nil, d.errorf(at+offPOffset, field("p_offset"), "[%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
 			case ph.Memsz != 0:
-				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "procedure table has memory size %#x, want 0 (not loaded)", ph.Memsz)
+				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x, want 0 (not loaded)", ph.Memsz)
 			}
-			p.procTable = data[ph.Off : ph.Off+ph.Filesz : ph.Off+ph.Filesz]
+			if p.tail == nil {
+				p.tail = map[elf.ProgType][]byte{}
+			}
+			p.tail[t] = data[ph.Off : ph.Off+ph.Filesz : ph.Off+ph.Filesz]
 		}
 	}
 	p.size = prevEnd

@@ -478,8 +478,8 @@ func (im *Image) unitBase(u *info.UnitHeader) uint64 {
 func (im *Image) procTable() (*meta.Table, error) {
 	d := &im.debug
 	d.metaOnce.Do(func() {
-		if im.procTableData != nil { // found at load through PTProcTable
-			d.meta, d.metaErr = meta.NewTable(im.procTableData, nil)
+		if b := im.tail[PTProcTable]; b != nil { // found at load through PTProcTable
+			d.meta, d.metaErr = meta.NewTable(b, nil)
 			return
 		}
 		sec, err := im.Section(meta.SectionProcs)
@@ -538,12 +538,14 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 	}
 	d := &im.debug
 	d.seqOnce.Do(func() {
-		sec := line.Sections{Order: binary.LittleEndian}
-		if sec.Line, d.seqErr = im.Section(".debug_line"); d.seqErr != nil {
-			return
+		sec := line.Sections{Order: binary.LittleEndian, Line: im.tail[PTLineProgram], LineStr: im.tail[PTLineStrings]}
+		if sec.Line == nil { // no program header: through the section headers
+			if sec.Line, d.seqErr = im.Section(".debug_line"); d.seqErr != nil {
+				return
+			}
+			sec.Str, _ = im.Section(".debug_str")
+			sec.LineStr, _ = im.Section(".debug_line_str")
 		}
-		sec.Str, _ = im.Section(".debug_str")
-		sec.LineStr, _ = im.Section(".debug_line_str")
 		compDir := "" // a DWARF 5 line program names it itself (directory 0)
 		if lineVersion(sec.Line, e.LineUnit) < 5 {
 			compDir = im.compDir()
