@@ -1,0 +1,427 @@
+package main
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+// gdbProg is the program the gdb tests debug. Tests find lines by their
+// text (gdbLine), so lines may be added; the values asserted follow from
+// the arguments main passes.
+const gdbProg = `;;; prog.scm: debugged by gdb_test.go.
+(define (fib n)
+  (if (< n 2)
+      n
+      (+ (fib (- n 1)) (fib (- n 2)))))
+
+(define (tak x y z)
+  (if (not (< y x))
+      z
+      (tak (tak (- x 1) y z)
+           (tak (- y 1) z x)
+           (tak (- z 1) x y))))
+
+(define (scopes a)
+  (let ((b (* a 2)))
+    (let* ((c (+ b 1))
+           (d (* c 3)))
+      (display (+ a b c d)) ; scopes: nested lets
+      (newline)
+      (let loop ((i 0) (acc d))
+        (if (< i 3) ; scopes: named let
+            (loop (+ i 1) (+ acc i))
+            acc)))))
+
+(define (dead a)
+  (let ((t (* a 7)))
+    (display t)
+    (newline) ; dead: t live
+    (+ a 1)))
+
+(define* (opt a #:optional (b 10) (c (* a 2)))
+  (+ a b c))
+
+(define (main)
+  (display (fib 10)) (newline)
+  (display (tak 18 12 6)) (newline)
+  (display (scopes 5)) (newline)
+  (display (dead 6)) (newline)
+  (display (opt 1)) (newline)
+  (display (opt 1 5)) (newline)
+  0)
+`
+
+// gdbProgOutput is what gdbProg prints.
+const gdbProgOutput = "55\n7\n59\n36\n42\n7\n13\n8\n"
+
+// gdbLine returns the 1-based line of gdbProg holding text.
+func gdbLine(t *testing.T, text string) int {
+	t.Helper()
+	for i, l := range strings.Split(gdbProg, "\n") {
+		if strings.Contains(l, text) {
+			return i + 1
+		}
+	}
+	t.Fatalf("gdbProg has no line with %q", text)
+	return 0
+}
+
+// gdbFixture is the CLI built with `go build` (a normally built binary:
+// the hook must survive the linker and be found by name) and gdbProg
+// built into an image, in one directory shared by the subtests.
+type gdbFixture struct {
+	gdb, dir, cli, img string
+}
+
+var (
+	gdbOnce sync.Once
+	gdbFix  *gdbFixture
+	gdbErr  error
+)
+
+func setupGDB(t *testing.T) *gdbFixture {
+	t.Helper()
+	gdb := tooltest.Require(t, "gdb")
+	goTool := tooltest.Require(t, "go")
+	gdbOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "elfimage-gdbtest-")
+		if err != nil {
+			gdbErr = err
+			return
+		}
+		f := &gdbFixture{gdb: gdb, dir: dir, cli: filepath.Join(dir, "elfimage"), img: filepath.Join(dir, "prog.elf")}
+		out, err := exec.Command(goTool, "build", "-o", f.cli, "github.com/elfimage/elfimage/cmd/elfimage").CombinedOutput()
+		if err != nil {
+			gdbErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "prog.scm"), []byte(gdbProg), 0o644); err != nil {
+			gdbErr = err
+			return
+		}
+		build := exec.Command(f.cli, "build", "-o", "prog.elf", "prog.scm")
+		build.Dir = dir
+		if out, err := build.CombinedOutput(); err != nil {
+			gdbErr = fmt.Errorf("elfimage build: %v\n%s", err, out)
+			return
+		}
+		gdbFix = f
+	})
+	if gdbErr != nil {
+		t.Fatal(gdbErr)
+	}
+	return gdbFix
+}
+
+// TestMain removes the shared gdb fixture after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if gdbFix != nil {
+		os.RemoveAll(gdbFix.dir)
+	}
+	os.Exit(code)
+}
+
+// gdbSession runs gdb on `elfimage run prog.elf` with the image hook
+// script, cmds after "run" (the program's standard output goes to a file
+// of its own: name), and returns the result and the program's output.
+// before are the commands given before the program starts.
+func gdbSession(t *testing.T, f *gdbFixture, name string, before, after []string) (*gdbtest.Result, int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, name+".out")
+	cmds := append(append(append([]string{}, before...), "run run "+f.img+" > "+out), after...)
+	s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, Cmds: cmds}
+	r, err := s.Run()
+	if err != nil {
+		if r != nil {
+			t.Fatalf("%v\n%s", err, r.Output)
+		}
+		t.Fatal(err)
+	}
+	prog, _ := os.ReadFile(out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gdb session (%q):\n%s", cmds, r.Output)
+		}
+	})
+	return r, len(before), string(prog)
+}
+
+// checkVars asserts that block (info args / info locals output) lists
+// exactly want.
+func checkVars(t *testing.T, what, block string, want map[string]string) {
+	t.Helper()
+	got := gdbtest.Vars(block)
+	if len(got) != len(want) {
+		t.Errorf("%s: got %v, want %v\n%s", what, got, want, block)
+		return
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s = %q, want %q\n%s", what, k, got[k], v, block)
+		}
+	}
+}
+
+// checkFrames asserts the function names and argument texts of the first
+// frames of a bt or bt full block, and that every named frame has
+// prog.scm:LINE.
+func checkFrames(t *testing.T, what, block string, want ...string) []gdbtest.Frame {
+	t.Helper()
+	fs := gdbtest.Frames(block)
+	if len(fs) < len(want) {
+		t.Fatalf("%s: %d frames, want at least %d:\n%s", what, len(fs), len(want), block)
+	}
+	for i, w := range want {
+		got := fs[i].Func + " (" + fs[i].Args + ")"
+		if got != w || fs[i].Num != i {
+			t.Errorf("%s: frame #%d is %q, want #%d %q\n%s", what, fs[i].Num, got, i, w, block)
+		}
+		if fs[i].File != "prog.scm" || fs[i].Line == 0 {
+			t.Errorf("%s: frame #%d at %q:%d, want prog.scm:LINE\n%s", what, i, fs[i].File, fs[i].Line, block)
+		}
+	}
+	return fs
+}
+
+func mustContain(t *testing.T, what, block string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(block, w) {
+			t.Errorf("%s: output lacks %q:\n%s", what, w, block)
+		}
+	}
+}
+
+// TestGDB drives gdb in batch mode on `elfimage run prog.elf` (a binary
+// built with go build) with internal/gdbtest's script, which registers
+// each image when the loader's hook (gdbhook.go) fires: breakpoints by
+// name and by file:line set before the image exists, info args, info
+// locals in nested scopes and after a binding is dead, bt, bt full,
+// finish and list, and removal of the symbols when the image is closed.
+func TestGDB(t *testing.T) {
+	f := setupGDB(t)
+
+	// A pending breakpoint on a procedure name fires at each recursion
+	// depth; bt shows the recursion; finish returns fib(8) = 21; the
+	// image is mapped where the hook said; the program still runs right
+	// under gdb; after Close the symbols are gone.
+	t.Run("pending-name-recursion", func(t *testing.T) {
+		t.Parallel()
+		r, n, prog := gdbSession(t, f, "fib",
+			[]string{"break fib", "info breakpoints"},
+			[]string{"info proc mappings", "info args", "continue", "info args", "continue", "bt",
+				"delete", "finish", "continue", "info line fib"})
+		b := r.Blocks
+		mustContain(t, "break fib", b[0], `Function "fib" not defined.`, "Breakpoint 1 (fib) pending.")
+		if !regexp.MustCompile(`(?m)^1\s+breakpoint\s+keep\s+y\s+<PENDING>\s+fib$`).MatchString(b[1]) {
+			t.Errorf("info breakpoints does not show a pending fib:\n%s", b[1])
+		}
+		m := regexp.MustCompile(`elfimage: added symbol file (\S+) at (0x[0-9a-f]+)`).FindStringSubmatch(b[n])
+		if m == nil || m[1] != f.img {
+			t.Fatalf("run: the hook script did not add %s:\n%s", f.img, b[n])
+		}
+		base := m[2]
+		mustContain(t, "run", b[n], "hit Breakpoint 1, fib (n=10) at prog.scm:"+fmt.Sprint(gdbLine(t, "(if (< n 2)")))
+		// The loader maps the file at the base the hook reported.
+		if !regexp.MustCompile(`(?m)^\s*` + base + `\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x0\s+.*\s` + regexp.QuoteMeta(f.img) + `$`).MatchString(b[n+1]) {
+			t.Errorf("info proc mappings has no mapping of %s at %s:\n%s", f.img, base, b[n+1])
+		}
+		checkVars(t, "info args at the first stop", b[n+2], map[string]string{"n": "10"})
+		mustContain(t, "continue", b[n+3], "hit Breakpoint 1, fib (n=9)")
+		checkVars(t, "info args at the second stop", b[n+4], map[string]string{"n": "9"})
+		mustContain(t, "continue", b[n+5], "hit Breakpoint 1, fib (n=8)")
+		fs := checkFrames(t, "bt", b[n+6], "fib (n=8)", "fib (n=9)", "fib (n=10)", "main ()")
+		recurse := gdbLine(t, "(+ (fib (- n 1))")
+		for i := 1; i < 3; i++ {
+			if fs[i].Line != recurse || fs[i].PC == 0 {
+				t.Errorf("bt: caller frame #%d at line %d pc %#x, want line %d with a pc", i, fs[i].Line, fs[i].PC, recurse)
+			}
+		}
+		mustContain(t, "finish", b[n+8], "in fib (n=9) at prog.scm:", "Value returned is $1 = 21")
+		mustContain(t, "continue to the end", b[n+9], "elfimage: removed symbol file "+f.img, "exited normally")
+		mustContain(t, "info line fib after Close", b[n+10], `Function "fib" not defined.`)
+		if prog != gdbProgOutput {
+			t.Errorf("program output under gdb %q, want %q", prog, gdbProgOutput)
+		}
+	})
+
+	// tak's three parameters at three depths, and bt full.
+	t.Run("tak-args-bt-full", func(t *testing.T) {
+		t.Parallel()
+		r, n, _ := gdbSession(t, f, "tak", []string{"break tak"},
+			[]string{"info args", "continue", "info args", "continue", "info args", "bt full", "kill"})
+		b := r.Blocks
+		checkVars(t, "tak depth 0", b[n+1], map[string]string{"x": "18", "y": "12", "z": "6"})
+		checkVars(t, "tak depth 1", b[n+3], map[string]string{"x": "17", "y": "12", "z": "6"})
+		checkVars(t, "tak depth 2", b[n+5], map[string]string{"x": "16", "y": "12", "z": "6"})
+		checkFrames(t, "bt full", b[n+6], "tak (x=16, y=12, z=6)", "tak (x=17, y=12, z=6)", "tak (x=18, y=12, z=6)", "main ()")
+		for i, locals := range gdbtest.FullLocals(b[n+6]) {
+			if len(locals) != 0 {
+				t.Errorf("bt full: frame #%d has locals %v, want none", i, locals)
+			}
+		}
+		if strings.Count(b[n+6], "No locals.") < 4 {
+			t.Errorf("bt full: want \"No locals.\" under each frame:\n%s", b[n+6])
+		}
+	})
+
+	// file:line breakpoints set before load; list; info locals inside
+	// nested let and let*, and in a named let at each iteration; bt full
+	// lists the locals of the innermost scopes.
+	t.Run("file-line-scopes-list", func(t *testing.T) {
+		t.Parallel()
+		nested := gdbLine(t, "scopes: nested lets")
+		loop := gdbLine(t, "scopes: named let")
+		r, n, _ := gdbSession(t, f, "scopes",
+			[]string{fmt.Sprintf("break prog.scm:%d", nested), fmt.Sprintf("break prog.scm:%d", loop)},
+			[]string{"info args", "info locals", "list", "list fib",
+				"continue", "info locals", "continue", "info locals", "continue", "info locals", "bt full", "kill"})
+		b := r.Blocks
+		mustContain(t, "break file:line", b[0], fmt.Sprintf("Breakpoint 1 (prog.scm:%d) pending.", nested))
+		mustContain(t, "run", b[n], fmt.Sprintf("hit Breakpoint 1, scopes (a=5) at prog.scm:%d", nested))
+		checkVars(t, "info args in scopes", b[n+1], map[string]string{"a": "5"})
+		checkVars(t, "info locals in let*", b[n+2], map[string]string{"b": "10", "c": "11", "d": "33"})
+		// gdb lists innermost scopes first: d and c (let*) before b (let).
+		if i, j := strings.Index(b[n+2], "d = "), strings.Index(b[n+2], "b = "); i < 0 || j < i {
+			t.Errorf("info locals: want the let* bindings before the let's:\n%s", b[n+2])
+		}
+		mustContain(t, "list", b[n+3], fmt.Sprintf("%d\t      (display (+ a b c d)) ; scopes: nested lets", nested),
+			fmt.Sprintf("%d\t(define (scopes a)", gdbLine(t, "(define (scopes a)")))
+		mustContain(t, "list fib", b[n+4], fmt.Sprintf("%d\t(define (fib n)", gdbLine(t, "(define (fib n)")))
+		for k, want := range []map[string]string{
+			{"i": "0", "acc": "33", "b": "10", "c": "11", "d": "33"},
+			{"i": "1", "acc": "33", "b": "10", "c": "11", "d": "33"},
+			{"i": "2", "acc": "34", "b": "10", "c": "11", "d": "33"},
+		} {
+			mustContain(t, "continue", b[n+5+2*k], fmt.Sprintf("hit Breakpoint 2, scopes (a=5) at prog.scm:%d", loop))
+			checkVars(t, fmt.Sprintf("info locals in the named let, iteration %d", k), b[n+6+2*k], want)
+		}
+		checkFrames(t, "bt full", b[n+11], "scopes (a=5)", "main ()")
+		if fl := gdbtest.FullLocals(b[n+11]); len(fl) < 1 || fl[0]["i"] != "2" || fl[0]["acc"] != "34" || fl[0]["b"] != "10" {
+			t.Errorf("bt full: frame #0 locals %v, want i=2 acc=34 ... b=10:\n%s", fl, b[n+11])
+		}
+	})
+
+	// A register binding is shown while live and as <optimized out> once
+	// the epilogue has restored its register (its scope ends after the
+	// ret: the let is in tail position); finish returns 7.
+	t.Run("dead-binding", func(t *testing.T) {
+		t.Parallel()
+		leave := deadLeaveOffset(t, f.img)
+		live := gdbLine(t, "dead: t live")
+		r, n, _ := gdbSession(t, f, "dead", []string{"break dead"},
+			[]string{fmt.Sprintf("break prog.scm:%d", live), "continue", "info locals",
+				fmt.Sprintf("break *dead+%d", leave), "continue", "info locals", "info args", "finish", "kill"})
+		b := r.Blocks
+		mustContain(t, "run", b[n], "hit Breakpoint 1, dead (a=6)")
+		mustContain(t, "continue", b[n+2], fmt.Sprintf("hit Breakpoint 2, dead (a=6) at prog.scm:%d", live))
+		checkVars(t, "info locals while t is live", b[n+3], map[string]string{"t": "42"})
+		mustContain(t, "continue to the epilogue", b[n+5], "hit Breakpoint 3, ")
+		checkVars(t, "info locals after t's register is restored", b[n+6], map[string]string{"t": "<optimized out>"})
+		checkVars(t, "info args in the epilogue", b[n+7], map[string]string{"a": "6"})
+		mustContain(t, "finish", b[n+8], "main () at prog.scm:", "Value returned is $1 = 7")
+	})
+
+	// define* optional parameters: defaults and passed values.
+	t.Run("optional-args", func(t *testing.T) {
+		t.Parallel()
+		r, n, _ := gdbSession(t, f, "opt", []string{"break opt"},
+			[]string{"info args", "continue", "info args", "kill"})
+		b := r.Blocks
+		mustContain(t, "run", b[n], "hit Breakpoint 1, opt (a=1, b=10, c=2)")
+		checkVars(t, "opt with defaults", b[n+1], map[string]string{"a": "1", "b": "10", "c": "2"})
+		checkVars(t, "opt with b passed", b[n+3], map[string]string{"a": "1", "b": "5", "c": "2"})
+	})
+}
+
+// deadLeaveOffset returns the offset from dead's entry of its LEAVE
+// instruction, read with debug/dwarf, debug/elf and x86asm, and checks
+// that it lies inside the lexical block binding t.
+func deadLeaveOffset(t *testing.T, img string) uint64 {
+	t.Helper()
+	ef, err := elf.Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	d, err := ef.DWARF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var low, high, blockLow, blockHigh uint64
+	rd := d.Reader()
+	for {
+		e, err := rd.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagSubprogram || e.Val(dwarf.AttrName) != "dead" {
+			continue
+		}
+		rs, err := d.Ranges(e)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("dead: ranges %v, %v", rs, err)
+		}
+		low, high = rs[0][0], rs[0][1]
+		for {
+			c, err := rd.Next()
+			if err != nil || c == nil || c.Tag == 0 {
+				break
+			}
+			if c.Tag == dwarf.TagLexDwarfBlock {
+				rs, err := d.Ranges(c)
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("dead's block: ranges %v, %v", rs, err)
+				}
+				blockLow, blockHigh = rs[0][0], rs[0][1]
+				break
+			}
+			if c.Children {
+				rd.SkipChildren()
+			}
+		}
+		break
+	}
+	if low == high || blockLow == blockHigh {
+		t.Fatalf("no subprogram dead with a lexical block in %s", img)
+	}
+	var code []byte
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Vaddr <= low && high <= p.Vaddr+p.Filesz {
+			code = make([]byte, high-low)
+			if _, err := p.ReadAt(code, int64(low-p.Vaddr)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if code == nil {
+		t.Fatalf("dead [%#x, %#x) is in no PT_LOAD", low, high)
+	}
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			t.Fatalf("dead+%d: %v", off, err)
+		}
+		if pc := low + uint64(off); inst.Op == x86asm.LEAVE && pc >= blockLow && pc < blockHigh {
+			return uint64(off)
+		}
+		off += inst.Len
+	}
+	t.Fatalf("dead has no LEAVE inside its lexical block [%#x, %#x)", blockLow, blockHigh)
+	return 0
+}

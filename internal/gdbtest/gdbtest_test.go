@@ -1,0 +1,49 @@
+package gdbtest
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const sample = "Loading Go Runtime support.\n\n" + marker + " 0\n" +
+	"Breakpoint 1 (fib) pending.\n\n" + marker + " 1\n" +
+	"elfimage: added symbol file /t/prog.elf at 0x7ffff7e20000\n\n" +
+	"Thread 1 \"elfimage\" hit Breakpoint 1, fib (n=8) at prog.scm:3\n3\t  (if (< n 2)\n\n" + marker + " 2\n" +
+	"#0  fib (n=8) at prog.scm:3\n        i = 2\n        acc = <optimized out>\n" +
+	"#1  0x00007ffff7e21081 in tak (x=1, y=2, z=3) at prog.scm:5\nNo locals.\n" +
+	"#2  0x00007ffff7e21016 in %start ()\nNo locals.\n\n" + marker + " end\n"
+
+func TestSplitAndParse(t *testing.T) {
+	r := split(sample, 3)
+	if r.Pre != "Loading Go Runtime support." || r.Blocks[0] != "Breakpoint 1 (fib) pending." {
+		t.Errorf("pre %q, block 0 %q", r.Pre, r.Blocks[0])
+	}
+	if !strings.HasPrefix(r.Blocks[1], "elfimage: added") || strings.Contains(r.Output, marker) {
+		t.Errorf("block 1 %q, output %q", r.Blocks[1], r.Output)
+	}
+	fs := Frames(r.Blocks[2])
+	want := []Frame{
+		{Num: 0, Func: "fib", Args: "n=8", File: "prog.scm", Line: 3},
+		{Num: 1, PC: 0x7ffff7e21081, Func: "tak", Args: "x=1, y=2, z=3", File: "prog.scm", Line: 5},
+		{Num: 2, PC: 0x7ffff7e21016, Func: "%start"},
+	}
+	if !reflect.DeepEqual(fs, want) {
+		t.Errorf("Frames:\n got %+v\nwant %+v", fs, want)
+	}
+	fl := FullLocals(r.Blocks[2])
+	if len(fl) != 3 || !reflect.DeepEqual(fl[0], map[string]string{"i": "2", "acc": "<optimized out>"}) || len(fl[1]) != 0 {
+		t.Errorf("FullLocals %v", fl)
+	}
+	if v := Vars("a = 5\nNo locals.\nb = <optimized out>\n"); !reflect.DeepEqual(v, map[string]string{"a": "5", "b": "<optimized out>"}) {
+		t.Errorf("Vars %v", v)
+	}
+}
+
+func TestScriptEmbedded(t *testing.T) {
+	for _, w := range []string{"gdbImageLoaded", "gdbImageUnloaded", "gdbImageEvent", "add-symbol-file", "remove-symbol-file", "handle SIGURG nostop noprint pass"} {
+		if !strings.Contains(Script, w) {
+			t.Errorf("script lacks %q", w)
+		}
+	}
+}
