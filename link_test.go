@@ -32,6 +32,7 @@ var encodings = []struct {
 	{"dwarf4", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format32}}},
 	{"dwarf3", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 3, Format: edwarf.Format32}}},
 	{"dwarf5-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 5, Format: edwarf.Format64}}},
+	{"dwarf4-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format64}, DebugFrame: true}},
 }
 
 // writeDemo compiles the demo program and writes its image into a test

@@ -31,7 +31,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"demo", "[-o DIR]", "compile, link, load and run the embedded demo program; print its output, a backtrace, the image layout and the load time", runDemo},
-		{"build", "[-o OUT] [-dwarf N] [-debug-frame] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
+		{"build", "[-o OUT] [-dwarf N] [-dwarf64] [-debug-frame] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
 		{"run", "[-read] [-v] [-dwarf N] prog.scm|prog.elf", "run a program from source (compiled in memory, written to a temporary image) or from an image", runRun},
 		{"dump", "[-headers] [-sections] [-symbols] [-procs] [-info] [-lines] [-frames] [-read] prog.elf", "print headers, segments, sections, symbols, the procedure table, the DIE tree, the line table and CFI rows (all when no flag is given)", runDump},
 		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses: procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},

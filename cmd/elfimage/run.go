@@ -17,6 +17,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("build", stderr)
 	out := fs.String("o", "", "output image `file` (default: the source name with .elf)")
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` of the debug sections (3, 4 or 5)")
+	dwarf64 := fs.Bool("dwarf64", false, "write the 64-bit DWARF format")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -28,7 +29,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		*out = strings.TrimSuffix(src, filepath.Ext(src)) + ".elf"
 	}
-	opts, err := linkOptions(*dwarfVersion, *debugFrame)
+	opts, err := linkOptions(*dwarfVersion, *dwarf64, *debugFrame)
 	if err != nil {
 		return err
 	}
@@ -39,12 +40,15 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	return elfimage.WriteFile(*out, mod, opts)
 }
 
-func linkOptions(version int, debugFrame bool) (elfimage.LinkOptions, error) {
+func linkOptions(version int, dwarf64, debugFrame bool) (elfimage.LinkOptions, error) {
 	if version < 3 || version > 5 {
 		return elfimage.LinkOptions{}, fmt.Errorf("%w: -dwarf %d: want 3, 4 or 5", errUsage, version)
 	}
 	enc := dwarf.Default64
 	enc.Version = uint16(version)
+	if dwarf64 {
+		enc.Format = dwarf.Format64
+	}
 	return elfimage.LinkOptions{DWARF: enc, DebugFrame: debugFrame}, nil
 }
 
@@ -69,7 +73,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	path := fs.Arg(0)
 	if isSource(path) {
-		opts, err := linkOptions(*dwarfVersion, false)
+		opts, err := linkOptions(*dwarfVersion, false, false)
 		if err != nil {
 			return err
 		}
