@@ -78,8 +78,7 @@ func TestLocationListsMatchLLVM(t *testing.T) {
 			}
 			// What the compiler asked for: "name line:col" -> ranges.
 			want := map[string][]string{}
-			var add func(p *elfimage.Proc, v elfimage.Var)
-			add = func(p *elfimage.Proc, v elfimage.Var) {
+			add := func(p *elfimage.Proc, v elfimage.Var) {
 				key := fmt.Sprintf("%s %d:%d", v.Name, v.Line, v.Column)
 				for _, r := range v.Live {
 					want[key] = append(want[key], fmt.Sprintf("[%#x, %#x): %s", start[p.Name]+uint64(r.Start), start[p.Name]+uint64(r.End), exprText(r.Location)))
