@@ -46,16 +46,21 @@ func Example() {
 		}
 	}
 
-	// Any pc finds its image by bisection, then its procedure and source
-	// position from the image's own symbols and DWARF, read lazily.
+	// Any run-time pc finds its image by bisection, then its procedure and
+	// source position from the image's own tables, read lazily.
 	im, err := elfimage.Lookup(pc)
 	if err != nil {
 		log.Fatal(err)
 	}
 	addr := im.LinkAddr(pc)
-	proc, _ := im.ProcedureAt(addr)
-	pos, _ := im.PositionAt(addr)
-	fmt.Println(proc.Name, filepath.Base(pos.File), pos.Line, pos.Column)
+	proc, _ := im.Procedure(addr) // name, range, arity, argument names, defaults, docstring, properties
+	pos, _ := im.PositionAt(addr) // file, line, column
+	locals, _ := im.Locals(addr)  // live parameters and variables, each with its location here
+	fmt.Println(proc.Name, proc.Args, filepath.Base(pos.File), pos.Line, pos.Column)
+	for _, l := range locals {
+		fmt.Println(l.Name, l.Param)
+	}
 	// Output:
-	// square square.scm 1 1
+	// square [x] square.scm 1 1
+	// x true
 }

@@ -230,8 +230,10 @@ func (im *Image) lineTable() (*line.Table, error) {
 }
 
 // Procedures returns every function symbol of the image in address order
-// (building the index of [Image.ProcedureAt] if needed). Allocates the
-// result.
+// (building the index of [Image.ProcedureAt] if needed), with the fields
+// the symbol table gives: Name, Start, Size, Internal. Use
+// [Image.Procedure] on a Start for arity, arguments, docstring and
+// properties. Allocates the result.
 func (im *Image) Procedures() ([]Procedure, error) {
 	d := &im.debug
 	d.symOnce.Do(func() { d.syms, d.symErr = im.readSymbols() })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -24,7 +25,8 @@ func (m captureMemory) ReadUint64(addr uint64) (uint64, error) {
 // printBacktrace unwinds a capture with the images' CFI and prints one
 // line per frame: number, run-time pc (a return address), procedure with
 // its argument values, file:line:column of the call, and the image with
-// the link-time address of the pc. Runtime support frames are not shown.
+// the link-time address of the call (pc-1). Runtime support frames are
+// not shown.
 func printBacktrace(w io.Writer, c *scheme.Capture, locals bool) { printBacktraceMax(w, c, 0, locals) }
 
 // printBacktraceMax prints at most max frames (0: the default limit of
@@ -49,8 +51,10 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 		}
 		where := ""
 		if f.Image != nil {
-			// The link-time address, as symbolize and addr2line take it.
-			where = fmt.Sprintf("  [%s+%#x]", filepath.Base(f.Image.Path()), f.Image.LinkAddr(uintptr(f.PC)))
+			// The link-time address whose position is shown, as symbolize,
+			// describe and addr2line take it: for a return address (every
+			// frame of a capture, taken at a call), the byte before it.
+			where = fmt.Sprintf("  [%s+%#x]", filepath.Base(f.Image.Path()), f.Image.LinkAddr(uintptr(f.PC-1)))
 		}
 		fmt.Fprintf(w, "  #%d  %#x in (%s)  at %s%s\n", i, f.PC, strings.Join(append([]string{name}, args...), " "), f.Pos, where)
 		for _, l := range f.Locals {
@@ -61,7 +65,10 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 			fmt.Fprintf(w, "        %s%s = %s\n", strings.Repeat("  ", indentOf(l.Depth)), l.Name, val)
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, elfimage.ErrMaxFrames):
+		fmt.Fprintf(w, "  ... (more frames not shown)\n")
+	case err != nil:
 		fmt.Fprintf(w, "  (backtrace stopped: %v)\n", err)
 	}
 }

@@ -22,14 +22,19 @@ func runDescribe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer img.Close()
+	var failed []string
 	for _, a := range fs.Args()[1:] {
 		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(a, "0x"), "0X"), 16, 64)
-		if err != nil {
-			return fmt.Errorf("%w: bad address %q (want hexadecimal)", errUsage, a)
+		if err == nil {
+			err = describe(stdout, img, addr)
 		}
-		if err := describe(stdout, img, addr); err != nil {
-			return err
+		if err != nil { // report it and go on with the other addresses
+			fmt.Fprintf(stdout, "%s: %v\n", a, err)
+			failed = append(failed, a)
 		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("nothing known at %s", strings.Join(failed, ", "))
 	}
 	return nil
 }

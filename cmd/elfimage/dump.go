@@ -99,11 +99,27 @@ func dumpHeaders(w io.Writer, img *elfimage.Image) {
 	phoff, phnum := le.Uint64(b[32:]), int(le.Uint16(b[56:]))
 	for i := range phnum {
 		p := b[phoff+uint64(i)*56:]
-		fmt.Fprintf(tw, "  %v\t%#x\t%#x\t%#x\t%#x\t%s\t%#x\n", elf.ProgType(le.Uint32(p[0:])), le.Uint64(p[8:]), le.Uint64(p[16:]),
+		fmt.Fprintf(tw, "  %s\t%#x\t%#x\t%#x\t%#x\t%s\t%#x\n", progType(elf.ProgType(le.Uint32(p[0:]))), le.Uint64(p[8:]), le.Uint64(p[16:]),
 			le.Uint64(p[32:]), le.Uint64(p[40:]), progFlags(elf.ProgFlag(le.Uint32(p[4:]))), le.Uint64(p[48:]))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// progType names a program header type, including elfimage's own.
+func progType(t elf.ProgType) string {
+	switch t {
+	case elfimage.PTProcTable:
+		return "PTProcTable"
+	case elfimage.PTLineProgram:
+		return "PTLineProgram"
+	case elfimage.PTLineStrings:
+		return "PTLineStrings"
+	}
+	if t >= elf.PT_LOOS && t <= elf.PT_HIOS && t != elf.PT_GNU_EH_FRAME && t != elf.PT_GNU_STACK && t != elf.PT_GNU_RELRO && t != elf.PT_GNU_PROPERTY {
+		return fmt.Sprintf("LOOS+%#x", uint32(t-elf.PT_LOOS))
+	}
+	return t.String()
 }
 
 func loadPath(img *elfimage.Image) string {

@@ -42,6 +42,10 @@ func init() {
 // errUsage marks errors that are the caller's mistake: exit status 2.
 var errUsage = errors.New("usage")
 
+// errReported is an error the command has already printed (for example a
+// Scheme error with its backtrace): exit status 1, nothing more printed.
+var errReported = errors.New("reported")
+
 // errUsageShown is a usage error the flag package has already printed,
 // with the command's usage.
 var errUsageShown = errors.New("usage error shown")
@@ -70,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsageShown):
 			return 2
+		case errors.Is(err, errReported):
+			return 1
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "elfimage %s: %v\n", c.name, err)
 			return 2

@@ -154,12 +154,13 @@ func execute(img *elfimage.Image, stdout, stderr io.Writer, locals bool) (*schem
 			fmt.Fprintf(stderr, "Backtrace:\n")
 			printBacktrace(stderr, serr.Capture, locals)
 		}
-		return res, serr
+		return res, errReported
 	}
 	var overflow *scheme.StackOverflowError
 	if errors.As(runErr, &overflow) && overflow.Capture != nil {
-		fmt.Fprintf(stderr, "error: stack overflow\nBacktrace (innermost %d frames):\n", overflowFrames)
+		fmt.Fprintf(stderr, "error: stack overflow\nBacktrace (the innermost %d frames):\n", overflowFrames)
 		printBacktraceMax(stderr, overflow.Capture, overflowFrames, locals)
+		return res, errReported
 	}
 	return res, runErr
 }
