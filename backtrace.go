@@ -30,7 +30,8 @@ type Frame struct {
 	Proc Procedure
 	Pos  Position
 	Args []Arg
-	// Locals are the variables live at PC (BacktraceOptions.Locals),
+	// Locals are the variables live at the code Pos describes (PC, or
+	// PC-1 for a return address) when BacktraceOptions.Locals is set,
 	// outermost scope first; parameters are in Args.
 	Locals []Arg
 	Err    error

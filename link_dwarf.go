@@ -120,7 +120,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 				if j > 0 {
 					props.WriteByte('\n')
 				}
-				props.WriteString(pr.Name + "=" + pr.Value)
+				props.WriteString(escapeProperty(pr.Name) + "=" + escapeProperty(pr.Value))
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
@@ -131,8 +131,9 @@ func (l *linker) buildDWARF() ([]*section, error) {
 			}
 			sp.Children = append(sp.Children, param)
 		}
+		whole := []CodeRange{{0, uint32(len(p.Code))}}
 		for _, sc := range p.Scopes {
-			b, err := l.scopeDIE(sc, intType, l.procAddr[i], uint32(len(p.Code)), lists)
+			b, err := l.scopeDIE(sc, whole, intType, l.procAddr[i], uint32(len(p.Code)), lists)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, err.Error()}
 			}
@@ -222,10 +223,12 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 	d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
 	if v.Optional {
 		// DWARF 5 section 4.1: a flag-class DW_AT_default_value says the
-		// parameter has a default; the expression's source goes in our
-		// vendor attribute.
-		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_default_value, Value: info.Flag(true)})
-		if v.Default != "" {
+		// parameter has a default (earlier versions have no flag class
+		// for it); the expression's source goes in our vendor attribute.
+		if l.enc.Version >= 5 {
+			d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_default_value, Value: info.Flag(true)})
+		}
+		if v.Default != "" || l.enc.Version < 5 {
 			d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_default_source, Value: info.String(v.Default)})
 		}
 	}
@@ -254,12 +257,22 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 
 // scopeDIE builds the DW_TAG_lexical_block of a scope with its variables
 // and nested scopes; a scope in several pieces gets DW_AT_ranges.
-func (l *linker) scopeDIE(sc *Scope, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
 	if len(sc.Ranges) == 0 {
 		return nil, fmt.Errorf("scope without code ranges")
 	}
 	if err := checkRanges(sc.Ranges, codeLen); err != nil {
 		return nil, fmt.Errorf("scope: %v", err)
+	}
+	// DWARF 5 section 3.5: a block's code lies within its parent's.
+	for _, r := range sc.Ranges {
+		inside := false
+		for _, p := range parent {
+			inside = inside || (r.Start >= p.Start && r.End <= p.End)
+		}
+		if !inside {
+			return nil, fmt.Errorf("scope range [%#x, %#x) is not inside its enclosing scope %v", r.Start, r.End, parent)
+		}
 	}
 	b := &info.DIE{Tag: dwarf.DW_TAG_lexical_block}
 	if len(sc.Ranges) == 1 {
@@ -285,13 +298,19 @@ func (l *linker) scopeDIE(sc *Scope, intType *info.DIE, procAddr uint64, codeLen
 		b.Children = append(b.Children, d)
 	}
 	for _, inner := range sc.Scopes {
-		d, err := l.scopeDIE(inner, intType, procAddr, codeLen, lists)
+		d, err := l.scopeDIE(inner, sc.Ranges, intType, procAddr, codeLen, lists)
 		if err != nil {
 			return nil, err
 		}
 		b.Children = append(b.Children, d)
 	}
 	return b, nil
+}
+
+// escapeProperty escapes a property name or value for
+// DW_AT_elfimage_properties.
+func escapeProperty(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "=", `\=`, "\n", `\n`).Replace(s)
 }
 
 // checkRanges checks that code ranges are non-empty, sorted, disjoint and

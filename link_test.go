@@ -711,3 +711,62 @@ func TestDwarfdumpStatistics(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitScope: a scope in two pieces gets DW_AT_ranges; Locals sees
+// its variable in both pieces and not in the gap; llvm-dwarfdump accepts
+// it; a nested scope outside its parent is refused.
+func TestSplitScope(t *testing.T) {
+	code := make([]byte, 40)
+	for i := range code {
+		code[i] = 0x90
+	}
+	code[39] = 0xc3
+	slot := []byte{byte(edwarf.DW_OP_fbreg), 0x68} // fbreg(-24)
+	m := &elfimage.Module{File: "split.s", Procs: []*elfimage.Proc{{
+		Name: "f", Code: code, Lines: []elfimage.LineRow{{Line: 1, Column: 1}},
+		Scopes: []*elfimage.Scope{{
+			Ranges: []elfimage.CodeRange{{Start: 4, End: 10}, {Start: 20, End: 30}},
+			Vars: []elfimage.Var{{Name: "v", Line: 2, Column: 3, Live: []elfimage.LiveRange{
+				{Start: 5, End: 10, Location: slot}, {Start: 20, End: 25, Location: []byte{byte(edwarf.DW_OP_reg0) + 3}}}}},
+		}},
+	}}}
+	for _, e := range encodings {
+		b, err := elfimage.Link(m, e.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		im, err := elfimage.Load("split.elf", b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := uint64(0x1000)
+		for off, want := range map[uint64]string{4: "", 5: "v fbreg", 9: "v fbreg", 10: "", 15: "", 20: "v reg3", 24: "v reg3", 25: "", 30: ""} {
+			ls, err := im.Locals(base + off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if len(ls) == 1 {
+				got = ls[0].Name + " fbreg"
+				if ls[0].Location[0] != byte(edwarf.DW_OP_fbreg) {
+					got = ls[0].Name + " reg3"
+				}
+			}
+			if got != want || len(ls) > 1 {
+				t.Errorf("%s: Locals(f+%d) = %+v, want %q", e.name, off, ls, want)
+			}
+		}
+		im.Close()
+		if dd, err := exec.LookPath("llvm-dwarfdump"); err == nil {
+			path := filepath.Join(t.TempDir(), "split.elf")
+			os.WriteFile(path, b, 0o644)
+			if out, err := exec.Command(dd, "--verify", path).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("No errors.")) {
+				t.Errorf("%s: llvm-dwarfdump --verify: %v\n%s", e.name, err, out)
+			}
+		}
+	}
+	m.Procs[0].Scopes[0].Scopes = []*elfimage.Scope{{Ranges: []elfimage.CodeRange{{Start: 8, End: 22}}}}
+	if _, err := elfimage.Link(m, elfimage.LinkOptions{}); err == nil {
+		t.Errorf("a nested scope spanning its parent's gap was accepted")
+	}
+}

@@ -228,10 +228,13 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
 		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, tail: p.tail,
 	}
+	// Tell debuggers before the image is reachable through Lookup, so
+	// that no Close can come between registering and notifying.
+	notifyDebuggerLoaded(im)
 	if err := registry.Insert(uintptr(base), uintptr(base+p.size), im); err != nil {
+		notifyDebuggerUnloaded(im)
 		return nil, fmt.Errorf("elfimage: %s: register: %w", path, err)
 	}
-	notifyDebuggerLoaded(im)
 	return im, nil
 }
 

@@ -38,9 +38,9 @@ type debugState struct {
 	meta     *meta.Table
 	metaErr  error
 
-	seqOnce sync.Once
-	seq     *line.Reader // the line unit's header, for one-sequence runs
-	seqErr  error
+	seqMu   sync.Mutex
+	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs
+	seqErrs map[uint64]error
 }
 
 type procSym struct {
@@ -354,18 +354,19 @@ func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
 	if !e.Children {
 		return sub, nil
 	}
+	u := r.Unit()
 	for {
 		c, err := r.Next()
 		if err != nil {
 			return Subprogram{}, err
 		}
-		if c == nil || c.Tag == 0 {
+		if c == nil || c.Tag == 0 || r.Unit() != u {
 			return sub, nil
 		}
 		if c.Tag == dwarf.DW_TAG_formal_parameter {
 			p := Param{}
 			p.Name, _ = c.String(dwarf.DW_AT_name)
-			if p.Location, err = im.locationAt(c, r.Unit(), addr); err != nil {
+			if p.Location, err = im.locationAt(c, u, addr); err != nil {
 				return Subprogram{}, err
 			}
 			sub.Params = append(sub.Params, p)
@@ -437,6 +438,9 @@ func (im *Image) locationAt(e *info.Entry, u *info.UnitHeader, addr uint64) ([]b
 	case !ok:
 		return nil, nil
 	case isExpr(f):
+		if len(f.Block) == 0 { // an empty expression: optimized out
+			return nil, nil
+		}
 		return f.Block, nil
 	case f.Class != info.ClassSecOffset || u == nil:
 		return nil, nil
@@ -450,7 +454,7 @@ func (im *Image) locationAt(e *info.Entry, u *info.UnitHeader, addr uint64) ([]b
 	sec.Addr, _ = im.Section(".debug_addr")
 	sec.AddrBase = u.AddrBase
 	expr, ok, err := loc.LocationAt(sec, u.Enc, f.Val, im.unitBase(u), addr)
-	if err != nil || !ok {
+	if err != nil || !ok || len(expr) == 0 {
 		return nil, err
 	}
 	return expr, nil
@@ -481,7 +485,11 @@ func (im *Image) procTable() (*meta.Table, error) {
 	d := &im.debug
 	d.metaOnce.Do(func() {
 		if b := im.tail[PTProcTable]; b != nil { // found at load through PTProcTable
-			d.meta, d.metaErr = meta.NewTable(b, nil)
+			var strs []byte
+			if len(b) > 7 && b[7]&meta.FlagInlineStrings == 0 { // strings kept outside the table
+				strs, _ = im.Section(meta.SectionStrs)
+			}
+			d.meta, d.metaErr = meta.NewTable(b, strs)
 			return
 		}
 		sec, err := im.Section(meta.SectionProcs)
@@ -538,26 +546,11 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 		}
 		return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
 	}
-	d := &im.debug
-	d.seqOnce.Do(func() {
-		sec := line.Sections{Order: binary.LittleEndian, Line: im.tail[PTLineProgram], LineStr: im.tail[PTLineStrings]}
-		if sec.Line == nil { // no program header: through the section headers
-			if sec.Line, d.seqErr = im.Section(".debug_line"); d.seqErr != nil {
-				return
-			}
-			sec.Str, _ = im.Section(".debug_str")
-			sec.LineStr, _ = im.Section(".debug_line_str")
-		}
-		compDir := "" // a DWARF 5 line program names it itself (directory 0)
-		if lineVersion(sec.Line, e.LineUnit) < 5 {
-			compDir = im.compDir()
-		}
-		d.seq, d.seqErr = line.NewReader(sec, e.LineUnit, compDir)
-	})
-	if d.seqErr != nil {
-		return Position{}, d.seqErr
+	r, err := im.lineUnit(e.LineUnit)
+	if err != nil {
+		return Position{}, err
 	}
-	row, err := d.seq.SequenceRow(e.LineSeq, addr)
+	row, err := r.SequenceRow(e.LineSeq, addr)
 	if err == line.ErrNotCovered {
 		return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
 	}
@@ -565,10 +558,51 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 		return Position{}, err
 	}
 	var file string
-	if files := d.seq.Files(); row.File < uint64(len(files)) {
+	if files := r.Files(); row.File < uint64(len(files)) {
 		file = files[row.File].Path
 	}
 	return Position{File: file, Line: int(row.Line), Column: int(row.Column)}, nil
+}
+
+// lineUnit returns the reader of the line program unit at off of
+// .debug_line, parsing its header on first use (one per unit).
+func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
+	d := &im.debug
+	d.seqMu.Lock()
+	defer d.seqMu.Unlock()
+	if r, ok := d.seqs[off]; ok {
+		return r, nil
+	}
+	if err, ok := d.seqErrs[off]; ok {
+		return nil, err
+	}
+	r, err := im.newLineUnit(off)
+	if d.seqs == nil {
+		d.seqs, d.seqErrs = map[uint64]*line.Reader{}, map[uint64]error{}
+	}
+	if err != nil {
+		d.seqErrs[off] = err
+		return nil, err
+	}
+	d.seqs[off] = r
+	return r, nil
+}
+
+func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
+	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail[PTLineProgram], LineStr: im.tail[PTLineStrings]}
+	if sec.Line == nil { // no program header: through the section headers
+		var err error
+		if sec.Line, err = im.Section(".debug_line"); err != nil {
+			return nil, err
+		}
+		sec.Str, _ = im.Section(".debug_str")
+		sec.LineStr, _ = im.Section(".debug_line_str")
+	}
+	compDir := "" // a DWARF 5 line program names it itself (directory 0)
+	if lineVersion(sec.Line, off) < 5 {
+		compDir = im.compDir()
+	}
+	return line.NewReader(sec, off, compDir)
 }
 
 // compDir returns the compilation directory of the image's first unit, or
@@ -610,7 +644,9 @@ type Local struct {
 // value is there. A variable outside its live ranges is not returned: its
 // value is not available ("optimized out"). Order: parameters, then
 // variables outermost first in declaration order. Cost: decodes the one
-// subprogram's DIE subtree (skipping blocks that do not contain addr);
+// subprogram's DIE subtree (skipping blocks that do not contain addr),
+// and for each parameter or variable with a location list, its unit's
+// root DIE (for the lists' base address) and one scan of its list;
 // allocates the result. Errors are those of [Image.SubprogramAt].
 func (im *Image) Locals(addr uint64) ([]Local, error) {
 	s := &im.debug.info
@@ -644,7 +680,7 @@ func (im *Image) Locals(addr uint64) ([]Local, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c == nil {
+		if c == nil || r.Unit() != u { // a subtree never runs past its unit
 			return out, nil
 		}
 		switch c.Tag {

@@ -36,6 +36,8 @@ func FuzzQueries(f *testing.F) {
 			im.ProcedureAt(addr)
 			im.PositionAt(addr)
 			im.SubprogramAt(addr)
+			im.Procedure(addr)
+			im.Locals(addr)
 		}
 		im.Procedures()
 	})

@@ -17,7 +17,7 @@
 //
 // [NewTable] checks only the 24-byte header (O(1), one allocation for the
 // *Table). [Table.Lookup] bisects the fixed-width records in place and
-// decodes three or four LEB128 numbers of the one procedure found: no
+// decodes four or five LEB128 numbers of the one procedure found: no
 // allocation, O(log n). [Table.Describe] decodes the rest of that one
 // procedure's info entry (allocating its strings). The first query on a
 // freshly mapped image therefore touches the header, about log2(n)

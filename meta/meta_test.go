@@ -474,3 +474,61 @@ func TestSizePerProcedure(t *testing.T) {
 		t.Errorf("self-contained table %d bytes, more than 2%% over table and strings %d", len(inline), len(sec)+len(strs))
 	}
 }
+
+// hostileStrings builds a one-procedure table whose required arguments
+// all name strings in one long run of 'A's: at offset 0 (same), or each at
+// the next offset (overlapping suffixes).
+func hostileStrings(l, req int, overlap bool) []byte {
+	info := make([]byte, l, l+1)
+	for i := range info {
+		info[i] = 'A'
+	}
+	info = append(info, 0)
+	entry := len(info)
+	info = dwarf.AppendUleb128(info, 16)
+	info = dwarf.AppendUleb128(info, 0)
+	info = dwarf.AppendUleb128(info, uint64(req)<<4)
+	for i := range req {
+		o := 0
+		if overlap {
+			o = i
+		}
+		info = dwarf.AppendUleb128(info, uint64(o))
+	}
+	sec := make([]byte, 24)
+	copy(sec, "EIP1")
+	sec[4], sec[5], sec[6], sec[7] = 1, 1, 4, FlagInlineStrings
+	binary.LittleEndian.PutUint32(sec[8:], 1)
+	binary.LittleEndian.PutUint32(sec[12:], uint32(len(info)))
+	binary.LittleEndian.PutUint64(sec[16:], 0x1000)
+	sec = append(sec, 0)
+	sec = binary.LittleEndian.AppendUint32(sec, uint32(entry))
+	return append(sec, info...)
+}
+
+// TestDescribeBoundsStrings: many fields naming one long string, or
+// overlapping suffixes of it, cost memory linear in the table, not
+// quadratic.
+func TestDescribeBoundsStrings(t *testing.T) {
+	for _, overlap := range []bool{false, true} {
+		tab, err := NewTable(hostileStrings(20000, 10000, overlap), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := tab.Lookup(0x1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Proc
+		allocs := testing.AllocsPerRun(1, func() { p, err = tab.Describe(e) })
+		if overlap && err == nil {
+			t.Errorf("overlapping strings accepted")
+		}
+		if !overlap && (err != nil || len(p.Args) != 10000) {
+			t.Errorf("shared string: %v, %d args", err, len(p.Args))
+		}
+		if allocs > 100 {
+			t.Errorf("overlap=%v: %v allocations", overlap, allocs)
+		}
+	}
+}

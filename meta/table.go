@@ -275,21 +275,48 @@ func (t *Table) Describe(e Entry) (Proc, error) {
 		return Proc{}, c.err
 	}
 	p.Required, p.Optional = req, opt
+	// Strings are copied once per distinct offset, and the distinct
+	// strings may not add up to more than the string section: a hostile
+	// table pointing many fields at one long string, or at overlapping
+	// suffixes of it, would otherwise cost time and memory quadratic in
+	// its size.
+	seen := map[uint64]string{}
+	budget := len(t.strs)
+	text := func(field string) string {
+		at := c.off
+		o := c.uleb(field)
+		c.off = at
+		if v, ok := seen[o]; ok && c.err == nil {
+			c.uleb(field)
+			return v
+		}
+		b := c.str(field)
+		if c.err != nil {
+			return ""
+		}
+		if budget -= len(b); budget < 0 {
+			c.err = fail(uint64(at), field, "strings of one procedure add up to more than the string section (overlapping strings)")
+			return ""
+		}
+		v := string(b)
+		seen[o] = v
+		return v
+	}
 	if req+opt > 0 {
 		p.Args = make([]string, req+opt)
 	}
 	for j := 0; j < req; j++ {
-		p.Args[j] = string(c.str("required"))
+		p.Args[j] = text("required")
 	}
 	if opt > 0 {
 		p.Defaults = make([]string, opt)
 	}
 	for j := 0; j < opt; j++ {
-		p.Args[req+j] = string(c.str("optional name"))
-		p.Defaults[j] = string(c.str("optional default"))
+		p.Args[req+j] = text("optional name")
+		p.Defaults[j] = text("optional default")
 	}
 	if shape&shapeDoc != 0 {
-		p.Doc = string(c.str("doc"))
+		p.Doc = text("doc")
 	}
 	if shape&shapeProps != 0 {
 		at := c.off
@@ -297,8 +324,8 @@ func (t *Table) Describe(e Entry) (Proc, error) {
 		if c.err == nil && n > 0 {
 			p.Props = make([]Prop, n)
 			for j := range p.Props {
-				p.Props[j].Name = string(c.str("property name"))
-				p.Props[j].Value = string(c.str("property value"))
+				p.Props[j].Name = text("property name")
+				p.Props[j].Value = text("property value")
 			}
 		}
 	}

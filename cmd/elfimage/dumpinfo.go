@@ -29,7 +29,9 @@ func dumpInfo(w io.Writer, img *elfimage.Image) error {
 			break
 		}
 		if e.Tag == 0 {
-			depth--
+			if depth > 0 { // malformed input may end more lists than it opened
+				depth--
+			}
 			continue
 		}
 		if u := r.Unit(); u != nil && e.Offset == u.DataOffset {

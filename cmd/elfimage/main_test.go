@@ -231,3 +231,60 @@ func TestRunStackOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeAndProcs: describe and dump -procs show what the runtime
+// knows: arity with optional arguments and defaults, docstring,
+// properties, position and the live variables with their locations;
+// dump -info shows the DIE tree with lexical blocks and location lists;
+// run -v adds the live variables to backtraces.
+func TestDescribeAndProcs(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	img := filepath.Join(dir, "demo.elf")
+	code, procs, errOut := runCLI(t, "dump", "-procs", img)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, want := range []string{`(fib n) doc "Return the n-th Fibonacci number, the slow way." inline=#f category="math"`,
+		"(sum-to n #:optional (from 1) (step (if (< n from) -1 1)))", "(inner a b)"} {
+		if !strings.Contains(procs, want) {
+			t.Errorf("dump -procs lacks %q:\n%s", want, procs)
+		}
+	}
+	// The address of inner's (backtrace) call, as the demo's backtrace
+	// prints it in brackets.
+	code, out, _ := runCLI(t, "demo", "-o", dir)
+	m := regexp.MustCompile(`\(inner a=4 b=26\).*\[demo\.elf\+(0x[0-9a-f]+)\]`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("no inner frame in the demo backtrace:\n%s", out)
+	}
+	for _, want := range []string{"p = 104", "q = 105", "r = 104"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo backtrace lacks the local %q", want)
+		}
+	}
+	code, desc, errOut := runCLI(t, "describe", img, m[1], "0x0")
+	if code != 1 || !strings.Contains(desc, "0x0: ") {
+		t.Errorf("describe with an unknown address: exit %d, %s %s", code, desc, errOut)
+	}
+	for _, want := range []string{"inner+", "demo.scm:33:", "arity: 2 required, 0 optional: (inner a b)",
+		`doc: "Innermost frame`, "live parameter a (declared 30:16, depth 0) in DW_OP_fbreg(-40)",
+		"live variable p (declared 32:10, depth 1) in DW_OP_reg3", "live variable q (declared 33:13, depth 2) in DW_OP_reg12",
+		"live variable r (declared 33:25, depth 3) in DW_OP_fbreg("} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("describe lacks %q:\n%s", want, desc)
+		}
+	}
+	code, info, errOut := runCLI(t, "dump", "-info", img)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, want := range []string{"DW_TAG_lexical_block", "DW_TAG_variable", "DW_AT_location               section offset",
+		"DW_AT_description", "DW_AT_default_value", "DW_AT_elfimage_default_source \"(if (< n from) -1 1)\""} {
+		if !strings.Contains(info, want) {
+			t.Errorf("dump -info lacks %q", want)
+		}
+	}
+}
