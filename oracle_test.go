@@ -144,6 +144,11 @@ func TestLocationListsMatchLLVM(t *testing.T) {
 					t.Errorf("%s: llvm-dwarfdump reads %v, compiler wrote %v", k, got[k], w)
 				}
 			}
+			for k, g := range got {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: llvm-dwarfdump reads a location list %v the compiler did not write", k, g)
+				}
+			}
 		})
 	}
 }
