@@ -216,6 +216,40 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	return l, nil
 }
 
+// block is a piece of a section to lay out: its alignment and size in
+// bytes.
+type block struct{ align, size uint64 }
+
+// datumBlocks returns the blocks of data (default alignment 8).
+func datumBlocks(ds []*Datum) []block {
+	b := make([]block, len(ds))
+	for i, d := range ds {
+		b[i] = block{align: orDefault(d.Align, 8), size: uint64(len(d.Bytes))}
+	}
+	return b
+}
+
+// layBlocks places blocks one after the other from off, each at its
+// alignment, as the contents of section s, whose start is aligned to the
+// largest alignment (so that sh_addr % sh_addralign == 0). It returns the
+// blocks' addresses and the end of the section.
+func layBlocks(s *section, off uint64, blocks []block) (addrs []uint64, end uint64) {
+	s.align = max(s.align, 1)
+	for _, b := range blocks {
+		s.align = max(s.align, b.align)
+	}
+	start := alignUp(off, s.align)
+	off = start
+	addrs = make([]uint64, len(blocks))
+	for i, b := range blocks {
+		off = alignUp(off, b.align)
+		addrs[i] = off
+		off += b.size
+	}
+	s.off, s.addr, s.size = start, start, off-start
+	return addrs, off
+}
+
 // checkAlign accepts 0 (the default) and powers of two up to the page
 // size: the loader maps images at a page-aligned base, so no larger
 // alignment could be honoured at run time.
@@ -321,20 +355,7 @@ func (l *linker) link() ([]byte, error) {
 	var rodata *section
 	if len(m.ROData) > 0 {
 		rodata = newSec(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, 1)
-		maxAlign := uint64(1)
-		for _, d := range m.ROData {
-			maxAlign = max(maxAlign, orDefault(d.Align, 8))
-		}
-		start := alignUp(off, maxAlign) // sh_addr % sh_addralign == 0
-		off = start
-		l.roAddr = make([]uint64, len(m.ROData))
-		for i, d := range m.ROData {
-			off = alignUp(off, orDefault(d.Align, 8))
-			l.roAddr[i] = off
-			off += uint64(len(d.Bytes))
-		}
-		rodata.align = maxAlign
-		rodata.off, rodata.addr, rodata.size = start, start, off-start
+		l.roAddr, off = layBlocks(rodata, off, datumBlocks(m.ROData))
 	}
 	var rela, dynstr, dynamic *section
 	if nRel > 0 {
@@ -371,19 +392,12 @@ func (l *linker) link() ([]byte, error) {
 	// R+X: .text.
 	off = alignUp(off, page)
 	text := newSec(".text", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_EXECINSTR, 16)
-	textStart := off
-	l.procAddr = make([]uint64, len(m.Procs))
-	maxAlign := uint64(16)
+	blocks := make([]block, len(m.Procs))
 	for i, p := range m.Procs {
-		al := orDefault(p.Align, 16)
-		maxAlign = max(maxAlign, al)
-		off = alignUp(off, al)
-		l.procAddr[i] = off
-		off += uint64(len(p.Code))
+		blocks[i] = block{align: orDefault(p.Align, 16), size: uint64(len(p.Code))}
 	}
-	text.align = maxAlign
-	text.off, text.addr, text.size = textStart, textStart, off-textStart
-	l.textStart, l.textEnd = textStart, off
+	l.procAddr, off = layBlocks(text, off, blocks)
+	l.textStart, l.textEnd = text.addr, off
 	loadEnd := off
 
 	// R+W: .data.
@@ -391,18 +405,7 @@ func (l *linker) link() ([]byte, error) {
 	if len(m.Data) > 0 {
 		off = alignUp(off, page)
 		data = newSec(".data", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_WRITE, 8)
-		start := off
-		l.dataAddr = make([]uint64, len(m.Data))
-		maxAlign := uint64(8)
-		for i, d := range m.Data {
-			al := orDefault(d.Align, 8)
-			maxAlign = max(maxAlign, al)
-			off = alignUp(off, al)
-			l.dataAddr[i] = off
-			off += uint64(len(d.Bytes))
-		}
-		data.align = maxAlign
-		data.off, data.addr, data.size = start, start, off-start
+		l.dataAddr, off = layBlocks(data, off, datumBlocks(m.Data))
 		loadEnd = off
 	}
 	// No tail byte may share a page with a writable or executable segment.
@@ -476,7 +479,7 @@ func (l *linker) link() ([]byte, error) {
 		copy(out[l.procAddr[i]:], p.Code)
 		// Fill alignment gaps in .text with int3 so a stray jump traps.
 		end := l.procAddr[i] + uint64(len(p.Code))
-		next := textStart + text.size
+		next := l.textEnd
 		if i+1 < len(m.Procs) {
 			next = l.procAddr[i+1]
 		}

@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -156,24 +157,9 @@ func (im *Image) readSymbols() ([]procSym, error) {
 		}
 		syms = append(syms, procSym{start: start, size: size, name: name, global: elf.ST_BIND(info) == elf.STB_GLOBAL})
 	}
-	slices.SortStableFunc(syms, func(a, b procSym) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
-	// Drop symbols that overlap an earlier one, so bisection is exact.
-	out := syms[:0]
-	for _, s := range syms {
-		if len(out) > 0 && s.start < out[len(out)-1].start+out[len(out)-1].size {
-			continue
-		}
-		out = append(out, s)
-	}
-	return slices.Clip(out), nil
+	// Overlapping symbols keep the first in address order, so that
+	// bisection is exact.
+	return disjoint(syms, func(s procSym) (uint64, uint64) { return s.start, s.start + s.size }), nil
 }
 
 // PositionAt returns the source position of the link-time address addr
@@ -402,25 +388,30 @@ func (im *Image) indexSubprograms() ([]subprogram, error) {
 			r.SkipChildren()
 		}
 	}
-	slices.SortStableFunc(subs, func(a, b subprogram) int {
-		switch {
-		case a.low < b.low:
-			return -1
-		case a.low > b.low:
-			return 1
-		}
-		return 0
+	// Subprograms that overlap an earlier one (hostile or foreign DWARF)
+	// are dropped, so that bisection is exact.
+	return disjoint(subs, func(sp subprogram) (uint64, uint64) { return sp.low, sp.high }), nil
+}
+
+// disjoint sorts items by the start of their ranges [start, end) (stably)
+// and drops every item that overlaps one kept before it, in place.
+func disjoint[T any](items []T, span func(T) (start, end uint64)) []T {
+	slices.SortStableFunc(items, func(a, b T) int {
+		sa, _ := span(a)
+		sb, _ := span(b)
+		return cmp.Compare(sa, sb)
 	})
-	// Drop subprograms that overlap an earlier one, so bisection is exact
-	// even on hostile input.
-	out := subs[:0]
-	for _, sp := range subs {
-		if len(out) > 0 && sp.low < out[len(out)-1].high {
+	out := items[:0]
+	var lastEnd uint64
+	for _, it := range items {
+		start, end := span(it)
+		if len(out) > 0 && start < lastEnd {
 			continue
 		}
-		out = append(out, sp)
+		out = append(out, it)
+		lastEnd = end
 	}
-	return slices.Clip(out), nil
+	return slices.Clip(out)
 }
 
 // DebugInfo returns a reader of the image's .debug_info, made on first

@@ -1,5 +1,7 @@
 package dwarf
 
+import "encoding/binary"
+
 // AppendUleb128 appends v in unsigned LEB128 (DWARF 5 section 7.6) and returns
 // the extended slice.
 func AppendUleb128(b []byte, v uint64) []byte {
@@ -89,4 +91,28 @@ func Sleb128(b []byte) (v int64, n int) {
 		}
 	}
 	return 0, 0
+}
+
+// PutUint stores v in the first size bytes of b (size 1, 2, 4 or 8) in the
+// given byte order, for fixed-width fields such as unit lengths, offsets
+// and addresses. Other sizes store nothing. b must hold size bytes.
+func PutUint(b []byte, order binary.ByteOrder, size int, v uint64) {
+	switch size {
+	case 1:
+		b[0] = byte(v)
+	case 2:
+		order.PutUint16(b, uint16(v))
+	case 4:
+		order.PutUint32(b, uint32(v))
+	case 8:
+		order.PutUint64(b, v)
+	}
+}
+
+// AppendUint appends v as a size-byte field (1, 2, 4 or 8) in the given
+// byte order and returns the extended slice.
+func AppendUint(b []byte, order binary.ByteOrder, size int, v uint64) []byte {
+	var t [8]byte
+	PutUint(t[:], order, size, v)
+	return append(b, t[:size]...)
 }

@@ -223,7 +223,7 @@ func (e *encoder) unit(u *Unit) error {
 	if e.enc.Format == dwarf.Format32 && n >= 0xfffffff0 {
 		return fmt.Errorf("unit of %d bytes too large for 32-bit DWARF", n)
 	}
-	putUint(e.info[lenAt:], e.order, osz, n)
+	dwarf.PutUint(e.info[lenAt:], e.order, osz, n)
 	return nil
 }
 
@@ -236,21 +236,8 @@ func tagOf(d *DIE) dwarf.Tag {
 
 func (e *encoder) uint(size int, v uint64) {
 	var t [8]byte
-	putUint(t[:], e.order, size, v)
+	dwarf.PutUint(t[:], e.order, size, v)
 	e.info = append(e.info, t[:size]...)
-}
-
-func putUint(b []byte, order binary.ByteOrder, size int, v uint64) {
-	switch size {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		order.PutUint16(b, uint16(v))
-	case 4:
-		order.PutUint32(b, uint32(v))
-	case 8:
-		order.PutUint64(b, v)
-	}
 }
 
 func fits(v uint64, size int) bool { return size >= 8 || v>>(8*uint(size)) == 0 }

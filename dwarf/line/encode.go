@@ -287,8 +287,8 @@ func (p *Program) encode(lineStr *dwarf.StrTab, wantOffsets bool) ([]byte, []uin
 			return nil, nil, fmt.Errorf("%w: sequence %d: %v", ErrInvalidProgram, i, err)
 		}
 	}
-	putUint(w.b[hlenAt:], enc.ByteOrder, off, uint64(hdrLen))
-	putUint(w.b[lenAt:], enc.ByteOrder, off, uint64(len(w.b)-unitStart))
+	dwarf.PutUint(w.b[hlenAt:], enc.ByteOrder, off, uint64(hdrLen))
+	dwarf.PutUint(w.b[lenAt:], enc.ByteOrder, off, uint64(len(w.b)-unitStart))
 	if enc.Format == dwarf.Format32 && len(w.b)-unitStart > 0xfffffff0-1 {
 		return nil, nil, invalid("unit of %d bytes too large for 32-bit DWARF", len(w.b)-unitStart)
 	}
@@ -382,21 +382,8 @@ func (w *writer) sleb(v int64)    { w.b = dwarf.AppendSleb128(w.b, v) }
 func (w *writer) op(op dwarf.LNS) { w.b = append(w.b, byte(op)) }
 func (w *writer) uint(size int, v uint64) {
 	var t [8]byte
-	putUint(t[:], w.order, size, v)
+	dwarf.PutUint(t[:], w.order, size, v)
 	w.b = append(w.b, t[:size]...)
-}
-
-func putUint(b []byte, order binary.ByteOrder, size int, v uint64) {
-	switch size {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		order.PutUint16(b, uint16(v))
-	case 4:
-		order.PutUint32(b, uint32(v))
-	case 8:
-		order.PutUint64(b, v)
-	}
 }
 
 // extended starts an extended opcode whose operands take n bytes.

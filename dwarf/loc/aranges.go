@@ -55,26 +55,26 @@ func EncodeAranges(enc dwarf.Encoding, cuOffset uint64, ranges []Range) ([]byte,
 		b = append(b, 0xff, 0xff, 0xff, 0xff)
 	}
 	lenAt := len(b)
-	b = appendUint(b, order, osz, 0)        // unit_length
-	start := len(b)                         // unit_length counts from here
-	b = appendUint(b, order, 2, 2)          // version
-	b = appendUint(b, order, osz, cuOffset) // debug_info_offset
-	b = append(b, e.AddrSize)               // address_size
-	b = append(b, 0)                        // segment_selector_size
+	b = dwarf.AppendUint(b, order, osz, 0)        // unit_length
+	start := len(b)                               // unit_length counts from here
+	b = dwarf.AppendUint(b, order, 2, 2)          // version
+	b = dwarf.AppendUint(b, order, osz, cuOffset) // debug_info_offset
+	b = append(b, e.AddrSize)                     // address_size
+	b = append(b, 0)                              // segment_selector_size
 	for len(b)%(2*a) != 0 {
 		b = append(b, 0) // padding
 	}
 	for _, r := range ranges {
-		b = appendUint(b, order, a, r.Start)       // address
-		b = appendUint(b, order, a, r.End-r.Start) // length
+		b = dwarf.AppendUint(b, order, a, r.Start)       // address
+		b = dwarf.AppendUint(b, order, a, r.End-r.Start) // length
 	}
-	b = appendUint(b, order, a, 0)
-	b = appendUint(b, order, a, 0)
+	b = dwarf.AppendUint(b, order, a, 0)
+	b = dwarf.AppendUint(b, order, a, 0)
 	n := uint64(len(b) - start)
 	if osz == 4 && n >= 0xfffffff0 {
 		return nil, fmt.Errorf("%w: set of %d bytes too large for 32-bit DWARF", ErrInvalidList, n)
 	}
-	appendUint(b[:lenAt], order, osz, n)
+	dwarf.AppendUint(b[:lenAt], order, osz, n)
 	return b, nil
 }
 

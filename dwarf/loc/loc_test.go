@@ -287,8 +287,11 @@ func (s *asm) uleb(v uint64) *asm {
 	s.b = dwarf.AppendUleb128(s.b, v)
 	return s
 }
-func (s *asm) addr(v uint64) *asm { s.b = appendUint(s.b, binary.LittleEndian, s.a, v); return s }
-func (s *asm) u16(v uint16) *asm  { s.b = appendUint(s.b, binary.LittleEndian, 2, uint64(v)); return s }
+func (s *asm) addr(v uint64) *asm { s.b = dwarf.AppendUint(s.b, binary.LittleEndian, s.a, v); return s }
+func (s *asm) u16(v uint16) *asm {
+	s.b = dwarf.AppendUint(s.b, binary.LittleEndian, 2, uint64(v))
+	return s
+}
 
 // TestReadAllKinds reads hand-assembled lists using every DWARF 5 kind,
 // including the indexed ones, and DWARF 4 base selection entries.

@@ -1,7 +1,6 @@
 package loc
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -81,10 +80,10 @@ func (l *lists) init(enc dwarf.Encoding, isLoc bool) error {
 	} else {
 		l.buf = append(l.buf, make([]byte, 4)...) // unit_length
 	}
-	l.buf = appendUint(l.buf, enc.ByteOrder, 2, 5) // version
-	l.buf = append(l.buf, enc.AddrSize)            // address_size
-	l.buf = append(l.buf, 0)                       // segment_selector_size
-	l.buf = append(l.buf, 0, 0, 0, 0)              // offset_entry_count
+	l.buf = dwarf.AppendUint(l.buf, enc.ByteOrder, 2, 5) // version
+	l.buf = append(l.buf, enc.AddrSize)                  // address_size
+	l.buf = append(l.buf, 0)                             // segment_selector_size
+	l.buf = append(l.buf, 0, 0, 0, 0)                    // offset_entry_count
 	return nil
 }
 
@@ -101,7 +100,7 @@ func (l *lists) section() string {
 }
 
 func (l *lists) addr(v uint64) {
-	l.buf = appendUint(l.buf, l.enc.ByteOrder, int(l.enc.AddrSize), v)
+	l.buf = dwarf.AppendUint(l.buf, l.enc.ByteOrder, int(l.enc.AddrSize), v)
 }
 
 // add encodes one list. es are the entries; for a range list Expr and
@@ -201,7 +200,7 @@ func (l *lists) add4(es []Entry, lo, base uint64) {
 		l.addr(e.Start - base)
 		l.addr(e.End - base)
 		if l.isLoc {
-			l.buf = appendUint(l.buf, l.enc.ByteOrder, 2, uint64(len(e.Expr)))
+			l.buf = dwarf.AppendUint(l.buf, l.enc.ByteOrder, 2, uint64(len(e.Expr)))
 			l.buf = append(l.buf, e.Expr...)
 		}
 	}
@@ -317,22 +316,3 @@ func (b *RangeLists) AddList(ranges []Range) (offset uint64, err error) {
 
 // Bytes returns the section contents, as [LocLists.Bytes].
 func (b *RangeLists) Bytes() []byte { return b.l.bytes() }
-
-// appendUint appends v in size (1, 2, 4 or 8) bytes.
-func appendUint(b []byte, order binary.ByteOrder, size int, v uint64) []byte {
-	n := len(b)
-	switch size {
-	case 1:
-		return append(b, byte(v))
-	case 2:
-		b = append(b, 0, 0)
-		order.PutUint16(b[n:], uint16(v))
-	case 4:
-		b = append(b, 0, 0, 0, 0)
-		order.PutUint32(b[n:], uint32(v))
-	default:
-		b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)
-		order.PutUint64(b[n:], v)
-	}
-	return b
-}
