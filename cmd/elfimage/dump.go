@@ -31,6 +31,9 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one image file, got %d arguments", errUsage, fs.NArg())
 	}
+	if ok, err := dumpOther(stdout, fs.Arg(0)); ok || err != nil {
+		return err
+	}
 	all := !*headers && !*sections && !*symbols && !*lines && !*frames && !*infoFlag && !*procsFlag
 	img, err := inspect(fs.Arg(0), *read)
 	if err != nil {

@@ -288,3 +288,21 @@ func TestDescribeAndProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPerfMap: run -perf-map announces every procedure at its run-time
+// address in /tmp/perf-PID.map, which dump then reads back.
+func TestRunPerfMap(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "p.scm")
+	if err := os.WriteFile(src, []byte("(define (f x) (* x 2))\n(define (main) (display (f 21)))\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "run", "-perf-map", src); code != 0 || out != "42" {
+		t.Fatalf("run -perf-map: exit %d, %q, %s", code, out, errOut)
+	}
+	path := filepath.Join("/tmp", fmt.Sprintf("perf-%d.map", os.Getpid()))
+	defer os.Remove(path)
+	code, out, errOut := runCLI(t, "dump", path)
+	if code != 0 || !regexp.MustCompile(`\[0x7[0-9a-f]+, 0x7[0-9a-f]+\) f\n`).MatchString(out) || !strings.Contains(out, ") main\n") {
+		t.Errorf("dump of the perf map: exit %d, %s\n%s", code, errOut, out)
+	}
+}

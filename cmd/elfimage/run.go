@@ -10,6 +10,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
 
@@ -65,6 +66,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (3, 4 or 5)")
 	verbose := fs.Bool("v", false, "show the live local variables of every backtrace frame")
+	perfMap := fs.Bool("perf-map", false, "announce the image's procedures to perf in /tmp/perf-PID.map")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -97,6 +99,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer img.Close()
+	if *perfMap {
+		if err := announcePerfMap(img); err != nil {
+			return err
+		}
+	}
 	_, err = execute(img, stdout, stderr, *verbose)
 	return err
 }
@@ -188,4 +195,24 @@ func fileFor(w io.Writer) (f *os.File, wait func() error, err error) {
 		pw.Close()
 		return <-done
 	}, nil
+}
+
+// announcePerfMap writes one perf map line per procedure of img at its
+// run-time address. (perf also finds procedures of images mapped from
+// files through the file mapping itself; the map serves perf versions and
+// setups that only look at perf-PID.map.)
+func announcePerfMap(img *elfimage.Image) error {
+	w, err := perfmap.Default()
+	if err != nil {
+		return err
+	}
+	procs, err := img.Procedures()
+	if err != nil {
+		return err
+	}
+	entries := make([]perfmap.Entry, 0, len(procs))
+	for _, p := range procs {
+		entries = append(entries, perfmap.Entry{Start: uint64(img.Base()) + p.Start, Size: p.Size, Name: p.Name})
+	}
+	return w.AddBatch(entries)
 }
