@@ -1,0 +1,79 @@
+// Package gdbjit implements the GDB JIT compilation interface (GDB manual,
+// "JIT Compilation Interface": "JIT Declarations", "Registering Code",
+// "Unregistering Code") in pure Go: a process tells a debugger about code
+// it made at run time by handing it in-memory ELF symbol files.
+//
+// # The protocol
+//
+// The binary defines, in Go assembly (symbols_amd64.s, no cgo), the two
+// global symbols gdb looks up by name in .symtab:
+//
+//   - __jit_debug_descriptor: struct jit_descriptor {uint32 version,
+//     uint32 action_flag, jit_code_entry *relevant_entry, *first_entry},
+//     24 bytes, statically initialised with version 1 so that gdb can read
+//     it before any Go code runs;
+//   - __jit_debug_register_code: a real function that only returns; gdb
+//     puts a breakpoint on it.
+//
+// Registered symbol files form a doubly linked list of struct
+// jit_code_entry {next_entry, prev_entry, symfile_addr, symfile_size}, 32
+// bytes each, from first_entry. To register, the process links an entry,
+// points relevant_entry at it, sets action_flag to JIT_REGISTER_FN (1) and
+// calls __jit_debug_register_code; gdb, stopped there, reads the one
+// relevant entry and the symbol file it points to. To unregister it unlinks
+// the entry, points relevant_entry at it, sets JIT_UNREGISTER_FN (2) and
+// calls the function again; gdb drops the symbol file it read from that
+// entry address. A debugger that attaches later (gdb -p) walks the whole
+// list from first_entry.
+//
+// # What this package guarantees
+//
+//   - Both symbols are global in .symtab under exactly those names in every
+//     binary that imports the package (they are referenced from Go, so the
+//     linker keeps them). A binary stripped with -ldflags=-s has no .symtab
+//     and is invisible to gdb's JIT support; -ldflags=-w keeps .symtab.
+//   - One definition per process: gdb uses the first descriptor it finds.
+//     Two copies of this package in one binary (a fork or a /v2 under
+//     another import path) fail to link with a duplicate-symbol error,
+//     which is intended; C code linked in through cgo that defines the same
+//     symbols (LLVM's ORC, for instance) conflicts the same way, and a
+//     shared library loaded later with its own copy would be a second,
+//     separate JIT interface that gdb handles per object file.
+//   - Entries and symbol file copies live in mmap'd memory outside the Go
+//     heap (the collector never scans or moves them); a copy stays mapped
+//     until its Unregister, because gdb reads symbol files lazily.
+//   - A mutex serialises list changes and notifications. Every store a
+//     debugger could observe in the middle of a change is atomic and
+//     ordered so that the list reached from first_entry through
+//     next_entry is well formed at every instant: a debugger may stop the
+//     process anywhere.
+//   - Each notification calls __jit_debug_register_code with the goroutine
+//     in the runtime's system-call state, so Go's preemption signal
+//     (SIGURG) is not sent to the thread while gdb handles the event: a
+//     signal during gdb's step over its JIT breakpoint makes gdb report the
+//     breakpoint again and register the same symbol file twice (observed
+//     with gdb 13), one copy of which survives unregistration. Other
+//     signals (SIGPROF while CPU profiling) can still cause that.
+//   - gdb does not relocate JIT symbol files: every address in a
+//     registered file must be the run-time address. [Symfile] builds such
+//     files for procedures at known addresses, with every SHF_ALLOC section
+//     at its real address and debug sections non-ALLOC.
+//
+// # Cost, and batching
+//
+// Without a debugger a registration costs a copy of the symbol file, a
+// call of an empty function and, for files over one page or when no page
+// of an unregistered entry is cached for reuse, one mmap(2): well under
+// 1 µs for a register/unregister pair of a small file. With gdb attached every
+// notification stops the process; gdb reads the file and re-sets every
+// breakpoint, and its cost per notification grows with the number of
+// registered files (quadratic overall when a JIT registers one file per
+// procedure). The protocol needs one notification per symbol file, so the
+// batching that helps is many procedures per symbol file: [RegisterProcs]
+// (or [Symfile] + [Register]) publishes any number of procedures with one
+// notification. [RegisterBatch] registers several ready-made files under
+// one lock, but still with one notification each.
+//
+// The package works on linux/amd64; elsewhere every registration returns
+// an error matching errors.ErrUnsupported ([Symfile] works everywhere).
+package gdbjit

@@ -1,0 +1,327 @@
+package gdbjit
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/info"
+	"github.com/elfimage/elfimage/dwarf/line"
+)
+
+// Proc is one procedure of a symbol file built by [Symfile]: machine code
+// at its run-time address with, optionally, its source positions.
+type Proc struct {
+	// Name is the symbol name gdb shows and breaks on; not empty.
+	Name string
+	// Addr is the run-time address of the first byte and Size the length
+	// in bytes (> 0): the procedure is [Addr, Addr+Size).
+	Addr, Size uint64
+	// File is the source file (an absolute path reads best in gdb); ""
+	// means no line information for this procedure.
+	File string
+	// Line is the 1-based source line of the first byte (used only with
+	// File).
+	Line int
+	// Lines are further line-table rows at byte offsets from Addr, sorted
+	// by Offset, each in (0, Size) (used only with File).
+	Lines []Line
+}
+
+// Line is a line-table row of a [Proc]: from byte Offset of the procedure
+// on (until the next row), the code belongs to source line Line (1-based).
+type Line struct {
+	Offset uint64
+	Line   int
+}
+
+// Symfile builds an in-memory ELF symbol file for procs, to hand to
+// [Register]: every address in it is the run-time address (gdb does not
+// relocate JIT symbol files). Layout:
+//
+//   - one SHF_ALLOC section, .text (SHT_NOBITS, SHF_ALLOC|SHF_EXECINSTR),
+//     whose address range [min Addr, max Addr+Size) is the real one; the
+//     code itself is not copied (debuggers read it from the process), and
+//     one PT_LOAD (R+X, no file bytes) over the same range;
+//   - .symtab/.strtab: one STB_GLOBAL STT_FUNC symbol per procedure with its
+//     address and size;
+//   - when some procedure has a File: DWARF 5 .debug_info (one compile
+//     unit with DW_AT_low_pc/high_pc over .text and one DW_TAG_subprogram
+//     per procedure), .debug_abbrev, .debug_str, .debug_line (one sequence
+//     per procedure with a File, its first row at its first byte) and
+//     .debug_line_str; all non-ALLOC at address 0.
+//
+// There is no call frame information: gdb unwinds out of the described
+// code by its prologue analyser, which is right for leaf code that does
+// not move SP; code that does should be registered as a full elfimage
+// image with .eh_frame instead.
+//
+// Batching: one symbol file may hold any number of procedures and costs
+// one debugger notification when registered, so a JIT that publishes
+// procedures in batches builds one Symfile per batch. The .text range
+// spans every procedure of the file: keep a file's procedures close
+// together (one code region), since symbol files whose .text ranges
+// overlap make gdb's section lookup slower and ambiguous.
+//
+// Errors wrap [ErrInvalidProc] (empty name, Size 0, a range that wraps,
+// overlapping procedures, a Line row out of order or out of range, a
+// non-positive Line with a File). Cost: linear in the procedures and their
+// names, plus a sort.
+func Symfile(procs []Proc) ([]byte, error) {
+	if len(procs) == 0 {
+		return nil, fmt.Errorf("%w: no procedures", ErrInvalidProc)
+	}
+	ps := slices.Clone(procs)
+	slices.SortStableFunc(ps, func(a, b Proc) int {
+		switch {
+		case a.Addr < b.Addr:
+			return -1
+		case a.Addr > b.Addr:
+			return 1
+		}
+		return 0
+	})
+	hasLines := false
+	for i, p := range ps {
+		if err := p.validate(); err != nil {
+			return nil, err
+		}
+		if i > 0 && ps[i-1].Addr+ps[i-1].Size > p.Addr {
+			return nil, fmt.Errorf("%w: %q [%#x, %#x) overlaps %q", ErrInvalidProc,
+				p.Name, p.Addr, p.Addr+p.Size, ps[i-1].Name)
+		}
+		if p.File != "" {
+			hasLines = true
+		}
+	}
+	lo := ps[0].Addr
+	var hi uint64
+	for _, p := range ps {
+		hi = max(hi, p.Addr+p.Size)
+	}
+
+	var secs []section
+	secs = append(secs, section{name: ".text", typ: elf.SHT_NOBITS,
+		flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, addr: lo, size: hi - lo, align: 1})
+	const textIndex = 1
+
+	// .symtab and .strtab.
+	le := binary.LittleEndian
+	strtab := dwarf.NewStrTab()
+	symtab := make([]byte, 24) // the null symbol
+	for _, p := range ps {
+		symtab = le.AppendUint32(symtab, uint32(strtab.Add(p.Name)))
+		symtab = append(symtab, byte(elf.STB_GLOBAL)<<4|byte(elf.STT_FUNC), byte(elf.STV_DEFAULT))
+		symtab = le.AppendUint16(symtab, textIndex)
+		symtab = le.AppendUint64(symtab, p.Addr)
+		symtab = le.AppendUint64(symtab, p.Size)
+	}
+	strIndex := uint32(len(secs) + 2) // .symtab goes next, then .strtab
+	secs = append(secs,
+		section{name: ".symtab", typ: elf.SHT_SYMTAB, data: symtab, align: 8, link: strIndex, info: 1, entsize: 24},
+		section{name: ".strtab", typ: elf.SHT_STRTAB, data: strtab.Bytes(), align: 1})
+
+	if hasLines {
+		dw, err := symfileDWARF(ps, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		secs = append(secs, dw...)
+	}
+	return writeSymfile(secs, lo, hi), nil
+}
+
+func (p *Proc) validate() error {
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("%w: empty name at %#x", ErrInvalidProc, p.Addr)
+	case p.Size == 0:
+		return fmt.Errorf("%w: %q has size 0", ErrInvalidProc, p.Name)
+	case p.Addr+p.Size < p.Addr:
+		return fmt.Errorf("%w: %q [%#x, +%#x) wraps around", ErrInvalidProc, p.Name, p.Addr, p.Size)
+	}
+	if p.File == "" {
+		return nil
+	}
+	if p.Line <= 0 || int64(p.Line) > 1<<32-1 {
+		return fmt.Errorf("%w: %q has line %d", ErrInvalidProc, p.Name, p.Line)
+	}
+	var prev uint64
+	for _, l := range p.Lines {
+		if l.Offset <= prev || l.Offset >= p.Size || l.Line <= 0 || int64(l.Line) > 1<<32-1 {
+			return fmt.Errorf("%w: %q: line row {%#x, %d} out of order or range", ErrInvalidProc, p.Name, l.Offset, l.Line)
+		}
+		prev = l.Offset
+	}
+	return nil
+}
+
+// symfileDWARF returns the DWARF 5 sections for ps (sorted), whose code
+// spans [lo, hi).
+func symfileDWARF(ps []Proc, lo, hi uint64) ([]section, error) {
+	enc := dwarf.Default64
+	// File table: entry 0 and 1 are the first file (DWARF 5 numbering, as
+	// package line documents), then the others in order of appearance.
+	var files []line.File
+	index := map[string]uint64{}
+	for _, p := range ps {
+		if p.File == "" {
+			continue
+		}
+		if _, ok := index[p.File]; !ok {
+			if len(files) == 0 {
+				files = append(files, line.File{Name: p.File})
+			}
+			index[p.File] = uint64(len(files))
+			files = append(files, line.File{Name: p.File})
+		}
+	}
+	prog := &line.Program{Enc: enc, Files: files}
+	var subs []*info.DIE
+	for _, p := range ps {
+		attrs := []info.Attr{
+			{Name: dwarf.DW_AT_name, Value: info.String(p.Name)},
+			{Name: dwarf.DW_AT_external, Value: info.Flag(true)},
+			{Name: dwarf.DW_AT_low_pc, Value: info.Addr(p.Addr)},
+			{Name: dwarf.DW_AT_high_pc, Value: info.Udata(p.Size)},
+		}
+		if p.File != "" {
+			attrs = append(attrs,
+				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(index[p.File])},
+				info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
+			rows := []line.Row{{Address: p.Addr, File: index[p.File], Line: uint32(p.Line), IsStmt: true}}
+			for _, l := range p.Lines {
+				rows = append(rows, line.Row{Address: p.Addr + l.Offset, File: index[p.File], Line: uint32(l.Line), IsStmt: true})
+			}
+			prog.Sequences = append(prog.Sequences, line.Sequence{Start: p.Addr, End: p.Addr + p.Size, Rows: rows})
+		}
+		subs = append(subs, &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: attrs})
+	}
+	lineStr := dwarf.NewStrTab()
+	lineSec, err := prog.Encode(lineStr)
+	if err != nil {
+		return nil, fmt.Errorf("gdbjit: line program: %w", err)
+	}
+	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_producer, Value: info.String("elfimage jit/gdbjit")},
+		{Name: dwarf.DW_AT_name, Value: info.String(files[0].Name)},
+		{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)},
+		{Name: dwarf.DW_AT_high_pc, Value: info.Udata(hi - lo)},
+		{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(0)},
+	}, Children: subs}
+	str := dwarf.NewStrTab()
+	infoSec, abbrev, err := info.Encode([]*info.Unit{{Enc: enc, Root: cu}}, str)
+	if err != nil {
+		return nil, fmt.Errorf("gdbjit: debug info: %w", err)
+	}
+	return []section{
+		{name: ".debug_abbrev", typ: elf.SHT_PROGBITS, data: abbrev, align: 1},
+		{name: ".debug_info", typ: elf.SHT_PROGBITS, data: infoSec, align: 1},
+		{name: ".debug_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: str.Bytes(), align: 1, entsize: 1},
+		{name: ".debug_line", typ: elf.SHT_PROGBITS, data: lineSec, align: 1},
+		{name: ".debug_line_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: lineStr.Bytes(), align: 1, entsize: 1},
+	}, nil
+}
+
+// section is one section of a symbol file. NOBITS sections have size and
+// no data; the others have data.
+type section struct {
+	name         string
+	typ          elf.SectionType
+	flags        elf.SectionFlag
+	addr, size   uint64
+	data         []byte
+	align        uint64
+	link, info   uint32
+	entsize      uint64
+	nameOff, off uint64
+}
+
+// writeSymfile lays out an ELF64 little-endian ET_EXEC for x86-64: header,
+// one PT_LOAD (R+X, memory [lo, hi), no file bytes), section data,
+// .shstrtab and the section headers.
+func writeSymfile(secs []section, lo, hi uint64) []byte {
+	const ehsize, phentsize, shentsize = 64, 56, 64
+	le := binary.LittleEndian
+	out := make([]byte, ehsize+phentsize)
+	shstr := dwarf.NewStrTab()
+	for i := range secs {
+		s := &secs[i]
+		s.nameOff = shstr.Add(s.name)
+		if s.typ == elf.SHT_NOBITS {
+			s.off = uint64(len(out))
+			continue
+		}
+		for uint64(len(out))%max(s.align, 1) != 0 {
+			out = append(out, 0)
+		}
+		s.off = uint64(len(out))
+		s.size = uint64(len(s.data))
+		out = append(out, s.data...)
+	}
+	shstrName := shstr.Add(".shstrtab")
+	shstrOff := uint64(len(out))
+	out = append(out, shstr.Bytes()...)
+	for len(out)%8 != 0 {
+		out = append(out, 0)
+	}
+	shoff := uint64(len(out))
+	out = append(out, make([]byte, shentsize)...) // SHN_UNDEF
+	for _, s := range secs {
+		out = le.AppendUint32(out, uint32(s.nameOff))
+		out = le.AppendUint32(out, uint32(s.typ))
+		out = le.AppendUint64(out, uint64(s.flags))
+		out = le.AppendUint64(out, s.addr)
+		out = le.AppendUint64(out, s.off)
+		out = le.AppendUint64(out, s.size)
+		out = le.AppendUint32(out, s.link)
+		out = le.AppendUint32(out, s.info)
+		out = le.AppendUint64(out, max(s.align, 1))
+		out = le.AppendUint64(out, s.entsize)
+	}
+	out = le.AppendUint32(out, uint32(shstrName))
+	out = le.AppendUint32(out, uint32(elf.SHT_STRTAB))
+	out = le.AppendUint64(out, 0)
+	out = le.AppendUint64(out, 0)
+	out = le.AppendUint64(out, shstrOff)
+	out = le.AppendUint64(out, uint64(shstr.Size()))
+	out = le.AppendUint32(out, 0)
+	out = le.AppendUint32(out, 0)
+	out = le.AppendUint64(out, 1)
+	out = le.AppendUint64(out, 0)
+
+	// Write the header and program header in place over the first
+	// ehsize+phentsize bytes, reserved above.
+	h := out[:0]
+	h = append(h, 0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), byte(elf.ELFOSABI_NONE))
+	h = append(h, make([]byte, 8)...)
+	h = le.AppendUint16(h, uint16(elf.ET_EXEC))
+	h = le.AppendUint16(h, uint16(elf.EM_X86_64))
+	h = le.AppendUint32(h, uint32(elf.EV_CURRENT))
+	h = le.AppendUint64(h, 0)      // e_entry
+	h = le.AppendUint64(h, ehsize) // e_phoff
+	h = le.AppendUint64(h, shoff)
+	h = le.AppendUint32(h, 0) // e_flags
+	h = le.AppendUint16(h, ehsize)
+	h = le.AppendUint16(h, phentsize)
+	h = le.AppendUint16(h, 1)
+	h = le.AppendUint16(h, shentsize)
+	h = le.AppendUint16(h, uint16(len(secs)+2))
+	h = le.AppendUint16(h, uint16(len(secs)+1)) // e_shstrndx
+	// PT_LOAD: the code's real range, no file bytes (p_offset 0, p_align 1
+	// so no congruence is implied).
+	h = le.AppendUint32(h, uint32(elf.PT_LOAD))
+	h = le.AppendUint32(h, uint32(elf.PF_R|elf.PF_X))
+	h = le.AppendUint64(h, 0)
+	h = le.AppendUint64(h, lo)
+	h = le.AppendUint64(h, lo)
+	h = le.AppendUint64(h, 0)
+	h = le.AppendUint64(h, hi-lo)
+	h = le.AppendUint64(h, 1)
+	if len(h) != ehsize+phentsize {
+		panic("gdbjit: ELF header size") // unreachable
+	}
+	return out
+}
