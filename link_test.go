@@ -30,7 +30,7 @@ var encodings = []struct {
 }{
 	{"dwarf5", elfimage.LinkOptions{}},
 	{"dwarf4", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format32}}},
-	{"dwarf3", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 3, Format: edwarf.Format32}}},
+	{"dwarf3", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 3, Format: edwarf.Format32}, DebugFrame: true}},
 	{"dwarf5-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 5, Format: edwarf.Format64}}},
 	{"dwarf4-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format64}, DebugFrame: true}},
 }
@@ -355,7 +355,17 @@ func TestAddr2lineAgrees(t *testing.T) {
 // every row of every FDE, in .eh_frame and .debug_frame.
 func TestFramesInterpAgrees(t *testing.T) {
 	tooltest.Require(t, "readelf")
-	path := writeDemo(t, elfimage.LinkOptions{DebugFrame: true})
+	for _, e := range encodings {
+		if e.opts.DebugFrame {
+			t.Run(e.name, func(t *testing.T) { framesInterpAgree(t, e.opts) })
+		}
+	}
+	opts := elfimage.LinkOptions{DebugFrame: true}
+	framesInterpAgree(t, opts)
+}
+
+func framesInterpAgree(t *testing.T, opts elfimage.LinkOptions) {
+	path := writeDemo(t, opts)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

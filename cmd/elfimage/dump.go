@@ -21,7 +21,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	sections := fs.Bool("sections", false, "print the section headers")
 	symbols := fs.Bool("symbols", false, "print the function symbols of .symtab")
 	lines := fs.Bool("lines", false, "print the decoded line table (address, file:line:column, flags)")
-	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame (CFA rule and register rules per row)")
+	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame and .debug_frame (CFA rule and register rules per row)")
 	infoFlag := fs.Bool("info", false, "print the DIE tree of .debug_info with every attribute")
 	procsFlag := fs.Bool("procs", false, "print the procedure table (.elfimage.procs): ranges, arity, argument names, defaults, docstrings, properties")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
@@ -259,13 +259,25 @@ func dumpFrames(w io.Writer, img *elfimage.Image) error {
 		}
 	}
 	a := img.Arch()
-	sec := frame.NewEHFrame(data, addr, binary.LittleEndian, uint8(a.PtrSize))
+	fmt.Fprintf(w, "Call frame information. Rules as readelf prints them: c-16 = saved at CFA-16,\n")
+	fmt.Fprintf(w, "  s = same value, u = undefined (for the return address: the outermost frame), v+N = value CFA+N.\n")
+	if err := dumpFrameSection(w, img, frame.NewEHFrame(data, addr, binary.LittleEndian, uint8(a.PtrSize))); err != nil {
+		return err
+	}
+	if df, err := img.Section(".debug_frame"); err == nil {
+		return dumpFrameSection(w, img, frame.NewDebugFrame(df, binary.LittleEndian, uint8(a.PtrSize)))
+	}
+	return nil
+}
+
+// dumpFrameSection prints every FDE of a frame section with its rows.
+func dumpFrameSection(w io.Writer, img *elfimage.Image, sec *frame.Section) error {
+	a := img.Arch()
 	fdes, err := sec.FDEs()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Call frame information (.eh_frame, %d FDEs). Rules as readelf prints them: c-16 = saved at CFA-16,\n", len(fdes))
-	fmt.Fprintf(w, "  s = same value, u = undefined (for the return address: the outermost frame), v+N = value CFA+N.\n")
+	fmt.Fprintf(w, "%s, %d FDEs:\n", sec.Name(), len(fdes))
 	for i := range fdes {
 		f := &fdes[i]
 		name := "?"

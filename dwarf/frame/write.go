@@ -151,11 +151,12 @@ func EncodeEHFrame(cie CIE, fdes []FDE, sectionAddr uint64, enc dwarf.Encoding) 
 }
 
 // EncodeDebugFrame encodes a .debug_frame section (DWARF 5 sections 6.4.1
-// and 7.24): each distinct CIE once (version 4, with address_size and
-// segment_selector_size fields, augmentation "" or "S", CIE id 0xffffffff or
-// 0xffffffffffffffff in DWARF64), then the FDEs with their CIE pointer as a
-// section offset and absolute enc.AddrSize addresses. Version 4 is the CIE
-// version of DWARF 4 and 5 and is read by readelf, gdb and llvm-dwarfdump.
+// and 7.24): each distinct CIE once (augmentation "" or "S", CIE id
+// 0xffffffff or 0xffffffffffffffff in DWARF64), then the FDEs with their
+// CIE pointer as a section offset and absolute enc.AddrSize addresses. The
+// CIE version follows enc.Version: 4 (with address_size and
+// segment_selector_size fields) for DWARF 4 and 5, 3 for DWARF 3, 1 for
+// DWARF 2 (3 when the return-address column exceeds 255).
 // Entries are padded with DW_CFA_nop to a multiple of enc.AddrSize; there is
 // no terminator. fdeOffsets[i] is the section offset of fdes[i].
 //
@@ -270,11 +271,14 @@ func (w *writer) cieBody(c *CIE) ([]byte, error) {
 	_, eh := w.fl.(ehFlavor)
 	var b []byte
 	version := byte(4)
-	if eh {
+	switch {
+	case eh || w.enc.Version < 3:
 		version = 1
 		if c.RA > 0xff {
 			version = 3
 		}
+	case w.enc.Version == 3:
+		version = 3 // DWARF 3 section 6.4.1: no address_size fields
 	}
 	b = append(b, version) // version
 	switch {
@@ -287,7 +291,7 @@ func (w *writer) cieBody(c *CIE) ([]byte, error) {
 	default:
 		b = append(b, 0)
 	}
-	if !eh {
+	if version == 4 {
 		b = append(b, w.enc.AddrSize, 0) // address_size, segment_selector_size
 	}
 	b = dwarf.AppendUleb128(b, c.CodeAlign) // code_alignment_factor
