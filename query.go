@@ -245,6 +245,40 @@ type Param struct {
 	Location []byte
 }
 
+// subprogramEntry finds, through the index built on first use, the
+// DW_TAG_subprogram covering the link-time address addr, and returns a
+// reader positioned after its DIE, the DIE and its index entry. A miss
+// wraps ErrUnknownPC.
+func (im *Image) subprogramEntry(addr uint64) (*info.Reader, *info.Entry, subprogram, error) {
+	s := &im.debug.info
+	s.once.Do(func() { s.subs, s.err = im.indexSubprograms() })
+	if s.err != nil {
+		return nil, nil, subprogram{}, s.err
+	}
+	i, ok := slices.BinarySearchFunc(s.subs, addr, func(sp subprogram, a uint64) int {
+		switch {
+		case a < sp.low:
+			return 1
+		case a >= sp.high:
+			return -1
+		}
+		return 0
+	})
+	if !ok {
+		return nil, nil, subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	r := s.data.Reader()
+	r.Seek(s.subs[i].off)
+	e, err := r.Next()
+	if err != nil {
+		return nil, nil, subprogram{}, err
+	}
+	if e == nil {
+		return nil, nil, subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+	}
+	return r, e, s.subs[i], nil
+}
+
 // subprogram is one DW_TAG_subprogram with a code range, in the index
 // built on the first SubprogramAt.
 type subprogram struct {
@@ -306,33 +340,11 @@ type Subprogram struct {
 // an error wrapping ErrUnknownPC when no subprogram covers addr, or a
 // *dwarf.FormatError when the DWARF is malformed.
 func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
-	s := &im.debug.info
-	s.once.Do(func() { s.subs, s.err = im.indexSubprograms() })
-	if s.err != nil {
-		return Subprogram{}, s.err
-	}
-	i, ok := slices.BinarySearchFunc(s.subs, addr, func(sp subprogram, a uint64) int {
-		switch {
-		case a < sp.low:
-			return 1
-		case a >= sp.high:
-			return -1
-		}
-		return 0
-	})
-	if !ok {
-		return Subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
-	}
-	sub := Subprogram{Low: s.subs[i].low, High: s.subs[i].high}
-	r := s.data.Reader()
-	r.Seek(s.subs[i].off)
-	e, err := r.Next()
+	r, e, sp, err := im.subprogramEntry(addr)
 	if err != nil {
 		return Subprogram{}, err
 	}
-	if e == nil {
-		return Subprogram{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
-	}
+	sub := Subprogram{Low: sp.low, High: sp.high}
 	sub.Name, _ = e.String(dwarf.DW_AT_name)
 	if f, ok := e.Val(dwarf.DW_AT_frame_base); ok && isExpr(f) {
 		sub.FrameBase = f.Block
@@ -640,27 +652,8 @@ type Local struct {
 // root DIE (for the lists' base address) and one scan of its list;
 // allocates the result. Errors are those of [Image.SubprogramAt].
 func (im *Image) Locals(addr uint64) ([]Local, error) {
-	s := &im.debug.info
-	s.once.Do(func() { s.subs, s.err = im.indexSubprograms() })
-	if s.err != nil {
-		return nil, s.err
-	}
-	i, ok := slices.BinarySearchFunc(s.subs, addr, func(sp subprogram, a uint64) int {
-		switch {
-		case a < sp.low:
-			return 1
-		case a >= sp.high:
-			return -1
-		}
-		return 0
-	})
-	if !ok {
-		return nil, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
-	}
-	r := s.data.Reader()
-	r.Seek(s.subs[i].off)
-	e, err := r.Next()
-	if err != nil || e == nil || !e.Children {
+	r, e, _, err := im.subprogramEntry(addr)
+	if err != nil || !e.Children {
 		return nil, err
 	}
 	u := r.Unit()
