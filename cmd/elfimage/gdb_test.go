@@ -425,3 +425,28 @@ func deadLeaveOffset(t *testing.T, img string) uint64 {
 	t.Fatalf("dead has no LEAVE inside its lexical block [%#x, %#x)", blockLow, blockHigh)
 	return 0
 }
+
+// TestRunGDBJIT: `run -gdb` publishes the image through the GDB JIT
+// interface alone (no script): a breakpoint set before the code exists
+// fires, with the procedure's name and source line, and gdb knows the
+// address once.
+func TestRunGDBJIT(t *testing.T) {
+	f := setupGDB(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "prog.out")
+	cmd := exec.Command(f.gdb, "-q", "-nx", "-batch", "-iex", "set auto-load safe-path /",
+		"-ex", "set breakpoint pending on", "-ex", "handle SIGURG nostop noprint pass",
+		"-ex", "break fib", "-ex", "run run -gdb "+f.img+" > "+out,
+		"-ex", "bt 2", "-ex", "info symbol $pc", "-ex", "kill", f.cli)
+	cmd.Dir = dir
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, b)
+	}
+	text := string(b)
+	stop := regexp.MustCompile(`(?m)^#0  fib \(\) at \S*prog\.scm:\d+$`)
+	sym := regexp.MustCompile(`(?m)^fib \+ \d+ in section \.text`)
+	if !strings.Contains(text, "Breakpoint 1 (fib) pending.") || !stop.MatchString(text) || len(sym.FindAllString(text, -1)) != 1 {
+		t.Errorf("gdb did not stop in fib through the JIT interface:\n%s", text)
+	}
+}

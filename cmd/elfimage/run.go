@@ -10,6 +10,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/jit/gdbjit"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
@@ -67,6 +68,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (3, 4 or 5)")
 	verbose := fs.Bool("v", false, "show the live local variables of every backtrace frame")
 	perfMap := fs.Bool("perf-map", false, "announce the image's procedures to perf in /tmp/perf-PID.map")
+	gdb := fs.Bool("gdb", false, "register the image's procedures and lines with gdb through the GDB JIT interface")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -103,6 +105,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if err := announcePerfMap(img); err != nil {
 			return err
 		}
+	}
+	if *gdb {
+		entry, err := registerWithGDB(img)
+		if err != nil {
+			return err
+		}
+		defer entry.Unregister()
 	}
 	_, err = execute(img, stdout, stderr, *verbose)
 	return err
@@ -215,4 +224,50 @@ func announcePerfMap(img *elfimage.Image) error {
 		entries = append(entries, perfmap.Entry{Start: uint64(img.Base()) + p.Start, Size: p.Size, Name: p.Name})
 	}
 	return w.AddBatch(entries)
+}
+
+// registerWithGDB publishes the image's procedures, at their run-time
+// addresses, with their line tables, to gdb as one in-memory symbol file
+// (one notification for all procedures). The symbol file has names and
+// lines, not the image's parameters, variables or CFI: gdb unwinds
+// through these frames by their frame-pointer chain.
+func registerWithGDB(img *elfimage.Image) (*gdbjit.Entry, error) {
+	syms, err := img.Procedures()
+	if err != nil {
+		return nil, err
+	}
+	tab, err := img.LineTable()
+	if err != nil {
+		return nil, err
+	}
+	base := uint64(img.Base())
+	var procs []gdbjit.Proc
+	for _, p := range syms {
+		gp := gdbjit.Proc{Name: p.Name, Addr: base + p.Start, Size: p.Size}
+		for _, seq := range tab.Sequences {
+			if seq.Start < p.Start || seq.Start >= p.Start+p.Size {
+				continue
+			}
+			for i, r := range seq.Rows {
+				f, ok := tab.File(r.File)
+				if !ok || r.Line == 0 {
+					continue
+				}
+				if i == 0 && r.Address == p.Start {
+					gp.File, gp.Line = f.Path, int(r.Line)
+					continue
+				}
+				if gp.File == "" || r.Address <= p.Start {
+					continue
+				}
+				if n := len(gp.Lines); n > 0 && gp.Lines[n-1].Offset == r.Address-p.Start {
+					gp.Lines[n-1].Line = int(r.Line) // the last row at an address holds
+					continue
+				}
+				gp.Lines = append(gp.Lines, gdbjit.Line{Offset: r.Address - p.Start, Line: int(r.Line)})
+			}
+		}
+		procs = append(procs, gp)
+	}
+	return gdbjit.RegisterProcs(procs)
 }
