@@ -86,7 +86,7 @@ type unwindState struct {
 
 func (im *Image) unwindSource() (*unwind.Source, error) {
 	s := &im.debug.unwind
-	s.once.Do(func() { s.src, s.err = im.newUnwindSource() })
+	s.once.Do(func() { s.err = errIndexFault; s.src, s.err = im.newUnwindSource() })
 	return s.src, s.err
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/elfimage/elfimage/arch"
@@ -189,8 +190,10 @@ func (im *Image) Section(name string) ([]byte, error) {
 // every name is NUL-terminated inside .shstrtab. An image with no table
 // (e_shoff 0, e_shnum 0) has no sections. The returned slice is shared:
 // do not modify it. Errors are *FormatError.
-func (im *Image) Sections() ([]SectionHeader, error) {
+func (im *Image) Sections() (_ []SectionHeader, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	im.secOnce.Do(func() {
+		im.secErr = errIndexFault
 		im.secs, im.secErr = parseSections(im.path, im.data)
 	})
 	return im.secs, im.secErr

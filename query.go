@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -15,6 +16,31 @@ import (
 	"github.com/elfimage/elfimage/dwarf/loc"
 	"github.com/elfimage/elfimage/meta"
 )
+
+// ErrFault is returned (wrapped) by the debug queries when reading the
+// mapped image faulted: the file was truncated or changed under the
+// mapping after it was loaded (reads past its new end raise SIGBUS).
+var ErrFault = errors.New("elfimage: reading the mapped image faulted (was the file truncated after loading?)")
+
+// errIndexFault stays the result of a lazily built index whose building
+// faulted (its sync.Once is spent): later queries report the fault again.
+var errIndexFault = fmt.Errorf("%w while building an index", ErrFault)
+
+// guardFaults, deferred with the previous setting of
+// debug.SetPanicOnFault, turns a memory fault in a query into an error
+// wrapping ErrFault, and restores the setting. Other panics go on.
+func (im *Image) guardFaults(err *error, old bool) {
+	debug.SetPanicOnFault(old)
+	r := recover()
+	if r == nil {
+		return
+	}
+	if f, ok := r.(interface{ Addr() uintptr }); ok {
+		*err = fmt.Errorf("%w: %s at %#x", ErrFault, im.path, f.Addr())
+		return
+	}
+	panic(r)
+}
 
 // ErrUnknownPC is returned (wrapped with the address) by the debug queries
 // when no procedure, line row or debug entry covers an address.
@@ -99,9 +125,10 @@ func (im *Image) LinkAddr(pc uintptr) uint64 { return uint64(pc - im.Base()) }
 // function symbols (cost linear in the symbol count); later calls bisect
 // it without allocating. It returns an error wrapping ErrUnknownPC when no
 // function symbol covers addr, or a *FormatError when .symtab is malformed.
-func (im *Image) ProcedureAt(addr uint64) (Procedure, error) {
+func (im *Image) ProcedureAt(addr uint64) (_ Procedure, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	d := &im.debug
-	d.symOnce.Do(func() { d.syms, d.symErr = im.readSymbols() })
+	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return Procedure{}, d.symErr
 	}
@@ -171,7 +198,8 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *dwarf.FormatError or *FormatError when the sections are malformed.
-func (im *Image) PositionAt(addr uint64) (Position, error) {
+func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	if t, err := im.procTable(); err == nil {
 		return im.positionFromTable(t, addr)
 	} else if !errors.Is(err, ErrNoSection) {
@@ -194,11 +222,15 @@ func (im *Image) PositionAt(addr uint64) (Position, error) {
 
 // LineTable returns the image's decoded line program, decoding it on first
 // use. The table is shared: do not modify it.
-func (im *Image) LineTable() (*line.Table, error) { return im.lineTable() }
+func (im *Image) LineTable() (_ *line.Table, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	return im.lineTable()
+}
 
 func (im *Image) lineTable() (*line.Table, error) {
 	d := &im.debug
 	d.lineOnce.Do(func() {
+		d.lineErr = errIndexFault
 		sec := line.Sections{Order: binary.LittleEndian}
 		var err error
 		if sec.Line, err = im.Section(".debug_line"); err != nil {
@@ -220,9 +252,10 @@ func (im *Image) lineTable() (*line.Table, error) {
 // the symbol table gives: Name, Start, Size, Internal. Use
 // [Image.Procedure] on a Start for arity, arguments, docstring and
 // properties. Allocates the result.
-func (im *Image) Procedures() ([]Procedure, error) {
+func (im *Image) Procedures() (_ []Procedure, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	d := &im.debug
-	d.symOnce.Do(func() { d.syms, d.symErr = im.readSymbols() })
+	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return nil, d.symErr
 	}
@@ -251,7 +284,7 @@ type Param struct {
 // wraps ErrUnknownPC.
 func (im *Image) subprogramEntry(addr uint64) (*info.Reader, *info.Entry, subprogram, error) {
 	s := &im.debug.info
-	s.once.Do(func() { s.subs, s.err = im.indexSubprograms() })
+	s.once.Do(func() { s.err = errIndexFault; s.subs, s.err = im.indexSubprograms() })
 	if s.err != nil {
 		return nil, nil, subprogram{}, s.err
 	}
@@ -301,6 +334,7 @@ type infoState struct {
 func (im *Image) infoData() (*info.Data, error) {
 	s := &im.debug.info
 	s.dataOnce.Do(func() {
+		s.dataErr = errIndexFault
 		var sec info.Sections
 		if sec.Info, s.dataErr = im.Section(".debug_info"); s.dataErr != nil {
 			return
@@ -339,7 +373,8 @@ type Subprogram struct {
 // the index and decode only that subprogram's DIE and children. It returns
 // an error wrapping ErrUnknownPC when no subprogram covers addr, or a
 // *dwarf.FormatError when the DWARF is malformed.
-func (im *Image) SubprogramAt(addr uint64) (Subprogram, error) {
+func (im *Image) SubprogramAt(addr uint64) (_ Subprogram, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	r, e, sp, err := im.subprogramEntry(addr)
 	if err != nil {
 		return Subprogram{}, err
@@ -430,7 +465,10 @@ func disjoint[T any](items []T, span func(T) (start, end uint64)) []T {
 // use from the mapped tail (which reads only the unit headers and their
 // root DIEs). The reader is shared and safe for concurrent use; create a
 // [info.Reader] per goroutine with its Reader method.
-func (im *Image) DebugInfo() (*info.Data, error) { return im.infoData() }
+func (im *Image) DebugInfo() (_ *info.Data, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	return im.infoData()
+}
 
 // locationAt returns the location expression of a DIE's DW_AT_location at
 // the link-time address addr: the expression itself, or the entry of the
@@ -487,6 +525,7 @@ func (im *Image) unitBase(u *info.UnitHeader) uint64 {
 func (im *Image) procTable() (*meta.Table, error) {
 	d := &im.debug
 	d.metaOnce.Do(func() {
+		d.metaErr = errIndexFault
 		if b := im.tail[PTProcTable]; b != nil { // found at load through PTProcTable
 			var strs []byte
 			if len(b) > 7 && b[7]&meta.FlagInlineStrings == 0 { // strings kept outside the table
@@ -515,7 +554,8 @@ func (im *Image) procTable() (*meta.Table, error) {
 // returned strings. It returns an error wrapping ErrUnknownPC when no
 // procedure covers addr, ErrNoSection when the image has no table, or a
 // *dwarf.FormatError when the table is malformed.
-func (im *Image) Procedure(addr uint64) (Procedure, error) {
+func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	t, err := im.procTable()
 	if err != nil {
 		return Procedure{}, err
@@ -651,7 +691,8 @@ type Local struct {
 // and for each parameter or variable with a location list, its unit's
 // root DIE (for the lists' base address) and one scan of its list;
 // allocates the result. Errors are those of [Image.SubprogramAt].
-func (im *Image) Locals(addr uint64) ([]Local, error) {
+func (im *Image) Locals(addr uint64) (_ []Local, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	r, e, _, err := im.subprogramEntry(addr)
 	if err != nil || !e.Children {
 		return nil, err

@@ -1,0 +1,50 @@
+package elfimage_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/elfimage/elfimage"
+)
+
+// TestTruncatedAfterLoad: a file truncated by someone else after it was
+// mapped makes reads of the lost pages raise SIGBUS; the debug queries
+// turn that into ErrFault instead of killing the process, and the image
+// still closes.
+func TestTruncatedAfterLoad(t *testing.T) {
+	path := writeDemo(t, elfimage.LinkOptions{})
+	im, err := elfimage.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	if !im.Mapped() {
+		t.Skip("the image was not mapped from its file")
+	}
+	// Keep the loaded part, drop the tail with the debug information.
+	if err := os.Truncate(path, int64((im.Size()+4095)&^4095)); err != nil {
+		t.Fatal(err)
+	}
+	procs := 0
+	for _, q := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Sections", func() error { _, err := im.Sections(); return err }},
+		{"Procedure", func() error { _, err := im.Procedure(0x1020); return err }},
+		{"PositionAt", func() error { _, err := im.PositionAt(0x1020); return err }},
+		{"ProcedureAt", func() error { _, err := im.ProcedureAt(0x1020); return err }},
+		{"Locals", func() error { _, err := im.Locals(0x1020); return err }},
+	} {
+		err := q.run()
+		if !errors.Is(err, elfimage.ErrFault) {
+			t.Errorf("%s on a truncated file: %v, want ErrFault", q.name, err)
+		} else {
+			procs++
+		}
+	}
+	if procs == 0 {
+		t.Fatal("no query saw the fault")
+	}
+}
