@@ -3,13 +3,9 @@ package info
 import (
 	"bytes"
 	"debug/dwarf"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	edwarf "github.com/elfimage/elfimage/dwarf"
@@ -465,10 +461,7 @@ func TestDecodeErrors(t *testing.T) {
 // every entry with Go's debug/dwarf, then the subprograms' names and
 // low_pc.
 func TestGCC(t *testing.T) {
-	gcc := tooltest.Require(t, "gcc")
-	dir := t.TempDir()
-	src := filepath.Join(dir, "a.c")
-	os.WriteFile(src, []byte(`#include <stdio.h>
+	src := `#include <stdio.h>
 struct point { int x, y; };
 static int sq(int x) { return x * x; }
 int dist2(struct point p) { return sq(p.x) + sq(p.y); }
@@ -478,27 +471,9 @@ int main(int argc, char **argv) {
   printf("%d %s\n", dist2(p), s);
   return 0;
 }
-`), 0o644)
+`
 	for _, v := range []string{"-gdwarf-5", "-gdwarf-4"} {
-		exe := filepath.Join(dir, "a"+v)
-		if out, err := exec.Command(gcc, "-g", v, "-O1", "-o", exe, src).CombinedOutput(); err != nil {
-			t.Fatalf("gcc: %v\n%s", err, out)
-		}
-		f, err := elf.Open(exe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := func(name string) []byte {
-			s := f.Section(name)
-			if s == nil {
-				return nil
-			}
-			d, err := s.Data()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
+		f, data := tooltest.GCCBinary(t, src, "-g", v, "-O1")
 		sec := Sections{Info: data(".debug_info"), Abbrev: data(".debug_abbrev"), Str: data(".debug_str"),
 			LineStr: data(".debug_line_str"), StrOffsets: data(".debug_str_offsets"), Addr: data(".debug_addr"),
 			RngLists: data(".debug_rnglists"), LocLists: data(".debug_loclists")}
@@ -506,7 +481,6 @@ int main(int argc, char **argv) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
 		d, err := New(sec)
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)

@@ -3,14 +3,10 @@ package line
 import (
 	"bytes"
 	"debug/dwarf"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	edwarf "github.com/elfimage/elfimage/dwarf"
@@ -377,36 +373,14 @@ func TestDecodeErrors(t *testing.T) {
 // TestGCC decodes the line program gcc writes for a small C file and
 // compares every row with Go's debug/dwarf.
 func TestGCC(t *testing.T) {
-	gcc := tooltest.Require(t, "gcc")
-	dir := t.TempDir()
-	src := filepath.Join(dir, "a.c")
-	os.WriteFile(src, []byte("#include <stdio.h>\nstatic int sq(int x) { return x * x; }\nint main(int argc, char **argv) {\n  int s = 0;\n  for (int i = 0; i < argc; i++)\n    s += sq(i);\n  printf(\"%d\\n\", s);\n  return 0;\n}\n"), 0o644)
+	src := "#include <stdio.h>\nstatic int sq(int x) { return x * x; }\nint main(int argc, char **argv) {\n  int s = 0;\n  for (int i = 0; i < argc; i++)\n    s += sq(i);\n  printf(\"%d\\n\", s);\n  return 0;\n}\n"
 	for _, v := range []string{"-gdwarf-5", "-gdwarf-4"} {
-		exe := filepath.Join(dir, "a"+v)
-		if out, err := exec.Command(gcc, "-g", v, "-O1", "-o", exe, src).CombinedOutput(); err != nil {
-			t.Fatalf("gcc: %v\n%s", err, out)
-		}
-		f, err := elf.Open(exe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := func(name string) []byte {
-			s := f.Section(name)
-			if s == nil {
-				return nil
-			}
-			d, err := s.Data()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
+		f, data := tooltest.GCCBinary(t, src, "-g", v, "-O1")
 		sec := Sections{Line: data(".debug_line"), Str: data(".debug_str"), LineStr: data(".debug_line_str")}
 		d, err := f.DWARF()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
 		cus := 0
 		for r := d.Reader(); ; {
 			e, err := r.Next()

@@ -1,0 +1,46 @@
+package tooltest
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// GCCBinary compiles the C source src with gcc and the given flags (for
+// example "-g", "-gdwarf-5", "-O1") into an executable in a test
+// directory, and returns it opened with debug/elf (closed when the test
+// ends) and a function that returns a section's bytes, or nil when the
+// section is absent. Without gcc the test is skipped (failed under CI).
+func GCCBinary(t *testing.T, src string, flags ...string) (*elf.File, func(name string) []byte) {
+	t.Helper()
+	gcc := Require(t, "gcc")
+	dir := t.TempDir()
+	c := filepath.Join(dir, "a.c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "a.out")
+	args := append(append([]string{}, flags...), "-o", exe, c)
+	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", flags, err, out)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	data := func(name string) []byte {
+		s := f.Section(name)
+		if s == nil {
+			return nil
+		}
+		d, err := s.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return f, data
+}
