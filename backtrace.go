@@ -122,7 +122,11 @@ func (im *Image) newUnwindSource() (*unwind.Source, error) {
 // the open image that holds it, and describes every frame: procedure,
 // source position, and argument values read through their DWARF
 // locations. It stops cleanly at the outermost frame (return-address rule
-// DW_CFA_undefined). A pc outside every image or without CFI, unreadable
+// DW_CFA_undefined) and at the first frame outside every image reached
+// from an image frame: the host code that called into the images, which
+// is returned as the last frame (Image nil) for its pc and CFA; the
+// host's own frames need the host's unwinder. A first pc outside every
+// image, a pc in an image without CFI, unreadable
 // memory, or opts.Max frames (ErrMaxFrames) end the walk with that error
 // returned beside the frames so far, the last of which is the frame that
 // could not be unwound. Cost: one CFI lookup and row
@@ -167,6 +171,8 @@ func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame
 		switch {
 		case errors.Is(err, unwind.ErrOutermost):
 			return frames, nil
+		case f.Image == nil && len(frames) > 1 && frames[len(frames)-2].Image != nil && errors.Is(err, frame.ErrNoFDE):
+			return frames, nil // returned into the host
 		case err != nil:
 			return frames, fmt.Errorf("elfimage: backtrace: unwinding frame %d at pc %#x: %w", len(frames)-1, cur.PC, err)
 		}

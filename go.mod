@@ -6,3 +6,5 @@ require (
 	golang.org/x/arch v0.33.0
 	golang.org/x/sys v0.50.0
 )
+
+require github.com/klauspost/compress v1.20.4 // indirect

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/elfimage/elfimage/jit/gdbjit"
 	"runtime/debug"
 	"sync"
 
@@ -23,8 +24,12 @@ type FormatError struct {
 	Msg    string // what is wrong, lower case
 }
 
-// Error formats the error as "elfimage: PATH: FIELD at offset 0xOFF: MSG".
+// Error formats the error as "elfimage: PATH: FIELD at offset 0xOFF: MSG"
+// ("elfimage: FIELD at offset 0xOFF: MSG" when Path is empty).
 func (e *FormatError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("elfimage: %s at offset %#x: %s", e.Field, e.Offset, e.Msg)
+	}
 	return fmt.Sprintf("elfimage: %s: %s at offset %#x: %s", e.Path, e.Field, e.Offset, e.Msg)
 }
 
@@ -82,6 +87,7 @@ type Image struct {
 
 	closeMu sync.Mutex
 	closed  bool
+	gdb     *gdbjit.Entry // set while published to gdb (PublishGDB)
 
 	secOnce sync.Once
 	secs    []SectionHeader
@@ -154,9 +160,10 @@ func (im *Image) Close() error {
 		return nil
 	}
 	im.closed = true
+	gdbErr := im.unpublishLocked()
 	notifyDebuggerUnloaded(im)
 	registry.Remove(im.Base())
-	return unmap(im.mem)
+	return errors.Join(gdbErr, unmap(im.mem))
 }
 
 // Section returns the bytes [sh_offset, sh_offset+sh_size) of the first

@@ -126,6 +126,7 @@ type section struct {
 	info      uint32
 	entsize   uint64
 	data      []byte // contents, when built before layout; nil for sections written in place
+	addrs     []uint64 // offsets in data of absolute addresses (for .elfimage.rebase)
 	index     uint32 // section header index
 	nameOff   uint32
 }
@@ -440,14 +441,15 @@ func (l *linker) link() ([]byte, error) {
 	}
 	tail = append(tail, dbg...)
 	if l.opts.DebugFrame {
-		df, err := cfi.debugFrame(l)
+		df, addrs, err := cfi.debugFrame(l)
 		if err != nil {
 			return nil, err
 		}
-		tail = append(tail, &section{name: ".debug_frame", typ: elf.SHT_PROGBITS, align: 8, data: df})
+		tail = append(tail, &section{name: ".debug_frame", typ: elf.SHT_PROGBITS, align: 8, data: df, addrs: addrs})
 	}
+	rebase := &section{name: SectionRebase, typ: elf.SHT_PROGBITS, align: 1}
 	shstrtab := &section{name: ".shstrtab", typ: elf.SHT_STRTAB, align: 1}
-	tail = append(tail, shstrtab)
+	tail = append(tail, rebase, shstrtab)
 	l.sections = append(l.sections, tail...)
 
 	// Section indices and names.
@@ -457,6 +459,7 @@ func (l *linker) link() ([]byte, error) {
 		s.nameOff = uint32(shstr.Add(s.name))
 	}
 	shstrtab.data = shstr.Bytes()
+	rebase.data = encodeRebase(l.sections)
 	symtab.link = strtab.index
 	if dynamic != nil {
 		// RELATIVE relocations refer to no symbol and apply to any

@@ -2,6 +2,7 @@ package elfimage
 
 import (
 	"fmt"
+	"github.com/elfimage/elfimage/dwarf"
 
 	"github.com/elfimage/elfimage/dwarf/frame"
 )
@@ -19,8 +20,13 @@ type cfiState struct {
 // (every pointer is pc-relative sdata4).
 func (l *linker) newCFI() (*cfiState, error) {
 	c := &cfiState{cie: frame.StandardCIE(l.a), fdes: make([]frame.FDE, len(l.m.Procs))}
+	signal := frame.StandardCIE(l.a)
+	signal.Signal = true
 	for i, p := range l.m.Procs {
 		c.fdes[i] = frame.FDE{Start: 0, Size: uint64(len(p.Code)), Insns: p.CFI}
+		if p.SignalFrame {
+			c.fdes[i].CIE = &signal
+		}
 	}
 	b, _, err := frame.EncodeEHFrame(c.cie, c.fdes, 0, l.enc)
 	if err != nil {
@@ -59,11 +65,22 @@ func (c *cfiState) write(l *linker, out []byte, hdr, eh, text *section) error {
 	return nil
 }
 
-// debugFrame encodes the same rows as .debug_frame.
-func (c *cfiState) debugFrame(l *linker) ([]byte, error) {
-	b, _, err := frame.EncodeDebugFrame(c.cie, c.fdes, l.enc)
+// debugFrame encodes the same rows as .debug_frame and returns the
+// section offsets of the FDEs' initial_location fields (the section's only
+// absolute addresses).
+func (c *cfiState) debugFrame(l *linker) (data []byte, addrs []uint64, err error) {
+	b, fdeOffsets, err := frame.EncodeDebugFrame(c.cie, c.fdes, l.enc)
 	if err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_frame: %v", err)}
+		return nil, nil, &LinkError{"module", fmt.Sprintf(".debug_frame: %v", err)}
 	}
-	return b, nil
+	// An FDE is its initial length (4 bytes, or 12 in the 64-bit format),
+	// the CIE pointer (an offset), then initial_location.
+	skip := uint64(4 + l.enc.Format.OffsetSize())
+	if l.enc.Format == dwarf.Format64 {
+		skip += 8
+	}
+	for _, off := range fdeOffsets {
+		addrs = append(addrs, off+skip)
+	}
+	return b, addrs, nil
 }

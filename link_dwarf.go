@@ -142,7 +142,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		cu.Children = append(cu.Children, sp)
 	}
 	unit := &info.Unit{Enc: l.enc, Root: cu}
-	debugInfo, debugAbbrev, err := info.Encode([]*info.Unit{unit}, str)
+	debugInfo, debugAbbrev, infoAddrs, err := info.EncodeAddrs([]*info.Unit{unit}, str)
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}
@@ -161,11 +161,27 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_aranges: %v", err)}
 	}
+	// The absolute addresses of each section, for Rebase: DW_FORM_addr
+	// values, the operand of each sequence's DW_LNE_set_address (opcode
+	// 0, length 1+AddrSize in one LEB128 byte, DW_LNE_set_address), the
+	// tuple's address in .debug_aranges (after the header, padded to twice
+	// the address size), and list entries (see debugLists.sections).
+	lineAddrs := make([]uint64, len(seqOffsets))
+	for i, off := range seqOffsets {
+		lineAddrs[i] = off + 3
+	}
+	arangesHdr := 2 + 2*l.enc.Format.OffsetSize() + 2
+	if l.enc.Format == dwarf.Format64 {
+		arangesHdr += 4
+	}
+	tuple := 2 * int(l.enc.AddrSize)
+	arangesAddrs := []uint64{uint64((arangesHdr + tuple - 1) / tuple * tuple)}
+	withAddrs := func(s *section, addrs []uint64) *section { s.addrs = addrs; return s }
 	secs := []*section{
 		debug(".debug_abbrev", debugAbbrev, false),
-		debug(".debug_info", debugInfo, false),
-		debug(".debug_aranges", aranges, false),
-		debug(".debug_line", debugLine, false),
+		withAddrs(debug(".debug_info", debugInfo, false), infoAddrs),
+		withAddrs(debug(".debug_aranges", aranges, false), arangesAddrs),
+		withAddrs(debug(".debug_line", debugLine, false), lineAddrs),
 		debug(".debug_str", str.Bytes(), true),
 	}
 	if l.enc.Version >= 5 {
@@ -381,10 +397,14 @@ func (d *debugLists) rangeList(procAddr uint64, ranges []CodeRange) (info.Value,
 func (d *debugLists) sections(debug func(name string, data []byte, strings bool) *section) []*section {
 	var out []*section
 	if d.used.locs {
-		out = append(out, debug(d.locs.Section(), d.locs.Bytes(), false))
+		s := debug(d.locs.Section(), d.locs.Bytes(), false)
+		s.addrs = d.locs.AddrOffsets()
+		out = append(out, s)
 	}
 	if d.used.rngs {
-		out = append(out, debug(d.rngs.Section(), d.rngs.Bytes(), false))
+		s := debug(d.rngs.Section(), d.rngs.Bytes(), false)
+		s.addrs = d.rngs.AddrOffsets()
+		out = append(out, s)
 	}
 	return out
 }

@@ -27,6 +27,9 @@ type LoadOptions struct {
 	// Arch is the ABI the image must be for (e_machine); nil means
 	// arch.X86_64.
 	Arch *arch.Arch
+	// GDB publishes the image to gdb once loaded ([PublishGDB]); a
+	// failure to publish fails the load.
+	GDB bool
 }
 
 // registry maps the loaded range [Base, Base+Size) of every open image to
@@ -98,6 +101,14 @@ func Images() []*Image {
 // Concurrent modification of the file while it is mapped is not guarded
 // against (as with any mmap-based loader; truncation raises SIGBUS).
 func Open(path string, opts *LoadOptions) (*Image, error) {
+	im, err := openImage(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return publishIfAsked(im, opts)
+}
+
+func openImage(path string, opts *LoadOptions) (*Image, error) {
 	a, pageSize := options(opts)
 	f, err := os.Open(path)
 	if err != nil {
@@ -151,6 +162,27 @@ func Open(path string, opts *LoadOptions) (*Image, error) {
 // [Image.Path] and in errors. data is not retained. Errors and cost as for
 // Open (plus the copy); on error nothing stays mapped.
 func Load(name string, data []byte, opts *LoadOptions) (*Image, error) {
+	im, err := loadImage(name, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	return publishIfAsked(im, opts)
+}
+
+// publishIfAsked publishes a freshly loaded image to gdb when opts ask
+// for it, closing it if that fails.
+func publishIfAsked(im *Image, opts *LoadOptions) (*Image, error) {
+	if opts == nil || !opts.GDB {
+		return im, nil
+	}
+	if err := PublishGDB(im); err != nil {
+		im.Close()
+		return nil, err
+	}
+	return im, nil
+}
+
+func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {
 	a, pageSize := options(opts)
 	if len(data) < ehdrSize {
 		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "ELF header",

@@ -64,6 +64,13 @@ type Proc struct {
 	// architecture's standard CIE (CFA = SP + PtrSize, return address at
 	// CFA - PtrSize). Insn.PC values are offsets into Code, sorted.
 	CFI []frame.Insn
+	// SignalFrame puts the procedure's FDE on a CIE with augmentation "S"
+	// (LSB "Exception Frames"; DWARF 5 section 6.4.1 leaves it to
+	// producers): its caller's pc is used as is, not as a return address,
+	// and debuggers treat the frame as a stack switch. gdb accepts a
+	// caller frame on another stack (a CFA at a lower address) only below
+	// such a frame; it shows the frame as "<signal handler called>".
+	SignalFrame bool
 	// Params are the formal parameters in order: the required ones, then
 	// the optional ones (Var.Optional).
 	Params []Var

@@ -35,6 +35,23 @@ const (
 // call trampoline uses for Go's saved SP and BP.
 const trampolineSize = 16
 
+// Where the call trampoline keeps the Go caller's frame while native code
+// runs, as byte offsets from the called code's entry SP ([Stack.EntrySP],
+// which holds the return address into the trampoline). Generated code
+// whose call frame information describes its caller through them (CFA =
+// [EntrySP+CallerSPOffset] + 8, return address at CFA-8, RBP at
+// EntrySP+CallerBPOffset) lets debuggers and unwinders step from native
+// frames straight into the Go frame that called [Call], skipping the
+// trampoline, whose own Go-generated CFI cannot describe the stack switch.
+const (
+	// CallerSPOffset: the Go stack pointer at the trampoline's entry,
+	// where the return address into the calling Go function is.
+	CallerSPOffset = 16
+	// CallerBPOffset: the Go frame pointer (RBP) of the calling Go
+	// function.
+	CallerBPOffset = 8
+)
+
 // NewStack maps a Stack of size bytes, rounded up to whole pages, plus one
 // guard page below it, with mmap(2) (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE|
 // MAP_STACK: pages cost memory only once touched). size must be > 0. The

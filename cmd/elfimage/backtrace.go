@@ -25,8 +25,8 @@ func (m captureMemory) ReadUint64(addr uint64) (uint64, error) {
 // printBacktrace unwinds a capture with the images' CFI and prints one
 // line per frame: number, run-time pc (a return address), procedure with
 // its argument values, file:line:column of the call, and the image with
-// the link-time address of the call (pc-1). Runtime support frames are
-// not shown.
+// the link-time address of the call (pc-1). Runtime support frames and
+// the host frame the walk ends in are not shown.
 func printBacktrace(w io.Writer, c *scheme.Capture, locals bool) { printBacktraceMax(w, c, 0, locals) }
 
 // printBacktraceMax prints at most max frames (0: the default limit of
@@ -34,8 +34,8 @@ func printBacktrace(w io.Writer, c *scheme.Capture, locals bool) { printBacktrac
 func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 	frames, err := elfimage.Backtrace(c.Regs[:], captureMemory{c}, elfimage.BacktraceOptions{AtCall: true, Max: max, Locals: locals})
 	for i, f := range frames {
-		if f.Proc.Internal {
-			continue
+		if f.Proc.Internal || (f.Image == nil && i == len(frames)-1 && err == nil) {
+			continue // runtime support, or the Go host that called the image
 		}
 		var args []string
 		for _, a := range f.Args {
@@ -66,6 +66,9 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 		}
 	}
 	switch {
+	case err != nil && len(frames) > 0 && frames[len(frames)-1].Proc.Internal && frames[len(frames)-1].Proc.Name == "%enter":
+		// The capture holds the library stack only: the walk ends at the
+		// entry procedure, whose caller's frame is on the Go stack.
 	case errors.Is(err, elfimage.ErrMaxFrames):
 		fmt.Fprintf(w, "  ... (more frames not shown)\n")
 	case err != nil:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -135,16 +137,47 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// gdbSession runs gdb on `elfimage run prog.elf` with the image hook
-// script, cmds after "run" (the program's standard output goes to a file
-// of its own: name), and returns the result and the program's output.
-// before are the commands given before the program starts.
-func gdbSession(t *testing.T, f *gdbFixture, name string, before, after []string) (*gdbtest.Result, int, string) {
+// gdbMode is how gdb learns of the image: the hook script adding the image
+// file, or the GDB JIT interface with an image loaded from the file or
+// linked in memory.
+type gdbMode string
+
+const (
+	modeHook    gdbMode = "hook"     // elfimage run prog.elf, with elfimage_gdb.py
+	modeJITFile gdbMode = "jit-file" // elfimage run -gdb prog.elf, no script
+	modeJITMem  gdbMode = "jit-mem"  // elfimage run -jit -gdb prog.scm, no script
+)
+
+var gdbModes = []gdbMode{modeHook, modeJITFile, modeJITMem}
+
+// runArgs returns the arguments of `elfimage` for mode.
+func (f *gdbFixture) runArgs(mode gdbMode) string {
+	switch mode {
+	case modeJITFile:
+		return "run -gdb " + f.img
+	case modeJITMem:
+		return "run -jit -gdb prog.scm" // copied into the session's directory
+	}
+	return "run " + f.img
+}
+
+// gdbSession runs gdb on `elfimage run` of prog.elf (mode says how), cmds
+// after "run" (the program's standard output goes to a file of its own:
+// name), and returns the result and the program's output. before are the
+// commands given before the program starts.
+func gdbSession(t *testing.T, f *gdbFixture, mode gdbMode, name string, before, after []string) (*gdbtest.Result, int, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, name+".out")
-	cmds := append(append(append([]string{}, before...), "run run "+f.img+" > "+out), after...)
-	s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, Cmds: cmds}
+	if mode == modeJITMem {
+		// gdb shows source names as the line table holds them: compile
+		// prog.scm by that name, as `elfimage build` did.
+		if err := os.WriteFile(filepath.Join(dir, "prog.scm"), []byte(gdbProg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmds := append(append(append([]string{}, before...), "run "+f.runArgs(mode)+" > "+out), after...)
+	s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, Cmds: cmds, NoScript: mode != modeHook}
 	r, err := s.Run()
 	if err != nil {
 		if r != nil {
@@ -215,6 +248,42 @@ func mustContain(t *testing.T, what, block string, wants ...string) {
 // finish and list, and removal of the symbols when the image is closed.
 func TestGDB(t *testing.T) {
 	f := setupGDB(t)
+	for _, mode := range gdbModes {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			testGDB(t, f, mode)
+		})
+	}
+}
+
+// checkHostFrames checks that a bt continues from the image's frames (the
+// first n) through %start and %enter, which gdb shows as a signal frame,
+// into the Go frames of the host, down to main.main, with no frame gdb
+// could not name.
+func checkHostFrames(t *testing.T, what, block string) {
+	t.Helper()
+	var frameLines []string
+	for _, l := range strings.Split(block, "\n") {
+		if strings.HasPrefix(l, "#") {
+			frameLines = append(frameLines, l)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^#\d+\s+(0x[0-9a-f]+ in )?%start \(\)\n#\d+\s+<signal handler called>\n#\d+\s+0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.call \(`).MatchString(strings.Join(frameLines, "\n")) {
+		t.Errorf("%s: want %%start, <signal handler called> (%%enter), then native.call:\n%s", what, block)
+	}
+	fs := gdbtest.Frames(block)
+	if len(fs) == 0 || fs[len(fs)-1].Func != "main.main" {
+		t.Errorf("%s: the last frame is not main.main:\n%s", what, block)
+	}
+	for _, fr := range fs {
+		if fr.Func == "??" || strings.Contains(block, "Backtrace stopped") {
+			t.Errorf("%s: unnamed frame or a stopped backtrace:\n%s", what, block)
+			break
+		}
+	}
+}
+
+func testGDB(t *testing.T, f *gdbFixture, mode gdbMode) {
 
 	// A pending breakpoint on a procedure name fires at each recursion
 	// depth; bt shows the recursion; finish returns fib(8) = 21; the
@@ -222,7 +291,7 @@ func TestGDB(t *testing.T) {
 	// under gdb; after Close the symbols are gone.
 	t.Run("pending-name-recursion", func(t *testing.T) {
 		t.Parallel()
-		r, n, prog := gdbSession(t, f, "fib",
+		r, n, prog := gdbSession(t, f, mode, "fib",
 			[]string{"break fib", "info breakpoints"},
 			[]string{"info proc mappings", "info args", "continue", "info args", "continue", "bt",
 				"delete", "finish", "continue", "info line fib"})
@@ -231,21 +300,24 @@ func TestGDB(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^1\s+breakpoint\s+keep\s+y\s+<PENDING>\s+fib$`).MatchString(b[1]) {
 			t.Errorf("info breakpoints does not show a pending fib:\n%s", b[1])
 		}
-		m := regexp.MustCompile(`elfimage: added symbol file (\S+) at (0x[0-9a-f]+)`).FindStringSubmatch(b[n])
-		if m == nil || m[1] != f.img {
-			t.Fatalf("run: the hook script did not add %s:\n%s", f.img, b[n])
+		if mode == modeHook {
+			m := regexp.MustCompile(`elfimage: added symbol file (\S+) at (0x[0-9a-f]+)`).FindStringSubmatch(b[n])
+			if m == nil || m[1] != f.img {
+				t.Fatalf("run: the hook script did not add %s:\n%s", f.img, b[n])
+			}
+			base := m[2]
+			// The loader maps the file at the base the hook reported.
+			if !regexp.MustCompile(`(?m)^\s*` + base + `\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x0\s+.*\s` + regexp.QuoteMeta(f.img) + `$`).MatchString(b[n+1]) {
+				t.Errorf("info proc mappings has no mapping of %s at %s:\n%s", f.img, base, b[n+1])
+			}
 		}
-		base := m[2]
 		mustContain(t, "run", b[n], "hit Breakpoint 1, fib (n=10) at prog.scm:"+fmt.Sprint(gdbLine(t, "(if (< n 2)")))
-		// The loader maps the file at the base the hook reported.
-		if !regexp.MustCompile(`(?m)^\s*` + base + `\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x0\s+.*\s` + regexp.QuoteMeta(f.img) + `$`).MatchString(b[n+1]) {
-			t.Errorf("info proc mappings has no mapping of %s at %s:\n%s", f.img, base, b[n+1])
-		}
 		checkVars(t, "info args at the first stop", b[n+2], map[string]string{"n": "10"})
 		mustContain(t, "continue", b[n+3], "hit Breakpoint 1, fib (n=9)")
 		checkVars(t, "info args at the second stop", b[n+4], map[string]string{"n": "9"})
 		mustContain(t, "continue", b[n+5], "hit Breakpoint 1, fib (n=8)")
 		fs := checkFrames(t, "bt", b[n+6], "fib (n=8)", "fib (n=9)", "fib (n=10)", "main ()")
+		checkHostFrames(t, "bt", b[n+6])
 		recurse := gdbLine(t, "(+ (fib (- n 1))")
 		for i := 1; i < 3; i++ {
 			if fs[i].Line != recurse || fs[i].PC == 0 {
@@ -253,7 +325,10 @@ func TestGDB(t *testing.T) {
 			}
 		}
 		mustContain(t, "finish", b[n+8], "in fib (n=9) at prog.scm:", "Value returned is $1 = 21")
-		mustContain(t, "continue to the end", b[n+9], "elfimage: removed symbol file "+f.img, "exited normally")
+		if mode == modeHook {
+			mustContain(t, "continue to the end", b[n+9], "elfimage: removed symbol file "+f.img)
+		}
+		mustContain(t, "continue to the end", b[n+9], "exited normally")
 		mustContain(t, "info line fib after Close", b[n+10], `Function "fib" not defined.`)
 		if prog != gdbProgOutput {
 			t.Errorf("program output under gdb %q, want %q", prog, gdbProgOutput)
@@ -263,14 +338,15 @@ func TestGDB(t *testing.T) {
 	// tak's three parameters at three depths, and bt full.
 	t.Run("tak-args-bt-full", func(t *testing.T) {
 		t.Parallel()
-		r, n, _ := gdbSession(t, f, "tak", []string{"break tak"},
+		r, n, _ := gdbSession(t, f, mode, "tak", []string{"break tak"},
 			[]string{"info args", "continue", "info args", "continue", "info args", "bt full", "kill"})
 		b := r.Blocks
 		checkVars(t, "tak depth 0", b[n+1], map[string]string{"x": "18", "y": "12", "z": "6"})
 		checkVars(t, "tak depth 1", b[n+3], map[string]string{"x": "17", "y": "12", "z": "6"})
 		checkVars(t, "tak depth 2", b[n+5], map[string]string{"x": "16", "y": "12", "z": "6"})
 		checkFrames(t, "bt full", b[n+6], "tak (x=16, y=12, z=6)", "tak (x=17, y=12, z=6)", "tak (x=18, y=12, z=6)", "main ()")
-		for i, locals := range gdbtest.FullLocals(b[n+6]) {
+		checkHostFrames(t, "bt full", b[n+6])
+		for i, locals := range gdbtest.FullLocals(b[n+6])[:4] {
 			if len(locals) != 0 {
 				t.Errorf("bt full: frame #%d has locals %v, want none", i, locals)
 			}
@@ -287,7 +363,7 @@ func TestGDB(t *testing.T) {
 		t.Parallel()
 		nested := gdbLine(t, "scopes: nested lets")
 		loop := gdbLine(t, "scopes: named let")
-		r, n, _ := gdbSession(t, f, "scopes",
+		r, n, _ := gdbSession(t, f, mode, "scopes",
 			[]string{fmt.Sprintf("break prog.scm:%d", nested), fmt.Sprintf("break prog.scm:%d", loop)},
 			[]string{"info args", "info locals", "list", "list fib",
 				"continue", "info locals", "continue", "info locals", "continue", "info locals", "bt full", "kill"})
@@ -324,7 +400,7 @@ func TestGDB(t *testing.T) {
 		t.Parallel()
 		leave := deadLeaveOffset(t, f.img)
 		live := gdbLine(t, "dead: t live")
-		r, n, _ := gdbSession(t, f, "dead", []string{"break dead"},
+		r, n, _ := gdbSession(t, f, mode, "dead", []string{"break dead"},
 			[]string{fmt.Sprintf("break prog.scm:%d", live), "continue", "info locals",
 				fmt.Sprintf("break *dead+%d", leave), "continue", "info locals", "info args", "finish", "kill"})
 		b := r.Blocks
@@ -340,7 +416,7 @@ func TestGDB(t *testing.T) {
 	// define* optional parameters: defaults and passed values.
 	t.Run("optional-args", func(t *testing.T) {
 		t.Parallel()
-		r, n, _ := gdbSession(t, f, "opt", []string{"break opt"},
+		r, n, _ := gdbSession(t, f, mode, "opt", []string{"break opt"},
 			[]string{"info args", "continue", "info args", "kill"})
 		b := r.Blocks
 		mustContain(t, "run", b[n], "hit Breakpoint 1, opt (a=1, b=10, c=2)")
@@ -426,27 +502,91 @@ func deadLeaveOffset(t *testing.T, img string) uint64 {
 	return 0
 }
 
-// TestRunGDBJIT: `run -gdb` publishes the image through the GDB JIT
-// interface alone (no script): a breakpoint set before the code exists
-// fires, with the procedure's name and source line, and gdb knows the
-// address once.
-func TestRunGDBJIT(t *testing.T) {
+// TestGDBUnpublish: with the image published through the GDB JIT
+// interface alone (no script), gdb knows a pc in fib once, and no more
+// after Close unregisters the image (checked in the loader's unload hook,
+// before the image is unmapped), while info line fib is gone too.
+func TestGDBUnpublish(t *testing.T) {
+	f := setupGDB(t)
+	for _, mode := range []gdbMode{modeJITFile, modeJITMem} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			r, n, _ := gdbSession(t, f, mode, "unpublish", []string{"break fib"},
+				[]string{"set $p = $pc", "info symbol $p", "delete",
+					"break 'github.com/elfimage/elfimage.gdbImageUnloaded'", "continue",
+					"info symbol $p", "info line fib", "kill"})
+			b := r.Blocks
+			if !regexp.MustCompile(`(?m)^fib \+ \d+ in section \.text`).MatchString(b[n+2]) {
+				t.Errorf("info symbol while published: want fib + N in section .text:\n%s", b[n+2])
+			}
+			mustContain(t, "continue to Close", b[n+5], "hit Breakpoint 2, github.com/elfimage/elfimage.gdbImageUnloaded")
+			mustContain(t, "info symbol after unpublishing", b[n+6], "No symbol matches $p.")
+			mustContain(t, "info line fib after unpublishing", b[n+7], `Function "fib" not defined.`)
+		})
+	}
+}
+
+// spinProg prints a line, then loops (a tail call) until killed.
+const spinProg = `(define (spin n)
+  (if (= n 0)
+      0
+      (spin (- n 1))))
+(define (main)
+  (display "ready") (newline)
+  (spin 100000000000))
+`
+
+// TestGDBAttach: gdb -p, attached to a process already running image code
+// published through the GDB JIT interface, finds the images by walking
+// the interface's list: the thread in spin shows spin with its argument
+// and source line, and the Go frames below.
+func TestGDBAttach(t *testing.T) {
 	f := setupGDB(t)
 	dir := t.TempDir()
-	out := filepath.Join(dir, "prog.out")
-	cmd := exec.Command(f.gdb, "-q", "-nx", "-batch", "-iex", "set auto-load safe-path /",
-		"-ex", "set breakpoint pending on", "-ex", "handle SIGURG nostop noprint pass",
-		"-ex", "break fib", "-ex", "run run -gdb "+f.img+" > "+out,
-		"-ex", "bt 2", "-ex", "info symbol $pc", "-ex", "kill", f.cli)
-	cmd.Dir = dir
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("gdb: %v\n%s", err, b)
+	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	text := string(b)
-	stop := regexp.MustCompile(`(?m)^#0  fib \(\) at \S*prog\.scm:\d+$`)
-	sym := regexp.MustCompile(`(?m)^fib \+ \d+ in section \.text`)
-	if !strings.Contains(text, "Breakpoint 1 (fib) pending.") || !stop.MatchString(text) || len(sym.FindAllString(text, -1)) != 1 {
-		t.Errorf("gdb did not stop in fib through the JIT interface:\n%s", text)
+	build := exec.Command(f.cli, "build", "spin.scm")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"run", "-gdb", "spin.elf"}, {"run", "-jit", "-gdb", "spin.scm"}} {
+		t.Run(args[1], func(t *testing.T) {
+			cmd := exec.Command(f.cli, args...)
+			cmd.Dir = dir
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}()
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("first line %q, %v; want ready", line, err)
+			}
+			s := &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true,
+				Args: []string{"-p", strconv.Itoa(cmd.Process.Pid)},
+				Cmds: []string{"thread apply all bt", "info line spin", "detach"}}
+			r, err := s.Run()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, r.Output)
+			}
+			bt := r.Blocks[0]
+			// main calls spin in tail position: spin's caller is %start.
+			if !regexp.MustCompile(`(?m)^#0\s+(0x[0-9a-f]+ in )?spin \(n=\d+\) at spin\.scm:[234]\n#1\s+0x[0-9a-f]+ in %start \(\)\n`).MatchString(bt) {
+				t.Errorf("no thread in spin (tail-called from main):\n%s", bt)
+			}
+			// The spinning thread's stack continues into Go frames.
+			i := strings.Index(bt, "spin (n=")
+			if i < 0 || !strings.Contains(bt[i:], "<signal handler called>") || !strings.Contains(bt[i:], "native.call") {
+				t.Errorf("the spinning thread's bt does not reach the Go caller:\n%s", bt)
+			}
+			mustContain(t, "info line spin", r.Blocks[1], `Line 1 of "spin.scm" starts at address`)
+		})
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf"
-	"github.com/elfimage/elfimage/jit/gdbjit"
+	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
@@ -65,10 +65,13 @@ func compileFile(path string) (*elfimage.Module, error) {
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
+	jit := fs.Bool("jit", false, "compile and link in memory and run from there (no image file; the program must be a .scm source)")
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` when compiling from source (3, 4 or 5)")
 	verbose := fs.Bool("v", false, "show the live local variables of every backtrace frame")
 	perfMap := fs.Bool("perf-map", false, "announce the image's procedures to perf in /tmp/perf-PID.map")
-	gdb := fs.Bool("gdb", false, "register the image's procedures and lines with gdb through the GDB JIT interface")
+	gdb := fs.Bool("gdb", false, "publish the image (symbols, lines, variables, CFI) to gdb through the GDB JIT interface")
+	var dump jitdumpFlag
+	fs.Var(&dump, "jitdump", "write a jitdump for `perf inject --jit` (-jitdump, or -jitdump=DIR; default $JITDUMPDIR, else ~/.debug/jit)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -76,7 +79,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: want one program (.scm source or image), got %d arguments", errUsage, fs.NArg())
 	}
 	path := fs.Arg(0)
-	if isSource(path) {
+	lopts := &elfimage.LoadOptions{ForceRead: *read, GDB: *gdb}
+	var img *elfimage.Image
+	switch {
+	case *jit:
+		if !isSource(path) {
+			return fmt.Errorf("%w: -jit runs a .scm source, not an image", errUsage)
+		}
 		opts, err := linkOptions(*dwarfVersion, false, false)
 		if err != nil {
 			return err
@@ -85,20 +94,38 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		dir, err := os.MkdirTemp("", "elfimage-run-")
+		b, err := elfimage.Link(mod, opts)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		img := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".elf")
-		if err := elfimage.WriteFile(img, mod, opts); err != nil {
+		if img, err = elfimage.Load(path, b, lopts); err != nil {
 			return err
 		}
-		path = img
-	}
-	img, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: *read})
-	if err != nil {
-		return err
+	default:
+		if isSource(path) {
+			opts, err := linkOptions(*dwarfVersion, false, false)
+			if err != nil {
+				return err
+			}
+			mod, err := compileFile(path)
+			if err != nil {
+				return err
+			}
+			dir, err := os.MkdirTemp("", "elfimage-run-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			file := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".elf")
+			if err := elfimage.WriteFile(file, mod, opts); err != nil {
+				return err
+			}
+			path = file
+		}
+		var err error
+		if img, err = elfimage.Open(path, lopts); err != nil {
+			return err
+		}
 	}
 	defer img.Close()
 	if *perfMap {
@@ -106,15 +133,36 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *gdb {
-		entry, err := registerWithGDB(img)
+	if dump.set {
+		w, err := announceJitdump(img, dump.dir)
 		if err != nil {
 			return err
 		}
-		defer entry.Unregister()
+		defer w.Close()
 	}
-	_, err = execute(img, stdout, stderr, *verbose)
+	_, err := execute(img, stdout, stderr, *verbose)
 	return err
+}
+
+// jitdumpFlag is -jitdump (a boolean) or -jitdump=DIR.
+type jitdumpFlag struct {
+	set bool
+	dir string
+}
+
+func (f *jitdumpFlag) String() string   { return f.dir }
+func (f *jitdumpFlag) IsBoolFlag() bool { return true }
+func (f *jitdumpFlag) Set(v string) error {
+	f.set = true
+	switch v {
+	case "true":
+		f.dir = ""
+	case "false":
+		f.set = false
+	default:
+		f.dir = v
+	}
+	return nil
 }
 
 // isSource tells a Scheme source file from an image by its first bytes.
@@ -207,67 +255,35 @@ func fileFor(w io.Writer) (f *os.File, wait func() error, err error) {
 }
 
 // announcePerfMap writes one perf map line per procedure of img at its
-// run-time address. (perf also finds procedures of images mapped from
-// files through the file mapping itself; the map serves perf versions and
-// setups that only look at perf-PID.map.)
+// run-time address.
 func announcePerfMap(img *elfimage.Image) error {
 	w, err := perfmap.Default()
 	if err != nil {
 		return err
 	}
-	procs, err := img.Procedures()
+	entries, err := img.PerfMapEntries()
 	if err != nil {
 		return err
-	}
-	entries := make([]perfmap.Entry, 0, len(procs))
-	for _, p := range procs {
-		entries = append(entries, perfmap.Entry{Start: uint64(img.Base()) + p.Start, Size: p.Size, Name: p.Name})
 	}
 	return w.AddBatch(entries)
 }
 
-// registerWithGDB publishes the image's procedures, at their run-time
-// addresses, with their line tables, to gdb as one in-memory symbol file
-// (one notification for all procedures). The symbol file has names and
-// lines, not the image's parameters, variables or CFI: gdb unwinds
-// through these frames by their frame-pointer chain.
-func registerWithGDB(img *elfimage.Image) (*gdbjit.Entry, error) {
-	syms, err := img.Procedures()
+// announceJitdump opens dir/jit-PID.dump and loads every procedure of img
+// into it, with lines and unwinding information, in address order.
+func announceJitdump(img *elfimage.Image, dir string) (*jitdump.Writer, error) {
+	fns, err := img.JitdumpFunctions()
 	if err != nil {
 		return nil, err
 	}
-	tab, err := img.LineTable()
+	w, err := jitdump.Open(dir, nil)
 	if err != nil {
 		return nil, err
 	}
-	base := uint64(img.Base())
-	var procs []gdbjit.Proc
-	for _, p := range syms {
-		gp := gdbjit.Proc{Name: p.Name, Addr: base + p.Start, Size: p.Size}
-		for _, seq := range tab.Sequences {
-			if seq.Start < p.Start || seq.Start >= p.Start+p.Size {
-				continue
-			}
-			for i, r := range seq.Rows {
-				f, ok := tab.File(r.File)
-				if !ok || r.Line == 0 {
-					continue
-				}
-				if i == 0 && r.Address == p.Start {
-					gp.File, gp.Line = f.Path, int(r.Line)
-					continue
-				}
-				if gp.File == "" || r.Address <= p.Start {
-					continue
-				}
-				if n := len(gp.Lines); n > 0 && gp.Lines[n-1].Offset == r.Address-p.Start {
-					gp.Lines[n-1].Line = int(r.Line) // the last row at an address holds
-					continue
-				}
-				gp.Lines = append(gp.Lines, gdbjit.Line{Offset: r.Address - p.Start, Line: int(r.Line)})
-			}
+	for i := range fns {
+		if _, err := w.Load(&fns[i]); err != nil {
+			w.Close()
+			return nil, err
 		}
-		procs = append(procs, gp)
 	}
-	return gdbjit.RegisterProcs(procs)
+	return w, nil
 }

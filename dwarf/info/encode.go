@@ -155,6 +155,7 @@ type encoder struct {
 	fixups    []fixup
 	key       []byte
 	forms     []dwarf.Form
+	addrs     []uint64 // offsets of DW_FORM_addr values in info
 }
 
 type fixup struct {
@@ -171,14 +172,23 @@ type fixup struct {
 //
 // Errors wrap [ErrInvalidUnit]. Cost: linear in the size of the trees.
 func Encode(units []*Unit, str *dwarf.StrTab) (info, abbrev []byte, err error) {
+	info, abbrev, _, err = EncodeAddrs(units, str)
+	return info, abbrev, err
+}
+
+// EncodeAddrs is [Encode] that also returns the .debug_info offset of every
+// DW_FORM_addr value written, in increasing order: the words a linker
+// adds a constant to when it moves the code (they are the only absolute
+// addresses in .debug_info). Cost: that of Encode plus the slice.
+func EncodeAddrs(units []*Unit, str *dwarf.StrTab) (info, abbrev []byte, addrOffsets []uint64, err error) {
 	e := &encoder{codes: map[string]uint64{}, str: str}
 	for i, u := range units {
 		if err := e.unit(u); err != nil {
-			return nil, nil, fmt.Errorf("%w: unit %d: %v", ErrInvalidUnit, i, err)
+			return nil, nil, nil, fmt.Errorf("%w: unit %d: %v", ErrInvalidUnit, i, err)
 		}
 	}
 	e.abbrev = append(e.abbrev, 0)
-	return e.info, e.abbrev, nil
+	return e.info, e.abbrev, e.addrs, nil
 }
 
 func (e *encoder) unit(u *Unit) error {
@@ -388,6 +398,7 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			}
 			e.uint(osz, off)
 		case dwarf.DW_FORM_addr:
+			e.addrs = append(e.addrs, uint64(len(e.info)))
 			e.uint(int(e.enc.AddrSize), v.u)
 		case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
 			n := map[dwarf.Form]int{dwarf.DW_FORM_data1: 1, dwarf.DW_FORM_data2: 2, dwarf.DW_FORM_data4: 4, dwarf.DW_FORM_data8: 8}[f]

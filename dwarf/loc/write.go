@@ -62,6 +62,7 @@ type lists struct {
 	enc   dwarf.Encoding
 	isLoc bool
 	buf   []byte
+	abs   []uint64 // offsets of absolute addresses in buf
 }
 
 func (l *lists) init(enc dwarf.Encoding, isLoc bool) error {
@@ -103,6 +104,12 @@ func (l *lists) addr(v uint64) {
 	l.buf = dwarf.AppendUint(l.buf, l.enc.ByteOrder, int(l.enc.AddrSize), v)
 }
 
+// absAddr writes an absolute address and records where it is.
+func (l *lists) absAddr(v uint64) {
+	l.abs = append(l.abs, uint64(len(l.buf)))
+	l.addr(v)
+}
+
 // add encodes one list. es are the entries; for a range list Expr and
 // Default are unused.
 func (l *lists) add(es []Entry, base uint64) (uint64, error) {
@@ -129,7 +136,7 @@ func (l *lists) add(es []Entry, base uint64) (uint64, error) {
 	if base > max {
 		return 0, fmt.Errorf("%w: base address %#x does not fit in %d bytes", ErrInvalidList, base, l.enc.AddrSize)
 	}
-	mark := len(l.buf)
+	mark, markAbs := len(l.buf), len(l.abs)
 	off := uint64(mark)
 	if l.enc.Version >= 5 {
 		l.add5(es, lo, anyBounded)
@@ -137,7 +144,7 @@ func (l *lists) add(es []Entry, base uint64) (uint64, error) {
 		l.add4(es, lo, base)
 	}
 	if n := uint64(len(l.buf)); l.enc.Format == dwarf.Format32 && n >= 0xfffffff0 {
-		l.buf = l.buf[:mark]
+		l.buf, l.abs = l.buf[:mark], l.abs[:markAbs]
 		return 0, fmt.Errorf("%w: %s grows past 4 GiB, the limit of 32-bit DWARF", ErrInvalidList, l.section())
 	}
 	return off, nil
@@ -164,7 +171,7 @@ func (l *lists) add5(es []Entry, lo uint64, anyBounded bool) {
 	}
 	if pairs {
 		l.buf = append(l.buf, kBase)
-		l.addr(lo)
+		l.absAddr(lo)
 	}
 	for _, e := range es {
 		switch {
@@ -176,7 +183,7 @@ func (l *lists) add5(es []Entry, lo uint64, anyBounded bool) {
 			l.buf = dwarf.AppendUleb128(l.buf, e.End-lo)
 		default:
 			l.buf = append(l.buf, kStartLen)
-			l.addr(e.Start)
+			l.absAddr(e.Start)
 			l.buf = dwarf.AppendUleb128(l.buf, e.End-e.Start)
 		}
 		if l.isLoc {
@@ -193,7 +200,7 @@ func (l *lists) add5(es []Entry, lo uint64, anyBounded bool) {
 func (l *lists) add4(es []Entry, lo, base uint64) {
 	if len(es) > 0 && lo < base {
 		l.addr(maxAddr(l.enc.AddrSize))
-		l.addr(lo)
+		l.absAddr(lo)
 		base = lo
 	}
 	for _, e := range es {
@@ -274,6 +281,15 @@ func (b *LocLists) AddList(entries []Entry) (offset uint64, err error) {
 // modify it, and call Bytes again after further AddList calls.
 func (b *LocLists) Bytes() []byte { return b.l.bytes() }
 
+// AddrOffsets returns the offsets in the section of every absolute address
+// written so far (each AddrSize bytes: DWARF 5 DW_LLE_base_address and
+// DW_LLE_start_length operands, the address of a DWARF 2–4 base address
+// selection entry), in increasing order. Offset pairs are relative and
+// not listed: a linker that moves the code by a constant adds it to
+// exactly these words (and to the unit's DW_AT_low_pc). The slice is the
+// builder's own; cost O(1).
+func (b *LocLists) AddrOffsets() []uint64 { return b.l.abs }
+
 // RangeLists builds the range lists of one section: for DWARF 5 one
 // .debug_rnglists contribution (header with offset_entry_count 0, then
 // the lists), for DWARF 2–4 .debug_ranges. It follows the same rules and
@@ -316,3 +332,7 @@ func (b *RangeLists) AddList(ranges []Range) (offset uint64, err error) {
 
 // Bytes returns the section contents, as [LocLists.Bytes].
 func (b *RangeLists) Bytes() []byte { return b.l.bytes() }
+
+// AddrOffsets returns the offsets of the absolute addresses in the
+// section, as [LocLists.AddrOffsets].
+func (b *RangeLists) AddrOffsets() []uint64 { return b.l.abs }

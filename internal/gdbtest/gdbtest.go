@@ -56,12 +56,18 @@ func WriteScript(dir string) (string, error) {
 // safe-path /' -x SCRIPT, then each command as one -ex, on Program.
 type Session struct {
 	GDB     string   // path of the gdb executable
-	Program string   // the executable to debug (arguments go in a "run" command)
+	Program string   // the executable to debug (arguments go in a "run" command); may be empty with Args
+	Args    []string // further gdb arguments before the commands (e.g. "-p", PID)
 	Dir     string   // working directory of gdb; the script is written here
 	Cmds    []string // gdb commands, in order (e.g. "break fib", "run ARGS", "info args")
 	// Timeout bounds the whole run; 0 means 60 s. On timeout gdb's process
 	// group is killed.
 	Timeout time.Duration
+	// NoScript runs gdb without the image hook script (for programs that
+	// publish their images through the GDB JIT interface), with what the
+	// script would have set: SIGURG passed silently, pending breakpoints
+	// on.
+	NoScript bool
 }
 
 // Result is what a Session printed (standard output and error merged),
@@ -85,15 +91,23 @@ const marker = "@@gdbtest@@"
 // fails); a timeout, a failure to start gdb or output that lacks the
 // markers is, and comes with the output so far in the Result.
 func (s *Session) Run() (*Result, error) {
-	script, err := WriteScript(s.Dir)
-	if err != nil {
-		return nil, err
+	args := append([]string{"-q", "-nx", "-batch", "-iex", "set auto-load safe-path /"}, s.Args...)
+	if s.NoScript {
+		args = append(args, "-iex", "handle SIGURG nostop noprint pass", "-iex", "set breakpoint pending on")
+	} else {
+		script, err := WriteScript(s.Dir)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-x", script)
 	}
-	args := []string{"-q", "-nx", "-batch", "-iex", "set auto-load safe-path /", "-x", script}
 	for i, c := range s.Cmds {
 		args = append(args, "-ex", fmt.Sprintf(`echo \n%s %d\n`, marker, i), "-ex", c)
 	}
-	args = append(args, "-ex", fmt.Sprintf(`echo \n%s end\n`, marker), s.Program)
+	args = append(args, "-ex", fmt.Sprintf(`echo \n%s end\n`, marker))
+	if s.Program != "" {
+		args = append(args, s.Program)
+	}
 	timeout := s.Timeout
 	if timeout == 0 {
 		timeout = 60 * time.Second

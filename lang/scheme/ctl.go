@@ -75,6 +75,7 @@ const startFrameSize = 32
 
 // Names of the runtime procedures and data every module contains.
 const (
+	symEnter         = "%enter"
 	symStart         = "%start"
 	symCapture       = "%capture"
 	symDisplayInt    = "%display-int"

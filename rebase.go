@@ -1,0 +1,243 @@
+package elfimage
+
+import (
+	"debug/elf"
+	"fmt"
+	"slices"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// SectionRebase is the name of the non-loaded section in which [Link]
+// records where the debug sections hold absolute addresses, so that
+// [Rebase] can move an image's debugging view to the address where it
+// runs.
+//
+// Contents (all numbers unsigned LEB128 unless noted): a version byte (1)
+// and an address-size byte, then one group per section that holds
+// addresses: the section header index, the number n ≥ 1 of addresses, and
+// n offsets in the section, the first as is and each later one as the
+// distance from the previous (at least the address size: the words do not
+// overlap). Each listed word is a little-endian address of the given size.
+// The words are the DW_FORM_addr values of .debug_info, the
+// DW_LNE_set_address operands of .debug_line, the tuple addresses of
+// .debug_aranges, the absolute entries of the location and range lists
+// and the initial_location of .debug_frame FDEs; relative encodings
+// (offset pairs, pc-relative .eh_frame pointers, the data-relative
+// .eh_frame_hdr table) are not listed because they do not change.
+const SectionRebase = ".elfimage.rebase"
+
+const rebaseVersion = 1
+
+// encodeRebase builds the contents of SectionRebase from the sections'
+// recorded address offsets (sections must have their indices assigned).
+func encodeRebase(secs []*section) []byte {
+	b := []byte{rebaseVersion, 8} // ELF64: 8-byte addresses
+	for _, s := range secs {
+		if len(s.addrs) == 0 {
+			continue
+		}
+		addrs := slices.Clone(s.addrs)
+		slices.Sort(addrs)
+		b = dwarf.AppendUleb128(b, uint64(s.index))
+		b = dwarf.AppendUleb128(b, uint64(len(addrs)))
+		prev := uint64(0)
+		for _, off := range addrs {
+			b = dwarf.AppendUleb128(b, off-prev)
+			prev = off
+		}
+	}
+	return b
+}
+
+// Rebase returns a copy of the image file data in which every address a
+// debugger or profiler reads is moved by base: the image as if linked at
+// base instead of 0. It is how a loaded image becomes visible to gdb
+// through the GDB JIT interface, which does not relocate the symbol files
+// it is given (GDB manual, "JIT Compilation Interface"): Rebase(file,
+// run-time base) is such a symbol file. What it changes:
+//
+//   - e_entry (when not 0); p_vaddr and p_paddr of PT_LOAD, PT_DYNAMIC,
+//     PT_GNU_EH_FRAME and PT_NOTE; sh_addr of every SHF_ALLOC section;
+//   - st_value of every .symtab symbol defined in an SHF_ALLOC section;
+//   - the address entries of .dynamic (DT_RELA, DT_STRTAB, DT_SYMTAB) and
+//     r_offset and the addend of each R_X86_64_RELATIVE relocation;
+//   - every word listed in [SectionRebase].
+//
+// Position-independent encodings (.eh_frame, .eh_frame_hdr, offset pairs
+// in location lists) stay valid as they are; .elfimage.procs keeps
+// link-time addresses, as the runtime's queries take them. The bytes of
+// loaded segments are copied as given: an image whose .data was already
+// relocated keeps its run-time values there.
+//
+// Errors are *FormatError (a malformed header, section table, symbol
+// table, dynamic table or rebase table, naming the field and its offset),
+// including an image without [SectionRebase] (written before it existed,
+// or by another linker). Cost: a copy of data plus time linear in the
+// number of headers, symbols and listed addresses.
+func Rebase(data []byte, base uint64) ([]byte, error) {
+	return rebase("", data, base)
+}
+
+func rebase(path string, data []byte, base uint64) ([]byte, error) {
+	secs, err := parseSections(path, data)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{path: path, data: data}
+	h := decodeHeader(data)
+	if h.Phentsize != phdrSize {
+		return nil, d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
+	}
+	if _, err := d.span(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table"); err != nil {
+		return nil, err
+	}
+	out := slices.Clone(data)
+	add := func(off uint64) { le.PutUint64(out[off:], le.Uint64(out[off:])+base) }
+
+	if h.Entry != 0 {
+		add(offEntry)
+	}
+	for i := range uint64(h.Phnum) {
+		off := h.Phoff + i*phdrSize
+		switch elf.ProgType(le.Uint32(data[off:])) {
+		case elf.PT_LOAD, elf.PT_DYNAMIC, elf.PT_GNU_EH_FRAME, elf.PT_NOTE:
+			add(off + 16) // p_vaddr
+			add(off + 24) // p_paddr
+		}
+	}
+	var rebaseSec *SectionHeader
+	for i := range secs {
+		s := &secs[i]
+		shdr := h.Shoff + uint64(i)*shdrSize
+		if s.Flags&elf.SHF_ALLOC != 0 {
+			add(shdr + 16) // sh_addr
+		}
+		switch {
+		case s.Type == elf.SHT_SYMTAB:
+			if err := rebaseSymbols(&d, s, secs, add); err != nil {
+				return nil, err
+			}
+		case s.Type == elf.SHT_DYNAMIC:
+			if err := rebaseDynamic(&d, s, add); err != nil {
+				return nil, err
+			}
+		case s.Type == elf.SHT_RELA && s.Flags&elf.SHF_ALLOC != 0:
+			if err := rebaseRela(&d, s, add); err != nil {
+				return nil, err
+			}
+		case s.Name == SectionRebase && rebaseSec == nil:
+			rebaseSec = s
+		}
+	}
+	if rebaseSec == nil {
+		return nil, d.errorf(h.Shoff, "section headers", "no %s section: the image's debug addresses cannot be moved", SectionRebase)
+	}
+	if err := applyRebaseTable(&d, rebaseSec, secs, add); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func rebaseSymbols(d *decoder, s *SectionHeader, secs []SectionHeader, add func(uint64)) error {
+	const symSize = 24
+	if s.Entsize != symSize || s.Size%symSize != 0 {
+		return d.errorf(s.Offset, "sh_entsize of "+s.Name, "entry size %d and size %d do not describe Elf64_Sym entries", s.Entsize, s.Size)
+	}
+	for off := s.Offset; off < s.Offset+s.Size; off += symSize {
+		shndx := le.Uint16(d.data[off+6:])
+		if shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
+			continue
+		}
+		if int(shndx) >= len(secs) {
+			return d.errorf(off+6, "st_shndx", "section index %d out of range (%d sections)", shndx, len(secs))
+		}
+		if secs[shndx].Flags&elf.SHF_ALLOC != 0 {
+			add(off + 8) // st_value
+		}
+	}
+	return nil
+}
+
+func rebaseDynamic(d *decoder, s *SectionHeader, add func(uint64)) error {
+	if s.Size%dynSize != 0 {
+		return d.errorf(s.Offset, "sh_size of "+s.Name, "size %d is not a multiple of %d", s.Size, dynSize)
+	}
+	for off := s.Offset; off < s.Offset+s.Size; off += dynSize {
+		switch elf.DynTag(le.Uint64(d.data[off:])) {
+		case elf.DT_NULL:
+			return nil
+		case elf.DT_RELA, elf.DT_STRTAB, elf.DT_SYMTAB:
+			add(off + 8)
+		}
+	}
+	return nil
+}
+
+func rebaseRela(d *decoder, s *SectionHeader, add func(uint64)) error {
+	if s.Size%relaSize != 0 {
+		return d.errorf(s.Offset, "sh_size of "+s.Name, "size %d is not a multiple of %d", s.Size, relaSize)
+	}
+	for off := s.Offset; off < s.Offset+s.Size; off += relaSize {
+		add(off) // r_offset
+		if elf.R_X86_64(le.Uint64(d.data[off+8:])&0xffffffff) == elf.R_X86_64_RELATIVE {
+			add(off + 16) // r_addend
+		}
+	}
+	return nil
+}
+
+func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add func(uint64)) error {
+	buf := dwarf.NewBuf(SectionRebase, le, d.data[rs.Offset:rs.Offset+rs.Size])
+	fail := func(err error) error {
+		fe := &FormatError{Path: d.path, Offset: rs.Offset, Field: SectionRebase, Msg: err.Error()}
+		if e, ok := err.(*dwarf.FormatError); ok {
+			fe.Offset, fe.Field, fe.Msg = rs.Offset+e.Offset, SectionRebase+" "+e.Field, e.Msg
+		}
+		return fe
+	}
+	if v := buf.U8("version"); v != rebaseVersion && buf.Err() == nil {
+		return fail(fmt.Errorf("version %d, want %d", v, rebaseVersion))
+	}
+	if n := buf.U8("address size"); n != 8 && buf.Err() == nil {
+		return fail(fmt.Errorf("address size %d, want 8", n))
+	}
+	for buf.Err() == nil && buf.Len() > 0 {
+		at := buf.Off()
+		idx := buf.Uleb("section index")
+		n := buf.Uleb("count")
+		if buf.Err() != nil {
+			break
+		}
+		if idx == 0 || idx >= uint64(len(secs)) {
+			return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d)", idx, len(secs))})
+		}
+		t := &secs[idx]
+		if t.Type == elf.SHT_NOBITS || t.Flags&elf.SHF_ALLOC != 0 {
+			return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d (%s) is not a non-loaded section with contents", idx, t.Name)})
+		}
+		if n == 0 || n > uint64(buf.Len()) {
+			return fail(&dwarf.FormatError{Offset: at, Field: "count", Msg: fmt.Sprintf("%d addresses in %d remaining bytes", n, buf.Len())})
+		}
+		off := uint64(0)
+		for i := range n {
+			at := buf.Off()
+			delta := buf.Uleb("offset")
+			if buf.Err() != nil {
+				break
+			}
+			if i > 0 && delta < 8 {
+				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d overlaps the one before (distance %d)", i, delta)})
+			}
+			if t.Size < 8 || delta > t.Size-8 || off+delta > t.Size-8 {
+				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d at offset %#x does not fit in %s (%#x bytes)", i, off+delta, t.Name, t.Size)})
+			}
+			off += delta
+			add(t.Offset + off)
+		}
+	}
+	if err := buf.Err(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
