@@ -95,8 +95,28 @@ var X86_64 = &Arch{
 	CodeAlign:     1,
 	DataAlign:     -8,
 	RelocRelative: uint32(elf.R_X86_64_RELATIVE),
-	regNames: []string{"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"},
+	regNames:      x86_64Names(),
+}
+
+// x86_64Names returns the names of the AMD64 psABI DWARF registers 0-66
+// (figure 3.36), spelled as binutils spells them: rip (the return
+// address), xmm0-15, st0-7, mm0-7, rflags, segment registers, fs.base,
+// gs.base, tr, ldtr, mxcsr, fcw, fsw.
+func x86_64Names() []string {
+	n := []string{"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"}
+	for i := range 16 {
+		n = append(n, fmt.Sprintf("xmm%d", i)) // 17-32
+	}
+	for i := range 8 {
+		n = append(n, fmt.Sprintf("st%d", i)) // 33-40
+	}
+	for i := range 8 {
+		n = append(n, fmt.Sprintf("mm%d", i)) // 41-48
+	}
+	n = append(n, "rflags", "es", "cs", "ss", "ds", "fs", "gs", "r56", "r57", // 49-57
+		"fs.base", "gs.base", "r60", "r61", "tr", "ldtr", "mxcsr", "fcw", "fsw") // 58-66
+	return n
 }
 
 // AArch64 is the Arm 64-bit ABI (AAPCS64). Images are not yet written for it,

@@ -589,30 +589,35 @@ type CFA uint8
 
 // CFA values.
 const (
-	DW_CFA_nop                          CFA = 0x0
-	DW_CFA_set_loc                      CFA = 0x1
-	DW_CFA_advance_loc1                 CFA = 0x2
-	DW_CFA_advance_loc2                 CFA = 0x3
-	DW_CFA_advance_loc4                 CFA = 0x4
-	DW_CFA_offset_extended              CFA = 0x5
-	DW_CFA_restore_extended             CFA = 0x6
-	DW_CFA_undefined                    CFA = 0x7
-	DW_CFA_same_value                   CFA = 0x8
-	DW_CFA_register                     CFA = 0x9
-	DW_CFA_remember_state               CFA = 0xa
-	DW_CFA_restore_state                CFA = 0xb
-	DW_CFA_def_cfa                      CFA = 0xc
-	DW_CFA_def_cfa_register             CFA = 0xd
-	DW_CFA_def_cfa_offset               CFA = 0xe
-	DW_CFA_def_cfa_expression           CFA = 0xf
-	DW_CFA_expression                   CFA = 0x10
-	DW_CFA_offset_extended_sf           CFA = 0x11
-	DW_CFA_def_cfa_sf                   CFA = 0x12
-	DW_CFA_def_cfa_offset_sf            CFA = 0x13
-	DW_CFA_val_offset                   CFA = 0x14
-	DW_CFA_val_offset_sf                CFA = 0x15
-	DW_CFA_val_expression               CFA = 0x16
-	DW_CFA_GNU_window_save              CFA = 0x2d
+	DW_CFA_nop                CFA = 0x0
+	DW_CFA_set_loc            CFA = 0x1
+	DW_CFA_advance_loc1       CFA = 0x2
+	DW_CFA_advance_loc2       CFA = 0x3
+	DW_CFA_advance_loc4       CFA = 0x4
+	DW_CFA_offset_extended    CFA = 0x5
+	DW_CFA_restore_extended   CFA = 0x6
+	DW_CFA_undefined          CFA = 0x7
+	DW_CFA_same_value         CFA = 0x8
+	DW_CFA_register           CFA = 0x9
+	DW_CFA_remember_state     CFA = 0xa
+	DW_CFA_restore_state      CFA = 0xb
+	DW_CFA_def_cfa            CFA = 0xc
+	DW_CFA_def_cfa_register   CFA = 0xd
+	DW_CFA_def_cfa_offset     CFA = 0xe
+	DW_CFA_def_cfa_expression CFA = 0xf
+	DW_CFA_expression         CFA = 0x10
+	DW_CFA_offset_extended_sf CFA = 0x11
+	DW_CFA_def_cfa_sf         CFA = 0x12
+	DW_CFA_def_cfa_offset_sf  CFA = 0x13
+	DW_CFA_val_offset         CFA = 0x14
+	DW_CFA_val_offset_sf      CFA = 0x15
+	DW_CFA_val_expression     CFA = 0x16
+	DW_CFA_MIPS_advance_loc8  CFA = 0x1d
+	DW_CFA_GNU_window_save    CFA = 0x2d
+	// DW_CFA_AARCH64_negate_ra_state shares its opcode with
+	// DW_CFA_GNU_window_save: on AArch64 it toggles whether the return
+	// address is signed (pointer authentication).
+	DW_CFA_AARCH64_negate_ra_state      CFA = 0x2d
 	DW_CFA_GNU_args_size                CFA = 0x2e
 	DW_CFA_GNU_negative_offset_extended CFA = 0x2f
 	DW_CFA_advance_loc                  CFA = 0x40
@@ -644,6 +649,7 @@ var namesCFA = map[CFA]string{
 	DW_CFA_val_offset:                   "DW_CFA_val_offset",
 	DW_CFA_val_offset_sf:                "DW_CFA_val_offset_sf",
 	DW_CFA_val_expression:               "DW_CFA_val_expression",
+	DW_CFA_MIPS_advance_loc8:            "DW_CFA_MIPS_advance_loc8",
 	DW_CFA_GNU_window_save:              "DW_CFA_GNU_window_save",
 	DW_CFA_GNU_args_size:                "DW_CFA_GNU_args_size",
 	DW_CFA_GNU_negative_offset_extended: "DW_CFA_GNU_negative_offset_extended",
@@ -838,6 +844,7 @@ const (
 	DW_EH_PE_udata2   EHPE = 0x2
 	DW_EH_PE_udata4   EHPE = 0x3
 	DW_EH_PE_udata8   EHPE = 0x4
+	DW_EH_PE_signed   EHPE = 0x8 // an address-sized signed value
 	DW_EH_PE_sleb128  EHPE = 0x9
 	DW_EH_PE_sdata2   EHPE = 0xa
 	DW_EH_PE_sdata4   EHPE = 0xb
@@ -857,6 +864,7 @@ var namesEHPE = map[EHPE]string{
 	DW_EH_PE_udata2:   "DW_EH_PE_udata2",
 	DW_EH_PE_udata4:   "DW_EH_PE_udata4",
 	DW_EH_PE_udata8:   "DW_EH_PE_udata8",
+	DW_EH_PE_signed:   "DW_EH_PE_signed",
 	DW_EH_PE_sleb128:  "DW_EH_PE_sleb128",
 	DW_EH_PE_sdata2:   "DW_EH_PE_sdata2",
 	DW_EH_PE_sdata4:   "DW_EH_PE_sdata4",

@@ -8,7 +8,16 @@
 // x86-64 and AArch64 alike, and on any ELF with .eh_frame, not only
 // elfimage's.
 //
-// [Unwinder.Step] computes one caller frame and allocates nothing.
+// [Unwinder.Step] computes one caller frame and allocates nothing (the
+// Unwinder is the reusable context: the CFA machine's state, the FDE and
+// the row live in it). Memory is read through the [Memory] interface:
+// [Local] reads the calling process (faults become errors), [Snapshot] a
+// copied stack, [Remote] another process (process_vm_readv). Signal frames
+// (CIE augmentation "S") are handled: the frame they interrupted is looked
+// up at its exact pc, not pc-1. On AArch64, return addresses signed with
+// pointer authentication (DW_CFA_AARCH64_negate_ra_state) are stripped
+// ([Unwinder.PACMask]). A walk ends cleanly with [ErrOutermost] at a frame
+// whose return-address rule is undefined or whose return address is 0.
 // FDEs are found through a [Finder]: [Source] serves one module's
 // .eh_frame_hdr and .eh_frame at their run-time addresses, [Sources] tries
 // several modules; a process-wide registry can implement Finder itself.
@@ -168,6 +177,14 @@ type Unwinder struct {
 	Arch   *arch.Arch
 	Finder Finder
 	Mem    Memory
+	// PACMask is, on AArch64, the set of address bits that hold a pointer
+	// authentication code in a signed return address (one whose row has
+	// DW_CFA_AARCH64_negate_ra_state in effect, frame.Row.RASigned). They
+	// are cleared from such a return address before it becomes the
+	// caller's pc. Zero means bits 48 to 63 (Linux user space with 48-bit
+	// virtual addresses); set it from the kernel's NT_ARM_PAC_MASK when
+	// known.
+	PACMask uint64
 
 	exec frame.Exec
 	fde  frame.ParsedFDE
@@ -218,8 +235,9 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 // sets cur.CFA and cur.Signal, and writes the caller's frame to caller:
 // each register per its rule (values saved in memory are read through
 // Mem), SP = CFA unless a rule says otherwise, PC = the return-address
-// column. Registers without a rule keep their value (as GCC's unwinder
-// does); undefined ones become unknown.
+// column (with its pointer authentication code removed, see PACMask, when
+// the row says it is signed). Registers without a rule keep their value
+// (as GCC's unwinder does); undefined ones become unknown.
 //
 // Step returns [ErrOutermost] when cur is the outermost frame (PC 0, an
 // undefined return-address rule, or a return address of 0), an error
@@ -270,17 +288,20 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 	cur.CFA = cfa
 	cur.Signal = u.fde.CIE.Signal
 
-	caller.Regs = Regs{}
+	// Registers without a rule (or same_value) keep their value; then each
+	// rule of the row, reading only cur, so rules do not see each other.
 	n := min(a.NumRegs, MaxRegs)
-	for i := range n {
-		reg := arch.Reg(i)
-		rule := row.Rule(reg)
+	caller.Regs = cur.Regs
+	caller.Regs.valid &= 1<<n - 1
+	for j := 0; j < row.NumRules(); j++ {
+		reg, rule := row.RuleAt(j)
+		if int(reg) >= n {
+			continue
+		}
 		switch rule.Kind {
 		case frame.RuleUnspecified, frame.RuleSameValue:
-			if v, ok := cur.Regs.Get(reg); ok {
-				caller.Regs.Set(reg, v)
-			}
 		case frame.RuleUndefined:
+			caller.Regs.Clear(reg)
 		case frame.RuleOffset:
 			addr := cfa + uint64(rule.Offset)
 			v, err := u.Mem.ReadUint64(addr)
@@ -293,6 +314,8 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 		case frame.RuleRegister:
 			if v, ok := cur.Regs.Get(rule.Reg); ok {
 				caller.Regs.Set(reg, v)
+			} else {
+				caller.Regs.Clear(reg)
 			}
 		case frame.RuleExpression, frame.RuleValExpression:
 			r, err := u.eval(rule.Expr, cur, cfa, true, true)
@@ -325,6 +348,14 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 	ra, ok := caller.Regs.Get(a.RA)
 	if !ok {
 		return fmt.Errorf("%w: return address at pc %#x", ErrUnknownRegister, cur.PC)
+	}
+	if row.RASigned {
+		mask := u.PACMask
+		if mask == 0 {
+			mask = 0xffff_0000_0000_0000
+		}
+		ra &^= mask
+		caller.Regs.Set(a.RA, ra)
 	}
 	if ra == 0 {
 		return ErrOutermost

@@ -267,22 +267,36 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
+// FuzzStep walks arbitrary CFI over arbitrary stack memory, for x86-64 or
+// AArch64, with and without an .eh_frame_hdr: no panic, a bounded walk.
 func FuzzStep(f *testing.F) {
 	src := testSource(f)
 	eh := src.Sec.Data()
 	m, fr := testStack()
-	f.Add(eh, m.b, fr.PC, uint64(0x7800-16-0x30-32))
-	f.Add(eh, m.b, uint64(sig+4), uint64(0x7100))
-	f.Fuzz(func(t *testing.T, eh, stack []byte, pc, sp uint64) {
+	f.Add(eh, m.b, fr.PC, uint64(0x7800-16-0x30-32), false)
+	f.Add(eh, m.b, uint64(sig+4), uint64(0x7100), false)
+	a64 := a64Source(f)
+	sm, af := a64Stack()
+	sp, _ := af.Regs.Get(a64SP)
+	f.Add(a64.Sec.Data(), sm.Data, af.PC, sp, true)
+	f.Fuzz(func(t *testing.T, eh, stack []byte, pc, sp uint64, aarch64 bool) {
 		fi, err := frame.NewFinder(eh, ehAddr, nil, 0, binary.LittleEndian, 8)
 		if err != nil {
 			return
 		}
+		a := arch.X86_64
+		if aarch64 {
+			a = arch.AArch64
+		}
 		var regs Regs
-		regs.Set(rsp, sp)
-		regs.Set(rbp, sp+16)
-		u := New(arch.X86_64, fi, &stackMem{base: 0x7000, b: stack})
+		regs.Set(a.SP, sp)
+		regs.Set(a.FP, sp+16)
+		regs.Set(a.RA, pc+4)
+		u := New(a, fi, &Snapshot{Base: 0x7000, Data: stack})
 		pcs := make([]uint64, 16)
-		_, _ = u.Walk(FirstFrame(arch.X86_64, pc, regs), pcs)
+		n, _ := u.Walk(FirstFrame(a, pc, regs), pcs)
+		if n > len(pcs) {
+			t.Fatalf("%d frames", n)
+		}
 	})
 }

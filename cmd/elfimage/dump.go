@@ -25,11 +25,15 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	infoFlag := fs.Bool("info", false, "print the DIE tree of .debug_info with every attribute")
 	procsFlag := fs.Bool("procs", false, "print the procedure table (.elfimage.procs): ranges, arity, argument names, defaults, docstrings, properties")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
+	framesInterp := fs.Bool("frames-interp", false, "print the call frame table of every CIE and FDE in .eh_frame and .debug_frame of any ELF file, as readelf --debug-dump=frames-interp does")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one image file, got %d arguments", errUsage, fs.NArg())
+	}
+	if *framesInterp {
+		return dumpFramesInterp(stdout, fs.Arg(0))
 	}
 	if ok, err := dumpOther(stdout, fs.Arg(0)); ok || err != nil {
 		return err

@@ -17,8 +17,9 @@ const MaxInsns = 1 << 20
 // the Insn are in bytes (already multiplied by the alignment factors); PC is
 // the location the instruction takes effect at, as a byte offset from the
 // FDE's start (0 for a CIE's initial instructions). Advances
-// (DW_CFA_advance_loc*, DW_CFA_set_loc) decode to [OpAdvanceLoc] with the new
-// location in PC; DW_CFA_GNU_window_save decodes to [OpNop].
+// (DW_CFA_advance_loc*, DW_CFA_MIPS_advance_loc8, DW_CFA_set_loc) decode to
+// [OpAdvanceLoc] with the new location in PC; DW_CFA_GNU_window_save
+// (DW_CFA_AARCH64_negate_ra_state) decodes to [OpNegateRAState].
 type Decoded struct {
 	Off  uint64    // section offset of the opcode byte
 	Code dwarf.CFA // the opcode; for the three primary opcodes without the low 6 bits
@@ -55,7 +56,7 @@ func (r *insnReader) reg(field string) arch.Reg {
 
 func (r *insnReader) advance(d *Decoded, delta uint64) {
 	f := delta * r.cie.CodeAlign
-	if r.cie.CodeAlign != 0 && f/r.cie.CodeAlign != delta || r.loc+f < r.loc {
+	if r.cie.CodeAlign != 0 && f/r.cie.CodeAlign != delta || r.loc+f < r.loc || r.start+r.loc+f < r.start {
 		r.b.FailAt(d.Off, d.Code.String(), "advance overflows")
 		return
 	}
@@ -93,8 +94,10 @@ func (r *insnReader) next(d *Decoded) bool {
 	}
 	d.Code = dwarf.CFA(op)
 	switch d.Code {
-	case dwarf.DW_CFA_nop, dwarf.DW_CFA_GNU_window_save:
+	case dwarf.DW_CFA_nop:
 		d.Op = OpNop
+	case dwarf.DW_CFA_AARCH64_negate_ra_state:
+		d.Op = OpNegateRAState
 	case dwarf.DW_CFA_set_loc:
 		var a uint64
 		if r.isEH {
@@ -113,6 +116,8 @@ func (r *insnReader) next(d *Decoded) bool {
 		r.advance(d, uint64(r.b.U16("delta")))
 	case dwarf.DW_CFA_advance_loc4:
 		r.advance(d, uint64(r.b.U32("delta")))
+	case dwarf.DW_CFA_MIPS_advance_loc8:
+		r.advance(d, r.b.U64("delta"))
 	case dwarf.DW_CFA_offset_extended:
 		d.Op, d.Reg = OpOffset, r.reg("register")
 		d.Offset = int64(r.b.Uleb("offset")) * da

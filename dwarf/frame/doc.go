@@ -20,9 +20,13 @@
 //     encoding.
 //   - [DecodeInsns] turns instruction bytes into [Decoded] instructions,
 //     exactly as read, for dumps.
-//   - [Exec] runs them: [Exec.RowAt] gives the [Row] (CFA rule and
-//     register rules) in effect at a pc without allocating, [Table] every
-//     row of an FDE.
+//   - [Exec] runs them (the full DWARF 5 instruction set plus
+//     DW_CFA_GNU_args_size, DW_CFA_GNU_negative_offset_extended,
+//     DW_CFA_GNU_window_save / DW_CFA_AARCH64_negate_ra_state and
+//     DW_CFA_MIPS_advance_loc8, with a bounded DW_CFA_remember_state
+//     stack): [Exec.RowAt] gives the [Row] (CFA rule and register rules)
+//     in effect at a pc without allocating, [Table] every row of an FDE,
+//     [Exec.InitialRow] the row a CIE's initial instructions define.
 //
 // [Finder] finds the FDE covering a pc through .eh_frame_hdr ([Hdr]) by
 // binary search, or by a linear scan of the section when there is no usable

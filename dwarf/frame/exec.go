@@ -91,6 +91,11 @@ type Row struct {
 	Loc, End uint64 // the addresses the row covers, [Loc, End)
 	CFA      Rule   // RuleCFA or RuleCFAExpression (RuleUnspecified if never defined)
 	ArgsSize uint64 // DW_CFA_GNU_args_size in effect (bytes)
+	// RASigned is the AArch64 RA_SIGN_STATE pseudo-register: true when an
+	// odd number of DW_CFA_AARCH64_negate_ra_state instructions were
+	// executed, meaning the saved return address carries a pointer
+	// authentication code that must be stripped before use.
+	RASigned bool
 	n        int
 	cols     [MaxRowRegs]arch.Reg
 	rules    [MaxRowRegs]Rule
@@ -114,6 +119,24 @@ func (r *Row) NumRules() int { return r.n }
 // RuleAt returns the i'th register and its rule, 0 <= i < NumRules, in the
 // order the registers were first mentioned.
 func (r *Row) RuleAt(i int) (arch.Reg, Rule) { return r.cols[i], r.rules[i] }
+
+// reset makes r the empty row without clearing all of its arrays.
+func (r *Row) reset() {
+	r.Loc, r.End, r.CFA, r.ArgsSize, r.RASigned = 0, 0, Rule{}, 0, false
+	clear(r.rules[:r.n])
+	r.n = 0
+}
+
+// copyFrom makes r a copy of src, copying only the rules in use.
+func (r *Row) copyFrom(src *Row) {
+	r.Loc, r.End, r.CFA, r.ArgsSize, r.RASigned = src.Loc, src.End, src.CFA, src.ArgsSize, src.RASigned
+	if r.n > src.n {
+		clear(r.rules[src.n:r.n])
+	}
+	r.n = src.n
+	copy(r.cols[:src.n], src.cols[:src.n])
+	copy(r.rules[:src.n], src.rules[:src.n])
+}
 
 func (r *Row) set(reg arch.Reg, rule Rule) bool {
 	for i := 0; i < r.n; i++ {
@@ -171,14 +194,20 @@ func Table(fde *ParsedFDE) ([]Row, error) {
 	return out, err
 }
 
-func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
-	s := fde.sec
-	if s == nil {
-		return fmt.Errorf("frame: ParsedFDE not read from a Section")
-	}
-	cie := &fde.CIE
+// InitialRow computes into row the row the initial instructions of cie
+// (read from s) define: the rules in effect at the first address of every
+// FDE using it, as readelf --debug-dump=frames-interp prints under a CIE.
+// row.Loc and row.End are 0. Errors are as for [Exec.RowAt]; advances in
+// initial instructions are ignored, as DWARF 5 section 6.4.1 leaves them
+// meaningless. Cost: O(initial instructions); no allocation after the
+// first calls.
+func (e *Exec) InitialRow(s *Section, cie *ParsedCIE, row *Row) error {
+	return e.runCIE(s, cie, row)
+}
+
+func (e *Exec) runCIE(s *Section, cie *ParsedCIE, row *Row) error {
 	e.depth = 0
-	*row = Row{}
+	row.reset()
 	r := s.insnReader(cie, cie.Initial, cie.InitialOff, 0)
 	var d Decoded
 	for r.next(&d) {
@@ -189,14 +218,24 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
 			r.b.FailAt(d.Off, d.Code.String(), msg)
 		}
 	}
-	if err := r.b.Err(); err != nil {
+	return r.b.Err()
+}
+
+func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
+	s := fde.sec
+	if s == nil {
+		return fmt.Errorf("frame: ParsedFDE not read from a Section")
+	}
+	cie := &fde.CIE
+	if err := e.runCIE(s, cie, row); err != nil {
 		return err
 	}
-	e.init = *row
+	e.init.copyFrom(row)
+	var d Decoded
 	e.depth = 0
 	end := fde.Start + fde.Size
 	row.Loc = fde.Start
-	r = s.insnReader(cie, fde.Insns, fde.InsnsOff, fde.Start)
+	r := s.insnReader(cie, fde.Insns, fde.InsnsOff, fde.Start)
 	for r.next(&d) {
 		if d.Op == OpAdvanceLoc {
 			loc := fde.Start + d.PC
@@ -282,7 +321,7 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 		if e.depth == len(e.stack) {
 			e.stack = append(e.stack, Row{})
 		}
-		e.stack[e.depth] = *row
+		e.stack[e.depth].copyFrom(row)
 		e.depth++
 	case OpRestoreState:
 		if e.depth == 0 {
@@ -290,10 +329,12 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 		}
 		e.depth--
 		loc := row.Loc
-		*row = e.stack[e.depth]
+		row.copyFrom(&e.stack[e.depth])
 		row.Loc = loc
 	case OpArgsSize:
 		row.ArgsSize = uint64(d.Offset)
+	case OpNegateRAState:
+		row.RASigned = !row.RASigned
 	default:
 		return fmt.Sprintf("unexpected op %v", d.Op)
 	}

@@ -12,9 +12,12 @@ import (
 func exercise(sec *Section) {
 	var e Exec
 	var row Row
+	sec.Bases = Bases{Text: textBase, Data: dataBase, HasText: true, HasData: true}
+	sec.Indirect = mapMem{0x50000: 0x123000, 0x50008: 0}
 	_ = sec.Entries(func(c *ParsedCIE, f *ParsedFDE) bool {
 		if c != nil {
 			_, _ = sec.DecodeInsns(c, nil)
+			_ = e.InitialRow(sec, c, &row)
 			return true
 		}
 		_, _ = sec.DecodeInsns(nil, f)
@@ -47,6 +50,12 @@ func FuzzEHFrame(f *testing.F) {
 		f.Add(b, enc.AddrSize == 8, enc.ByteOrder == binary.BigEndian)
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0}, true, false)
+	// Hand-built: every pointer format and application, aligned and
+	// indirect pointers, augmentations P, L, R.
+	for _, enc := range []dwarf.EHPE{0x00, 0x01, 0x02, 0x03, 0x04, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x1b, 0x23, 0x3b, 0x50, 0x80} {
+		s, _, _, _ := buildEH(enc, enc, enc&0x0f|dwarf.DW_EH_PE_funcrel, 0x1234, 0x1234, 0x10)
+		f.Add(s.b, true, false)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, addr8, big bool) {
 		as := uint8(4)
 		if addr8 {
@@ -69,6 +78,8 @@ func FuzzDebugFrame(f *testing.F) {
 		}
 		f.Add(b, enc.AddrSize == 8, enc.ByteOrder == binary.BigEndian)
 	}
+	f.Add(debugFrame64(), true, false)
+	f.Add(allInsnsFDE(), true, false)
 	f.Fuzz(func(t *testing.T, data []byte, addr8, big bool) {
 		as := uint8(4)
 		if addr8 {

@@ -164,8 +164,42 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 // HasTable reports whether the header's table can be binary searched.
 func (h *Hdr) HasTable() bool { return h.entrySize != 0 }
 
+// fastField decodes the table field at offset off (in bounds: checked by
+// ParseEHFrameHdr) for the common encodings, datarel or absolute
+// sdata4/udata4/sdata8/udata8; ok is false for others.
+func (h *Hdr) fastField(off uint64) (v uint64, ok bool) {
+	var base uint64
+	switch h.TableEnc & 0x70 {
+	case dwarf.DW_EH_PE_datarel:
+		base = h.p.bases.Data
+	case dwarf.DW_EH_PE_absptr:
+	default:
+		return 0, false
+	}
+	switch h.TableEnc & 0x0f {
+	case dwarf.DW_EH_PE_sdata4:
+		v = uint64(int64(int32(h.order.Uint32(h.data[off:]))))
+	case dwarf.DW_EH_PE_udata4:
+		v = uint64(h.order.Uint32(h.data[off:]))
+	case dwarf.DW_EH_PE_sdata8, dwarf.DW_EH_PE_udata8:
+		v = h.order.Uint64(h.data[off:])
+	default:
+		return 0, false
+	}
+	v += base
+	if h.p.addrSize == 4 {
+		v &= 0xffffffff
+	}
+	return v, true
+}
+
 // entry decodes table entry i.
 func (h *Hdr) entry(i uint64) (loc, fde uint64, err error) {
+	off := h.tableOff + i*h.entrySize
+	if l, ok := h.fastField(off); ok {
+		f, _ := h.fastField(off + h.entrySize/2)
+		return l, f, nil
+	}
 	b := dwarf.MakeBuf(".eh_frame_hdr", h.order, h.data)
 	b.Seek(h.tableOff+i*h.entrySize, "table")
 	loc = h.p.read(&b, h.TableEnc, "initial_location", 0, false)

@@ -50,6 +50,14 @@ type Insn struct {
 // given, the encoder emits the advance and nothing else.
 const OpAdvanceLoc Op = OpArgsSize + 1
 
+// OpNegateRAState is DW_CFA_AARCH64_negate_ra_state (opcode 0x2d, shared
+// with DW_CFA_GNU_window_save): it toggles whether the return address is
+// signed by pointer authentication (AArch64 PAC-RET) from this location on;
+// [Row.RASigned] records the state. On SPARC the same opcode means
+// DW_CFA_GNU_window_save, which this package does not model beyond
+// recording it.
+const OpNegateRAState Op = OpAdvanceLoc + 1
+
 var opNames = [...]string{
 	OpNop:              "nop",
 	OpDefCFA:           "def_cfa",
@@ -68,6 +76,7 @@ var opNames = [...]string{
 	OpRestoreState:     "restore_state",
 	OpArgsSize:         "args_size",
 	OpAdvanceLoc:       "advance_loc",
+	OpNegateRAState:    "negate_ra_state",
 }
 
 // String returns the operation's name in the spec's words without the

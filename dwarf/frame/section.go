@@ -64,6 +64,11 @@ func (p *pointers) read(b *dwarf.Buf, enc dwarf.EHPE, field string, funcBase uin
 		v = uint64(b.U32(field))
 	case dwarf.DW_EH_PE_udata8:
 		v = b.U64(field)
+	case dwarf.DW_EH_PE_signed:
+		v = b.Addr(p.addrSize, field)
+		if p.addrSize == 4 {
+			v = uint64(int64(int32(uint32(v))))
+		}
 	case dwarf.DW_EH_PE_sleb128:
 		v = uint64(b.Sleb(field))
 	case dwarf.DW_EH_PE_sdata2:
@@ -129,9 +134,14 @@ func validEnc(enc dwarf.EHPE) bool {
 		return true
 	}
 	switch enc & 0x0f {
-	case 0, 1, 2, 3, 4, 9, 10, 11, 12:
+	case 0, 1, 2, 3, 4, 8, 9, 10, 11, 12:
 	default:
 		return false
+	}
+	if enc&0x70 == dwarf.DW_EH_PE_aligned {
+		// LSB 5.0 table 10.3 (and GCC's unwinder) know only the exact
+		// value DW_EH_PE_aligned: an aligned absolute pointer.
+		return enc == dwarf.DW_EH_PE_aligned
 	}
 	return enc&0x70 <= dwarf.DW_EH_PE_aligned
 }
@@ -145,8 +155,12 @@ type Section struct {
 	// DW_EH_PE_datarel pointers; set them before use if the section has
 	// such pointers (GCC never emits them on x86-64 or AArch64).
 	Bases Bases
-	// Indirect, if set, resolves DW_EH_PE_indirect pointers; without it
-	// they fail as unsupported.
+	// Indirect, if set, resolves DW_EH_PE_indirect pointers (it reads the
+	// address space the section describes). Without it an indirect
+	// personality or LSDA pointer is returned not dereferenced (see
+	// ParsedCIE.PersonalityIndirect and ParsedFDE.LSDAIndirect), and an
+	// indirect FDE pointer encoding (augmentation R) or DW_CFA_set_loc
+	// operand fails with a *dwarf.FormatError.
 	Indirect PointerReader
 
 	fl       flavor
@@ -388,7 +402,7 @@ func (s *Section) parseCIE(b *dwarf.Buf, h header, c *ParsedCIE) {
 			case 'R':
 				eOff := b.Off()
 				c.FDEEnc = dwarf.EHPE(b.U8("FDE pointer encoding"))
-				if c.FDEEnc == dwarf.DW_EH_PE_omit || !validEnc(c.FDEEnc) || c.FDEEnc&dwarf.DW_EH_PE_indirect != 0 {
+				if c.FDEEnc == dwarf.DW_EH_PE_omit || !validEnc(c.FDEEnc) || c.FDEEnc&dwarf.DW_EH_PE_indirect != 0 && s.Indirect == nil {
 					b.FailAt(eOff, "FDE pointer encoding", fmt.Sprintf("unsupported encoding %#x", uint8(c.FDEEnc)))
 				}
 			case 'L':

@@ -501,6 +501,8 @@ func appendInsn(b []byte, c *CIE, in Insn) ([]byte, error) {
 			return nil, fmt.Errorf("negative args size %d", in.Offset)
 		}
 		return uleb(append(b, byte(dwarf.DW_CFA_GNU_args_size)), uint64(in.Offset)), nil
+	case OpNegateRAState:
+		return append(b, byte(dwarf.DW_CFA_AARCH64_negate_ra_state)), nil
 	}
 	return nil, fmt.Errorf("unknown op %d", in.Op)
 }

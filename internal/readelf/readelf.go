@@ -244,6 +244,10 @@ func ParseFramesInterp(text string) ([]InterpEntry, error) {
 			}
 			continue
 		}
+		if len(f) == 3 && f[1] == "ZERO" && f[2] == "terminator" {
+			cur = nil // the end of .eh_frame, not a row
+			continue
+		}
 		if cur == nil {
 			continue
 		}
