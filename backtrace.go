@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/elfimage/elfimage/addrmap"
 	"sync"
 
 	"github.com/elfimage/elfimage/arch"
@@ -155,15 +156,28 @@ func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame
 	cur.First = !opts.AtCall
 	u := unwind.New(a, imageFinder{}, mem)
 	var frames []Frame
+	// Hold every image the walk reads (Acquire) so that a concurrent
+	// Close cannot unmap it under the unwinder; release them at the end.
+	var refs []*addrmap.Ref[*Image]
+	defer func() {
+		for _, r := range refs {
+			r.Release()
+		}
+	}()
 	for len(frames) < max {
-		var caller unwind.Frame
-		err := u.Step(&cur, &caller) // sets cur.CFA when it gets that far
-		f := Frame{PC: cur.PC, CFA: cur.CFA}
 		lookup := cur.PC
 		if !cur.First {
 			lookup-- // a return address may be just past its procedure
 		}
-		if im, lerr := Lookup(uintptr(lookup)); lerr == nil {
+		var im *Image
+		if ref, lerr := Acquire(uintptr(lookup)); lerr == nil {
+			refs = append(refs, ref)
+			im = ref.Value()
+		}
+		var caller unwind.Frame
+		err := u.Step(&cur, &caller) // sets cur.CFA when it gets that far
+		f := Frame{PC: cur.PC, CFA: cur.CFA}
+		if im != nil {
 			f.Image = im
 			f.describe(im, im.LinkAddr(uintptr(lookup)), &cur, mem, opts.Locals)
 		}

@@ -149,10 +149,13 @@ func (im *Image) EHFrameHdr() []byte { return im.ehFrameHdr }
 // segment (add [Image.Base] for its run-time address), or 0 when absent.
 func (im *Image) EHFrameHdrAddr() uint64 { return im.ehFrameHdrAddr }
 
-// Close unregisters the image from [Lookup] and unmaps it. It is
-// idempotent: later calls return nil. Safe unload is not yet implemented:
-// the caller must make sure no goroutine still uses the image's memory
-// (including a value obtained from [Lookup] before Close).
+// Close unregisters the image from [Lookup] and [Acquire] at once and
+// unmaps it once no reader holds it: before Close returns when no
+// addrmap.Ref obtained from [Acquire] is held, otherwise in the goroutine
+// whose Ref.Release drops the last one (Close does not wait; an munmap
+// error is then discarded). It is idempotent: later calls return nil. A
+// value obtained from [Lookup] is not protected: its user must make sure
+// Close is not called meanwhile.
 func (im *Image) Close() error {
 	im.closeMu.Lock()
 	defer im.closeMu.Unlock()
@@ -162,8 +165,15 @@ func (im *Image) Close() error {
 	im.closed = true
 	gdbErr := im.unpublishLocked()
 	notifyDebuggerUnloaded(im)
-	registry.Remove(im.Base())
-	return errors.Join(gdbErr, unmap(im.mem))
+	var unmapErr error // written by the free function; read only when it ran here
+	switch removed, freed := registry.RemoveFunc(im.Base(), func(im *Image) { unmapErr = unmap(im.mem) }); {
+	case !removed: // not registered
+		return errors.Join(gdbErr, unmap(im.mem))
+	case freed:
+		return errors.Join(gdbErr, unmapErr)
+	default: // a reader holds the image: its last Release unmaps it
+		return gdbErr
+	}
 }
 
 // Section returns the bytes [sh_offset, sh_offset+sh_size) of the first

@@ -45,9 +45,17 @@ var liveMappings atomic.Int64
 // wrapped, so that a miss allocates nothing). Lookup takes no lock,
 // allocates nothing and costs O(log n) in the number of open images.
 //
-// Safe unload is not yet implemented: the image returned may be closed by
-// its owner at any time afterwards, and must not be used after that.
+// Lookup does not keep the image mapped: its owner may Close it at any time
+// afterwards, and it must not be used after that. Use [Acquire] when another
+// goroutine may close the image.
 func Lookup(pc uintptr) (*Image, error) { return registry.Lookup(pc) }
+
+// Acquire is [Lookup] that holds the image: it stays mapped, even if it is
+// closed meanwhile, until the caller calls Release on the returned Ref
+// (exactly once); ref.Value() is the image. When no open image contains pc
+// it returns nil and addrmap.ErrNotFound itself. Acquire takes no lock,
+// allocates nothing and costs O(log n) plus one compare-and-swap.
+func Acquire(pc uintptr) (*addrmap.Ref[*Image], error) { return registry.Acquire(pc) }
 
 // Images returns the open images in increasing address order (a snapshot;
 // allocates the slice).

@@ -152,6 +152,15 @@ func TestAgainstModel(t *testing.T) {
 			if found != (err == nil) || (found && v != want) {
 				t.Fatalf("Lookup(%d) = %d, %v; model %d, %v", pc, v, err, want, found)
 			}
+			ref, err := m.Acquire(pc)
+			if found != (err == nil) || (found && (ref.Value() != want || !ref.Range().Contains(pc))) {
+				t.Fatalf("Acquire(%d) = %v, %v; model %d, %v", pc, ref, err, want, found)
+			}
+			if err == nil {
+				ref.Release()
+			} else if ref != nil || err != ErrNotFound {
+				t.Fatalf("Acquire(%d) miss = %v, %v; want nil, ErrNotFound itself", pc, ref, err)
+			}
 		}
 		if m.Len() != len(model) {
 			t.Fatalf("Len = %d, model %d", m.Len(), len(model))
@@ -238,19 +247,6 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	stop.Store(true)
 	rg.Wait()
-}
-
-func BenchmarkLookup(b *testing.B) {
-	var m Map[int]
-	for i := range 1000 {
-		m.Insert(uintptr(i)*0x10000, uintptr(i)*0x10000+0x8000, i)
-	}
-	b.ReportAllocs()
-	pc := uintptr(0)
-	for b.Loop() {
-		pc = (pc + 0x10007*31) % (1000 * 0x10000)
-		m.Lookup(pc)
-	}
 }
 
 func BenchmarkInsertRemove(b *testing.B) {

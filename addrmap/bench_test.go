@@ -1,0 +1,118 @@
+package addrmap
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchSizes are the entry counts measured, matching the _dl_find_object
+// comparison (1, 100, 1,000 loaded objects).
+var benchSizes = []int{1, 100, 1000}
+
+const benchPCs = 4096 // power of two
+
+// benchMap returns a map of n ranges [i<<16, i<<16 + 0x8000) (the size of a
+// small shared object's text) and benchPCs addresses, each inside a range
+// chosen at random, as the C harness picks them.
+func benchMap(n int) (*Map[*int], []uintptr) {
+	m := new(Map[*int])
+	for i := range n {
+		x := i
+		if err := m.Insert(uintptr(i+1)<<16, uintptr(i+1)<<16+0x8000, &x); err != nil {
+			panic(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 3))
+	pcs := make([]uintptr, benchPCs)
+	for i := range pcs {
+		pcs[i] = uintptr(rng.IntN(n)+1)<<16 + uintptr(rng.IntN(0x8000))
+	}
+	return m, pcs
+}
+
+func benchLookup(b *testing.B, n int) {
+	m, pcs := benchMap(n)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := m.Lookup(pcs[i&(benchPCs-1)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func benchLookupParallel(b *testing.B, n int) {
+	m, pcs := benchMap(n)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := m.Lookup(pcs[i&(benchPCs-1)]); err != nil {
+				panic(err)
+			}
+			i++
+		}
+	})
+}
+
+func benchAcquire(b *testing.B, n int) {
+	m, pcs := benchMap(n)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r, err := m.Acquire(pcs[i&(benchPCs-1)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+		i++
+	}
+}
+
+func benchAcquireParallel(b *testing.B, n int) {
+	m, pcs := benchMap(n)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r, err := m.Acquire(pcs[i&(benchPCs-1)])
+			if err != nil {
+				panic(err)
+			}
+			r.Release()
+			i++
+		}
+	})
+}
+
+// BenchmarkLookup measures Lookup of random addresses inside 1, 100 and
+// 1,000 ranges, on one goroutine and in parallel.
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { benchLookup(b, n) })
+		b.Run(fmt.Sprintf("entries=%d/parallel", n), func(b *testing.B) { benchLookupParallel(b, n) })
+	}
+}
+
+// BenchmarkAcquireRelease measures an Acquire/Release pair on random
+// addresses inside 1, 100 and 1,000 ranges, on one goroutine and in
+// parallel (with one entry, every goroutine contends on its count).
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { benchAcquire(b, n) })
+		b.Run(fmt.Sprintf("entries=%d/parallel", n), func(b *testing.B) { benchAcquireParallel(b, n) })
+	}
+}
+
+// BenchmarkLookupMiss measures a miss between ranges of a 1,000-range map.
+func BenchmarkLookupMiss(b *testing.B) {
+	m, _ := benchMap(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Lookup(500<<16 + 0x9000); err != ErrNotFound {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+// Package addrmap is the process-wide registry that maps an instruction
+// pointer (or any address) to the value registered for the half-open address
+// range [Start, End) that contains it; elfimage uses it to find the loaded
+// image that holds a PC.
+//
+// # Snapshots
+//
+// A [Map] keeps an immutable snapshot: a slice of non-overlapping ranges
+// sorted by Start, published through an atomic pointer. Readers
+// ([Map.Lookup], [Map.LookupRange], [Map.Acquire], [Map.Len], [Map.All])
+// take no lock and never block: they load the current snapshot and bisect
+// it, so a lookup costs O(log n) and allocates nothing. Writers
+// ([Map.Insert], [Map.Remove], [Map.RemoveFunc], [Map.RemoveWait]) are
+// serialized by a mutex, copy the snapshot, change the copy and publish it
+// (copy-on-write), so a write costs O(n) time and allocation. The design
+// fits registries that are read on every PC lookup (symbolizing, unwinding,
+// profiling) and written when code is loaded or unloaded.
+//
+// # Safe unload
+//
+// A value often stands for memory that its owner frees when the range is
+// unregistered (an image that is unmapped when closed). Two kinds of reader
+// exist:
+//
+//   - [Map.Acquire] returns a [Ref]: the value stays valid until
+//     [Ref.Release], even if its range is removed meanwhile. Owners unregister
+//     with [Map.RemoveFunc], which publishes a snapshot without the range at
+//     once and runs the owner's free function exactly once, when the last Ref
+//     on the entry is released (at once, before RemoveFunc returns, when none
+//     is held). The unloader never blocks on readers. [Map.RemoveWait] is the
+//     blocking form: it returns once no Ref is held. Use Acquire whenever the
+//     value's memory can be freed by another goroutine.
+//   - [Map.Lookup] and [Map.LookupRange] return the value without any
+//     protection. Use them when the caller guarantees the lifetime itself (it
+//     owns the value, or unregistering and freeing cannot happen while it
+//     runs); they are the cheapest readers.
+//
+// The scheme is a per-entry reference count. Each inserted range gets a
+// fresh entry object (a Ref) with one 64-bit state word: the number of Refs
+// held in the low 63 bits and a "removed" bit at the top. Acquire
+// increments the count with a compare-and-swap that fails when the removed
+// bit is set; a remover first publishes the snapshot without the entry and
+// then sets the removed bit. Because the bit and the count live in the same
+// word, every Acquire is ordered either before the removal (the remover sees
+// its count and leaves the free to the last Release) or after it (the CAS
+// sees the bit, the reader reloads the snapshot, which no longer holds the
+// entry). The transition to "removed with count zero" happens exactly once,
+// so free runs exactly once, and the count can never rise from zero after
+// removal. There is no ABA problem: entries are garbage-collected Go objects
+// that are never reused (inserting the same range again creates a new
+// entry), so a stale pointer held by a reader still points at its own entry.
+//
+// Compared with the alternatives: epoch-based reclamation would make
+// Acquire cheaper on a contended entry but needs a per-reader (per-thread)
+// slot, which Go code cannot address without registration; hazard pointers
+// need the same per-reader slots plus a scan on every removal. The
+// reference count needs no registration, makes a lookup that holds nothing
+// cost nothing extra, and frees as soon as the last reader lets go. Its
+// cost is one CAS and one atomic add per Acquire/Release pair on the entry's
+// cache line, which many cores acquiring the same entry contend on.
+//
+// A Ref that is never released keeps its value alive (free never runs);
+// releasing a Ref twice panics when detected.
+package addrmap
