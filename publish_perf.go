@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 )
@@ -77,11 +78,15 @@ func (im *Image) JitdumpFunctions() (_ []jitdump.Function, err error) {
 	slices.SortFunc(procs, func(a, b Procedure) int { return cmpUint(a.Start, b.Start) })
 	base := uint64(im.Base())
 	out := make([]jitdump.Function, 0, len(procs))
+	var cies cieCache
 	for _, p := range procs {
 		f := jitdump.Function{Name: p.Name, Addr: base + p.Start, Code: im.data[p.Start : p.Start+p.Size : p.Start+p.Size]}
-		for _, seq := range tab.Sequences {
-			if seq.Start < p.Start || seq.Start >= p.Start+p.Size {
-				continue
+		// Sequences are sorted by Start: visit those starting in the
+		// procedure.
+		first, _ := slices.BinarySearchFunc(tab.Sequences, p.Start, func(s line.DecodedSequence, a uint64) int { return cmpUint(s.Start, a) })
+		for _, seq := range tab.Sequences[first:] {
+			if seq.Start >= p.Start+p.Size {
+				break
 			}
 			for _, r := range seq.Rows {
 				if r.Address >= p.Start+p.Size || r.Line == 0 {
@@ -103,7 +108,7 @@ func (im *Image) JitdumpFunctions() (_ []jitdump.Function, err error) {
 		if err := src.FindFDE(base+p.Start, &fde); err != nil {
 			return nil, fmt.Errorf("elfimage: %s: procedure %s: %w", im.path, p.Name, err)
 		}
-		cie, insns, err := semanticCFI(&fde)
+		cie, insns, err := cies.semantic(&fde)
 		if err != nil {
 			return nil, fmt.Errorf("elfimage: %s: procedure %s: %w", im.path, p.Name, err)
 		}
@@ -113,23 +118,34 @@ func (im *Image) JitdumpFunctions() (_ []jitdump.Function, err error) {
 	return out, nil
 }
 
-// semanticCFI turns a parsed FDE back into the CIE and instructions the
+// cieCache keeps the CIEs already turned back into frame.CIE, by
+// section offset (an image has one or two).
+type cieCache map[uint64]*frame.CIE
+
+// semantic turns a parsed FDE back into the CIE and instructions the
 // frame encoder takes.
-func semanticCFI(fde *frame.ParsedFDE) (*frame.CIE, []frame.Insn, error) {
+func (c *cieCache) semantic(fde *frame.ParsedFDE) (*frame.CIE, []frame.Insn, error) {
 	s := fde.Section()
-	initial, err := s.DecodeInsns(&fde.CIE, nil)
-	if err != nil {
-		return nil, nil, err
+	cie := (*c)[fde.CIE.Offset]
+	if cie == nil {
+		initial, err := s.DecodeInsns(&fde.CIE, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		cie = &frame.CIE{CodeAlign: fde.CIE.CodeAlign, DataAlign: fde.CIE.DataAlign, RA: fde.CIE.RA, Signal: fde.CIE.Signal}
+		for _, d := range initial {
+			if d.Op != frame.OpNop {
+				cie.Initial = append(cie.Initial, d.Insn)
+			}
+		}
+		if *c == nil {
+			*c = cieCache{}
+		}
+		(*c)[fde.CIE.Offset] = cie
 	}
 	decoded, err := s.DecodeInsns(&fde.CIE, fde)
 	if err != nil {
 		return nil, nil, err
-	}
-	cie := &frame.CIE{CodeAlign: fde.CIE.CodeAlign, DataAlign: fde.CIE.DataAlign, RA: fde.CIE.RA, Signal: fde.CIE.Signal}
-	for _, d := range initial {
-		if d.Op != frame.OpNop {
-			cie.Initial = append(cie.Initial, d.Insn)
-		}
 	}
 	insns := make([]frame.Insn, 0, len(decoded))
 	for _, d := range decoded {

@@ -85,7 +85,39 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "   (the image is removed at exit; use -o DIR to keep it)\n")
 	}
+	keep := dir
+	if *outDir == "" {
+		keep = "/tmp/elfimage-demo"
+	}
+	printToolCommands(stdout, keep, *outDir == "")
 	return nil
+}
+
+// printToolCommands prints the commands that show the demo's code in gdb
+// and perf, for the image and source kept in dir (first written there by
+// demo -o dir when rerun is set).
+func printToolCommands(w io.Writer, dir string, rerun bool) {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		dir = abs
+	}
+	img, src := filepath.Join(dir, "demo.elf"), filepath.Join(dir, scheme.DemoFile)
+	fmt.Fprintf(w, "\n== see the demo's code in gdb and perf: paste these from the repository root\n")
+	if rerun {
+		fmt.Fprintf(w, "   go run ./cmd/elfimage demo -o %s      # keep the image and source\n", dir)
+	}
+	fmt.Fprintf(w, "   go build -o /tmp/elfimage ./cmd/elfimage\n")
+	fmt.Fprintf(w, "   # gdb: the image is published through the GDB JIT interface (-gdb); no script needed\n")
+	fmt.Fprintf(w, "   gdb -q -iex 'set breakpoint pending on' -iex 'handle SIGURG nostop noprint pass' \\\n")
+	fmt.Fprintf(w, "       -ex 'break inner' -ex run -ex bt -ex 'info args' -ex 'info locals' -ex kill \\\n")
+	fmt.Fprintf(w, "       --args /tmp/elfimage run -gdb %s\n", img)
+	fmt.Fprintf(w, "   # perf, image mapped from its file: names and lines come from the file itself\n")
+	fmt.Fprintf(w, "   perf record -e cpu-clock -o /tmp/demo.perf -- /tmp/elfimage run %s\n", img)
+	fmt.Fprintf(w, "   perf report -i /tmp/demo.perf --stdio --sort sym,srcline\n")
+	fmt.Fprintf(w, "   # perf, code linked in memory (-jit) and described in a jitdump\n")
+	fmt.Fprintf(w, "   perf record -k 1 -e cpu-clock -g -o /tmp/demo-jit.perf -- /tmp/elfimage run -jit -jitdump=/tmp/demo-jit %s\n", src)
+	fmt.Fprintf(w, "   perf inject --jit -i /tmp/demo-jit.perf -o /tmp/demo-jit.injected.perf\n")
+	fmt.Fprintf(w, "   perf report -i /tmp/demo-jit.injected.perf --stdio --sort sym,srcline\n")
 }
 
 // summarize prints the segments and sections with their sizes and the
