@@ -137,6 +137,9 @@ func TestSymbolsInSymtab(t *testing.T) {
 
 const marker = "@@gdbjit@@"
 
+// gdbTimeout bounds one gdbRun; the registration benchmarks raise it.
+var gdbTimeout = 60 * time.Second
+
 // gdbRun runs gdb in batch mode with the setup commands, then each of cmds
 // preceded by a marker, and returns what each command printed (standard
 // output and error merged) and the whole output. It fails the test when
@@ -154,7 +157,7 @@ func gdbRun(t *testing.T, gdb string, target []string, cmds []string) ([]string,
 	}
 	args = append(args, "-ex", fmt.Sprintf(`echo \n%s end\n`, marker))
 	args = append(args, target...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), gdbTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gdb, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -83,7 +83,6 @@ func Symfile(procs []Proc) ([]byte, error) {
 		}
 		return 0
 	})
-	hasLines := false
 	for i, p := range ps {
 		if err := p.validate(); err != nil {
 			return nil, err
@@ -92,31 +91,46 @@ func Symfile(procs []Proc) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %q [%#x, %#x) overlaps %q", ErrInvalidProc,
 				p.Name, p.Addr, p.Addr+p.Size, ps[i-1].Name)
 		}
-		if p.File != "" {
-			hasLines = true
-		}
 	}
-	lo := ps[0].Addr
-	var hi uint64
-	for _, p := range ps {
-		hi = max(hi, p.Addr+p.Size)
-	}
+	return symfileGroups([][]Proc{ps})
+}
 
+// symfileGroups builds a symbol file with one .text section, one
+// PT_LOAD and (when some procedure has a File) one compile unit per group.
+// Each group must be non-empty, sorted by Addr, made of validated
+// procedures that do not overlap, and the groups' ranges [first Addr, max
+// end) must be pairwise disjoint. [Publisher] uses groups to keep the
+// SHF_ALLOC sections of its symbol files from overlapping one another.
+func symfileGroups(groups [][]Proc) ([]byte, error) {
 	var secs []section
-	secs = append(secs, section{name: ".text", typ: elf.SHT_NOBITS,
-		flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, addr: lo, size: hi - lo, align: 1})
-	const textIndex = 1
+	var loads [][2]uint64
+	hasLines := false
+	for _, g := range groups {
+		lo := g[0].Addr
+		var hi uint64
+		for _, p := range g {
+			hi = max(hi, p.Addr+p.Size)
+			if p.File != "" {
+				hasLines = true
+			}
+		}
+		secs = append(secs, section{name: ".text", typ: elf.SHT_NOBITS,
+			flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, addr: lo, size: hi - lo, align: 1})
+		loads = append(loads, [2]uint64{lo, hi})
+	}
 
 	// .symtab and .strtab.
 	le := binary.LittleEndian
 	strtab := dwarf.NewStrTab()
 	symtab := make([]byte, 24) // the null symbol
-	for _, p := range ps {
-		symtab = le.AppendUint32(symtab, uint32(strtab.Add(p.Name)))
-		symtab = append(symtab, byte(elf.STB_GLOBAL)<<4|byte(elf.STT_FUNC), byte(elf.STV_DEFAULT))
-		symtab = le.AppendUint16(symtab, textIndex)
-		symtab = le.AppendUint64(symtab, p.Addr)
-		symtab = le.AppendUint64(symtab, p.Size)
+	for gi, g := range groups {
+		for _, p := range g {
+			symtab = le.AppendUint32(symtab, uint32(strtab.Add(p.Name)))
+			symtab = append(symtab, byte(elf.STB_GLOBAL)<<4|byte(elf.STT_FUNC), byte(elf.STV_DEFAULT))
+			symtab = le.AppendUint16(symtab, uint16(1+gi)) // the group's .text
+			symtab = le.AppendUint64(symtab, p.Addr)
+			symtab = le.AppendUint64(symtab, p.Size)
+		}
 	}
 	strIndex := uint32(len(secs) + 2) // .symtab goes next, then .strtab
 	secs = append(secs,
@@ -124,13 +138,13 @@ func Symfile(procs []Proc) ([]byte, error) {
 		section{name: ".strtab", typ: elf.SHT_STRTAB, data: strtab.Bytes(), align: 1})
 
 	if hasLines {
-		dw, err := symfileDWARF(ps, lo, hi)
+		dw, err := symfileDWARF(groups, loads)
 		if err != nil {
 			return nil, err
 		}
 		secs = append(secs, dw...)
 	}
-	return writeSymfile(secs, lo, hi), nil
+	return writeSymfile(secs, loads), nil
 }
 
 func (p *Proc) validate() error {
@@ -158,71 +172,88 @@ func (p *Proc) validate() error {
 	return nil
 }
 
-// symfileDWARF returns the DWARF 5 sections for ps (sorted), whose code
-// spans [lo, hi).
-func symfileDWARF(ps []Proc, lo, hi uint64) ([]section, error) {
+// symfileDWARF returns the DWARF 5 sections for groups (see
+// symfileGroups): one compile unit per group, covering the group's code
+// range loads[i], with its own line program (when a procedure of the
+// group has a File) at the unit's DW_AT_stmt_list.
+func symfileDWARF(groups [][]Proc, loads [][2]uint64) ([]section, error) {
 	enc := dwarf.Default64
-	// File table: entry 0 and 1 are the first file (DWARF 5 numbering, as
-	// package line documents), then the others in order of appearance.
-	var files []line.File
-	index := map[string]uint64{}
-	for _, p := range ps {
-		if p.File == "" {
-			continue
-		}
-		if _, ok := index[p.File]; !ok {
-			if len(files) == 0 {
+	lineStr := dwarf.NewStrTab()
+	var lineSec []byte
+	var units []*info.Unit
+	for gi, ps := range groups {
+		// File table: entry 0 and 1 are the first file (DWARF 5
+		// numbering, as package line documents), then the others in
+		// order of appearance.
+		var files []line.File
+		index := map[string]uint64{}
+		for _, p := range ps {
+			if p.File == "" {
+				continue
+			}
+			if _, ok := index[p.File]; !ok {
+				if len(files) == 0 {
+					files = append(files, line.File{Name: p.File})
+				}
+				index[p.File] = uint64(len(files))
 				files = append(files, line.File{Name: p.File})
 			}
-			index[p.File] = uint64(len(files))
-			files = append(files, line.File{Name: p.File})
 		}
-	}
-	prog := &line.Program{Enc: enc, Files: files}
-	var subs []*info.DIE
-	for _, p := range ps {
-		attrs := []info.Attr{
-			{Name: dwarf.DW_AT_name, Value: info.String(p.Name)},
-			{Name: dwarf.DW_AT_external, Value: info.Flag(true)},
-			{Name: dwarf.DW_AT_low_pc, Value: info.Addr(p.Addr)},
-			{Name: dwarf.DW_AT_high_pc, Value: info.Udata(p.Size)},
-		}
-		if p.File != "" {
-			attrs = append(attrs,
-				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(index[p.File])},
-				info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
-			rows := []line.Row{{Address: p.Addr, File: index[p.File], Line: uint32(p.Line), IsStmt: true}}
-			for _, l := range p.Lines {
-				rows = append(rows, line.Row{Address: p.Addr + l.Offset, File: index[p.File], Line: uint32(l.Line), IsStmt: true})
+		prog := &line.Program{Enc: enc, Files: files}
+		var subs []*info.DIE
+		for _, p := range ps {
+			attrs := []info.Attr{
+				{Name: dwarf.DW_AT_name, Value: info.String(p.Name)},
+				{Name: dwarf.DW_AT_external, Value: info.Flag(true)},
+				{Name: dwarf.DW_AT_low_pc, Value: info.Addr(p.Addr)},
+				{Name: dwarf.DW_AT_high_pc, Value: info.Udata(p.Size)},
 			}
-			prog.Sequences = append(prog.Sequences, line.Sequence{Start: p.Addr, End: p.Addr + p.Size, Rows: rows})
+			if p.File != "" {
+				attrs = append(attrs,
+					info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(index[p.File])},
+					info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
+				rows := []line.Row{{Address: p.Addr, File: index[p.File], Line: uint32(p.Line), IsStmt: true}}
+				for _, l := range p.Lines {
+					rows = append(rows, line.Row{Address: p.Addr + l.Offset, File: index[p.File], Line: uint32(l.Line), IsStmt: true})
+				}
+				prog.Sequences = append(prog.Sequences, line.Sequence{Start: p.Addr, End: p.Addr + p.Size, Rows: rows})
+			}
+			subs = append(subs, &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: attrs})
 		}
-		subs = append(subs, &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: attrs})
+		lo, hi := loads[gi][0], loads[gi][1]
+		attrs := []info.Attr{{Name: dwarf.DW_AT_producer, Value: info.String("elfimage jit/gdbjit")}}
+		if len(files) > 0 {
+			attrs = append(attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(files[0].Name)})
+		}
+		attrs = append(attrs,
+			info.Attr{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)},
+			info.Attr{Name: dwarf.DW_AT_high_pc, Value: info.Udata(hi - lo)})
+		if len(files) > 0 {
+			b, err := prog.Encode(lineStr)
+			if err != nil {
+				return nil, fmt.Errorf("gdbjit: line program: %w", err)
+			}
+			attrs = append(attrs, info.Attr{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(uint64(len(lineSec)))})
+			lineSec = append(lineSec, b...)
+		}
+		units = append(units, &info.Unit{Enc: enc, Root: &info.DIE{Tag: dwarf.DW_TAG_compile_unit, Attrs: attrs, Children: subs}})
 	}
-	lineStr := dwarf.NewStrTab()
-	lineSec, err := prog.Encode(lineStr)
-	if err != nil {
-		return nil, fmt.Errorf("gdbjit: line program: %w", err)
-	}
-	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit, Attrs: []info.Attr{
-		{Name: dwarf.DW_AT_producer, Value: info.String("elfimage jit/gdbjit")},
-		{Name: dwarf.DW_AT_name, Value: info.String(files[0].Name)},
-		{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)},
-		{Name: dwarf.DW_AT_high_pc, Value: info.Udata(hi - lo)},
-		{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(0)},
-	}, Children: subs}
 	str := dwarf.NewStrTab()
-	infoSec, abbrev, err := info.Encode([]*info.Unit{{Enc: enc, Root: cu}}, str)
+	infoSec, abbrev, err := info.Encode(units, str)
 	if err != nil {
 		return nil, fmt.Errorf("gdbjit: debug info: %w", err)
 	}
-	return []section{
+	secs := []section{
 		{name: ".debug_abbrev", typ: elf.SHT_PROGBITS, data: abbrev, align: 1},
 		{name: ".debug_info", typ: elf.SHT_PROGBITS, data: infoSec, align: 1},
 		{name: ".debug_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: str.Bytes(), align: 1, entsize: 1},
-		{name: ".debug_line", typ: elf.SHT_PROGBITS, data: lineSec, align: 1},
-		{name: ".debug_line_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: lineStr.Bytes(), align: 1, entsize: 1},
-	}, nil
+	}
+	if len(lineSec) > 0 {
+		secs = append(secs,
+			section{name: ".debug_line", typ: elf.SHT_PROGBITS, data: lineSec, align: 1},
+			section{name: ".debug_line_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: lineStr.Bytes(), align: 1, entsize: 1})
+	}
+	return secs, nil
 }
 
 // section is one section of a symbol file. NOBITS sections have size and
@@ -240,12 +271,13 @@ type section struct {
 }
 
 // writeSymfile lays out an ELF64 little-endian ET_EXEC for x86-64: header,
-// one PT_LOAD (R+X, memory [lo, hi), no file bytes), section data,
-// .shstrtab and the section headers.
-func writeSymfile(secs []section, lo, hi uint64) []byte {
+// one PT_LOAD per range of loads (R+X, memory [lo, hi), no file bytes),
+// section data, .shstrtab and the section headers.
+func writeSymfile(secs []section, loads [][2]uint64) []byte {
 	const ehsize, phentsize, shentsize = 64, 56, 64
 	le := binary.LittleEndian
-	out := make([]byte, ehsize+phentsize)
+	phsize := phentsize * len(loads)
+	out := make([]byte, ehsize+phsize)
 	shstr := dwarf.NewStrTab()
 	for i := range secs {
 		s := &secs[i]
@@ -292,8 +324,8 @@ func writeSymfile(secs []section, lo, hi uint64) []byte {
 	out = le.AppendUint64(out, 1)
 	out = le.AppendUint64(out, 0)
 
-	// Write the header and program header in place over the first
-	// ehsize+phentsize bytes, reserved above.
+	// Write the header and program headers in place over the first
+	// ehsize+phsize bytes, reserved above.
 	h := out[:0]
 	h = append(h, 0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), byte(elf.ELFOSABI_NONE))
 	h = append(h, make([]byte, 8)...)
@@ -306,21 +338,24 @@ func writeSymfile(secs []section, lo, hi uint64) []byte {
 	h = le.AppendUint32(h, 0) // e_flags
 	h = le.AppendUint16(h, ehsize)
 	h = le.AppendUint16(h, phentsize)
-	h = le.AppendUint16(h, 1)
+	h = le.AppendUint16(h, uint16(len(loads)))
 	h = le.AppendUint16(h, shentsize)
 	h = le.AppendUint16(h, uint16(len(secs)+2))
 	h = le.AppendUint16(h, uint16(len(secs)+1)) // e_shstrndx
 	// PT_LOAD: the code's real range, no file bytes (p_offset 0, p_align 1
 	// so no congruence is implied).
-	h = le.AppendUint32(h, uint32(elf.PT_LOAD))
-	h = le.AppendUint32(h, uint32(elf.PF_R|elf.PF_X))
-	h = le.AppendUint64(h, 0)
-	h = le.AppendUint64(h, lo)
-	h = le.AppendUint64(h, lo)
-	h = le.AppendUint64(h, 0)
-	h = le.AppendUint64(h, hi-lo)
-	h = le.AppendUint64(h, 1)
-	if len(h) != ehsize+phentsize {
+	for _, l := range loads {
+		lo, hi := l[0], l[1]
+		h = le.AppendUint32(h, uint32(elf.PT_LOAD))
+		h = le.AppendUint32(h, uint32(elf.PF_R|elf.PF_X))
+		h = le.AppendUint64(h, 0)
+		h = le.AppendUint64(h, lo)
+		h = le.AppendUint64(h, lo)
+		h = le.AppendUint64(h, 0)
+		h = le.AppendUint64(h, hi-lo)
+		h = le.AppendUint64(h, 1)
+	}
+	if len(h) != ehsize+phsize {
 		panic("gdbjit: ELF header size") // unreachable
 	}
 	return out
