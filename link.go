@@ -125,9 +125,9 @@ type section struct {
 	link      uint32
 	info      uint32
 	entsize   uint64
-	data      []byte // contents, when built before layout; nil for sections written in place
+	data      []byte   // contents, when built before layout; nil for sections written in place
 	addrs     []uint64 // offsets in data of absolute addresses (for .elfimage.rebase)
-	index     uint32 // section header index
+	index     uint32   // section header index
 	nameOff   uint32
 }
 

@@ -36,15 +36,24 @@ var ErrPublished = errors.New("elfimage: image already published to gdb")
 // `add-symbol-file FILE` (without -o) takes. Errors: those of Rebase,
 // [ErrFault] when the mapped file was truncated. Cost: one copy of the
 // file, linear in its symbols and debug addresses.
-func (im *Image) Symfile() (_ []byte, err error) {
+func (im *Image) Symfile() ([]byte, error) {
+	out := make([]byte, len(im.data))
+	if err := im.symfileInto(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// symfileInto writes the Symfile into out (len(out) == len(im.data)).
+func (im *Image) symfileInto(out []byte) (err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	return rebase(im.path, im.data, uint64(im.Base()))
+	return rebaseInto(im.path, out, im.data, uint64(im.Base()))
 }
 
 // PublishGDB registers images with gdb through the GDB JIT interface, each
-// as its [Image.Symfile], under one lock of the interface (one debugger
-// notification per image, which is what the interface allows: see
-// gdbjit.RegisterBatch). A gdb attached now or later then knows their
+// as its [Image.Symfile] written straight into the interface's entry
+// memory (one debugger notification per image, which is what the
+// interface allows: see gdbjit.RegisterBatch). A gdb attached now or later then knows their
 // procedures, lines, variables and frames at their run-time addresses;
 // pending breakpoints on their procedures resolve. [Image.Close]
 // unregisters a published image before unmapping it, as the interface
@@ -52,12 +61,11 @@ func (im *Image) Symfile() (_ []byte, err error) {
 //
 // Errors: [ErrPublished] (wrapped, naming the image) for an image published
 // already, the errors of Symfile, or a gdbjit error; on error none of
-// images is published. Cost: Symfile per image plus one mmap of its size;
+// images is published. Cost: Symfile per image into one populated mmap of its size;
 // with gdb attached, gdb reads and indexes each symbol file while the
 // process is stopped (BENCHMARKS.md).
 func PublishGDB(images ...*Image) error {
-	files := make([][]byte, len(images))
-	for i, im := range images {
+	for _, im := range images {
 		im.closeMu.Lock()
 		closed, published := im.closed, im.gdb != nil
 		im.closeMu.Unlock()
@@ -67,20 +75,27 @@ func PublishGDB(images ...*Image) error {
 		if published {
 			return fmt.Errorf("%w: %s", ErrPublished, im.path)
 		}
-		b, err := im.Symfile()
-		if err != nil {
-			return err
-		}
-		files[i] = b
-	}
-	entries, err := gdbjit.RegisterBatch(files)
-	if err != nil {
-		return fmt.Errorf("elfimage: publish to gdb: %w", err)
 	}
 	for i, im := range images {
-		im.closeMu.Lock()
-		im.gdb = entries[i]
-		im.closeMu.Unlock()
+		e, err := gdbjit.RegisterFunc(len(im.data), im.symfileInto)
+		if err == nil {
+			im.closeMu.Lock()
+			if im.closed || im.gdb != nil { // lost a race with Close or another PublishGDB
+				err = fmt.Errorf("elfimage: %s: closed or published while publishing", im.path)
+			} else {
+				im.gdb = e
+			}
+			im.closeMu.Unlock()
+			if err != nil {
+				e.Unregister()
+			}
+		}
+		if err != nil {
+			for _, done := range images[:i] {
+				done.UnpublishGDB()
+			}
+			return fmt.Errorf("elfimage: publish to gdb: %w", err)
+		}
 	}
 	return nil
 }

@@ -76,23 +76,30 @@ func encodeRebase(secs []*section) []byte {
 // or by another linker). Cost: a copy of data plus time linear in the
 // number of headers, symbols and listed addresses.
 func Rebase(data []byte, base uint64) ([]byte, error) {
-	return rebase("", data, base)
+	out := make([]byte, len(data))
+	if err := rebaseInto("", out, data, base); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-func rebase(path string, data []byte, base uint64) ([]byte, error) {
+// rebaseInto writes Rebase(data, base) into out (len(out) == len(data)).
+// data is parsed and validated first, and only then copied: a damaged
+// image leaves out partly written and an error.
+func rebaseInto(path string, out, data []byte, base uint64) error {
 	secs, err := parseSections(path, data)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d := decoder{path: path, data: data}
 	h := decodeHeader(data)
 	if h.Phentsize != phdrSize {
-		return nil, d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
+		return d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
 	}
 	if _, err := d.span(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table"); err != nil {
-		return nil, err
+		return err
 	}
-	out := slices.Clone(data)
+	copy(out, data)
 	add := func(off uint64) { le.PutUint64(out[off:], le.Uint64(out[off:])+base) }
 
 	if h.Entry != 0 {
@@ -116,27 +123,27 @@ func rebase(path string, data []byte, base uint64) ([]byte, error) {
 		switch {
 		case s.Type == elf.SHT_SYMTAB:
 			if err := rebaseSymbols(&d, s, secs, add); err != nil {
-				return nil, err
+				return err
 			}
 		case s.Type == elf.SHT_DYNAMIC:
 			if err := rebaseDynamic(&d, s, add); err != nil {
-				return nil, err
+				return err
 			}
 		case s.Type == elf.SHT_RELA && s.Flags&elf.SHF_ALLOC != 0:
 			if err := rebaseRela(&d, s, add); err != nil {
-				return nil, err
+				return err
 			}
 		case s.Name == SectionRebase && rebaseSec == nil:
 			rebaseSec = s
 		}
 	}
 	if rebaseSec == nil {
-		return nil, d.errorf(h.Shoff, "section headers", "no %s section: the image's debug addresses cannot be moved", SectionRebase)
+		return d.errorf(h.Shoff, "section headers", "no %s section: the image's debug addresses cannot be moved", SectionRebase)
 	}
 	if err := applyRebaseTable(&d, rebaseSec, secs, add); err != nil {
-		return nil, err
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 func rebaseSymbols(d *decoder, s *SectionHeader, secs []SectionHeader, add func(uint64)) error {

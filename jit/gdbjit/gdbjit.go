@@ -143,7 +143,9 @@ func mapEntry(n int) ([]byte, error) {
 		pageMu.Unlock()
 		n = pageSize
 	}
-	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	// A large symbol file is about to be written whole: populate its
+	// pages in the mmap call instead of taking a page fault on each.
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("gdbjit: mmap %d bytes: %w", n, err)
 	}
@@ -173,15 +175,31 @@ func newEntry(symfile []byte) (*Entry, error) {
 	if err := checkSymfile(symfile); err != nil {
 		return nil, err
 	}
-	mem, err := mapEntry(symfileOffset + len(symfile))
+	return newEntryFunc(len(symfile), func(dst []byte) error { copy(dst, symfile); return nil })
+}
+
+// newEntryFunc maps memory for an entry with a size-byte symbol file
+// written by fill. The entry is not linked.
+func newEntryFunc(size int, fill func(dst []byte) error) (*Entry, error) {
+	if size < 0 || size > int(^uint(0)>>1)-symfileOffset {
+		return nil, fmt.Errorf("gdbjit: symbol file size %d out of range", size)
+	}
+	mem, err := mapEntry(symfileOffset + size)
 	if err != nil {
 		return nil, err
 	}
-	copy(mem[symfileOffset:], symfile)
-	e := &Entry{mem: mem, size: len(symfile)}
+	if err := fill(mem[symfileOffset : symfileOffset+size]); err != nil {
+		unmapEntry(mem)
+		return nil, err
+	}
+	if err := checkSymfile(mem[symfileOffset : symfileOffset+size]); err != nil {
+		unmapEntry(mem)
+		return nil, err
+	}
+	e := &Entry{mem: mem, size: size}
 	h := e.hdr()
 	h.SymfileAddr = e.addr() + symfileOffset
-	h.SymfileSize = uint64(len(symfile))
+	h.SymfileSize = uint64(size)
 	return e, nil
 }
 
@@ -270,6 +288,24 @@ func notify(action uint32, e *Entry) {
 // wrapped; nothing is registered then.
 func Register(symfile []byte) (*Entry, error) {
 	e, err := newEntry(symfile)
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	link(e)
+	notify(actionRegister, e)
+	return e, nil
+}
+
+// RegisterFunc is [Register] for a symbol file of size bytes that fill
+// writes straight into the entry's memory (outside the Go heap), sparing
+// the copy of a symbol file built elsewhere first: elfimage writes an
+// image's rebased file this way. fill must write all of dst; its error
+// is returned and nothing is registered. Errors and cost otherwise as
+// for Register.
+func RegisterFunc(size int, fill func(dst []byte) error) (*Entry, error) {
+	e, err := newEntryFunc(size, fill)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,11 @@ func Register(symfile []byte) (*Entry, error) { return nil, errUnsupported }
 // RegisterBatch returns an error matching errors.ErrUnsupported.
 func RegisterBatch(symfiles [][]byte) ([]*Entry, error) { return nil, errUnsupported }
 
+// RegisterFunc is not supported on this platform.
+func RegisterFunc(size int, fill func(dst []byte) error) (*Entry, error) {
+	return nil, errUnsupported
+}
+
 // Unregister returns an error matching errors.ErrUnsupported.
 func (e *Entry) Unregister() error { return errUnsupported }
 
