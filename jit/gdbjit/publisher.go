@@ -494,13 +494,34 @@ func (p *Publisher) repack() error {
 	if !merged {
 		return nil
 	}
-	var builds []*build
+	// One merge at a time, and none while procedures wait: a merge is
+	// the longest registration (gdb reads up to MaxObjectProcs
+	// procedures while the process is stopped), so yielding to pending
+	// procedures bounds their wait by one merge plus Delay. The merges
+	// left over are found again by the next flush's repack. At least one
+	// merge is made per flush, so that merging keeps pace with a JIT that
+	// never stops adding.
+	done := 0
 	for _, g := range groups {
-		if len(g.objs) > 1 {
-			builds = append(builds, &build{from: g.objs, at: slices.Index(p.objs, g.objs[0])})
+		if len(g.objs) < 2 {
+			continue
+		}
+		if done > 0 && p.hasPending() {
+			return nil
+		}
+		done++
+		if err := p.apply([]*build{{from: g.objs, at: slices.Index(p.objs, g.objs[0])}}); err != nil {
+			return err
 		}
 	}
-	return p.apply(builds)
+	return nil
+}
+
+// hasPending reports whether procedures wait for publication.
+func (p *Publisher) hasPending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pending) > 0
 }
 
 // apply makes the objects of builds: it gathers their live procedures,
