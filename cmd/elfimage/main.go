@@ -35,7 +35,7 @@ func init() {
 		{"run", "[-jit] [-read] [-v] [-gdb] [-perf-map] [-jitdump[=DIR]] [-dwarf N] prog.scm|prog.elf", "run a program from source (compiled, written to a temporary image, or linked in memory with -jit) or from an image; publish it to gdb and perf on request", runRun},
 		{"dump", "[-headers] [-sections] [-symbols] [-procs] [-info] [-lines] [-frames] [-frames-interp] [-read] prog.elf|jit-PID.dump|perf-PID.map", "print an image's headers, segments, sections, symbols, procedure table, DIE tree, line table and CFI rows (all when no flag is given), the CFA rules of any ELF file (-frames-interp), or the records of a jitdump file or the entries of a perf map", runDump},
 		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses: procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},
-		{"symbolize", "-e prog.elf [-columns] [ADDR...]", "print the procedure and file:line:column of link-time addresses, like addr2line -f (addresses from stdin when none are given)", runSymbolize},
+		{"symbolize", "-e FILE [-f] [-i] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (addresses from stdin when none are given; --json: llvm-symbolizer's JSON)", runSymbolize},
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +10,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/symbolize"
 )
 
+// runSymbolize is `elfimage symbolize [-e FILE] [-f] [-i] [--json]
+// [-columns] [ADDR...]`: addr2line -f -i style answers (or JSON like
+// llvm-symbolizer --output-style=JSON) for link-time addresses of any ELF
+// file, through package symbolize.
 func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("symbolize", stderr)
-	exe := fs.String("e", "", "the image `file` (required)")
+	exe := fs.String("e", "", "the ELF `file` (required): an image, a gcc/clang or Go binary, a library")
+	fs.Bool("f", true, "print function names (always on; accepted for addr2line compatibility)")
+	inlines := fs.Bool("i", true, "print inlined frames, innermost first, each as its own function and file:line pair (-i=false: one frame per address)")
+	asJSON := fs.Bool("json", false, "print one JSON object per address, like llvm-symbolizer --output-style=JSON")
 	columns := fs.Bool("columns", false, "print file:line:column instead of addr2line's file:line")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -22,76 +30,134 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	if *exe == "" {
 		return fmt.Errorf("%w: -e FILE is required", errUsage)
 	}
-	img, err := inspect(*exe, false)
+	sym, err := symbolize.Open(*exe)
 	if err != nil {
 		return err
 	}
-	defer img.Close()
+	defer sym.Close()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	var bad []string
-	one := func(s string) error {
-		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
-		if err != nil {
-			// Like addr2line, answer every address; report the bad ones.
-			bad = append(bad, s)
-			fmt.Fprintf(w, "??\n??:0\n")
-			return nil
-		}
-		return symbolize(w, img, addr, *columns)
-	}
+	p := symPrinter{w: w, sym: sym, file: *exe, inlines: *inlines, json: *asJSON, columns: *columns}
 	if fs.NArg() > 0 {
 		for _, a := range fs.Args() {
-			if err := one(a); err != nil {
+			if err := p.one(a); err != nil {
 				return err
 			}
 		}
 	} else {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			for _, f := range strings.Fields(sc.Text()) {
-				if err := one(f); err != nil {
+		in := bufio.NewReaderSize(os.Stdin, 64<<10)
+		for {
+			line, rerr := in.ReadString('\n')
+			for _, f := range strings.Fields(line) {
+				if err := p.one(f); err != nil {
 					return err
 				}
 			}
-			w.Flush() // answer each line at once, for pipes
-		}
-		if err := sc.Err(); err != nil {
-			return err
+			// Answer at once when no more input is waiting, so that a
+			// process driving us through pipes gets each answer; batch
+			// otherwise.
+			if in.Buffered() == 0 {
+				w.Flush()
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return rerr
+			}
 		}
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("not hexadecimal addresses: %q", bad)
+	if len(p.bad) > 0 {
+		return fmt.Errorf("not hexadecimal addresses: %q", p.bad)
 	}
 	return nil
 }
 
-// symbolize prints addr2line -f's two lines for a link-time address: the
-// procedure name, then file:line. Like addr2line, it prints "??" for an
-// unknown procedure, "??:?" for an address in a procedure without line
-// information and "??:0" for an address outside every procedure. Unlike
-// addr2line, an address in the padding between procedures belongs to no
-// procedure (addr2line names the procedure before it).
-func symbolize(w io.Writer, img *elfimage.Image, addr uint64, columns bool) error {
-	name, loc := "??", "??:0"
-	p, err := img.ProcedureAt(addr)
-	switch {
-	case err == nil:
-		name, loc = p.Name, "??:?"
-	case !errors.Is(err, elfimage.ErrUnknownPC):
-		return err // malformed symbols: say so rather than print ??
-	}
-	pos, err := img.PositionAt(addr)
-	switch {
-	case err == nil:
-		if columns {
-			loc = pos.String()
-		} else {
-			loc = fmt.Sprintf("%s:%d", pos.File, pos.Line)
+type symPrinter struct {
+	w                      *bufio.Writer
+	sym                    *symbolize.Symbolizer
+	file                   string
+	inlines, json, columns bool
+	frames                 []symbolize.Frame
+	bad                    []string
+}
+
+// jsonFrame and jsonAnswer are the JSON output, in llvm-symbolizer's
+// field names (plus Inlined).
+type jsonFrame struct {
+	FunctionName string
+	FileName     string
+	Line         uint32
+	Column       uint32
+	Inlined      bool
+}
+
+type jsonAnswer struct {
+	Address    string
+	ModuleName string
+	Symbol     []jsonFrame `json:",omitempty"`
+	Error      string      `json:",omitempty"`
+}
+
+// one answers one address. Like addr2line it answers every address and
+// reports the malformed ones at the end; like addr2line it prints "??"
+// for an unknown function, "??:0" when nothing is known about the
+// address, and "FILE:?" for a known place without a line.
+func (p *symPrinter) one(s string) error {
+	addr, perr := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
+	if perr != nil {
+		p.bad = append(p.bad, s)
+		p.frames = p.frames[:0]
+	} else {
+		var err error
+		p.frames, err = p.sym.Symbolize(addr, p.frames[:0])
+		if err != nil && !errors.Is(err, symbolize.ErrNoInfo) {
+			return fmt.Errorf("address %#x: %w", addr, err)
 		}
-	case !errors.Is(err, elfimage.ErrUnknownPC):
-		return err
 	}
-	fmt.Fprintf(w, "%s\n%s\n", name, loc)
+	frames := p.frames
+	if !p.inlines && len(frames) > 1 {
+		frames = frames[:1]
+		frames[0].Inlined = false
+	}
+	if p.json {
+		a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
+		if perr != nil {
+			a.Address, a.Error = s, "not a hexadecimal address"
+		} else if len(frames) == 0 {
+			a.Symbol = []jsonFrame{{}}
+		}
+		for _, f := range frames {
+			a.Symbol = append(a.Symbol, jsonFrame{f.Function, f.File, f.Line, f.Column, f.Inlined})
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		p.w.Write(b)
+		p.w.WriteByte('\n')
+		return nil
+	}
+	if len(frames) == 0 {
+		p.w.WriteString("??\n??:0\n")
+		return nil
+	}
+	for _, f := range frames {
+		name, file, line := f.Function, f.File, "?"
+		if name == "" {
+			name = "??"
+		}
+		if file == "" {
+			file = "??"
+		}
+		if f.Line != 0 {
+			line = strconv.FormatUint(uint64(f.Line), 10)
+		}
+		if p.columns && f.Column != 0 && f.Line != 0 {
+			fmt.Fprintf(p.w, "%s\n%s:%s:%d\n", name, file, line, f.Column)
+		} else {
+			fmt.Fprintf(p.w, "%s\n%s:%s\n", name, file, line)
+		}
+	}
 	return nil
 }

@@ -1,0 +1,403 @@
+package symbolize
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/info"
+)
+
+const (
+	secInfo       = ".debug_info"
+	secAbbrev     = ".debug_abbrev"
+	atGNUAddrBase = dwarf.Attr(0x2133) // DW_AT_GNU_addr_base
+	maxNameHops   = 8                  // specification/abstract_origin links followed for a name
+)
+
+// attrSpec is one attribute specification of an abbreviation.
+type attrSpec struct {
+	attr     dwarf.Attr
+	form     dwarf.Form
+	size     int8 // bytes of a fixed-size form, -1 when variable
+	implicit int64
+}
+
+// abbrev is one abbreviation declaration (DWARF 5 section 7.5.3).
+type abbrev struct {
+	tag      dwarf.Tag
+	children bool
+	fixed    int // total size when every form has a fixed size, else -1
+	specs    []attrSpec
+}
+
+// abbrevTable maps codes to declarations.
+type abbrevTable struct {
+	dense  []abbrev // dense[code-1]
+	sparse map[uint64]*abbrev
+}
+
+func (t *abbrevTable) lookup(code uint64) *abbrev {
+	if code-1 < uint64(len(t.dense)) {
+		return &t.dense[code-1]
+	}
+	return t.sparse[code]
+}
+
+// formSize is the size of a fixed-size form in unit u, or -1.
+func formSize(f dwarf.Form, enc dwarf.Encoding) int8 {
+	osz := int8(enc.Format.OffsetSize())
+	switch f {
+	case dwarf.DW_FORM_addr:
+		return int8(enc.AddrSize)
+	case dwarf.DW_FORM_data1, dwarf.DW_FORM_ref1, dwarf.DW_FORM_flag, dwarf.DW_FORM_strx1, dwarf.DW_FORM_addrx1:
+		return 1
+	case dwarf.DW_FORM_data2, dwarf.DW_FORM_ref2, dwarf.DW_FORM_strx2, dwarf.DW_FORM_addrx2:
+		return 2
+	case dwarf.DW_FORM_strx3, dwarf.DW_FORM_addrx3:
+		return 3
+	case dwarf.DW_FORM_data4, dwarf.DW_FORM_ref4, dwarf.DW_FORM_strx4, dwarf.DW_FORM_addrx4, dwarf.DW_FORM_ref_sup4:
+		return 4
+	case dwarf.DW_FORM_data8, dwarf.DW_FORM_ref8, dwarf.DW_FORM_ref_sig8, dwarf.DW_FORM_ref_sup8:
+		return 8
+	case dwarf.DW_FORM_data16:
+		return 16
+	case dwarf.DW_FORM_flag_present, dwarf.DW_FORM_implicit_const:
+		return 0
+	case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp, dwarf.DW_FORM_sec_offset, dwarf.DW_FORM_strp_sup,
+		dwarf.DW_FORM_GNU_strp_alt, dwarf.DW_FORM_GNU_ref_alt:
+		return osz
+	case dwarf.DW_FORM_ref_addr:
+		if enc.Version == 2 {
+			return int8(enc.AddrSize)
+		}
+		return osz
+	}
+	return -1
+}
+
+// parseAbbrev reads the abbreviation table at off (DWARF 5 section 7.5.3)
+// for units of encoding enc. It returns the table and the bytes read.
+func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uint64, error) {
+	b := dwarf.MakeBuf(secAbbrev, binary.LittleEndian, data)
+	b.Seek(off, "debug_abbrev_offset")
+	t := &abbrevTable{}
+	for b.Err() == nil && b.Len() > 0 {
+		at := b.Off()
+		code := b.Uleb("abbrev code")
+		if code == 0 {
+			break
+		}
+		a := abbrev{tag: dwarf.Tag(b.Uleb("tag"))}
+		ch := b.U8("DW_CHILDREN")
+		a.children = ch == 1
+		if b.Err() == nil && ch > 1 {
+			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
+		}
+		for b.Err() == nil {
+			name, form := b.Uleb("attribute name"), b.Uleb("attribute form")
+			if name == 0 && form == 0 {
+				break
+			}
+			if len(a.specs) == info.MaxAttrs {
+				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", info.MaxAttrs))
+				break
+			}
+			s := attrSpec{attr: dwarf.Attr(name), form: dwarf.Form(form)}
+			if s.form == dwarf.DW_FORM_implicit_const {
+				s.implicit = b.Sleb("implicit_const value")
+			}
+			s.size = formSize(s.form, enc)
+			a.specs = append(a.specs, s)
+		}
+		if b.Err() != nil {
+			break
+		}
+		a.fixed = 0
+		for _, s := range a.specs {
+			if s.size < 0 {
+				a.fixed = -1
+				break
+			}
+			a.fixed += int(s.size)
+		}
+		if t.lookup(code) != nil {
+			b.FailAt(at, "abbrev code", fmt.Sprintf("duplicate code %d", code))
+			break
+		}
+		if code == uint64(len(t.dense))+1 && t.sparse == nil {
+			t.dense = append(t.dense, a)
+		} else {
+			if t.sparse == nil {
+				t.sparse = map[uint64]*abbrev{}
+			}
+			t.sparse[code] = &a
+		}
+	}
+	if b.Err() != nil {
+		return nil, 0, b.Err()
+	}
+	return t, b.Off() - off, nil
+}
+
+// attrs are the attributes of a DIE that symbolization reads.
+type attrs struct {
+	lowPC, highPC     uint64
+	hasLow, hasHigh   bool
+	highIsLen         bool
+	ranges            uint64
+	hasRanges         bool
+	name, linkage     strRef
+	spec, origin      uint64 // absolute .debug_info offsets; noRef when absent
+	callFile          uint64
+	callLine, callCol uint64
+	stmtList          uint64
+	hasStmt           bool
+	compDir           strRef
+}
+
+const noRef = ^uint64(0)
+
+// strRef is an unresolved string attribute: a form and an offset or
+// index (for DW_FORM_string, the string's .debug_info offset).
+type strRef struct {
+	form dwarf.Form // 0 when absent
+	val  uint64
+}
+
+// readAttrs decodes the attributes of abbreviation a at b's cursor into
+// out, resolving address indexes and rnglistx (the strings stay
+// references). Unknown forms fail b.
+func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
+	*out = attrs{spec: noRef, origin: noRef}
+	enc := u.hdr.Enc
+	for i := range a.specs {
+		s := &a.specs[i]
+		switch s.attr {
+		case dwarf.DW_AT_low_pc, dwarf.DW_AT_high_pc, dwarf.DW_AT_ranges, dwarf.DW_AT_name,
+			dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_specification,
+			dwarf.DW_AT_abstract_origin, dwarf.DW_AT_call_file, dwarf.DW_AT_call_line,
+			dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir:
+		default:
+			if s.size >= 0 {
+				b.Skip(uint64(s.size), "attribute value")
+			} else {
+				d.skipForm(b, s.form, enc)
+			}
+			continue
+		}
+		form := s.form
+		at := b.Off()
+		for form == dwarf.DW_FORM_indirect && b.Err() == nil {
+			form = dwarf.Form(b.Uleb("DW_FORM_indirect"))
+			if form == dwarf.DW_FORM_implicit_const {
+				b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
+			}
+		}
+		var v uint64
+		class := 'c' // c constant, a address, s string, r reference, o section offset, x other
+		switch form {
+		case dwarf.DW_FORM_addr:
+			v, class = b.Addr(enc.AddrSize, "DW_FORM_addr"), 'a'
+		case dwarf.DW_FORM_addrx, dwarf.DW_FORM_GNU_addr_index:
+			v, class = d.addrx(b, u, b.Uleb("DW_FORM_addrx"), at), 'a'
+		case dwarf.DW_FORM_addrx1, dwarf.DW_FORM_addrx2, dwarf.DW_FORM_addrx3, dwarf.DW_FORM_addrx4:
+			v, class = d.addrx(b, u, readN(b, int(formSize(form, enc))), at), 'a'
+		case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
+			v = readN(b, int(formSize(form, enc)))
+			if enc.Version < 4 && (form == dwarf.DW_FORM_data4 || form == dwarf.DW_FORM_data8) &&
+				(s.attr == dwarf.DW_AT_ranges || s.attr == dwarf.DW_AT_stmt_list) {
+				class = 'o'
+			}
+		case dwarf.DW_FORM_udata:
+			v = b.Uleb("DW_FORM_udata")
+		case dwarf.DW_FORM_sdata:
+			v = uint64(b.Sleb("DW_FORM_sdata"))
+		case dwarf.DW_FORM_implicit_const:
+			v = uint64(s.implicit)
+		case dwarf.DW_FORM_string:
+			v, class = b.Off(), 's'
+			b.CString("DW_FORM_string")
+		case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp:
+			v, class = b.Offset(enc.Format, "DW_FORM_strp"), 's'
+		case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index:
+			v, class = b.Uleb("DW_FORM_strx"), 's'
+		case dwarf.DW_FORM_strx1, dwarf.DW_FORM_strx2, dwarf.DW_FORM_strx3, dwarf.DW_FORM_strx4:
+			v, class = readN(b, int(formSize(form, enc))), 's'
+		case dwarf.DW_FORM_ref1, dwarf.DW_FORM_ref2, dwarf.DW_FORM_ref4, dwarf.DW_FORM_ref8:
+			v, class = u.hdr.Offset+readN(b, int(formSize(form, enc))), 'r'
+		case dwarf.DW_FORM_ref_udata:
+			v, class = u.hdr.Offset+b.Uleb("DW_FORM_ref_udata"), 'r'
+		case dwarf.DW_FORM_ref_addr:
+			v, class = readN(b, int(formSize(form, enc))), 'r'
+		case dwarf.DW_FORM_sec_offset:
+			v, class = b.Offset(enc.Format, "DW_FORM_sec_offset"), 'o'
+		case dwarf.DW_FORM_rnglistx:
+			v, class = d.rnglistx(b, u, b.Uleb("DW_FORM_rnglistx"), at), 'o'
+		default:
+			d.skipForm(b, form, enc)
+			class = 'x'
+		}
+		if b.Err() != nil {
+			return
+		}
+		switch s.attr {
+		case dwarf.DW_AT_low_pc:
+			if class == 'a' {
+				out.lowPC, out.hasLow = v, true
+			}
+		case dwarf.DW_AT_high_pc:
+			switch class {
+			case 'a':
+				out.highPC, out.hasHigh = v, true
+			case 'c':
+				out.highPC, out.hasHigh, out.highIsLen = v, true, true
+			}
+		case dwarf.DW_AT_ranges:
+			if class == 'o' {
+				out.ranges, out.hasRanges = v, true
+			}
+		case dwarf.DW_AT_stmt_list:
+			if class == 'o' || class == 'c' {
+				out.stmtList, out.hasStmt = v, true
+			}
+		case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir:
+			if class != 's' {
+				continue
+			}
+			r := strRef{form: form, val: v}
+			switch s.attr {
+			case dwarf.DW_AT_name:
+				out.name = r
+			case dwarf.DW_AT_comp_dir:
+				out.compDir = r
+			default:
+				out.linkage = r
+			}
+		case dwarf.DW_AT_specification:
+			if class == 'r' {
+				out.spec = v
+			}
+		case dwarf.DW_AT_abstract_origin:
+			if class == 'r' {
+				out.origin = v
+			}
+		case dwarf.DW_AT_call_file:
+			if class == 'c' {
+				out.callFile = v
+			}
+		case dwarf.DW_AT_call_line:
+			if class == 'c' {
+				out.callLine = v
+			}
+		case dwarf.DW_AT_call_column:
+			if class == 'c' {
+				out.callCol = v
+			}
+		}
+	}
+}
+
+// readN reads an n-byte little-endian unsigned integer (n 1 to 8).
+func readN(b *dwarf.Buf, n int) uint64 {
+	p := b.Bytes(uint64(n), "attribute value")
+	var v uint64
+	for i := len(p) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(p[i])
+	}
+	return v
+}
+
+// skipForm skips one value of a variable-size form.
+func (d *dwarfData) skipForm(b *dwarf.Buf, form dwarf.Form, enc dwarf.Encoding) {
+	at := b.Off()
+	for form == dwarf.DW_FORM_indirect && b.Err() == nil {
+		form = dwarf.Form(b.Uleb("DW_FORM_indirect"))
+		if form == dwarf.DW_FORM_implicit_const {
+			b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
+			return
+		}
+	}
+	if n := formSize(form, enc); n >= 0 {
+		b.Skip(uint64(n), "attribute value")
+		return
+	}
+	switch form {
+	case dwarf.DW_FORM_udata, dwarf.DW_FORM_sdata, dwarf.DW_FORM_ref_udata, dwarf.DW_FORM_strx, dwarf.DW_FORM_addrx,
+		dwarf.DW_FORM_rnglistx, dwarf.DW_FORM_loclistx, dwarf.DW_FORM_GNU_addr_index, dwarf.DW_FORM_GNU_str_index:
+		b.Uleb("attribute value")
+	case dwarf.DW_FORM_string:
+		b.CString("DW_FORM_string")
+	case dwarf.DW_FORM_block1:
+		b.Skip(uint64(b.U8("DW_FORM_block1")), "DW_FORM_block1")
+	case dwarf.DW_FORM_block2:
+		b.Skip(uint64(b.U16("DW_FORM_block2")), "DW_FORM_block2")
+	case dwarf.DW_FORM_block4:
+		b.Skip(uint64(b.U32("DW_FORM_block4")), "DW_FORM_block4")
+	case dwarf.DW_FORM_block, dwarf.DW_FORM_exprloc:
+		b.Skip(b.Uleb("DW_FORM_block"), "DW_FORM_block")
+	default:
+		b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v", form))
+	}
+}
+
+// index reads entry i of size bytes from the array at base of data
+// (.debug_addr, .debug_str_offsets, a .debug_rnglists offset array).
+func index(b *dwarf.Buf, section string, data []byte, base, i uint64, size int, at uint64) uint64 {
+	if b.Err() != nil {
+		return 0
+	}
+	off := base + i*uint64(size)
+	if i > (^uint64(0)-base)/uint64(size) || off > uint64(len(data)) || uint64(len(data))-off < uint64(size) {
+		b.FailAt(at, section+" index", fmt.Sprintf("index %d (base %#x) outside %s of %#x bytes", i, base, section, len(data)))
+		return 0
+	}
+	var v uint64
+	for j := size - 1; j >= 0; j-- {
+		v = v<<8 | uint64(data[off+uint64(j)])
+	}
+	return v
+}
+
+func (d *dwarfData) addrx(b *dwarf.Buf, u *unit, i, at uint64) uint64 {
+	return index(b, ".debug_addr", d.sec.Addr, u.hdr.AddrBase, i, int(u.hdr.Enc.AddrSize), at)
+}
+
+func (d *dwarfData) rnglistx(b *dwarf.Buf, u *unit, i, at uint64) uint64 {
+	return u.hdr.RngListsBase + index(b, ".debug_rnglists", d.sec.RngLists, u.hdr.RngListsBase, i, u.hdr.Enc.Format.OffsetSize(), at)
+}
+
+// str resolves a string reference of unit u. A reference into a section
+// that is missing, or to a supplementary file, gives false.
+func (d *dwarfData) str(u *unit, r strRef) ([]byte, bool) {
+	var sec []byte
+	off := r.val
+	switch r.form {
+	case 0:
+		return nil, false
+	case dwarf.DW_FORM_string:
+		sec = d.sec.Info
+	case dwarf.DW_FORM_strp:
+		sec = d.sec.Str
+	case dwarf.DW_FORM_line_strp:
+		sec = d.sec.LineStr
+	case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index, dwarf.DW_FORM_strx1, dwarf.DW_FORM_strx2, dwarf.DW_FORM_strx3, dwarf.DW_FORM_strx4:
+		b := dwarf.MakeBuf(".debug_str_offsets", binary.LittleEndian, nil)
+		off = index(&b, ".debug_str_offsets", d.sec.StrOffsets, u.hdr.StrOffsetsBase, r.val, u.hdr.Enc.Format.OffsetSize(), 0)
+		if b.Err() != nil {
+			return nil, false
+		}
+		sec = d.sec.Str
+	default:
+		return nil, false
+	}
+	if off >= uint64(len(sec)) {
+		return nil, false
+	}
+	s := sec[off:]
+	if i := bytes.IndexByte(s, 0); i >= 0 {
+		return s[:i], true
+	}
+	return nil, false
+}

@@ -1,0 +1,614 @@
+package symbolize
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/info"
+	"github.com/elfimage/elfimage/dwarf/loc"
+)
+
+// dwarfData is the DWARF of one file: sections, unit headers, the map
+// from addresses to units, and per-unit indexes built on first use.
+type dwarfData struct {
+	sec    info.Sections
+	ranges []byte // .debug_ranges
+	line   []byte // .debug_line
+	data   *info.Data
+	units  []unit
+	cus    []cuRange // sorted, disjoint
+
+	mu         sync.Mutex // guards abbrevs, abbrevWork
+	abbrevs    map[uint64]*abbrevTable
+	abbrevWork uint64
+
+	lineMu sync.Mutex // guards lines
+	lines  map[uint64]*lineResult
+}
+
+type lineResult struct {
+	t   *lineTable
+	err error
+}
+
+// unit is one compile or partial unit.
+type unit struct {
+	hdr     *info.UnitHeader
+	root    attrs
+	base    uint64 // DW_AT_low_pc of the root: base of range lists
+	compDir string
+
+	mu  sync.Mutex
+	idx atomic.Pointer[unitIndex]
+}
+
+// cuRange maps [start, end) to units[cu].
+type cuRange struct {
+	start, end uint64
+	cu         int
+}
+
+// unitIndex is what a unit's lookups use, built once.
+type unitIndex struct {
+	segStart []uint64 // sorted; [segStart[i], segs[i].end) → segs[i].die
+	segs     []seg    // disjoint: address → innermost subroutine
+	subrs    []subr   // subprogram and inlined_subroutine DIEs in preorder
+	lines    *lineTable
+	err      error // the build failed: every lookup in the unit reports it
+}
+
+// seg maps [start, end) to subrs[die]; start is kept apart (segStart) so
+// that bisection touches less memory.
+type seg struct {
+	end uint64
+	die int32
+}
+
+// subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine.
+type subr struct {
+	parent   int32 // nearest enclosing subroutine, -1 for none
+	inlined  bool
+	needed   bool // on some address's chain: name resolved
+	callLine uint32
+	callCol  uint32
+	callFile uint64
+	name     string
+}
+
+// nameRefs are the attributes of a subr that lead to its name, kept only
+// while the unit's index is built.
+type nameRefs struct {
+	name, linkage strRef
+	spec, origin  uint64
+}
+
+// loadDWARF reads the DWARF sections of f and the unit headers and root
+// DIEs, and builds the unit map. It returns nil, nil when f has no
+// .debug_info. Cost: decompression of the sections, linear in the number
+// of units.
+func loadDWARF(f *elfFile) (*dwarfData, error) {
+	return loadSections(f.debugSection)
+}
+
+// loadSections is loadDWARF over a function that returns a debug section
+// by name (nil when missing).
+func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error) {
+	d := &dwarfData{abbrevs: map[uint64]*abbrevTable{}, lines: map[uint64]*lineResult{}}
+	var err error
+	get := func(name string) []byte {
+		if err != nil {
+			return nil
+		}
+		var p []byte
+		p, err = section(name)
+		return p
+	}
+	d.sec.Info = get(".debug_info")
+	if d.sec.Info == nil || err != nil {
+		return nil, err
+	}
+	d.sec.Abbrev = get(".debug_abbrev")
+	d.sec.Str = get(".debug_str")
+	d.sec.LineStr = get(".debug_line_str")
+	d.sec.StrOffsets = get(".debug_str_offsets")
+	d.sec.Addr = get(".debug_addr")
+	d.sec.RngLists = get(".debug_rnglists")
+	d.ranges = get(".debug_ranges")
+	d.line = get(".debug_line")
+	d.sec.Order = binary.LittleEndian
+	if err != nil {
+		return nil, err
+	}
+	if d.data, err = info.New(d.sec); err != nil {
+		return nil, err
+	}
+	hdrs := d.data.Units()
+	d.units = make([]unit, 0, len(hdrs))
+	var rs []cuRange
+	for i := range hdrs {
+		h := &hdrs[i]
+		if h.Type != dwarf.DW_UT_compile && h.Type != dwarf.DW_UT_partial && h.Type != dwarf.DW_UT_skeleton {
+			continue
+		}
+		if h.DataOffset >= h.End {
+			continue
+		}
+		d.units = append(d.units, unit{hdr: h})
+		u := &d.units[len(d.units)-1]
+		b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+		b.Seek(h.DataOffset, "unit")
+		b.SetEnd(int(h.End))
+		t, err := d.abbrevTable(u)
+		if err != nil {
+			return nil, err
+		}
+		code := b.Uleb("abbrev code")
+		a := t.lookup(code)
+		if b.Err() == nil && a == nil {
+			b.FailAt(h.DataOffset, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, h.AbbrevOffset))
+		}
+		if b.Err() != nil {
+			return nil, b.Err()
+		}
+		d.readAttrs(&b, u, a, &u.root)
+		if b.Err() != nil {
+			return nil, b.Err()
+		}
+		if u.root.hasLow {
+			u.base = u.root.lowPC
+		}
+		if cd, ok := d.str(u, u.root.compDir); ok {
+			u.compDir = string(cd)
+		}
+		ci := len(d.units) - 1
+		n := len(rs)
+		rs, err = d.appendRanges(rs, u, &u.root, func(lo, hi uint64) cuRange { return cuRange{lo, hi, ci} }, noBudget)
+		if err != nil {
+			return nil, err
+		}
+		if len(rs) == n && u.root.hasStmt {
+			// No ranges: the line program's sequences give the coverage.
+			t, err := d.lineTable(u)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range t.seqs {
+				rs = append(rs, cuRange{s.start, s.end, ci})
+			}
+		}
+	}
+	d.cus = flattenCUs(rs)
+	return d, nil
+}
+
+const noBudget = ^uint64(0)
+
+// appendRanges appends the address ranges of a DIE (low/high PC, or
+// DW_AT_ranges) as made by mk. Empty ranges are dropped. It counts the
+// ranges against *budget... (budget noBudget means unlimited).
+func (d *dwarfData) appendRanges(dst []cuRange, u *unit, a *attrs, mk func(lo, hi uint64) cuRange, budget uint64) ([]cuRange, error) {
+	if a.hasLow && a.hasHigh {
+		hi := a.highPC
+		if a.highIsLen {
+			hi = a.lowPC + a.highPC
+		}
+		if a.lowPC < hi {
+			dst = append(dst, mk(a.lowPC, hi))
+		}
+		return dst, nil
+	}
+	if !a.hasRanges {
+		return dst, nil
+	}
+	r := loc.NewRangeListReader(d.locSections(u), u.hdr.Enc, a.ranges, u.base)
+	var e loc.Entry
+	for r.Next(&e) {
+		if e.Start < e.End {
+			dst = append(dst, mk(e.Start, e.End))
+			if budget != noBudget && uint64(len(dst)) > budget {
+				return dst, &dwarf.FormatError{Section: ".debug_rnglists", Offset: a.ranges, Field: "range list", Msg: "more ranges than the unit's size allows"}
+			}
+		}
+	}
+	return dst, r.Err()
+}
+
+func (d *dwarfData) locSections(u *unit) loc.Sections {
+	return loc.Sections{Ranges: d.ranges, RngLists: d.sec.RngLists, Addr: d.sec.Addr, AddrBase: u.hdr.AddrBase}
+}
+
+// cuHeap is a min-heap of unit indexes, for flattenCUs.
+type cuHeap []int
+
+func (h cuHeap) Len() int           { return len(h) }
+func (h cuHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h cuHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cuHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *cuHeap) Pop() any          { x := (*h)[len(*h)-1]; *h = (*h)[:len(*h)-1]; return x }
+
+// flattenCUs turns possibly overlapping unit ranges into disjoint ones;
+// where ranges overlap the unit first in .debug_info wins (as in LLVM's
+// DWARFDebugAranges). Cost: O(n log n).
+func flattenCUs(rs []cuRange) []cuRange {
+	type ev struct {
+		at    uint64
+		cu    int
+		start bool
+	}
+	evs := make([]ev, 0, 2*len(rs))
+	for _, r := range rs {
+		evs = append(evs, ev{r.start, r.cu, true}, ev{r.end, r.cu, false})
+	}
+	slices.SortFunc(evs, func(a, b ev) int {
+		if a.at != b.at {
+			if a.at < b.at {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	var out []cuRange
+	var h cuHeap
+	active := map[int]int{}
+	prev := uint64(0)
+	for i := 0; i < len(evs); {
+		at := evs[i].at
+		// Emit [prev, at) for the smallest active unit.
+		for h.Len() > 0 && active[h[0]] == 0 {
+			heap.Pop(&h)
+		}
+		if h.Len() > 0 && prev < at {
+			cu := h[0]
+			if n := len(out); n > 0 && out[n-1].cu == cu && out[n-1].end == prev {
+				out[n-1].end = at
+			} else {
+				out = append(out, cuRange{prev, at, cu})
+			}
+		}
+		for ; i < len(evs) && evs[i].at == at; i++ {
+			if evs[i].start {
+				if active[evs[i].cu] == 0 {
+					heap.Push(&h, evs[i].cu)
+				}
+				active[evs[i].cu]++
+			} else {
+				active[evs[i].cu]--
+			}
+		}
+		prev = at
+	}
+	return out
+}
+
+// unitFor returns the index of the unit covering addr, or -1.
+func (d *dwarfData) unitFor(addr uint64) int {
+	lo, hi := 0, len(d.cus)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if d.cus[m].start <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 || addr >= d.cus[lo-1].end {
+		return -1
+	}
+	return d.cus[lo-1].cu
+}
+
+// abbrevTable returns u's abbreviation table, parsing it the first time.
+// Tables are shared by offset; the total parsed is bounded by a multiple
+// of the section.
+func (d *dwarfData) abbrevTable(u *unit) (*abbrevTable, error) {
+	off := u.hdr.AbbrevOffset
+	// Fixed form sizes depend on the encoding: key on it too.
+	key := off<<8 | uint64(u.hdr.Enc.Version)<<4 | uint64(u.hdr.Enc.Format) | uint64(u.hdr.Enc.AddrSize)<<56
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.abbrevs[key]; ok {
+		return t, nil
+	}
+	t, n, err := parseAbbrev(d.sec.Abbrev, off, u.hdr.Enc)
+	if err != nil {
+		return nil, err
+	}
+	d.abbrevWork += n
+	if budget := 8*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
+		return nil, &dwarf.FormatError{Section: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
+			Msg: fmt.Sprintf("abbreviation tables overlap: %d bytes parsed for a %d-byte section", d.abbrevWork, len(d.sec.Abbrev))}
+	}
+	d.abbrevs[key] = t
+	return t, nil
+}
+
+// unitOf returns the unit containing .debug_info offset off.
+func (d *dwarfData) unitOf(off uint64) *unit {
+	lo, hi := 0, len(d.units)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if d.units[m].hdr.Offset <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 || off >= d.units[lo-1].hdr.End || off < d.units[lo-1].hdr.DataOffset {
+		return nil
+	}
+	return &d.units[lo-1]
+}
+
+// index returns the index of units[i], building it on first use.
+func (d *dwarfData) index(i int) *unitIndex {
+	u := &d.units[i]
+	if x := u.idx.Load(); x != nil {
+		return x
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if x := u.idx.Load(); x != nil {
+		return x
+	}
+	x := d.build(u)
+	u.idx.Store(x)
+	return x
+}
+
+// build walks the DIEs of u once, collecting subroutines and their
+// ranges, resolves their names and reads the line table.
+func (d *dwarfData) build(u *unit) *unitIndex {
+	x := &unitIndex{}
+	t, err := d.abbrevTable(u)
+	if err != nil {
+		x.err = err
+		return x
+	}
+	if u.root.hasStmt {
+		if x.lines, err = d.lineTable(u); err != nil {
+			x.err = err
+			return x
+		}
+	}
+	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+	b.Seek(u.hdr.DataOffset, "unit")
+	b.SetEnd(int(u.hdr.End))
+	// parents[k] is the nearest subroutine enclosing the DIEs at depth k+1.
+	parents := make([]int32, 0, 64)
+	var rs []cuRange // cu field holds the subr index
+	budget := uint64(len(d.sec.RngLists)+len(d.ranges)) + (u.hdr.End - u.hdr.DataOffset)
+	first := true
+	var a attrs
+	// Capacity guesses from gcc and Go output: a subroutine DIE per 64
+	// bytes of unit.
+	guess := min((u.hdr.End-u.hdr.DataOffset)/64+1, 1<<16)
+	x.subrs = make([]subr, 0, guess)
+	refs := make([]nameRefs, 0, guess) // parallel to x.subrs
+	rs = make([]cuRange, 0, guess)
+	for b.Len() > 0 {
+		off := b.Off()
+		code := b.Uleb("abbrev code")
+		if b.Err() != nil {
+			break
+		}
+		if code == 0 {
+			if len(parents) > 0 {
+				parents = parents[:len(parents)-1]
+			}
+			continue
+		}
+		ab := t.lookup(code)
+		if ab == nil {
+			b.FailAt(off, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
+			break
+		}
+		parent := int32(-1)
+		if len(parents) > 0 {
+			parent = parents[len(parents)-1]
+		}
+		me := parent
+		if !first && (ab.tag == dwarf.DW_TAG_subprogram || ab.tag == dwarf.DW_TAG_inlined_subroutine) {
+			d.readAttrs(&b, u, ab, &a)
+			if b.Err() != nil {
+				break
+			}
+			me = int32(len(x.subrs))
+			x.subrs = append(x.subrs, subr{parent: parent, inlined: ab.tag == dwarf.DW_TAG_inlined_subroutine,
+				callFile: a.callFile, callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
+			refs = append(refs, nameRefs{a.name, a.linkage, a.spec, a.origin})
+			rs, err = d.appendRanges(rs, u, &a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
+			if err != nil {
+				x.err = err
+				return x
+			}
+		} else if ab.fixed >= 0 {
+			b.Skip(uint64(ab.fixed), "attribute value")
+		} else {
+			for i := range ab.specs {
+				if s := &ab.specs[i]; s.size >= 0 {
+					b.Skip(uint64(s.size), "attribute value")
+				} else {
+					d.skipForm(&b, s.form, u.hdr.Enc)
+				}
+			}
+		}
+		first = false
+		if ab.children {
+			if len(parents) >= info.MaxDepth {
+				b.FailAt(off, "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
+				break
+			}
+			parents = append(parents, me)
+		}
+	}
+	if b.Err() != nil {
+		x.err = b.Err()
+		return x
+	}
+	x.segStart, x.segs = flattenSubrs(rs)
+	// Resolve the names of the subroutines on some chain.
+	for _, s := range x.segs {
+		for i := s.die; i >= 0 && !x.subrs[i].needed; i = x.subrs[i].parent {
+			x.subrs[i].needed = true
+		}
+	}
+	names := map[uint64][2]string{}
+	for i := range x.subrs {
+		s := &x.subrs[i]
+		if s.needed {
+			link, name := d.names(u, &refs[i], names, 0)
+			if link != "" {
+				s.name = link
+			} else {
+				s.name = name
+			}
+		}
+	}
+	return x
+}
+
+// names resolves the linkage name and the name of a DIE with attributes a
+// in unit u, following DW_AT_specification, then DW_AT_abstract_origin,
+// depth first as LLVM's DWARFDie::findRecursively does. cache holds the
+// results for referenced DIEs by offset.
+func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64][2]string, depth int) (link, name string) {
+	if p, ok := d.str(u, a.linkage); ok {
+		link = string(p)
+	}
+	if p, ok := d.str(u, a.name); ok {
+		name = string(p)
+	}
+	if depth >= maxNameHops {
+		return link, name
+	}
+	for _, ref := range [2]uint64{a.spec, a.origin} {
+		if (link != "" && name != "") || ref == noRef {
+			continue
+		}
+		r, ok := cache[ref]
+		if !ok {
+			r[0], r[1] = d.namesAt(ref, cache, depth+1)
+			cache[ref] = r
+		}
+		if link == "" {
+			link = r[0]
+		}
+		if name == "" {
+			name = r[1]
+		}
+	}
+	return link, name
+}
+
+// namesAt is names for the DIE at .debug_info offset off, in any unit.
+// A bad reference gives no names.
+func (d *dwarfData) namesAt(off uint64, cache map[uint64][2]string, depth int) (string, string) {
+	u := d.unitOf(off)
+	if u == nil {
+		return "", ""
+	}
+	t, err := d.abbrevTable(u)
+	if err != nil {
+		return "", ""
+	}
+	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+	b.Seek(off, "reference")
+	b.SetEnd(int(u.hdr.End))
+	ab := t.lookup(b.Uleb("abbrev code"))
+	if b.Err() != nil || ab == nil {
+		return "", ""
+	}
+	var a attrs
+	d.readAttrs(&b, u, ab, &a)
+	if b.Err() != nil {
+		return "", ""
+	}
+	return d.names(u, &nameRefs{a.name, a.linkage, a.spec, a.origin}, cache, depth)
+}
+
+// flattenSubrs turns the subroutine ranges, in DIE preorder, into
+// disjoint segments naming the innermost subroutine, as LLVM's
+// DWARFUnit::updateAddressDieMap does for properly nested ranges: a later
+// (deeper) DIE's range overrides the part of earlier ranges it covers.
+func flattenSubrs(rs []cuRange) ([]uint64, []seg) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	order := make([]int32, len(rs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		ra, rb := rs[a], rs[b]
+		if ra.start != rb.start {
+			if ra.start < rb.start {
+				return -1
+			}
+			return 1
+		}
+		return 0 // equal starts: preorder, so the enclosing DIE first
+	})
+	out := make([]seg, 0, len(rs)+len(rs)/2)
+	starts := make([]uint64, 0, len(rs)+len(rs)/2)
+	emit := func(lo, hi uint64, die int) {
+		if lo >= hi {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].die == int32(die) && out[n-1].end == lo {
+			out[n-1].end = hi
+			return
+		}
+		out = append(out, seg{hi, int32(die)})
+		starts = append(starts, lo)
+	}
+	var stack []int32 // indexes into rs
+	cur := uint64(0)
+	for _, ri := range order {
+		r := rs[ri]
+		for len(stack) > 0 {
+			top := rs[stack[len(stack)-1]]
+			if top.end > r.start {
+				break
+			}
+			emit(max(cur, top.start), top.end, top.cu)
+			cur = max(cur, top.end)
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			top := rs[stack[len(stack)-1]]
+			emit(max(cur, top.start), r.start, top.cu)
+		}
+		cur = max(cur, r.start)
+		stack = append(stack, ri)
+	}
+	for len(stack) > 0 {
+		top := rs[stack[len(stack)-1]]
+		emit(max(cur, top.start), top.end, top.cu)
+		cur = max(cur, top.end)
+		stack = stack[:len(stack)-1]
+	}
+	return starts, out
+}
+
+// leaf returns the innermost subroutine covering addr, or -1.
+func (x *unitIndex) leaf(addr uint64) int32 {
+	lo, hi := 0, len(x.segStart)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if x.segStart[m] <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 || addr >= x.segs[lo-1].end {
+		return -1
+	}
+	return x.segs[lo-1].die
+}

@@ -1,0 +1,207 @@
+package symbolize
+
+import (
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/elfimage/elfimage/dwarf/line"
+)
+
+// lineTable is a decoded line program in the shape lookups want.
+type lineTable struct {
+	seqs  []lineSeq // sorted by end
+	addrs []uint64  // the rows' addresses, every sequence's, in program order
+	rows  []lineRow // the rows' positions, parallel to addrs
+	files []string  // full path per file index; "" for an invalid entry
+}
+
+// lineSeq is one sequence: [start, end) with rows[first:last] (the
+// end_sequence row is not stored).
+type lineSeq struct {
+	start, end  uint64
+	first, last int32
+}
+
+type lineRow struct {
+	file, line, col uint32
+}
+
+// lineTable returns the line table of u, decoding it the first time; units
+// that share a line program share the table.
+func (d *dwarfData) lineTable(u *unit) (*lineTable, error) {
+	d.lineMu.Lock()
+	defer d.lineMu.Unlock()
+	off := u.root.stmtList
+	if r, ok := d.lines[off]; ok {
+		return r.t, r.err
+	}
+	t, err := decodeLines(d, off, u.compDir)
+	d.lines[off] = &lineResult{t, err}
+	return t, err
+}
+
+// decodeLines runs the line program at off (DWARF 5 section 6.2) and
+// keeps its rows, sequences and file names, resolved as LLVM's
+// Prologue::getFileNameByIndex does for absolute paths.
+func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
+	r, err := line.NewReader(line.Sections{Line: d.line, Str: d.sec.Str, LineStr: d.sec.LineStr}, off, compDir)
+	if err != nil {
+		return nil, err
+	}
+	h := r.Header()
+	t := &lineTable{}
+	// Rows are at least one byte of program each.
+	guess := min((h.End-h.ProgramOffset)/3+1, 1<<20)
+	t.rows = make([]lineRow, 0, guess)
+	t.addrs = make([]uint64, 0, guess)
+	var row line.Row
+	first := int32(0)
+	var start uint64
+	empty := true
+	for {
+		err := r.Next(&row)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if empty {
+			start, first, empty = row.Address, int32(len(t.rows)), false
+		}
+		if row.EndSequence {
+			if start < row.Address && int32(len(t.rows)) > first {
+				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, int32(len(t.rows))})
+			}
+			empty = true
+			continue
+		}
+		f := uint32(row.File)
+		if row.File > 1<<32-1 {
+			f = 1<<32 - 1
+		}
+		t.rows = append(t.rows, lineRow{f, row.Line, row.Column})
+		t.addrs = append(t.addrs, row.Address)
+	}
+	slices.SortStableFunc(t.seqs, func(a, b lineSeq) int {
+		if a.end != b.end {
+			if a.end < b.end {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	files := r.Files()
+	t.files = make([]string, len(files))
+	for i := range files {
+		t.files[i] = filePath(h, files, uint64(i), compDir)
+	}
+	return t, nil
+}
+
+// isAbs reports whether p is an absolute POSIX or Windows path, as LLVM's
+// isPathAbsoluteOnWindowsOrPosix.
+func isAbs(p string) bool {
+	if len(p) > 0 && p[0] == '/' {
+		return true
+	}
+	if len(p) > 0 && p[0] == '\\' {
+		return true
+	}
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') &&
+		((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z'))
+}
+
+// appendPath joins components with '/' like llvm::sys::path::append
+// (POSIX style): empty components are skipped, no separator is doubled.
+func appendPath(p string, comps ...string) string {
+	for _, c := range comps {
+		if c == "" {
+			continue
+		}
+		switch {
+		case len(p) > 0 && p[len(p)-1] == '/':
+			for len(c) > 0 && c[0] == '/' {
+				c = c[1:]
+			}
+			p += c
+		case c[0] == '/' || p == "":
+			p += c
+		default:
+			p += "/" + c
+		}
+	}
+	return p
+}
+
+// filePath is the absolute path of file entry i, "" when the index is
+// invalid (file 0 before version 5) or the entry has no name.
+func filePath(h *line.Header, files []line.FileEntry, i uint64, compDir string) string {
+	if h.Version < 5 && i == 0 || i >= uint64(len(files)) {
+		return ""
+	}
+	e := &files[i]
+	if e.Name == "" {
+		return ""
+	}
+	if isAbs(e.Name) {
+		return e.Name
+	}
+	var inc string
+	if h.Version >= 5 {
+		if e.Dir < uint64(len(h.Dirs)) {
+			inc = h.Dirs[e.Dir]
+		}
+	} else if e.Dir > 0 && e.Dir < uint64(len(h.Dirs)) {
+		inc = h.Dirs[e.Dir] // Dirs[0] is the compilation directory
+	}
+	// LLVM 14 prefixes the compilation directory to any relative
+	// directory, directory 0 of DWARF 5 included (later LLVM versions
+	// skip it for directory 0, which names the compilation directory).
+	p := ""
+	if compDir != "" && !isAbs(inc) {
+		p = appendPath(p, compDir)
+	}
+	return appendPath(p, inc, e.Name)
+}
+
+// lookup returns the row that holds for addr: in the sequence with the
+// smallest end above addr, if it starts at or before addr, the last row
+// at or before addr (LLVM's lookupAddress and findRowInSeq). Cost: two
+// bisections, no allocation.
+func (t *lineTable) lookup(addr uint64) (*lineRow, bool) {
+	lo, hi := 0, len(t.seqs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.seqs[m].end <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(t.seqs) || t.seqs[lo].start > addr {
+		return nil, false
+	}
+	s := &t.seqs[lo]
+	// upper_bound over rows[first+1:last], minus one.
+	rlo, rhi := int(s.first)+1, int(s.last)
+	for rlo < rhi {
+		m := int(uint(rlo+rhi) >> 1)
+		if t.addrs[m] <= addr {
+			rlo = m + 1
+		} else {
+			rhi = m
+		}
+	}
+	return &t.rows[rlo-1], true
+}
+
+// file returns the path of file index i, "" when unknown.
+func (t *lineTable) file(i uint64) string {
+	if t == nil || i >= uint64(len(t.files)) {
+		return ""
+	}
+	return t.files[i]
+}

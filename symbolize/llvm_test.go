@@ -1,0 +1,386 @@
+package symbolize_test
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/symbolize"
+)
+
+// The C test program: several files with static inline functions, so that
+// gcc -O2 inlines and clones (testdata/csrc).
+func cSources(t testing.TB) []string {
+	m, err := filepath.Glob("testdata/csrc/*.c")
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no C sources: %v", err)
+	}
+	for i := range m {
+		m[i] = filepath.Base(m[i])
+	}
+	return m
+}
+
+var buildCache sync.Map // key → path (binaries built once per test process)
+
+// buildC compiles testdata/csrc with compiler cc and flags, in that
+// directory (so DW_AT_comp_dir is it and file names are relative).
+func buildC(t testing.TB, cc string, flags ...string) string {
+	key := cc + " " + strings.Join(flags, " ")
+	if p, ok := buildCache.Load(key); ok {
+		return p.(string)
+	}
+	dir, err := os.MkdirTemp("", "symbolize-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "prog")
+	args := append(append([]string{}, flags...), "-o", out)
+	args = append(args, cSources(t)...)
+	cmd := exec.Command(cc, args...)
+	cmd.Dir = "testdata/csrc"
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, msg)
+	}
+	buildCache.Store(key, out)
+	return out
+}
+
+// buildGo builds testdata/goprog with the go command running the test
+// (DWARF on, -compressdwarf at its default, true).
+func buildGo(t testing.TB) string {
+	if p, ok := buildCache.Load("go"); ok {
+		return p.(string)
+	}
+	dir, err := os.MkdirTemp("", "symbolize-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "goprog")
+	gocmd := tooltest.Require(t, "go")
+	cmd := exec.Command(gocmd, "build", "-o", out, ".")
+	cmd.Dir = "testdata/goprog"
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, msg)
+	}
+	buildCache.Store("go", out)
+	return out
+}
+
+// codeAddrs picks n addresses uniformly over the bytes of the sized
+// STT_FUNC symbols of .text, deterministically from seed.
+func codeAddrs(t testing.TB, path string, n int, seed uint64) []uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := f.Section(".text")
+	if text == nil {
+		t.Fatal("no .text")
+	}
+	type fn struct{ lo, hi uint64 }
+	var fns []fn
+	var total uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
+			continue
+		}
+		fns = append(fns, fn{s.Value, s.Value + s.Size})
+		total += s.Size
+	}
+	if total == 0 {
+		t.Fatal("no functions in .text")
+	}
+	cum := make([]uint64, len(fns))
+	var c uint64
+	for i, f := range fns {
+		c += f.hi - f.lo
+		cum[i] = c
+	}
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	out := make([]uint64, n)
+	for i := range out {
+		x := r.Uint64N(total)
+		j, _ := slices.BinarySearch(cum, x+1)
+		f := fns[j]
+		out[i] = f.hi - (cum[j] - x)
+	}
+	return out
+}
+
+type llvmFrame struct {
+	FunctionName string
+	FileName     string
+	Line         uint32
+	Column       uint32
+}
+
+// llvmSymbolize runs llvm-symbolizer --inlining once over all addresses.
+func llvmSymbolize(t testing.TB, path string, addrs []uint64) [][]symbolize.Frame {
+	tool := tooltest.Require(t, "llvm-symbolizer")
+	var in bytes.Buffer
+	for _, a := range addrs {
+		fmt.Fprintf(&in, "%#x\n", a)
+	}
+	cmd := exec.Command(tool, "--inlining", "--output-style=JSON", "--obj="+path)
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("llvm-symbolizer: %v\n%s", err, stderr.Bytes())
+	}
+	var res [][]symbolize.Frame
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var obj struct {
+			Address string
+			Symbol  []llvmFrame
+		}
+		if err := json.Unmarshal(sc.Bytes(), &obj); err != nil {
+			t.Fatalf("llvm-symbolizer output %q: %v", sc.Text(), err)
+		}
+		var fs []symbolize.Frame
+		for i, f := range obj.Symbol {
+			fr := symbolize.Frame{Function: f.FunctionName, File: f.FileName, Line: f.Line, Column: f.Column, Inlined: i+1 < len(obj.Symbol)}
+			if fr.Function == "<invalid>" {
+				fr.Function = ""
+			}
+			if fr.File == "<invalid>" {
+				fr.File = ""
+			}
+			fs = append(fs, fr)
+		}
+		res = append(res, fs)
+	}
+	if len(res) != len(addrs) {
+		t.Fatalf("llvm-symbolizer answered %d of %d addresses", len(res), len(addrs))
+	}
+	return res
+}
+
+func fmtFrames(fs []symbolize.Frame) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "\n\t\t%s %s:%d:%d", orQ(f.Function), orQ(f.File), f.Line, f.Column)
+		if f.Inlined {
+			b.WriteString(" (inlined)")
+		}
+	}
+	return b.String()
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "??"
+	}
+	return s
+}
+
+// compareWithLLVM symbolizes n random code addresses of path with us and
+// with llvm-symbolizer and fails on every difference in function, file,
+// line, column or inlined frames.
+func compareWithLLVM(t *testing.T, path string, n int) {
+	t.Helper()
+	compareAddrsWithLLVM(t, path, codeAddrs(t, path, n, 1), true)
+}
+
+func compareAddrsWithLLVM(t *testing.T, path string, addrs []uint64, wantInlined bool) {
+	t.Helper()
+	want := llvmSymbolize(t, path, addrs)
+	s, err := symbolize.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var frames []symbolize.Frame
+	bad, inl := 0, 0
+	for i, a := range addrs {
+		frames, err = s.Symbolize(a, frames[:0])
+		if err != nil {
+			frames = append(frames[:0], symbolize.Frame{})
+		}
+		if len(frames) > 1 {
+			inl++
+		}
+		if !slices.Equal(frames, want[i]) {
+			bad++
+			if bad <= 10 {
+				t.Errorf("%#x: ours (err %v):%s\n\tllvm-symbolizer:%s", a, err, fmtFrames(frames), fmtFrames(want[i]))
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses differ", bad, len(addrs))
+	}
+	if wantInlined && inl == 0 {
+		t.Errorf("no address had inlined frames")
+	}
+	t.Logf("%d addresses, %d with inlined frames", len(addrs), inl)
+}
+
+func TestGCCDWARF5(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	compareWithLLVM(t, buildC(t, gcc, "-O2", "-g", "-gdwarf-5"), 10000)
+}
+
+func TestGCCDWARF4(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	compareWithLLVM(t, buildC(t, gcc, "-O2", "-g", "-gdwarf-4"), 10000)
+}
+
+func TestClang(t *testing.T) {
+	var clang string
+	for _, name := range []string{"clang-14", "clang"} {
+		if p, err := exec.LookPath(name); err == nil {
+			clang = p
+			break
+		}
+	}
+	if clang == "" {
+		t.Skip("clang not installed (apt-get install clang-14)")
+	}
+	compareWithLLVM(t, buildC(t, clang, "-O2", "-g", "-gdwarf-5"), 10000)
+}
+
+func TestGoBinary(t *testing.T) {
+	compareWithLLVM(t, buildGo(t), 10000)
+}
+
+// TestNoDWARF: without debug sections the symbol table names functions,
+// from .symtab, or from .dynsym when the file is fully stripped, as
+// llvm-symbolizer does; addresses are taken before stripping.
+func TestNoDWARF(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	strip := tooltest.Require(t, "strip")
+	full := buildC(t, gcc, "-O2", "-g", "-rdynamic")
+	addrs := codeAddrs(t, full, 3000, 6)
+	addrs = append(addrs, 0, 1, 0x400, 0xffffffff, ^uint64(0))
+	for _, c := range []struct{ name, flag string }{{"symtab", "--strip-debug"}, {"dynsym", "--strip-all"}} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), c.name)
+			if msg, err := exec.Command(strip, c.flag, "-o", out, full).CombinedOutput(); err != nil {
+				t.Fatalf("strip: %v\n%s", err, msg)
+			}
+			s, err := symbolize.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.HasDWARF(); ok || err != nil {
+				t.Errorf("HasDWARF = %v, %v after strip", ok, err)
+			}
+			if fs, err := s.Symbolize(0, nil); !errors.Is(err, symbolize.ErrNoInfo) || len(fs) != 0 {
+				t.Errorf("address 0: %v, error %v, want ErrNoInfo", fs, err)
+			}
+			s.Close()
+			compareAddrsWithLLVM(t, out, addrs, false)
+		})
+	}
+}
+
+// TestCompressed: the gcc binary with its debug sections compressed by
+// objcopy (zlib, and zstd) gives the same frames as uncompressed.
+func TestCompressed(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	objcopy := tooltest.Require(t, "objcopy")
+	plain := buildC(t, gcc, "-O2", "-g", "-gdwarf-5")
+	addrs := codeAddrs(t, plain, 2000, 2)
+	ref := symbolizeAll(t, plain, addrs)
+	for _, kind := range []string{"zlib", "zstd", "zlib-gnu"} {
+		t.Run(kind, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "prog."+kind)
+			if msg, err := exec.Command(objcopy, "--compress-debug-sections="+kind, plain, out).CombinedOutput(); err != nil {
+				if kind == "zstd" && bytes.Contains(msg, []byte("zstd")) {
+					t.Skipf("objcopy without zstd: %s", msg)
+				}
+				t.Fatalf("objcopy: %v\n%s", err, msg)
+			}
+			f, err := elf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compressed := false
+			for _, s := range f.Sections {
+				if s.Flags&elf.SHF_COMPRESSED != 0 || strings.HasPrefix(s.Name, ".zdebug") {
+					compressed = true
+				}
+			}
+			f.Close()
+			if !compressed {
+				t.Fatal("objcopy compressed nothing")
+			}
+			got := symbolizeAll(t, out, addrs)
+			for i := range addrs {
+				if !slices.Equal(got[i], ref[i]) {
+					t.Fatalf("%#x: compressed%s\n\tplain%s", addrs[i], fmtFrames(got[i]), fmtFrames(ref[i]))
+				}
+			}
+		})
+	}
+}
+
+func symbolizeAll(t testing.TB, path string, addrs []uint64) [][]symbolize.Frame {
+	s, err := symbolize.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := make([][]symbolize.Frame, len(addrs))
+	for i, a := range addrs {
+		out[i], err = s.Symbolize(a, nil)
+		if err != nil {
+			t.Fatalf("%#x: %v", a, err)
+		}
+	}
+	return out
+}
+
+// TestConcurrent: goroutines symbolizing at once on a fresh Symbolizer
+// (racing to build the same indexes) get the sequential answers.
+func TestConcurrent(t *testing.T) {
+	path := buildGo(t)
+	addrs := codeAddrs(t, path, 2000, 7)
+	want := symbolizeAll(t, path, addrs)
+	s, err := symbolize.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var fs []symbolize.Frame
+			for i := range addrs {
+				j := (i*7 + g*501) % len(addrs)
+				var err error
+				fs, err = s.Symbolize(addrs[j], fs[:0])
+				if err != nil || !slices.Equal(fs, want[j]) {
+					t.Errorf("goroutine %d, %#x: %v%s", g, addrs[j], err, fmtFrames(fs))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

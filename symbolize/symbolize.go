@@ -1,0 +1,318 @@
+// Package symbolize maps code addresses of any ELF file to functions,
+// source positions and inlined frames: elfimage images, gcc and clang
+// output with DWARF 2 to 5, Go binaries, files whose debug sections are
+// compressed (SHF_COMPRESSED with zlib or zstd, and GNU .zdebug_), and,
+// without DWARF, the symbol table.
+//
+// Answers follow `llvm-symbolizer --inlining` (LLVM 14) with its default
+// options, which the tests check on gcc -O2 builds (DWARF 4 and 5) and Go
+// binaries for 10,000 addresses each:
+//
+//   - The compile unit comes from the units' DW_AT_low_pc/DW_AT_high_pc or
+//     DW_AT_ranges (where they overlap the first unit wins); a unit without
+//     either is covered by its line program's sequences. .debug_aranges is
+//     not read.
+//   - Frames are the innermost DW_TAG_subprogram or
+//     DW_TAG_inlined_subroutine whose ranges hold the address, then each
+//     enclosing DW_TAG_inlined_subroutine up to the DW_TAG_subprogram:
+//     innermost first. The innermost frame's file, line and column come from
+//     the line table (the last row at or before the address in its
+//     sequence); each outer frame's come from DW_AT_call_file, call_line and
+//     call_column of the frame inside it.
+//   - A frame's function is its DW_AT_linkage_name (or
+//     DW_AT_MIPS_linkage_name), else its DW_AT_name, searched through
+//     DW_AT_specification and DW_AT_abstract_origin, in any unit. Linkage
+//     names are not demangled (llvm-symbolizer demangles C++ names; C and Go
+//     names need no demangling).
+//   - As llvm-symbolizer does by default, the outermost frame's function
+//     is replaced by the symbol table's name for the address when there is
+//     one (so gcc clones read "f.constprop.0", "main.cold"); without DWARF
+//     that name is the only answer. Symbols are the STT_NOTYPE, STT_FUNC,
+//     STT_OBJECT and STT_GNU_IFUNC ones of a defined section, from .symtab,
+//     or from .dynsym when there is no .symtab; of several at one address
+//     the largest wins; a symbol of size 0 reaches the next symbol (so an
+//     address past the end of everything may be named "_end", as
+//     llvm-symbolizer names it).
+//   - File names are absolute when the line table allows it: the entry's
+//     name, prefixed with its directory and, when that is relative, the
+//     unit's DW_AT_comp_dir.
+//
+// Indexes are lazy: Open reads only the ELF header and section table; the
+// first Symbolize reads (and decompresses) the debug sections and the unit
+// headers; each unit's DIE tree and line table are indexed the first time
+// an address in it is asked for, and kept. After that a lookup is a few
+// bisections and allocates nothing.
+//
+// Input is treated as hostile: the reader never panics, every loop and
+// allocation is bounded by the input's size, and malformed input yields a
+// *dwarf.FormatError naming the section, offset and field.
+package symbolize
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"unsafe"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrNoInfo is returned by Symbolize for an address about which the
+	// file says nothing: no compile unit, no line and no symbol covers it.
+	ErrNoInfo = errors.New("symbolize: no information for the address")
+	// ErrNotELF is wrapped by Open and New for input that is not a
+	// little-endian ELF32 or ELF64 file.
+	ErrNotELF = errors.New("symbolize: not a little-endian ELF file")
+	// ErrClosed is returned by Symbolize after Close.
+	ErrClosed = errors.New("symbolize: symbolizer closed")
+	// ErrFault is returned when the mapped file could not be read (it
+	// was truncated after Open mapped it).
+	ErrFault = errors.New("symbolize: fault reading the mapped file")
+)
+
+// Frame is one source-level frame at an address.
+type Frame struct {
+	// Function is the function's name: the symbol table's name for the
+	// outermost frame when the symbol table covers the address, otherwise
+	// the DWARF linkage name or name. Empty when unknown.
+	Function string
+	// File is the source file's path; empty when unknown.
+	File string
+	// Line and Column are 1-based; 0 means unknown (a line-table row with
+	// line 0 also gives 0).
+	Line, Column uint32
+	// Inlined is set on every frame but the last of an address's frames:
+	// the code of this frame was inlined into the next frame.
+	Inlined bool
+}
+
+// Symbolizer answers symbolization queries for one ELF file. It is safe
+// for concurrent use, except Close.
+type Symbolizer struct {
+	f      *elfFile
+	unmap  func() error
+	mapped bool
+	mapLo  uintptr // the mapping [mapLo, mapHi), for telling faults on it
+	mapHi  uintptr
+	closed bool
+
+	dwarfOnce sync.Once
+	d         *dwarfData
+	dwarfErr  error
+
+	symOnce sync.Once
+	syms    *symtab
+	symErr  error
+}
+
+// Open maps the ELF file at path and returns its Symbolizer. It reads
+// only the ELF header and the section table. Close unmaps it. Errors wrap
+// ErrNotELF, a *dwarf.FormatError for a malformed section table, or the
+// *os.PathError of opening the file.
+func Open(path string) (*Symbolizer, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, unmap, err := mapFile(file)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSymbolizer(byteSource(data))
+	if err != nil {
+		unmap()
+		return nil, err
+	}
+	s.unmap, s.mapped = unmap, true
+	if len(data) > 0 {
+		s.mapLo = uintptr(unsafe.Pointer(&data[0]))
+		s.mapHi = s.mapLo + uintptr(len(data))
+	}
+	return s, nil
+}
+
+// New returns a Symbolizer for an ELF file held in data, which it uses in
+// place: do not modify data while the Symbolizer is in use. Errors are
+// those of Open.
+func New(data []byte) (*Symbolizer, error) {
+	return newSymbolizer(byteSource(data))
+}
+
+// NewReaderAt returns a Symbolizer reading an ELF file of size bytes
+// through r: the section table now, and each section it needs, once, on
+// first use. Errors are those of Open, or r's.
+func NewReaderAt(r io.ReaderAt, size int64) (*Symbolizer, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("%w: negative size", ErrNotELF)
+	}
+	return newSymbolizer(readerSource{r, uint64(size)})
+}
+
+func newSymbolizer(src source) (s *Symbolizer, err error) {
+	f, err := parseELF(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Symbolizer{f: f}, nil
+}
+
+// Close releases the mapping made by Open. Strings of frames returned
+// earlier stay valid. It must not run concurrently with Symbolize.
+func (s *Symbolizer) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.unmap != nil {
+		return s.unmap()
+	}
+	return nil
+}
+
+// HasDWARF reports whether the file has a .debug_info section. Errors
+// are those of Symbolize's first use of the debug sections.
+func (s *Symbolizer) HasDWARF() (ok bool, err error) {
+	if s.closed {
+		return false, ErrClosed
+	}
+	if s.mapped {
+		defer s.guard(&err)
+	}
+	d, err := s.dwarf()
+	return d != nil, err
+}
+
+func (s *Symbolizer) dwarf() (*dwarfData, error) {
+	s.dwarfOnce.Do(func() {
+		s.d, s.dwarfErr = loadDWARF(s.f)
+	})
+	return s.d, s.dwarfErr
+}
+
+func (s *Symbolizer) symbols() (*symtab, error) {
+	s.symOnce.Do(func() {
+		s.syms, s.symErr = readSymtab(s.f)
+	})
+	return s.syms, s.symErr
+}
+
+// guard turns a fault on the mapped file (SIGBUS after truncation) into
+// ErrFault. It runs deferred, with panic-on-fault enabled by the caller.
+func (s *Symbolizer) guard(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if re, ok := r.(runtime.Error); ok && s.isFault(re) {
+		*err = fmt.Errorf("%w: %v", ErrFault, re)
+		return
+	}
+	panic(r)
+}
+
+// Symbolize appends the frames for the link-time address addr to frames,
+// innermost first, and returns the extended slice (see the package
+// documentation for how they are found). Every frame but the last has
+// Inlined set.
+//
+// For an address nothing covers it returns frames unchanged and
+// ErrNoInfo. Malformed debug information returns a *dwarf.FormatError
+// (possibly wrapped); malformed data of one compile unit fails only the
+// addresses in that unit. After Close it returns ErrClosed.
+//
+// Cost: the first address in a compile unit indexes the unit (linear in
+// its DIEs and line program); later addresses cost a few bisections and,
+// when frames has room, no allocation.
+func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err error) {
+	if s.closed {
+		return frames, ErrClosed
+	}
+	if s.mapped {
+		defer s.guard(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
+	n0 := len(frames)
+	d, err := s.dwarf()
+	if err != nil {
+		return frames, err
+	}
+	if d != nil {
+		if ui := d.unitFor(addr); ui >= 0 {
+			x := d.index(ui)
+			if x.err != nil {
+				return frames, x.err
+			}
+			frames = x.frames(addr, frames)
+		}
+	}
+	syms, err := s.symbols()
+	if err != nil {
+		return frames[:n0], err
+	}
+	name, ok := syms.lookup(addr)
+	if len(frames) == n0 {
+		if !ok {
+			return frames, ErrNoInfo
+		}
+		frames = append(frames, Frame{})
+	}
+	if ok {
+		frames[len(frames)-1].Function = name
+	}
+	return frames, nil
+}
+
+// frames appends the DWARF frames of addr in this unit.
+func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
+	leaf := x.leaf(addr)
+	if leaf < 0 {
+		if x.lines != nil {
+			if r, ok := x.lines.lookup(addr); ok {
+				if f := x.lines.file(uint64(r.file)); f != "" {
+					frames = append(frames, Frame{File: f, Line: r.line, Column: r.col})
+				}
+			}
+		}
+		return frames
+	}
+	var call *subr
+	for i, n := leaf, 0; i >= 0 && n <= len(x.subrs); n++ {
+		s := &x.subrs[i]
+		var f Frame
+		f.Function = s.name
+		if call == nil {
+			if x.lines != nil {
+				if r, ok := x.lines.lookup(addr); ok {
+					if f.File = x.lines.file(uint64(r.file)); f.File != "" {
+						f.Line, f.Column = r.line, r.col
+					}
+				}
+			}
+		} else {
+			f.File = x.lines.file(call.callFile)
+			f.Line, f.Column = call.callLine, call.callCol
+		}
+		if len(frames) > 0 && call != nil {
+			frames[len(frames)-1].Inlined = true
+		}
+		frames = append(frames, f)
+		if !s.inlined {
+			break
+		}
+		call = s
+		i = s.parent
+	}
+	return frames
+}
+
+// isFault reports whether a runtime error is a memory fault on the
+// mapping, turned into a panic by debug.SetPanicOnFault.
+func (s *Symbolizer) isFault(e runtime.Error) bool {
+	a, ok := e.(interface{ Addr() uintptr })
+	return ok && a.Addr() >= s.mapLo && a.Addr() < s.mapHi
+}

@@ -1,0 +1,226 @@
+package symbolize
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/elfimage/elfimage/dwarf"
+)
+
+// symbol is one function or data symbol of the symbol table; its name is
+// names[name : name+nameLen] of its symtab. It holds no pointers, so that
+// sorting is cheap.
+type symbol struct {
+	size          uint64
+	name, nameLen uint32
+}
+
+// symtab is the symbol table, as llvm-symbolizer uses it: STT_NOTYPE,
+// STT_FUNC, STT_OBJECT and STT_GNU_IFUNC symbols of a defined section, from .symtab,
+// or from .dynsym when there is no .symtab; of several symbols at one
+// address the one with the largest size is kept (the last in table order
+// among equal sizes). The first lookups scan the table; after scanLimit
+// of them it is sorted once and later lookups bisect.
+type symtab struct {
+	f       *elfFile
+	data    []byte // the raw table
+	entsize uint64
+	names   string // the string table, one copy, so that names cost nothing
+
+	scans  atomic.Int32
+	once   sync.Once
+	addrs  []uint64 // sorted; syms[i] is at addrs[i]
+	syms   []symbol
+	sorted atomic.Bool
+}
+
+const scanLimit = 32
+
+// readSymtab finds the symbol table (gABI "Symbol Table") and copies its
+// string table. Cost: the copy.
+func readSymtab(f *elfFile) (*symtab, error) {
+	var s *section
+	for i := range f.sections {
+		if f.sections[i].typ == shtSymtab {
+			s = &f.sections[i]
+			break
+		}
+	}
+	if s == nil {
+		for i := range f.sections {
+			if f.sections[i].typ == shtDynsym {
+				s = &f.sections[i]
+				break
+			}
+		}
+	}
+	t := &symtab{f: f, entsize: 16}
+	if f.class64 {
+		t.entsize = 24
+	}
+	if s == nil {
+		return t, nil
+	}
+	data, err := f.raw(s)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(s.link) >= uint64(len(f.sections)) {
+		return nil, &dwarf.FormatError{Section: s.name, Offset: s.off, Field: "sh_link", Msg: fmt.Sprintf("string table %d of %d sections", s.link, len(f.sections))}
+	}
+	strs, err := f.raw(&f.sections[s.link])
+	if err != nil {
+		return nil, err
+	}
+	t.data = data[:uint64(len(data))/t.entsize*t.entsize]
+	t.names = string(strs)
+	return t, nil
+}
+
+// entry decodes symbol i; ok is false for symbols llvm-symbolizer skips.
+func (t *symtab) entry(i uint64) (addr uint64, sym symbol, ok bool) {
+	addr, size, name, ok := t.raw(i)
+	if !ok {
+		return 0, sym, false
+	}
+	sym.size = size
+	if uint64(name) < uint64(len(t.names)) {
+		rest := t.names[name:]
+		n := strings.IndexByte(rest, 0)
+		if n < 0 {
+			n = len(rest)
+		}
+		sym.name, sym.nameLen = name, uint32(n)
+	}
+	return addr, sym, true
+}
+
+// raw decodes symbol i without its name.
+func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
+	p := t.data[i*t.entsize : (i+1)*t.entsize]
+	le := binary.LittleEndian
+	var info uint8
+	var shndx uint16
+	if t.f.class64 {
+		name, info, shndx, addr, size = le.Uint32(p), p[4], le.Uint16(p[6:]), le.Uint64(p[8:]), le.Uint64(p[16:])
+	} else {
+		name, addr, size, info, shndx = le.Uint32(p), uint64(le.Uint32(p[4:])), uint64(le.Uint32(p[8:])), p[12], le.Uint16(p[14:])
+	}
+	switch info & 0xf {
+	case 0, 1, 2, 10: // STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC
+	default:
+		return 0, 0, 0, false
+	}
+	if shndx == 0 || (shndx >= shnLoreserve && shndx != shnXindex) {
+		return 0, 0, 0, false // undefined, absolute or common: no section
+	}
+	return addr, size, name, true
+}
+
+func (t *symtab) count() uint64 { return uint64(len(t.data)) / t.entsize }
+
+// sort builds the sorted arrays. Cost: O(n log n), two allocations.
+func (t *symtab) sort() {
+	type ent struct {
+		addr uint64
+		sym  symbol
+		idx  uint32
+	}
+	n := t.count()
+	es := make([]ent, 0, n)
+	for i := uint64(1); i < n; i++ {
+		if a, s, ok := t.entry(i); ok {
+			es = append(es, ent{a, s, uint32(i)})
+		}
+	}
+	slices.SortFunc(es, func(a, b ent) int {
+		switch {
+		case a.addr != b.addr:
+			return cmp(a.addr, b.addr)
+		case a.sym.size != b.sym.size:
+			return cmp(a.sym.size, b.sym.size)
+		}
+		return cmp(uint64(a.idx), uint64(b.idx))
+	})
+	// Keep the last (largest, then latest) symbol at each address.
+	out := es[:0]
+	for i := range es {
+		if i+1 < len(es) && es[i+1].addr == es[i].addr {
+			continue
+		}
+		out = append(out, es[i])
+	}
+	t.addrs = make([]uint64, len(out))
+	t.syms = make([]symbol, len(out))
+	for i, e := range out {
+		t.addrs[i], t.syms[i] = e.addr, e.sym
+	}
+	t.sorted.Store(true)
+}
+
+func cmp(a, b uint64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+// lookup returns the name of the symbol that covers addr: the last one at
+// or before addr, if its size reaches addr or its size is 0 (which
+// llvm-symbolizer takes as reaching the next symbol). Cost: a linear scan
+// for the first scanLimit calls, then a bisection; no allocation.
+func (t *symtab) lookup(addr uint64) (string, bool) {
+	if !t.sorted.Load() {
+		if t.scans.Add(1) <= scanLimit {
+			return t.scan(addr)
+		}
+		t.once.Do(t.sort)
+	}
+	lo, hi := 0, len(t.addrs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.addrs[m] <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return "", false
+	}
+	return t.cover(t.addrs[lo-1], &t.syms[lo-1], addr)
+}
+
+func (t *symtab) cover(at uint64, s *symbol, addr uint64) (string, bool) {
+	if s.size != 0 && addr-at >= s.size {
+		return "", false
+	}
+	return t.names[s.name : s.name+s.nameLen], true
+}
+
+// scan is lookup by a pass over the table.
+func (t *symtab) scan(addr uint64) (string, bool) {
+	var bestAt, bestSize uint64
+	best := uint64(0)
+	for i, n := uint64(1), t.count(); i < n; i++ {
+		a, size, _, ok := t.raw(i)
+		if !ok || a > addr {
+			continue
+		}
+		if best == 0 || a > bestAt || (a == bestAt && size >= bestSize) {
+			best, bestAt, bestSize = i, a, size
+		}
+	}
+	if best == 0 {
+		return "", false
+	}
+	_, s, _ := t.entry(best)
+	return t.cover(bestAt, &s, addr)
+}
