@@ -49,9 +49,17 @@
 //     inaccurate DWARF line table") subtracts code_addr itself and starts
 //     the line program at the .text address of the ELF it synthesizes;
 //     producers that add 0x40 to compensate the older bug are now off by 64
-//     bytes. The writer adds nothing. File names are written in full; the
-//     "\xff\0" repeated-name marker is read but never written (perf before
-//     it knew the marker would take it for a file name).
+//     bytes. The writer adds nothing. perf's genelf_debug.c ends the line
+//     sequence at the last entry's address (DW_LNE_end_sequence without an
+//     advance), which would leave the code after the last entry without a
+//     line (`perf report --sort srcline` and addr2line on the
+//     jitted-PID-N.so showed "??" there, checked with perf 6.1): the writer
+//     therefore appends a closing entry, the last line again at the address
+//     just past the code, so that the sequence ends at the end of the code.
+//     Readers see it as one more entry than [Function].Lines. File names
+//     are written in full; the "\xff\0" repeated-name marker is read but
+//     never written (perf before it knew the marker would take it for a
+//     file name).
 //   - Unwinding layout. perf's genelf.c reads the payload as .eh_frame
 //     (unwinding_size - eh_frame_hdr_size bytes) followed by .eh_frame_hdr,
 //     and places .text at GEN_ELF_TEXT_OFFSET (0x40 in older perf, 0x80 since
@@ -71,10 +79,15 @@
 //     libunwind-based unwinder reads the .eh_frame_hdr table through that
 //     mapping, so the writer sets mapped_size to unwinding_size by default.
 //     Functions packed more tightly than [Spacing] (what
-//     [Writer.Footprint] returns) overlap in perf's address space; the later
-//     mapping cuts the earlier one, and samples land in the wrong function
-//     or unwinding fails. A JIT must leave Footprint bytes from a function's
-//     start to the next function's start. It need not copy the unwinding
+//     [Writer.Footprint] returns) overlap in perf's address space, and the
+//     later mapping cuts the earlier one. Loaded in increasing address
+//     order, each function's cut mapping still covers all of its code
+//     (checked with perf 6.1: samples and lines land in the right function,
+//     call graphs and --call-graph dwarf unwind; elfimage loads an image's
+//     procedures this way, Image.JitdumpFunctions). Loaded in any other
+//     order, a later function's tail covers the start of an earlier one
+//     and samples land in the wrong function: such a JIT must leave
+//     Footprint bytes from a function's start to the next function's start. It need not copy the unwinding
 //     data there: perf reads it from the jitted-PID-N.so, never from the
 //     process. [Options].UnmappedUnwinding writes mapped_size 0 instead:
 //     functions may then be packed, and perf's libdw-based unwinder (which

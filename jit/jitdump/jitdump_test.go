@@ -241,6 +241,7 @@ func TestRoundTrip(t *testing.T) {
 		{Addr: f1.Addr + 4, Line: 2, File: "/src/fib.scm"},
 		{Addr: f1.Addr + 8, Line: 3, Discrim: 1, File: "/src/inc.scm"},
 		{Addr: f1.Addr + 13, Line: 2, File: "/src/fib.scm"},
+		{Addr: f1.Addr + 15, Line: 2, File: "/src/fib.scm"}, // the closing entry, at the end of the code
 	}
 	if di.CodeAddr != f1.Addr || fmt.Sprint(di.Entries) != fmt.Sprint(wantEntries) {
 		t.Errorf("debug info %#x %+v", di.CodeAddr, di.Entries)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -112,6 +113,7 @@ type Writer struct {
 	arch     *arch.Arch
 	order    binary.ByteOrder
 	clock    func() uint64
+	pid      uint32
 	unmapped bool
 
 	mu     sync.Mutex
@@ -146,7 +148,7 @@ func Open(dir string, opts *Options) (*Writer, error) {
 		o.Arch = hostArch()
 	}
 	if o.Clock == nil {
-		o.Clock = Monotonic
+		o.Clock = monotonicClock()
 	}
 	if dir == "" {
 		dir = DefaultDir()
@@ -167,7 +169,7 @@ func Open(dir string, opts *Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jitdump: create: %w", err)
 	}
-	w := &Writer{path: path, arch: o.Arch, order: binary.NativeEndian, clock: o.Clock, unmapped: o.UnmappedUnwinding, f: f}
+	w := &Writer{path: path, arch: o.Arch, order: binary.NativeEndian, clock: o.Clock, unmapped: o.UnmappedUnwinding, f: f, pid: uint32(os.Getpid())}
 	h := Header{
 		Magic:     Magic,
 		Version:   Version,
@@ -211,6 +213,15 @@ func Monotonic() uint64 {
 	return uint64(ts.Sec)*1e9 + uint64(ts.Nsec)
 }
 
+// monotonicClock returns a clock equal to [Monotonic] that costs no
+// system call per reading: CLOCK_MONOTONIC read once, plus the time
+// elapsed since on Go's monotonic clock, which is CLOCK_MONOTONIC too
+// (read through the vDSO).
+func monotonicClock() func() uint64 {
+	base, at := Monotonic(), time.Now()
+	return func() uint64 { return base + uint64(time.Since(at)) }
+}
+
 // Path returns the path of the dump file.
 func (w *Writer) Path() string { return w.path }
 
@@ -239,7 +250,9 @@ func (w *Writer) cie(f *Function) frame.CIE {
 }
 
 // Load announces f: it writes, in this order and in one write(2), a
-// JIT_CODE_DEBUG_INFO record if f has Lines, a JIT_CODE_UNWINDING_INFO
+// JIT_CODE_DEBUG_INFO record if f has Lines (one entry per line plus a
+// closing entry repeating the last line at the end of the code, see the
+// package documentation), a JIT_CODE_UNWINDING_INFO
 // record if f has CFI, and the JIT_CODE_LOAD record, all with the same
 // timestamp, and returns the code_index it gave the load (0, 1, 2, ... in
 // the order of Loads). Call it before the code first runs: perf ignores
@@ -296,7 +309,7 @@ func (w *Writer) Move(oldAddr, newAddr, size, codeIndex uint64) error {
 	}
 	o := w.order.(binary.AppendByteOrder)
 	b := appendPrefix(w.buf[:0], o, JIT_CODE_MOVE, CodeMoveSize, w.clock())
-	b = o.AppendUint32(b, uint32(os.Getpid()))   // pid
+	b = o.AppendUint32(b, w.pid)                 // pid
 	b = o.AppendUint32(b, uint32(unix.Gettid())) // tid
 	b = o.AppendUint64(b, newAddr)               // vma
 	b = o.AppendUint64(b, oldAddr)               // old_code_addr
@@ -388,24 +401,36 @@ func pad8(b []byte, start int) []byte {
 	return b
 }
 
+// appendDebugInfo writes f.Lines and then the closing entry: the last
+// line again, at the end of the code (f.Addr+len(f.Code)). perf's
+// genelf_debug.c ends the line sequence it synthesizes at the address of
+// the last entry, so without it the code from the last entry to the end
+// (an epilogue, say) would have no line in perf.
 func (w *Writer) appendDebugInfo(b []byte, ts uint64, f *Function) []byte {
 	o := w.order.(binary.AppendByteOrder)
+	last := f.Lines[len(f.Lines)-1]
 	size := uint64(DebugInfoSize)
 	for _, l := range f.Lines {
 		size += DebugEntrySize + uint64(len(l.File)) + 1
 	}
+	size += DebugEntrySize + uint64(len(last.File)) + 1
 	start := len(b)
 	b = appendPrefix(b, o, JIT_CODE_DEBUG_INFO, align8(size), ts)
-	b = o.AppendUint64(b, f.Addr)               // code_addr
-	b = o.AppendUint64(b, uint64(len(f.Lines))) // nr_entry
+	b = o.AppendUint64(b, f.Addr)                 // code_addr
+	b = o.AppendUint64(b, uint64(len(f.Lines)+1)) // nr_entry
 	for _, l := range f.Lines {
-		b = o.AppendUint64(b, f.Addr+l.Offset) // addr
-		b = o.AppendUint32(b, l.Line)          // lineno
-		b = o.AppendUint32(b, l.Discrim)       // discrim
-		b = append(b, l.File...)               // name
-		b = append(b, 0)
+		b = appendDebugEntry(b, o, f.Addr+l.Offset, &l)
 	}
+	b = appendDebugEntry(b, o, f.Addr+uint64(len(f.Code)), &last)
 	return pad8(b, start)
+}
+
+func appendDebugEntry(b []byte, o binary.AppendByteOrder, addr uint64, l *Line) []byte {
+	b = o.AppendUint64(b, addr)      // addr
+	b = o.AppendUint32(b, l.Line)    // lineno
+	b = o.AppendUint32(b, l.Discrim) // discrim
+	b = append(b, l.File...)         // name
+	return append(b, 0)
 }
 
 func (w *Writer) appendUnwinding(b []byte, ts uint64, eh, hdr []byte) []byte {
@@ -434,7 +459,7 @@ func (w *Writer) appendCodeLoad(b []byte, ts uint64, f *Function, index uint64) 
 	size := CodeLoadSize + nameField + n
 	nameField += align8(size) - size
 	b = appendPrefix(b, o, JIT_CODE_LOAD, align8(size), ts)
-	b = o.AppendUint32(b, uint32(os.Getpid()))   // pid
+	b = o.AppendUint32(b, w.pid)                 // pid
 	b = o.AppendUint32(b, uint32(unix.Gettid())) // tid
 	b = o.AppendUint64(b, f.Addr)                // vma
 	b = o.AppendUint64(b, f.Addr)                // code_addr
