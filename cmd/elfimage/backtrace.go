@@ -66,7 +66,7 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 		}
 	}
 	switch {
-	case err != nil && len(frames) > 0 && frames[len(frames)-1].Proc.Internal && frames[len(frames)-1].Proc.Name == "%enter":
+	case err != nil && len(frames) > 0 && frames[len(frames)-1].Proc.Internal && frames[len(frames)-1].Proc.Name == scheme.EntryProc:
 		// The capture holds the library stack only: the walk ends at the
 		// entry procedure, whose caller's frame is on the Go stack.
 	case errors.Is(err, elfimage.ErrMaxFrames):

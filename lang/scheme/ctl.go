@@ -73,6 +73,12 @@ const MaxFrameSize = 32 << 10
 // CFA: the return address, saved rbp, saved r15 and 8 bytes of padding.
 const startFrameSize = 32
 
+// EntryProc is the name of the procedure the host calls first (the
+// module's entry point): its call frame information describes the Go
+// caller of the native trampoline, so a walk of a capture, which holds
+// only the native stack, ends there.
+const EntryProc = symEnter
+
 // Names of the runtime procedures and data every module contains.
 const (
 	symEnter         = "%enter"
