@@ -22,6 +22,9 @@ type dwarfData struct {
 	data   *info.Data
 	units  []unit
 	cus    []cuRange // sorted, disjoint
+	// unitErrs are the errors of units left out of cus because their
+	// ranges (or line program, without ranges) could not be read.
+	unitErrs []error
 
 	mu         sync.Mutex // guards abbrevs, abbrevWork
 	abbrevs    map[uint64]*abbrevTable
@@ -167,15 +170,21 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 		}
 		ci := len(d.units) - 1
 		n := len(rs)
+		// A unit whose coverage cannot be read covers nothing: its
+		// addresses fall back to the symbol table, the other units'
+		// are unaffected (the error is kept in unitErrs).
 		rs, err = d.appendRanges(rs, u, &u.root, func(lo, hi uint64) cuRange { return cuRange{lo, hi, ci} }, noBudget)
 		if err != nil {
-			return nil, err
+			rs = rs[:n]
+			d.unitErrs = append(d.unitErrs, err)
+			continue
 		}
 		if len(rs) == n && u.root.hasStmt {
 			// No ranges: the line program's sequences give the coverage.
 			t, err := d.lineTable(u)
 			if err != nil {
-				return nil, err
+				d.unitErrs = append(d.unitErrs, err)
+				continue
 			}
 			for _, s := range t.seqs {
 				rs = append(rs, cuRange{s.start, s.end, ci})

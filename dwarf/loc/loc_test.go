@@ -382,7 +382,7 @@ func TestReadErrors(t *testing.T) {
 		{"reversed", Sections{RngLists: []byte{4, 5, 4, 0}}, enc, 0, true, SecRngLists, "ending address", 0},
 		{"offset past end", Sections{RngLists: []byte{0}}, enc, 7, true, SecRngLists, "list offset", 0},
 		{"addr index", Sections{RngLists: []byte{1, 3, 0}, Addr: make([]byte, 16), AddrBase: 8}, enc, 0, true, SecAddr, "address index", 32},
-		{"overflow", Sections{RngLists: (&asm{a: 8}).u8(5).addr(^uint64(0)-1).u8(4, 0, 5, 0).b}, enc, 0, true, SecRngLists, "ending offset", 9},
+		{"reversed after wrap", Sections{RngLists: (&asm{a: 8}).u8(5).addr(^uint64(0)-1).u8(4, 1, 5, 0).b}, enc, 0, true, SecRngLists, "ending address", 9},
 		{"v4 truncated", Sections{Ranges: []byte{1, 0, 0, 0, 0, 0, 0, 0, 2}}, v4, 0, true, SecRanges, "ending address", 8},
 		{"v4 no terminator", Sections{Ranges: (&asm{a: 8}).addr(1).addr(2).b}, v4, 0, true, SecRanges, "beginning address", 16},
 	} {
@@ -513,5 +513,25 @@ func BenchmarkLocationAt(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		LocationAt(sec, dwarf.Default64, off, 0, 0x401020)
+	}
+}
+
+// TestOffsetPairWraps: offsets from a base address are unsigned and wrap
+// around the address space, as Go's linker writes them for code below the
+// base (llvm-dwarfdump reads them the same way).
+func TestOffsetPairWraps(t *testing.T) {
+	enc := dwarf.Encoding{Version: 5, Format: dwarf.Format32, AddrSize: 8, ByteOrder: binary.LittleEndian}
+	neg := func(n uint64) []byte { return dwarf.AppendUleb128(nil, -n) }
+	b := (&asm{a: 8}).u8(5).addr(0x60b1c0).b // DW_RLE_base_address
+	b = append(b, 4)                          // DW_RLE_offset_pair
+	b = append(b, neg(0xe6a40)...)
+	b = append(b, neg(0xe6a00)...)
+	b = append(b, 0) // DW_RLE_end_of_list
+	rs, err := ReadRangeList(Sections{RngLists: b}, enc, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0] != (Range{Start: 0x60b1c0 - 0xe6a40, End: 0x60b1c0 - 0xe6a00}) {
+		t.Errorf("ranges %#x, want [%#x, %#x)", rs, 0x60b1c0-0xe6a40, 0x60b1c0-0xe6a00)
 	}
 }

@@ -139,6 +139,17 @@ func (r *ListReader) addrx(idx uint64) uint64 {
 	return r.b.Order.Uint64(b)
 }
 
+// wrap returns base+off modulo the address size: offsets from a base
+// address (DW_LLE_offset_pair, DW_RLE_offset_pair, DWARF 2–4 pairs) are
+// unsigned, and producers rely on wrap-around to reach addresses below the
+// base (Go's linker writes such offsets; LLVM's reader wraps them too).
+func (r *ListReader) wrap(base, off uint64) uint64 {
+	if r.addrSize >= 8 {
+		return base + off
+	}
+	return (base + off) & (1<<(8*uint(r.addrSize)) - 1)
+}
+
 // add returns x+y, failing when the sum leaves the address space.
 func (r *ListReader) add(at, x, y uint64, field string) uint64 {
 	if !fitsRange(x, y, r.addrSize) {
@@ -208,8 +219,7 @@ func (r *ListReader) next5(e *Entry) bool {
 		end = r.add(at, start, r.b.Uleb("length"), "length")
 	case kOffsetPair:
 		s, t := r.b.Uleb("starting offset"), r.b.Uleb("ending offset")
-		start = r.add(at, r.base, s, "starting offset")
-		end = r.add(at, r.base, t, "ending offset")
+		start, end = r.wrap(r.base, s), r.wrap(r.base, t)
 	case kDefault:
 	case kStartEnd:
 		start = r.b.Addr(r.addrSize, "starting address")
@@ -273,8 +283,11 @@ func (r *ListReader) next4(e *Entry) bool {
 		r.fail(at, "ending address", fmt.Sprintf("range [%#x, %#x) ends before it starts", begin, end))
 		return false
 	}
-	start := r.add(at, r.base, begin, "beginning address")
-	stop := r.add(at, r.base, end, "ending address")
+	start, stop := r.wrap(r.base, begin), r.wrap(r.base, end)
+	if start > stop {
+		r.fail(at, "ending address", fmt.Sprintf("range [%#x, %#x) wraps around the end of the address space", start, stop))
+		return false
+	}
 	if r.Err() != nil || start == stop {
 		return false
 	}

@@ -1,0 +1,65 @@
+// Package procview gives a process-wide view of a live Linux process for
+// debuggers, profilers and crash reporters: which module holds a code
+// address, how to unwind through it and what source it comes from, and the
+// symbolized backtrace of every thread, crossing elfimage images, Go frames
+// and C library frames, each unwound with its own call frame information.
+//
+// # Modules
+//
+// Open(pid) takes a snapshot of the process's modules, sorted by address:
+//
+//   - every file-backed executable mapping of /proc/PID/maps (proc(5)): the
+//     file's path, the run-time range [Start, End) and the load bias
+//     (run-time address minus link-time address) computed from the
+//     PT_LOAD program header that holds the mapping's file offset
+//     (System V gABI, "Program Loading"): bias = start - offset -
+//     (p_vaddr - p_offset). An elfimage image mapped from its file is an
+//     ELF file like any other (p_offset == p_vaddr) and takes this path;
+//   - the vDSO ([vdso]), an ELF image the kernel maps, read from memory;
+//   - every symbol file published through the GDB JIT interface (GDB
+//     manual, "JIT Compilation Interface"): the descriptor
+//     __jit_debug_descriptor is found in the .symtab of /proc/PID/exe
+//     (adjusted by the executable's bias), its list of jit_code_entry
+//     records is walked from first_entry, and each symbol file, a whole ELF
+//     file already moved to its run-time addresses (elfimage.Rebase), is
+//     read from the process's memory and becomes a module with bias 0
+//     covering its executable PT_LOAD segments. A symbol file whose code
+//     also appears as a file mapping is left to the file.
+//
+// View.Lookup maps a pc to its module by bisection over the snapshot and
+// allocates nothing. Each module's Symbolizer (package symbolize: DWARF,
+// inlined frames, the symbol table as fallback, compressed sections) and
+// its FDE finder (.eh_frame through .eh_frame_hdr at run-time addresses,
+// then .debug_frame, which Go binaries have instead, adjusted by the bias)
+// are built on the first address that needs them and kept; View
+// implements unwind.Finder by dispatching to the module's finder. A module
+// without DWARF is symbolized from its separate debug file when
+// DebugDir/.build-id/xx/yyyy.debug exists (libc6-dbg, for example), as gdb
+// does; a module whose DWARF fails to load is named from its symbol table.
+//
+// # Thread stacks
+//
+// Stacks(pid, opts) stops every thread of the process with PTRACE_SEIZE and
+// PTRACE_INTERRUPT (ptrace(2)), reads its registers (PTRACE_GETREGS, mapped
+// to x86-64 DWARF register numbers, AMD64 psABI section 3.6.2), unwinds it
+// with package unwind over the View and unwind.Remote (process_vm_readv),
+// symbolizes every frame (the return address minus one for callers, so
+// that a call at the end of a function or inlined range is attributed to
+// it; the exact pc for the innermost frame and for a frame a signal frame
+// interrupted) and detaches from every thread it stopped, also on error.
+// All ptrace calls run on one locked OS thread, as the kernel requires.
+// A walk ends cleanly at the outermost frame (undefined return address or
+// a return address of 0), at a pc outside every module (that frame is
+// kept, unsymbolized), at a frame without CFI, or after MaxFrames frames.
+//
+// The process's memory and files are untrusted: the maps file, the JIT list
+// (at most MaxJITEntries entries of at most MaxSymfileSize bytes), the
+// program headers and the debug information are read with bounds, and
+// malformed input yields errors (a *dwarf.FormatError where a decoder of
+// this package finds it), never a panic.
+//
+// Only x86-64 Linux is supported for thread stacks; Open and the module
+// view work on the calling process too (pid os.Getpid()), where a thread
+// cannot ptrace its own process: View.Backtrace with unwind.Local unwinds
+// a stack of the calling process from registers the caller captured.
+package procview

@@ -1,0 +1,249 @@
+package procview
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/elfimage/elfimage/unwind"
+)
+
+// MaxThreads bounds the threads Stacks stops.
+const MaxThreads = 1 << 16
+
+// Options tune Stacks. The zero value is the default.
+type Options struct {
+	// MaxFrames bounds the frames of each thread's backtrace
+	// (DefaultMaxFrames when <= 0).
+	MaxFrames int
+	// NoSymbolize leaves Frame.Funcs empty.
+	NoSymbolize bool
+}
+
+// Thread is the backtrace of one thread.
+type Thread struct {
+	// TID is the thread's id; Name its name (/proc/PID/task/TID/comm).
+	TID  int
+	Name string
+	// Frames are its frames, innermost first.
+	Frames []Frame
+	// Err is why the walk stopped early (see View.Backtrace), or why the
+	// thread could not be stopped or its registers read; nil when the
+	// walk reached the outermost frame or left every module.
+	Err error
+}
+
+// Stacks stops every thread of process pid, unwinds each, resumes them
+// and returns their backtraces, sorted by thread id, with the View of the
+// process's modules they were unwound with (the caller closes it). The
+// threads are stopped with PTRACE_SEIZE and PTRACE_INTERRUPT (threads
+// that appear while Stacks attaches are stopped too; a thread that exits
+// meanwhile is left out), unwound while all are stopped, then detached
+// (also on error; a signal that arrived meanwhile is delivered on detach)
+// and only then symbolized. Every ptrace call is made from one locked OS
+// thread, which exits afterwards (so that the kernel detaches anything
+// left).
+//
+// Errors: ErrSelf for the calling process; the errno of PTRACE_SEIZE
+// (EPERM without ptrace access: another user, Yama ptrace_scope, or a
+// process already traced), wrapped with the thread id; those of Open.
+// Problems with one thread are in its Thread.Err. Only x86-64 is
+// supported. Cost: the process stays stopped for the attach, the module
+// snapshot (which reads JIT symbol files) and the unwinding of every
+// thread; symbolization runs after it resumes.
+func Stacks(pid int, opts *Options) ([]Thread, *View, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if pid == os.Getpid() {
+		return nil, nil, ErrSelf
+	}
+	if runtime.GOARCH != "amd64" {
+		return nil, nil, fmt.Errorf("procview: thread stacks are supported on amd64 only, not %s", runtime.GOARCH)
+	}
+	type result struct {
+		threads []Thread
+		view    *View
+		err     error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// Never unlocked: the thread exits with the goroutine, and the
+		// kernel detaches whatever this thread still traces.
+		runtime.LockOSThread()
+		th, v, err := stacksLocked(pid, opts)
+		ch <- result{th, v, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	if !opts.NoSymbolize {
+		for i := range r.threads {
+			r.view.SymbolizeFrames(r.threads[i].Frames)
+		}
+	}
+	return r.threads, r.view, nil
+}
+
+// tracee is one stopped thread.
+type tracee struct {
+	tid     int
+	stopped bool
+	sig     int // signal to deliver on detach
+}
+
+func stacksLocked(pid int, opts *Options) (threads []Thread, v *View, err error) {
+	var ts []*tracee
+	defer func() {
+		for _, t := range ts {
+			detach(t)
+		}
+	}()
+	seen := map[int]bool{}
+	for round := 0; ; round++ {
+		tids, err := listTasks(pid)
+		if err != nil {
+			return nil, nil, err
+		}
+		n := 0
+		for _, tid := range tids {
+			if seen[tid] {
+				continue
+			}
+			seen[tid] = true
+			if len(ts) == MaxThreads {
+				return nil, nil, fmt.Errorf("procview: process %d has more than %d threads", pid, MaxThreads)
+			}
+			if err := unix.PtraceSeize(tid); err != nil {
+				if err == unix.ESRCH {
+					continue // exited
+				}
+				return nil, nil, fmt.Errorf("procview: PTRACE_SEIZE thread %d of process %d: %w", tid, pid, err)
+			}
+			t := &tracee{tid: tid}
+			ts = append(ts, t)
+			if err := unix.PtraceInterrupt(tid); err != nil {
+				continue
+			}
+			n++
+		}
+		// A thread created between two listings is seen by the next
+		// one; once a listing finds no new thread, every thread is
+		// stopped or about to be, and none can create another.
+		if n == 0 || round == 100 {
+			break
+		}
+	}
+	for _, t := range ts {
+		waitStop(t)
+	}
+	if v, err = Open(pid); err != nil {
+		return nil, nil, err
+	}
+	mem := unwind.NewRemote(pid)
+	for _, t := range ts {
+		th := Thread{TID: t.tid, Name: threadName(pid, t.tid)}
+		if !t.stopped {
+			th.Err = fmt.Errorf("procview: thread %d did not stop", t.tid)
+			threads = append(threads, th)
+			continue
+		}
+		start, err := threadRegs(t.tid)
+		if err != nil {
+			th.Err = err
+		} else {
+			th.Frames, th.Err = v.walk(mem, start, opts.MaxFrames)
+		}
+		threads = append(threads, th)
+	}
+	sort.Slice(threads, func(i, j int) bool { return threads[i].TID < threads[j].TID })
+	return threads, v, nil
+}
+
+// waitStop waits (at most about a second) for t's ptrace-stop.
+func waitStop(t *tracee) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(t.tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return // gone
+		}
+		if wpid == t.tid {
+			switch {
+			case ws.Exited() || ws.Signaled():
+				return
+			case ws.Stopped():
+				t.stopped = true
+				// PTRACE_EVENT_STOP (the interrupt, or a group-stop) has
+				// the event in bits 16-23; anything else is a
+				// signal-delivery-stop, whose signal is delivered on
+				// detach.
+				if int(ws)>>16 != unix.PTRACE_EVENT_STOP {
+					t.sig = int(ws.StopSignal())
+				}
+				return
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func detach(t *tracee) {
+	// PTRACE_DETACH's data is the signal to deliver. A thread not (yet)
+	// in a ptrace-stop cannot be detached: interrupt it and wait.
+	for range 3 {
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(t.tid), 0, uintptr(t.sig), 0, 0)
+		if e == 0 || e == unix.ESRCH && t.stopped {
+			return
+		}
+		if t.stopped {
+			return
+		}
+		unix.PtraceInterrupt(t.tid)
+		waitStop(t)
+	}
+}
+
+// listTasks lists /proc/PID/task.
+func listTasks(pid int) ([]int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(MaxThreads + 1)
+	if err != nil && len(names) == 0 {
+		return nil, err
+	}
+	var out []int
+	for _, n := range names {
+		if tid, err := strconv.Atoi(n); err == nil && tid > 0 {
+			out = append(out, tid)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+func threadName(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}

@@ -1,0 +1,459 @@
+package procview_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/procview"
+)
+
+// spinProg prints "ready", then loops in spin (tail calls) until killed.
+const spinProg = `(define (spin n)
+  (if (= n 0)
+      0
+      (spin (- n 1))))
+(define (main)
+  (display "ready") (newline)
+  (spin 100000000000))
+`
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// fixture builds, once, the elfimage CLI (go build, so that its binary
+// is a normal one) and spin.scm's image into a shared directory.
+func fixture(t testing.TB) string {
+	t.Helper()
+	goTool := tooltest.Require(t, "go")
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "procview-test-")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command(goTool, "build", "-o", filepath.Join(buildDir, "elfimage"), "github.com/elfimage/elfimage/cmd/elfimage").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		if buildErr = os.WriteFile(filepath.Join(buildDir, "spin.scm"), []byte(spinProg), 0o644); buildErr != nil {
+			return
+		}
+		cmd := exec.Command(filepath.Join(buildDir, "elfimage"), "build", "spin.scm")
+		cmd.Dir = buildDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("elfimage build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// startReady starts cmd and waits for its first line, "ready".
+func startReady(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	r := bufio.NewReader(stdout)
+	if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("first line %q, %v; want ready", line, err)
+	}
+	go io.Copy(io.Discard, r)
+}
+
+// gdbFrame is one line of gdb's bt: its function ("<signal handler
+// called>" for a signal frame, "??" when unknown) and whether it printed a
+// pc (frames inlined into the previous line's function print none).
+type gdbFrame struct {
+	fn    string
+	hasPC bool
+}
+
+var (
+	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
+	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(0x[0-9a-f]+ in )?(.*)$`)
+)
+
+// gdbStacks runs gdb -p pid with `thread apply all bt` and returns each
+// thread's frames by thread id.
+func gdbStacks(t *testing.T, gdb, dir string, pid int) map[int][]gdbFrame {
+	t.Helper()
+	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true,
+		Args: []string{"-p", strconv.Itoa(pid)},
+		Cmds: []string{"thread apply all bt", "detach"}}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	out := map[int][]gdbFrame{}
+	tid := 0
+	for _, line := range strings.Split(r.Blocks[0], "\n") {
+		if m := gdbThreadRE.FindStringSubmatch(line); m != nil {
+			tid, _ = strconv.Atoi(m[1])
+			continue
+		}
+		m := gdbFrameRE.FindStringSubmatch(line)
+		if m == nil || tid == 0 {
+			continue
+		}
+		fn := m[3]
+		if i := strings.Index(fn, " ("); i >= 0 {
+			fn = fn[:i]
+		} else if i := strings.Index(fn, " at "); i >= 0 {
+			fn = fn[:i]
+		}
+		out[tid] = append(out[tid], gdbFrame{fn: strings.TrimSuffix(fn, " ()"), hasPC: m[2] != "" || m[1] == "0"})
+	}
+	if len(out) == 0 {
+		t.Fatalf("no backtrace in gdb's output:\n%s", r.Output)
+	}
+	return out
+}
+
+// norm makes names comparable across symbol tables and DWARF: Go's ABI
+// wrapper suffix (.abi0, the symbol table's name for assembly functions,
+// which gdb prints from DWARF without it) and glibc's internal aliases
+// (__libc_pause, __GI___pause: symbols at the same address as pause, of
+// which the symbol table and the debug information may name different
+// ones) are dropped.
+func norm(fn string) string {
+	fn = strings.TrimSuffix(fn, ".abi0")
+	if i := strings.IndexByte(fn, '@'); i > 0 {
+		fn = fn[:i] // symbol version: _IO_file_write@@GLIBC_2.2.5
+	}
+	fn = strings.Replace(fn, "_IO_new_", "_IO_", 1)
+	for _, p := range []string{"__GI___", "__libc_", "__"} {
+		fn = strings.TrimPrefix(fn, p)
+	}
+	return fn
+}
+
+// freeze stops process pid with SIGSTOP and waits until every thread is
+// stopped, so that our backtraces and gdb's see the same state; the
+// process continues at the end of the test.
+func freeze(t testing.TB, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		all := len(tasks) > 0
+		for _, e := range tasks {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
+			if i := strings.LastIndexByte(string(b), ')'); i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("process %d did not stop", pid)
+}
+
+// waitSyscall waits until thread tid of pid is blocked in system call nr
+// (the first field of /proc/PID/task/TID/syscall).
+func waitSyscall(t testing.TB, pid, tid, nr int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
+		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == strconv.Itoa(nr) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("thread %d did not block in system call %d", tid, nr)
+}
+
+// physical groups frames into physical frames (a line with a pc and the
+// inlined lines after it) and returns, per physical frame, the function
+// names innermost first.
+func gdbPhysical(fs []gdbFrame) [][]string {
+	var out [][]string
+	for _, f := range fs {
+		if f.hasPC || len(out) == 0 || f.fn == "<signal handler called>" {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], norm(f.fn))
+	}
+	return out
+}
+
+func ourPhysical(th *procview.Thread) [][]string {
+	var out [][]string
+	for _, f := range th.Frames {
+		var names []string
+		for _, fn := range f.Funcs {
+			names = append(names, norm(fn.Function))
+		}
+		if f.Signal {
+			names = []string{"<signal handler called>"}
+		}
+		if len(names) == 0 {
+			names = []string{"??"}
+		}
+		out = append(out, names)
+	}
+	return out
+}
+
+// compareWithGDB checks that our backtrace of a thread agrees with gdb's,
+// physical frame by physical frame, up to the first frame gdb cannot name
+// ("??", where gdb's own unwinding has left the code it knows: past that
+// gdb prints guesses) and gdb's last frame (gdb stops at main.main). In
+// each physical frame the outermost function must be equal, and the
+// inlined ones too when we have them (our answer for a module whose DWARF
+// fails to load is the symbol table's name alone). It returns the number
+// of physical frames compared.
+func compareWithGDB(t *testing.T, tid int, ours *procview.Thread, gdb []gdbFrame) int {
+	t.Helper()
+	g, o := gdbPhysical(gdb), ourPhysical(ours)
+	n := 0
+	for ; n < len(g); n++ {
+		if g[n][0] == "??" {
+			break
+		}
+		if n >= len(o) {
+			t.Errorf("thread %d: we stop after %d frames, gdb goes on with %v\nours %v\ngdb  %v", tid, n, g[n], o, g)
+			return n
+		}
+		gl, ol := g[n][len(g[n])-1], o[n][len(o[n])-1]
+		if gl != ol {
+			t.Errorf("thread %d frame %d: ours %v, gdb %v\nours %v\ngdb  %v", tid, n, o[n], g[n], o, g)
+			return n
+		}
+		if len(o[n]) > 1 && strings.Join(o[n], ",") != strings.Join(g[n], ",") {
+			t.Errorf("thread %d frame %d: inlined frames: ours %v, gdb %v", tid, n, o[n], g[n])
+		}
+	}
+	return n
+}
+
+func threadWith(threads []procview.Thread, fn string) *procview.Thread {
+	for i := range threads {
+		for _, f := range threads[i].Frames {
+			for _, x := range f.Funcs {
+				if x.Function == fn {
+					return &threads[i]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func funcSeq(th *procview.Thread) []string {
+	var s []string
+	for _, p := range ourPhysical(th) {
+		s = append(s, p[len(p)-1])
+	}
+	return s
+}
+
+// TestStacksSpin: for a child running spin.scm's image (mapped from its
+// file, published with -gdb; or linked in memory, -jit -gdb), Stacks shows
+// the spinning thread in spin, then %start, the signal frame %enter, the
+// Go frames of native.call down to main.main, each thread's physical frames
+// with the same functions as gdb's `thread apply all bt`.
+func TestStacksSpin(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	dir := fixture(t)
+	for _, args := range [][]string{{"run", "-gdb", "spin.elf"}, {"run", "-jit", "-gdb", "spin.scm"}} {
+		t.Run(strings.Join(args[1:len(args)-1], ""), func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(dir, "elfimage"), args...)
+			cmd.Dir = dir
+			startReady(t, cmd)
+			pid := cmd.Process.Pid
+			// The main thread may still be printing "ready": take
+			// backtraces of the stopped process until it is in spin.
+			var threads []procview.Thread
+			var th *procview.Thread
+			for try := 0; th == nil; try++ {
+				if try > 0 {
+					syscall.Kill(pid, syscall.SIGCONT)
+					time.Sleep(10 * time.Millisecond)
+				}
+				freeze(t, pid)
+				var view *procview.View
+				var err error
+				threads, view, err = procview.Stacks(pid, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer view.Close()
+				for _, w := range view.Warnings() {
+					t.Logf("warning: %v", w)
+				}
+				if th = threadWith(threads, "spin"); th == nil && try == 20 {
+					t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
+				}
+			}
+			seq := funcSeq(th)
+			want := []string{"spin", "%start", "<signal handler called>", "github.com/elfimage/elfimage/native.call"}
+			if len(seq) < len(want) || strings.Join(seq[:len(want)], " ") != strings.Join(want, " ") {
+				t.Errorf("spinning thread: %v, want it to start with %v", seq, want)
+			}
+			if !strings.Contains(strings.Join(seq, " "), " main.main") {
+				t.Errorf("spinning thread does not reach main.main: %v", seq)
+			}
+			f0 := th.Frames[0]
+			wantMod := filepath.Join(dir, "spin.elf")
+			if args[1] == "-jit" {
+				wantMod = "[jit@"
+			}
+			if !strings.HasPrefix(f0.Module, wantMod) || f0.Funcs[0].File != filepath.Join(dir, "spin.scm") || f0.Funcs[0].Line < 1 || f0.Funcs[0].Line > 4 {
+				t.Errorf("frame 0: module %q, %+v; want module %s..., spin.scm:1-4", f0.Module, f0.Funcs, wantMod)
+			}
+			if !th.Frames[2].Signal || th.Frames[2].Funcs[0].Function != "%enter" {
+				t.Errorf("frame 2: %+v, want the signal frame %%enter", th.Frames[2])
+			}
+			g := gdbStacks(t, gdb, dir, pid)
+			for i := range threads {
+				n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
+				if &threads[i] == th && n < 8 {
+					t.Errorf("only %d frames of the spinning thread compared", n)
+				}
+			}
+			if t.Failed() {
+				t.Logf("ours:\n%s", dumpThreads(threads))
+			}
+		})
+	}
+}
+
+// TestStacksCgo: for a Go program blocked in pause(2) called from C
+// through cgo, the blocked thread shows libc's pause (libc.so.6, unwound
+// by its .eh_frame), the C function cprog_block (the binary's .eh_frame),
+// then runtime.asmcgocall (Go's .debug_frame), where gdb and we both stop
+// (asmcgocall has switched to the system stack: its caller's frame is on
+// the goroutine stack, and gdb's next frame is "??").
+func TestStacksCgo(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	tooltest.Require(t, "gcc")
+	goTool := tooltest.Require(t, "go")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cprog")
+	build := exec.Command(goTool, "build", "-o", bin, "./testdata/cprog")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	startReady(t, cmd)
+	waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_PAUSE))
+	freeze(t, cmd.Process.Pid)
+	threads, view, err := procview.Stacks(cmd.Process.Pid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	th := threadWith(threads, "cprog_block")
+	if th == nil {
+		t.Fatalf("no thread in cprog_block:\n%s", dumpThreads(threads))
+	}
+	seq := funcSeq(th)
+	if len(seq) < 3 || seq[0] != "pause" || seq[1] != "cprog_block" || seq[2] != "runtime.asmcgocall" {
+		t.Errorf("blocked thread: %v, want pause, cprog_block, runtime.asmcgocall", seq)
+	}
+	if m := th.Frames[0].Module; !strings.Contains(filepath.Base(m), "libc.so") {
+		t.Errorf("frame 0 in module %q, want libc", m)
+	}
+	if m := th.Frames[1].Module; m != bin {
+		t.Errorf("frame 1 in module %q, want %s", m, bin)
+	}
+	if f := th.Frames[1].Funcs; len(f) == 0 || filepath.Base(f[0].File) != "main.go" {
+		t.Errorf("cprog_block frame: %+v, want main.go", f)
+	}
+	g := gdbStacks(t, gdb, dir, cmd.Process.Pid)
+	for i := range threads {
+		n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
+		if &threads[i] == th && n < 3 {
+			t.Errorf("only %d frames of the blocked thread compared", n)
+		}
+	}
+	if t.Failed() {
+		t.Logf("ours:\n%s", dumpThreads(threads))
+	}
+}
+
+func dumpThreads(threads []procview.Thread) string {
+	var b strings.Builder
+	for _, th := range threads {
+		fmt.Fprintf(&b, "thread %d %q err=%v\n", th.TID, th.Name, th.Err)
+		for i, f := range th.Frames {
+			fmt.Fprintf(&b, "  #%d %#x sig=%v %s %+v\n", i, f.PC, f.Signal, f.Module, f.Funcs)
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkStacksSpin measures Stacks on the spin child (5 threads): the
+// whole operation (attach, module snapshot, unwind, detach, symbolize with
+// a fresh View, so first-use costs included), and attach + unwind only.
+func BenchmarkStacksSpin(b *testing.B) {
+	dir := fixture(b)
+	for _, mode := range [][]string{{"run", "-gdb", "spin.elf"}, {"run", "-jit", "-gdb", "spin.scm"}} {
+		cmd := exec.Command(filepath.Join(dir, "elfimage"), mode...)
+		cmd.Dir = dir
+		startReady(b, cmd)
+		for _, sym := range []bool{false, true} {
+			name := mode[1] + "/unwind"
+			if sym {
+				name = mode[1] + "/unwind+symbolize"
+			}
+			b.Run(name, func(b *testing.B) {
+				frames := 0
+				for b.Loop() {
+					th, v, err := procview.Stacks(cmd.Process.Pid, &procview.Options{NoSymbolize: !sym})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, t := range th {
+						frames += len(t.Frames)
+					}
+					v.Close()
+				}
+				b.ReportMetric(float64(frames)/float64(b.N), "frames/op")
+			})
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package symbolize
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
+
+// Section returns the contents of the first section named name, and its
+// sh_addr (the link-time address of an SHF_ALLOC section; usually 0 for
+// debug sections). Compressed sections (SHF_COMPRESSED with zlib or zstd,
+// and GNU .zdebug_ ones when name starts with ".debug_") are returned
+// decompressed. The bytes are the caller's own: a copy when the file was
+// mapped by Open (so that a file truncated later cannot fault the caller),
+// otherwise possibly a subslice of New's data or a fresh buffer.
+//
+// It is used by unwinders that need a module's .eh_frame, .eh_frame_hdr or
+// .debug_frame, and by readers of .symtab and .strtab. A missing section
+// (or one of type SHT_NOBITS) returns nil, 0 and no error; errors are
+// *dwarf.FormatError for a section outside the file or a malformed
+// compressed section, ErrFault when the mapped file could not be read, and
+// ErrClosed after Close. Cost: O(section size) (decompression or copy); not
+// cached.
+func (s *Symbolizer) Section(name string) (data []byte, addr uint64, err error) {
+	if s.closed {
+		return nil, 0, ErrClosed
+	}
+	if s.mapped {
+		defer s.guard(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
+	sec := s.f.find(name)
+	if sec != nil {
+		addr = sec.addr
+	}
+	if sec == nil && !strings.HasPrefix(name, ".debug_") {
+		return nil, 0, nil
+	}
+	p, err := s.f.debugSection(name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("symbolize: section %s: %w", name, err)
+	}
+	if s.mapped && p != nil && sec != nil && sec.flags&shfCompr == 0 {
+		// debugSection returns a subslice of the mapping for an
+		// uncompressed section: copy it while faults are recoverable.
+		p = append([]byte(nil), p...)
+	}
+	return p, addr, nil
+}
