@@ -243,9 +243,16 @@ func parseSections(path string, data []byte) ([]SectionHeader, error) {
 	if h.Shstrndx == uint16(elf.SHN_UNDEF) || h.Shstrndx >= h.Shnum {
 		return nil, d.errorf(offShstrndx, "e_shstrndx", "index %d not in [1, %d)", h.Shstrndx, h.Shnum)
 	}
+	switch {
+	case h.Shoff < ehdrSize:
+		return nil, d.errorf(offShoff, "e_shoff", "section header table at %#x overlaps the ELF header", h.Shoff)
+	case h.Shoff%8 != 0:
+		return nil, d.errorf(offShoff, "e_shoff", "section header table at %#x not 8-byte aligned", h.Shoff)
+	}
 	n := uint64(h.Shnum)
 	tab, err := d.span(h.Shoff, n*shdrSize, "e_shoff", "section header table")
 	if err != nil {
+		err.Offset = offShoff // the field, not where it points
 		return nil, err
 	}
 	raw := make([]elf.Section64, n)

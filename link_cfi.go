@@ -23,6 +23,21 @@ func (l *linker) newCFI() (*cfiState, error) {
 	signal := frame.StandardCIE(l.a)
 	signal.Signal = true
 	for i, p := range l.m.Procs {
+		// DW_CFA_restore_state pops the rules DW_CFA_remember_state
+		// pushed (DWARF 5 section 6.4.2.4): popping an empty stack is
+		// undefined, and readers differ.
+		depth := 0
+		for j, in := range p.CFI {
+			switch in.Op {
+			case frame.OpRememberState:
+				depth++
+			case frame.OpRestoreState:
+				if depth == 0 {
+					return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("CFI instruction %d: restore_state without a remember_state before it", j)}
+				}
+				depth--
+			}
+		}
 		c.fdes[i] = frame.FDE{Start: 0, Size: uint64(len(p.Code)), Insns: p.CFI}
 		if p.SignalFrame {
 			c.fdes[i].CIE = &signal

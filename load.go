@@ -88,15 +88,16 @@ func Images() []*Image {
 // What is validated (System V gABI and the elfimage layout): e_ident magic,
 // ELFCLASS64, ELFDATA2LSB, EV_CURRENT, OS ABI NONE or GNU; e_type ET_DYN;
 // e_machine of the Arch; e_version; e_ehsize 64; e_phentsize 56; e_phnum
-// non-zero and not PN_XNUM; the program header table inside the file and
-// inside the first PT_LOAD; every PT_LOAD with p_offset == p_vaddr, page
+// non-zero and not PN_XNUM (extended numbering is refused); e_phoff at or
+// after the ELF header and 8-byte aligned; the program header table inside
+// the file and inside the first PT_LOAD; every PT_LOAD with p_offset == p_vaddr, page
 // aligned, p_filesz == p_memsz, inside the file, flags PF_R plus at most one
 // of PF_W and PF_X, in increasing order without sharing a page, the first
 // at offset 0 and read-only; PT_DYNAMIC, PT_NOTE and PT_GNU_EH_FRAME inside
 // a PT_LOAD; the dynamic table terminated by DT_NULL within its segment and
 // free of unsupported tags (DT_NEEDED, DT_REL*, DT_JMPREL, DT_TEXTREL,
-// DT_RELR); the relocation table inside a non-writable PT_LOAD with
-// DT_RELAENT 24; each relocation of type RelocRelative, symbol 0, with
+// DT_RELR); the relocation table 8-byte aligned, inside a non-writable
+// PT_LOAD, with DT_RELAENT 24; each relocation of type RelocRelative, symbol 0, with
 // [r_offset, r_offset+8) inside a writable PT_LOAD; e_entry 0 or inside an
 // executable PT_LOAD. PT_INTERP and PT_TLS are refused.
 //
@@ -118,7 +119,9 @@ func Open(path string, opts *LoadOptions) (*Image, error) {
 
 func openImage(path string, opts *LoadOptions) (*Image, error) {
 	a, pageSize := options(opts)
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a named pipe must not wait for a writer (it
+	// is refused below as not a regular file); regular files ignore it.
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("elfimage: %w", err)
 	}
@@ -390,8 +393,15 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	case h.Phnum == 0xffff: // PN_XNUM
 		return nil, d.errorf(offPhnum, "e_phnum", "extended numbering (PN_XNUM) not supported")
 	}
+	switch {
+	case h.Phoff < ehdrSize:
+		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x overlaps the ELF header", h.Phoff)
+	case h.Phoff%8 != 0:
+		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x not 8-byte aligned", h.Phoff)
+	}
 	phtab, ferr := d.span(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table")
 	if ferr != nil {
+		ferr.Offset = offPhoff // the field, not where it points
 		return nil, ferr
 	}
 
@@ -407,7 +417,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	}
 	p.segs = make([]Segment, 0, nload)
 	var dynIdx, ehIdx = -1, -1
-	var prevEnd uint64
+	var prevEnd, firstAt uint64
 	for i := range int(h.Phnum) {
 		ph := decodeProg(phtab[i*phdrSize:])
 		at := h.Phoff + uint64(i)*phdrSize
@@ -436,6 +446,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 				return nil, d.errorf(at+offPFilesz, field("p_filesz"), "segment [%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
 			}
 			if len(p.segs) == 0 {
+				firstAt = at
 				if ph.Off != 0 {
 					return nil, d.errorf(at+offPOffset, field("p_offset"), "first PT_LOAD at %#x, want 0 (it must hold the ELF header)", ph.Off)
 				}
@@ -480,7 +491,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	p.size = prevEnd
 	first := p.segs[0]
 	if first.Size < ehdrSize {
-		return nil, d.errorf(h.Phoff, "p_filesz of first PT_LOAD", "first PT_LOAD (%#x bytes) does not hold the ELF header", first.Size)
+		return nil, d.errorf(firstAt+offPFilesz, "p_filesz of first PT_LOAD", "first PT_LOAD (%#x bytes) does not hold the ELF header", first.Size)
 	}
 	if h.Phoff+uint64(h.Phnum)*phdrSize > first.Size {
 		return nil, d.errorf(offPhoff, "e_phoff", "program header table [%#x, +%#x) not inside the first PT_LOAD", h.Phoff, uint64(h.Phnum)*phdrSize)
@@ -640,6 +651,8 @@ func (p *plan) parseDynamic(d *decoder, off uint64, body []byte) error {
 		return d.errorf(where[2], "DT_RELAENT", "entry size %d, want %d", relaent, relaSize)
 	case relasz%relaSize != 0:
 		return d.errorf(where[1], "DT_RELASZ", "size %#x not a multiple of %d", relasz, relaSize)
+	case rela%8 != 0:
+		return d.errorf(where[0], "DT_RELA", "relocation table at %#x not 8-byte aligned", rela)
 	case have[3] && relacount > relasz/relaSize:
 		return d.errorf(where[3], "DT_RELACOUNT", "count %d exceeds the %d relocations", relacount, relasz/relaSize)
 	}

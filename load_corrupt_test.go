@@ -150,7 +150,7 @@ func corruptions() []corruption {
 		{"R_X86_64_NONE", do(func(b []byte) { putRela(b, 1, 8, uint64(elf.R_X86_64_NONE)) }), "r_info of relocation 1"},
 		{"relative with symbol", do(func(b []byte) { putRela(b, 0, 8, 1<<32|uint64(elf.R_X86_64_RELATIVE)) }), "r_info of relocation 0"},
 	}
-	return cs
+	return append(cs, hostileCorruptions()...)
 }
 
 // TestCorruptImages loads every corruption by every path and checks the
@@ -221,22 +221,7 @@ func TestOpenDirectoryAndMissing(t *testing.T) {
 
 // TestCorruptSectionTable: the loader ignores the tail, Sections reports.
 func TestCorruptSectionTable(t *testing.T) {
-	le := binary.LittleEndian
-	for _, c := range []corruption{
-		{"e_shentsize", func(b []byte) []byte { le.PutUint16(b[offShentsize:], 40); return b }, "e_shentsize"},
-		{"e_shoff past end", func(b []byte) []byte { le.PutUint64(b[offShoff:], uint64(len(b))); return b }, "e_shoff"},
-		{"e_shoff overflow", func(b []byte) []byte { le.PutUint64(b[offShoff:], ^uint64(0)-10); return b }, "e_shoff"},
-		{"e_shoff 0 with sections", func(b []byte) []byte { le.PutUint64(b[offShoff:], 0); return b }, "e_shnum"},
-		{"e_shnum 0", func(b []byte) []byte { le.PutUint16(b[offShnum:], 0); return b }, "e_shnum"},
-		{"e_shstrndx too big", func(b []byte) []byte { le.PutUint16(b[offShstrndx:], 8); return b }, "e_shstrndx"},
-		{"e_shstrndx XINDEX", func(b []byte) []byte { le.PutUint16(b[offShstrndx:], 0xffff); return b }, "e_shstrndx"},
-		{"e_shstrndx not strtab", func(b []byte) []byte { le.PutUint16(b[offShstrndx:], 5); return b }, "sh_type of section 5"},
-		{"sh_size past end", func(b []byte) []byte { putSh(b, 5, 32, 1<<30, 8); return b }, "sh_size of section 5"},
-		{"sh_size overflow", func(b []byte) []byte { putSh(b, 5, 32, ^uint64(0), 8); return b }, "sh_size of section 5"},
-		{"sh_offset past end", func(b []byte) []byte { putSh(b, 6, 24, 1<<50, 8); return b }, "sh_offset of section 6"},
-		{"sh_name outside", func(b []byte) []byte { putSh(b, 3, 0, 1000, 4); return b }, "sh_name of section 3"},
-		{"name not terminated", unterminateShstrtab, "sh_name of section 7"},
-	} {
+	for _, c := range sectionCorruptions() {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.patch(buildTestImage())
 			im, err := Load("x", b, nil)

@@ -3,6 +3,7 @@ package info
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -347,16 +348,29 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 		if code == 0 {
 			break
 		}
-		a := abbrev{tag: dwarf.Tag(b.Uleb("tag"))}
+		tagOff := b.Off()
+		tag := b.Uleb("tag")
+		if b.Err() == nil && tag > math.MaxUint16 {
+			// Tag, Attr and Form are 16 bits: DW_TAG_hi_user is
+			// 0xffff, DW_AT_hi_user 0x3fff (DWARF 5 section 7.5.4).
+			b.FailAt(tagOff, "tag", fmt.Sprintf("tag %#x out of range", tag))
+			break
+		}
+		a := abbrev{tag: dwarf.Tag(tag)}
 		ch := b.U8("DW_CHILDREN")
 		a.children = ch == 1
 		if b.Err() == nil && ch > 1 {
 			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
 		}
 		for b.Err() == nil {
+			specOff := b.Off()
 			name := b.Uleb("attribute name")
 			form := b.Uleb("attribute form")
 			if name == 0 && form == 0 {
+				break
+			}
+			if b.Err() == nil && (name > math.MaxUint16 || form > math.MaxUint16) {
+				b.FailAt(specOff, "attribute specification", fmt.Sprintf("attribute %#x or form %#x out of range", name, form))
 				break
 			}
 			if len(a.specs) == MaxAttrs {
@@ -588,7 +602,12 @@ func (r *Reader) field(u *UnitHeader, spec *attrSpec, resolve bool) Field {
 	at := b.Off()
 	// DW_FORM_indirect: each level consumes at least one byte.
 	for f.Form == dwarf.DW_FORM_indirect && b.Err() == nil {
-		f.Form = dwarf.Form(b.Uleb("DW_FORM_indirect"))
+		v := b.Uleb("DW_FORM_indirect")
+		if v > math.MaxUint16 {
+			b.FailAt(at, "DW_FORM_indirect", fmt.Sprintf("form %#x out of range", v))
+			return f
+		}
+		f.Form = dwarf.Form(v)
 		if f.Form == dwarf.DW_FORM_implicit_const {
 			b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
 		}

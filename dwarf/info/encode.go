@@ -401,7 +401,15 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			e.addrs = append(e.addrs, uint64(len(e.info)))
 			e.uint(int(e.enc.AddrSize), v.u)
 		case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
-			n := map[dwarf.Form]int{dwarf.DW_FORM_data1: 1, dwarf.DW_FORM_data2: 2, dwarf.DW_FORM_data4: 4, dwarf.DW_FORM_data8: 8}[f]
+			n := 8 // DW_FORM_data8
+			switch f {
+			case dwarf.DW_FORM_data1:
+				n = 1
+			case dwarf.DW_FORM_data2:
+				n = 2
+			case dwarf.DW_FORM_data4:
+				n = 4
+			}
 			u := v.u
 			if v.signed {
 				u = uint64(v.s)

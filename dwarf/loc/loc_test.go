@@ -523,7 +523,7 @@ func TestOffsetPairWraps(t *testing.T) {
 	enc := dwarf.Encoding{Version: 5, Format: dwarf.Format32, AddrSize: 8, ByteOrder: binary.LittleEndian}
 	neg := func(n uint64) []byte { return dwarf.AppendUleb128(nil, -n) }
 	b := (&asm{a: 8}).u8(5).addr(0x60b1c0).b // DW_RLE_base_address
-	b = append(b, 4)                          // DW_RLE_offset_pair
+	b = append(b, 4)                         // DW_RLE_offset_pair
 	b = append(b, neg(0xe6a40)...)
 	b = append(b, neg(0xe6a00)...)
 	b = append(b, 0) // DW_RLE_end_of_list
