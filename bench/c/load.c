@@ -1,0 +1,148 @@
+// load times loading and unloading one shared object or image file, for
+// bench/run's Load rows.
+//
+// Usage: load MODE FILE ITERS REPS
+//   MODE dlopen: dlopen(FILE, RTLD_NOW | RTLD_LOCAL) + dlclose.
+//   MODE floor:  open + mmap(whole file, PROT_READ, MAP_PRIVATE) +
+//                mprotect of each PT_LOAD segment to its flags (R+X text,
+//                R+W data; read-only segments keep the mapping's PROT_READ) +
+//                munmap + close: the system calls any one-mmap loader makes.
+//                The file size and program headers are read once, before
+//                timing.
+//   MODE faults: floor plus the page faults a loader that reads its headers
+//                in place and applies relocations takes: read the first
+//                byte of the mapping (the ELF header) and write one byte of
+//                each writable segment (after its mprotect).
+// One untimed round warms the page cache and the dynamic linker, then REPS
+// rounds of ITERS iterations each print one line: "ns/op=X", the mean of
+// the round, timed with clock_gettime(CLOCK_MONOTONIC).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+struct seg {
+	size_t off, len;
+	int prot;
+};
+
+static const char *file;
+static size_t size;
+static struct seg segs[16];
+static int nsegs;
+
+static void readHeaders(void) {
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		perror(file);
+		exit(1);
+	}
+	size = st.st_size;
+	Elf64_Ehdr eh;
+	if (pread(fd, &eh, sizeof eh, 0) != sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+		fprintf(stderr, "load: %s: not ELF\n", file);
+		exit(1);
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < eh.e_phnum && nsegs < 16; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof ph, eh.e_phoff + (off_t)i * eh.e_phentsize) != sizeof ph) {
+			fprintf(stderr, "load: %s: short program header\n", file);
+			exit(1);
+		}
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & (PF_X | PF_W)) || ph.p_memsz == 0)
+			continue;
+		size_t start = ph.p_vaddr & ~(size_t)(page - 1);
+		size_t end = (ph.p_vaddr + ph.p_memsz + page - 1) & ~(size_t)(page - 1);
+		segs[nsegs].off = start;
+		segs[nsegs].len = end - start;
+		segs[nsegs].prot = PROT_READ | (ph.p_flags & PF_X ? PROT_EXEC : 0) | (ph.p_flags & PF_W ? PROT_WRITE : 0);
+		nsegs++;
+	}
+	close(fd);
+}
+
+static int touch;
+static volatile char sinkc;
+
+static void floorOnce(void) {
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		perror(file);
+		exit(1);
+	}
+	char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	for (int i = 0; i < nsegs; i++)
+		if (mprotect(p + segs[i].off, segs[i].len, segs[i].prot) != 0) {
+			perror("mprotect");
+			exit(1);
+		}
+	if (touch) {
+		sinkc += p[0];
+		for (int i = 0; i < nsegs; i++)
+			if (segs[i].prot & PROT_WRITE)
+				p[segs[i].off] = p[segs[i].off];
+	}
+	munmap(p, size);
+	close(fd);
+}
+
+static void dlopenOnce(void) {
+	void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "load: %s\n", dlerror());
+		exit(1);
+	}
+	dlclose(h);
+}
+
+int main(int argc, char **argv) {
+	if (argc != 5) {
+		fprintf(stderr, "usage: load dlopen|floor|faults FILE ITERS REPS\n");
+		return 2;
+	}
+	file = argv[2];
+	long iters = atol(argv[3]), reps = atol(argv[4]);
+	void (*once)(void);
+	if (strcmp(argv[1], "dlopen") == 0) {
+		once = dlopenOnce;
+	} else if (strcmp(argv[1], "floor") == 0 || strcmp(argv[1], "faults") == 0) {
+		touch = argv[1][0] == 'f' && argv[1][1] == 'a';
+		readHeaders();
+		once = floorOnce;
+	} else {
+		fprintf(stderr, "load: unknown mode %s\n", argv[1]);
+		return 2;
+	}
+	if (iters < 1 || reps < 1) {
+		fprintf(stderr, "load: bad ITERS or REPS\n");
+		return 2;
+	}
+	for (long i = 0; i < iters; i++)
+		once();
+	for (long r = 0; r < reps; r++) {
+		double t0 = now();
+		for (long i = 0; i < iters; i++)
+			once();
+		printf("ns/op=%.1f\n", (now() - t0) / iters);
+	}
+	return 0;
+}

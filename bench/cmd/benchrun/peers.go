@@ -1,0 +1,525 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/elfimage/elfimage"
+)
+
+// lookupSection: addrmap.Map.Lookup against glibc's _dl_find_object with
+// 1, 100 and 1,000 objects (addrmap/testdata/dlfind.c, reused as is).
+func lookupSection(cfg *config, t *toolset) (section, error) {
+	s := section{
+		title: "Lookup",
+		intro: "Which loaded object holds a pc: `addrmap.Map.Lookup` (`go test -bench BenchmarkLookup ./addrmap`: random pcs inside 1, 100 or 1,000 ranges) " +
+			"against glibc's `_dl_find_object` with the same number of `dlopen`ed objects (`addrmap/testdata/dlfind.c`, random pcs inside the objects' code). ns per lookup.",
+		header: []string{"objects", "addrmap.Lookup ns", "_dl_find_object ns", "ours/peer", "reproduce"},
+	}
+	sizes := []int{1, 100, 1000}
+	var ids []string
+	for _, n := range sizes {
+		ids = append(ids, fmt.Sprintf("lookup/objects=%d", n))
+	}
+	if !cfg.wantAny(ids...) {
+		return section{}, nil
+	}
+	var subs []string
+	for _, n := range sizes {
+		if cfg.want(fmt.Sprintf("lookup/objects=%d", n)) {
+			subs = append(subs, fmt.Sprintf("BenchmarkLookup/entries=%d", n))
+		}
+	}
+	bt := "2000000x"
+	iters := "10000000"
+	if cfg.quick {
+		bt, iters = "500000x", "2000000"
+	}
+	logf("lookup: addrmap")
+	res, _, err := goTest(cfg, t, "./addrmap", benchPattern(subs), bt, cfg.reps)
+	if err != nil {
+		logf("lookup: %v", err)
+	}
+	// The peer: one tiny shared object copied 1,000 times.
+	var harness, dir string
+	if bin, err := buildC(cfg, t, "addrmap/testdata/dlfind.c", "-ldl"); err == nil {
+		dir = filepath.Join(cfg.work, "dlfind")
+		err = os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "lib.c"), []byte("int f(int x) { return x * 3 + 1; }\n"), 0o644)
+		}
+		if err == nil {
+			_, err = command("", t.gcc, "-O2", "-shared", "-fPIC", "-o", filepath.Join(dir, "lib.so"), filepath.Join(dir, "lib.c"))
+		}
+		if err == nil {
+			var so []byte
+			so, err = os.ReadFile(filepath.Join(dir, "lib.so"))
+			for i := 0; err == nil && i < 1000; i++ {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("lib%d.so", i)), so, 0o755)
+			}
+		}
+		if err == nil {
+			harness = bin
+		} else {
+			logf("lookup: %v", err)
+		}
+	} else {
+		logf("lookup: %v", err)
+	}
+	for _, n := range sizes {
+		id := fmt.Sprintf("lookup/objects=%d", n)
+		if !cfg.want(id) {
+			continue
+		}
+		var peer []float64
+		if harness != "" {
+			for range cfg.reps {
+				out, err := command("", harness, dir, strconv.Itoa(n), iters)
+				if err != nil {
+					logf("lookup: %v", err)
+					break
+				}
+				var got int
+				var ns float64
+				if _, err := fmt.Sscanf(strings.TrimSpace(out), "objects=%d ns/lookup=%g", &got, &ns); err != nil || got != n {
+					logf("lookup: harness output %q", out)
+					break
+				}
+				peer = append(peer, ns)
+			}
+		}
+		o, ok := summarize(res[fmt.Sprintf("BenchmarkLookup/entries=%d", n)]["ns/op"])
+		p, okP := summarize(peer)
+		r := "n/a"
+		if ok && okP {
+			r = ratio(o.med, p.med)
+		}
+		s.rows = append(s.rows, []string{group(strconv.Itoa(n)), cell(o, ok, 1), cell(p, okP, 1), r,
+			fmt.Sprintf("`bench/run --only '%s$'`", id)})
+	}
+	s.notes = append(s.notes, "Target: no slower than `_dl_find_object` (ours/peer ≤ 1). The rows use synthetic ranges on our side and real objects on glibc's; both bisect a sorted array.")
+	return s, nil
+}
+
+// funcAddrs returns count addresses chosen at random (seeded) inside the
+// sized STT_FUNC symbols of an ELF file.
+func funcAddrs(path string, count int, seed uint64) ([]uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, err
+	}
+	var fns []elf.Symbol
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 && s.Value != 0 {
+			fns = append(fns, s)
+		}
+	}
+	if len(fns) == 0 {
+		return nil, fmt.Errorf("%s: no function symbols", path)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]uint64, count)
+	for i := range out {
+		s := fns[rng.IntN(len(fns))]
+		out[i] = s.Value + uint64(rng.IntN(int(s.Size)))
+	}
+	return out, nil
+}
+
+// gccBinary builds, once, a gcc -O2 -g program of n small functions in
+// files of 1,000, each inlining a helper (the shape of package symbolize's
+// benchmark binary).
+func gccBinary(cfg *config, t *toolset, n int) (string, error) {
+	if t.gcc == "" {
+		return "", fmt.Errorf("gcc not found")
+	}
+	dir := filepath.Join(cfg.work, fmt.Sprintf("gccbin%d", n))
+	bin := filepath.Join(dir, "big")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var srcs []string
+	for f := 0; f*1000 < n; f++ {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "static inline int mix%d(int x, int k) { return x * k + %d; }\n", f, f)
+		for i := f * 1000; i < min(n, (f+1)*1000); i++ {
+			fmt.Fprintf(&b, "int fn%d(int x)\n{\n\treturn mix%d(x, %d) ^ %d;\n}\n", i, f, i+1, i%97)
+		}
+		name := filepath.Join(dir, fmt.Sprintf("f%03d.c", f))
+		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+			return "", err
+		}
+		srcs = append(srcs, name)
+	}
+	mainC := filepath.Join(dir, "main.c")
+	if err := os.WriteFile(mainC, []byte("int fn0(int);\nint main(int c, char **v) { return fn0(c); }\n"), 0o644); err != nil {
+		return "", err
+	}
+	srcs = append(srcs, mainC)
+	objs, err := compileAll(t, srcs, "-O2", "-g")
+	if err != nil {
+		return "", err
+	}
+	if _, err := command("", t.gcc, append([]string{"-o", bin}, objs...)...); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// compileAll compiles each C source to SRC.o with gcc and flags, as many
+// at a time as there are CPUs, and returns the object files.
+func compileAll(t *toolset, srcs []string, flags ...string) ([]string, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(srcs))
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, src := range srcs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			_, errs[i] = command("", t.gcc, append(append([]string{}, flags...), "-c", "-o", src+".o", src)...)
+		})
+	}
+	wg.Wait()
+	objs := make([]string, len(srcs))
+	for i, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+		objs[i] = srcs[i] + ".o"
+	}
+	return objs, nil
+}
+
+// timeStdin runs a command with input on standard input and returns its
+// wall time in seconds; it fails when the command fails or prints nothing.
+func timeStdin(in []byte, name string, args ...string) (float64, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	out, err := cmd.Output()
+	d := time.Since(t0).Seconds()
+	if err != nil || len(out) == 0 {
+		return 0, fmt.Errorf("%s: %v %s", filepath.Base(name), err, lastLines(stderr.String(), 5))
+	}
+	return d, nil
+}
+
+func symbolizeSection(cfg *config, t *toolset) (section, error) {
+	s := section{
+		title: "Symbolize",
+		intro: "Batch symbolization of random code addresses, the commands fed on standard input: `elfimage symbolize -e FILE` " +
+			"against `llvm-symbolizer --inlining --obj=FILE` and `addr2line -f -i -e FILE`, on the same file and addresses. " +
+			"\"First\" is the wall time of a command given one address (process start, opening the file and the first answer); " +
+			"throughput is (n − 1) / (t(n addresses) − t(1 address)), so process start-up cancels out.",
+		header: []string{"file", "tool", "first address ms", "addresses/s", "ours/tool (throughput)", "tool/ours (first)", "reproduce"},
+	}
+	type file struct {
+		id, label, path string
+	}
+	nAddrs, nFns := 10000, 20000
+	if cfg.quick {
+		nAddrs, nFns = 2000, 2000
+	}
+	var files []file
+	if cfg.want("symbolize/image") {
+		p := filepath.Join(cfg.work, "load", "load-procs-10000.elf")
+		if _, err := os.Stat(p); err != nil {
+			logf("symbolize: writing a 10,000-procedure image")
+			b, err := schemeImage(10000, 0)
+			if err != nil {
+				return s, err
+			}
+			p = filepath.Join(cfg.work, "sym-image.elf")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				return s, err
+			}
+		}
+		files = append(files, file{"symbolize/image", "our image, 10,000 procedures", p})
+	}
+	if cfg.want("symbolize/gcc") {
+		logf("symbolize: building a %d-function gcc -O2 -g program", nFns)
+		p, err := gccBinary(cfg, t, nFns)
+		if err != nil {
+			logf("symbolize: %v", err)
+		} else {
+			files = append(files, file{"symbolize/gcc", fmt.Sprintf("gcc -O2 -g, %s functions", group(strconv.Itoa(nFns))), p})
+		}
+	}
+	if len(files) == 0 {
+		return section{}, nil
+	}
+	cli := filepath.Join(cfg.work, "bin", "elfimage")
+	if _, err := command(cfg.root, t.goCmd, "build", "-o", cli, "./cmd/elfimage"); err != nil {
+		return s, err
+	}
+	type tool struct {
+		name, path string
+		args       func(f string) []string
+	}
+	tools := []tool{
+		{"elfimage symbolize", cli, func(f string) []string { return []string{"symbolize", "-e", f} }},
+		{"llvm-symbolizer", t.llvmSymbolizer, func(f string) []string { return []string{"--inlining", "--obj=" + f} }},
+		{"addr2line", t.addr2line, func(f string) []string { return []string{"-f", "-i", "-e", f} }},
+	}
+	var notes []string
+	for _, f := range files {
+		addrs, err := funcAddrs(f.path, nAddrs, 3)
+		if err != nil {
+			return s, err
+		}
+		var all, one bytes.Buffer
+		for _, a := range addrs {
+			fmt.Fprintf(&all, "%#x\n", a)
+		}
+		fmt.Fprintf(&one, "%#x\n", addrs[0])
+		type res struct{ first, rate []float64 }
+		rs := make([]res, len(tools))
+		logf("symbolize: %s", f.label)
+		for i, tl := range tools {
+			if tl.path == "" {
+				continue
+			}
+			if _, err := timeStdin(all.Bytes(), tl.path, tl.args(f.path)...); err != nil { // warm
+				logf("symbolize: %v", err)
+				tools[i].path = ""
+				continue
+			}
+		}
+		for range cfg.reps {
+			for i, tl := range tools {
+				if tl.path == "" {
+					continue
+				}
+				t1, err1 := timeStdin(one.Bytes(), tl.path, tl.args(f.path)...)
+				tn, errN := timeStdin(all.Bytes(), tl.path, tl.args(f.path)...)
+				if err1 != nil || errN != nil || tn <= t1 {
+					continue
+				}
+				rs[i].first = append(rs[i].first, t1)
+				rs[i].rate = append(rs[i].rate, float64(len(addrs)-1)/(tn-t1))
+			}
+		}
+		ours, okO := summarize(rs[0].rate)
+		oursFirst, okOF := summarize(rs[0].first)
+		for i, tl := range tools {
+			fst, okF := summarize(rs[i].first)
+			rt, okR := summarize(rs[i].rate)
+			r1, r2 := "—", "—"
+			if i > 0 {
+				r1, r2 = "n/a", "n/a"
+				if okO && okR {
+					r1 = ratio(ours.med, rt.med)
+				}
+				if okOF && okF {
+					r2 = ratio(fst.med, oursFirst.med)
+				}
+			}
+			s.rows = append(s.rows, []string{f.label, tl.name, cell(fst, okF, 1e-3), cell(rt, okR, 1), r1, r2,
+				fmt.Sprintf("`bench/run --only '%s$'`", f.id)})
+			tools[i].path = tl.path
+		}
+		if okO {
+			var llvm, a2l stat
+			var okL, okA bool
+			llvm, okL = summarize(rs[1].rate)
+			a2l, okA = summarize(rs[2].rate)
+			a2lFirst, okAF := summarize(rs[2].first)
+			var v []string
+			if okL {
+				v = append(v, fmt.Sprintf("≥ 10× llvm-symbolizer's throughput: %s (%.1f×)", metMissed(ours.med/llvm.med >= 10), ours.med/llvm.med))
+			}
+			if okA {
+				v = append(v, fmt.Sprintf("≥ 5× addr2line's: %s (%.1f×)", metMissed(ours.med/a2l.med >= 5), ours.med/a2l.med))
+			}
+			if okAF && okOF {
+				v = append(v, fmt.Sprintf("first address in under half of addr2line's time: %s (%.2f× its time)", metMissed(oursFirst.med/a2lFirst.med < 0.5), oursFirst.med/a2lFirst.med))
+			}
+			if len(v) > 0 {
+				notes = append(notes, fmt.Sprintf("Targets on %s: %s.", f.label, strings.Join(v, "; ")))
+			}
+		}
+	}
+	s.notes = append(s.notes, notes...)
+	return s, nil
+}
+
+// rollup returns Rss and Private_Dirty of /proc/self/smaps_rollup, bytes.
+func rollup() (rss, dirty int64, err error) {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "Rss:":
+			rss = v << 10
+		case "Private_Dirty:":
+			dirty = v << 10
+		}
+	}
+	return rss, dirty, nil
+}
+
+var sink byte
+
+// memProc is `benchrun -memproc DIR N`: open DIR/img0.elf ..
+// DIR/img{N-1}.elf, touch the first byte of each text segment (as the
+// C harness touches each object's first function), print the smaps_rollup
+// figures before and after in the C harness's format, and keep everything
+// mapped until exit.
+func memProc(dir, count string) error {
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		return err
+	}
+	debug.FreeOSMemory()
+	rss0, dirty0, err := rollup()
+	if err != nil {
+		return err
+	}
+	ims := make([]*elfimage.Image, 0, n)
+	for i := range n {
+		im, err := elfimage.Open(filepath.Join(dir, fmt.Sprintf("img%d.elf", i)), nil)
+		if err != nil {
+			return err
+		}
+		for _, sg := range im.Segments() {
+			if sg.Flags&elf.PF_X != 0 {
+				sink += im.Bytes()[sg.Addr]
+			}
+		}
+		ims = append(ims, im)
+	}
+	// Return the garbage of loading (addrmap snapshots are copied on
+	// every insert) to the kernel: what stays is what the images keep.
+	debug.FreeOSMemory()
+	rss1, dirty1, err := rollup()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("before_rss=%d before_private_dirty=%d after_rss=%d after_private_dirty=%d checksum=%d\n", rss0, dirty0, rss1, dirty1, sink)
+	runtime.KeepAlive(ims)
+	return nil
+}
+
+// parseMem reads the "before_rss=... after_private_dirty=..." line.
+func parseMem(out string) (rss, dirty int64, err error) {
+	var r0, d0, r1, d1, ck int64
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "before_rss=%d before_private_dirty=%d after_rss=%d after_private_dirty=%d checksum=%d", &r0, &d0, &r1, &d1, &ck); err != nil {
+		return 0, 0, fmt.Errorf("memory harness output %q: %v", out, err)
+	}
+	return r1 - r0, d1 - d0, nil
+}
+
+func memorySection(cfg *config, t *toolset) (section, error) {
+	const n = 1000
+	id := "memory/1000"
+	if !cfg.want(id) {
+		return section{}, nil
+	}
+	s := section{
+		title: "Memory",
+		intro: fmt.Sprintf("A process loads %s distinct files of 100 procedures and touches one byte of each one's code: our images with `elfimage.Open` "+
+			"(`benchrun -memproc`), against `dlopen(RTLD_NOW)` of as many copies of a `gcc -O2 -g` shared object of 100 functions (`bench/c/mem.c`). "+
+			"Growth of `Rss` and `Private_Dirty` in `/proc/self/smaps_rollup` from before the first load to after the last, per process and per object "+
+			"(ours includes the Go heap that the %s `Image` values and the address map keep, measured after `debug.FreeOSMemory`).", group(strconv.Itoa(n)), group(strconv.Itoa(n))),
+		header: []string{"loader", "RSS growth", "per object", "private dirty growth", "per object", "reproduce"},
+	}
+	dir := filepath.Join(cfg.work, "mem")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return s, err
+	}
+	logf("memory: writing %d images and shared objects", n)
+	img, err := schemeImage(100, 0)
+	if err != nil {
+		return s, err
+	}
+	var so []byte
+	if p, err := sharedObject(cfg, t, 100); err == nil {
+		so, _ = os.ReadFile(p)
+	} else {
+		logf("memory: %v", err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("img%d.elf", i)), img, 0o644); err != nil {
+			return s, err
+		}
+		if so != nil {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("lib%d.so", i)), so, 0o755); err != nil {
+				return s, err
+			}
+		}
+	}
+	// Write the files back first: a page-cache page still dirty from the
+	// write counts as Private_Dirty in a process that maps it privately.
+	syscall.Sync()
+	self, err := os.Executable()
+	if err != nil {
+		return s, err
+	}
+	harness, herr := buildC(cfg, t, "bench/c/mem.c", "-ldl")
+	if herr != nil {
+		logf("memory: %v", herr)
+	}
+	var oursR, oursD, peerR, peerD []float64
+	for range cfg.reps {
+		if out, err := command("", self, "-memproc", dir, strconv.Itoa(n)); err == nil {
+			if r, d, err := parseMem(out); err == nil {
+				oursR, oursD = append(oursR, float64(r)), append(oursD, float64(d))
+			}
+		} else {
+			logf("memory: %v", err)
+		}
+		if harness != "" && so != nil {
+			if out, err := command("", harness, dir, strconv.Itoa(n)); err == nil {
+				if r, d, err := parseMem(out); err == nil {
+					peerR, peerD = append(peerR, float64(r)), append(peerD, float64(d))
+				}
+			} else {
+				logf("memory: %v", err)
+			}
+		}
+	}
+	row := func(name string, rs, ds []float64) []string {
+		r, okR := summarize(rs)
+		d, okD := summarize(ds)
+		return []string{name, cell(r, okR, 1e6) + " MB", cell(r, okR, 1e3*n) + " KB", cell(d, okD, 1e6) + " MB", cell(d, okD, 1e3*n) + " KB",
+			fmt.Sprintf("`bench/run --only '%s$'`", id)}
+	}
+	s.rows = append(s.rows, row("elfimage.Open", oursR, oursD), row("dlopen", peerR, peerD))
+	o, ok1 := summarize(oursR)
+	p, ok2 := summarize(peerR)
+	od, ok3 := summarize(oursD)
+	pd, ok4 := summarize(peerD)
+	if ok1 && ok2 && ok3 && ok4 {
+		s.notes = append(s.notes, fmt.Sprintf("Ratios ours/dlopen: RSS growth %s, private dirty growth %s.", ratio(o.med, p.med), ratio(od.med, pd.med)))
+	}
+	return s, nil
+}
