@@ -33,7 +33,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	seqOf := make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
 	for i, p := range m.Procs {
 		start := l.procAddr[i]
-		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code))}
+		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: make([]line.Row, 0, len(p.Lines))}
 		for j, r := range p.Lines {
 			if r.Offset >= uint32(len(p.Code)) {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x is past the end of the code (%#x bytes)", j, r.Offset, len(p.Code))}
@@ -90,7 +90,9 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		return nil, &LinkError{"module", err.Error()}
 	}
 	for i, p := range m.Procs {
-		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram}
+		// Room for every attribute a subprogram gets, so that the
+		// appends below do not grow the slice.
+		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: make([]info.Attr, 0, 14)}
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
 		if p.Line > 0 {
 			sp.Attrs = append(sp.Attrs,
@@ -227,7 +229,8 @@ func (l *linker) buildDWARF() ([]*section, error) {
 // location list when the model gives exact live ranges, else one
 // expression.
 func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
-	d := &info.DIE{Tag: tag, Attrs: []info.Attr{{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}}}
+	d := &info.DIE{Tag: tag, Attrs: make([]info.Attr, 1, 8)}
+	d.Attrs[0] = info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}
 	if v.Line > 0 {
 		d.Attrs = append(d.Attrs,
 			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
