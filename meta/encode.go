@@ -19,8 +19,9 @@ const (
 	SectionStrs = ".elfimage.strs"
 )
 
-// FlagInlineStrings, in header byte 7, says that the table's strings are
-// in its info area: string offsets are relative to the info area's start.
+// FlagInlineStrings is the flag (header byte 7) saying that the table's
+// strings are in its info area: string offsets are relative to the info
+// area's start.
 const FlagInlineStrings = 1
 
 // Version is the format version the writer emits and the reader accepts.
