@@ -37,8 +37,20 @@ func Example() {
 	}
 	defer img.Close()
 
-	// Some run-time pc in the image: here, 8 bytes into square.
-	procs, _ := img.Procedures()
+	// Run it: main calls (square 7). scheme.Run calls the image's entry
+	// procedure on a native stack through package native.
+	res, err := scheme.Run(img, scheme.RunOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("main returned", res.Value)
+
+	// Some run-time pc in the image (a sampled or faulting instruction
+	// pointer): here, 8 bytes into square, found by name.
+	procs, err := img.Procedures()
+	if err != nil {
+		log.Fatal(err)
+	}
 	var pc uintptr
 	for _, p := range procs {
 		if p.Name == "square" {
@@ -53,14 +65,24 @@ func Example() {
 		log.Fatal(err)
 	}
 	addr := im.LinkAddr(pc)
-	proc, _ := im.Procedure(addr) // name, range, arity, argument names, defaults, docstring, properties
-	pos, _ := im.PositionAt(addr) // file, line, column
-	locals, _ := im.Locals(addr)  // live parameters and variables, each with its location here
+	proc, err := im.Procedure(addr) // name, range, arity, argument names, defaults, docstring, properties
+	if err != nil {
+		log.Fatal(err)
+	}
+	pos, err := im.PositionAt(addr) // file, line, column
+	if err != nil {
+		log.Fatal(err)
+	}
+	locals, err := im.Locals(addr) // live parameters and variables, each with its DWARF location here
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(proc.Name, proc.Args, filepath.Base(pos.File), pos.Line, pos.Column)
 	for _, l := range locals {
 		fmt.Println(l.Name, l.Param)
 	}
 	// Output:
+	// main returned 49
 	// square [x] square.scm 1 1
 	// x true
 }

@@ -119,6 +119,11 @@ func Open(path string) (*Symbolizer, error) {
 		return nil, err
 	}
 	defer file.Close()
+	if fi, err := file.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("symbolize: %s: not a regular file (mode %v)", path, fi.Mode())
+	}
 	data, unmap, err := mapFile(file)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -93,6 +94,17 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// backtraceLine is the line of the demo program that takes a backtrace
+// inside nested lets: a breakpoint there shows arguments and locals.
+func backtraceLine() int {
+	for i, l := range strings.Split(string(scheme.DemoSource), "\n") {
+		if strings.Contains(l, "(backtrace)") {
+			return i + 1
+		}
+	}
+	return 1
+}
+
 // printToolCommands prints the commands that show the demo's code in gdb
 // and perf, for the image and source kept in dir (first written there by
 // demo -o dir when rerun is set).
@@ -108,8 +120,8 @@ func printToolCommands(w io.Writer, dir string, rerun bool) {
 	}
 	fmt.Fprintf(w, "   go build -o /tmp/elfimage ./cmd/elfimage\n")
 	fmt.Fprintf(w, "   # gdb: the image is published through the GDB JIT interface (-gdb); no script needed\n")
-	fmt.Fprintf(w, "   gdb -q -iex 'set breakpoint pending on' -iex 'handle SIGURG nostop noprint pass' \\\n")
-	fmt.Fprintf(w, "       -ex 'break inner' -ex run -ex bt -ex 'info args' -ex 'info locals' -ex kill \\\n")
+	fmt.Fprintf(w, "   gdb -q -iex 'set auto-load safe-path /' -iex 'set breakpoint pending on' -iex 'handle SIGURG nostop noprint pass' \\\n")
+	fmt.Fprintf(w, "       -ex 'break %s:%d' -ex run -ex bt -ex 'info args' -ex 'info locals' -ex continue -ex 'info locals' -ex kill \\\n", scheme.DemoFile, backtraceLine())
 	fmt.Fprintf(w, "       --args /tmp/elfimage run -gdb %s\n", img)
 	fmt.Fprintf(w, "   # perf, image mapped from its file: names and lines come from the file itself\n")
 	fmt.Fprintf(w, "   perf record -e cpu-clock -o /tmp/demo.perf -- /tmp/elfimage run %s\n", img)

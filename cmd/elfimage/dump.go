@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -83,9 +84,15 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// inspect loads an image for reading its contents.
+// inspect loads an image for reading its contents. An ELF file the
+// loader refuses gets a hint at the commands that read any ELF file.
 func inspect(path string, read bool) (*elfimage.Image, error) {
-	return elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read})
+	im, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read})
+	var fe *elfimage.FormatError
+	if errors.As(err, &fe) && fe.Field != "ELF header" && fe.Field != "e_ident" {
+		err = fmt.Errorf("%w\n(not an elfimage image? `elfimage dump -frames-interp` and `elfimage symbolize -e` read any ELF file)", err)
+	}
+	return im, err
 }
 
 func dumpHeaders(w io.Writer, img *elfimage.Image) {

@@ -66,9 +66,12 @@ func dumpPerfMap(w io.Writer, data []byte) error {
 	if err != nil {
 		return err
 	}
+	if len(m.Entries) == 0 && m.Skipped > 0 {
+		return fmt.Errorf("not an ELF image, a jitdump file or a perf map (no line parses as a perf map entry; first: %v)", m.FirstSkip)
+	}
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
-	fmt.Fprintf(bw, "perf map: %d lines, %d entries after later lines win, %d lines skipped\n", len(m.Raw), len(m.Entries), m.Skipped)
+	fmt.Fprintf(bw, "perf map: %d entries read, %d after later entries win, %d lines skipped\n", len(m.Raw), len(m.Entries), m.Skipped)
 	if m.FirstSkip != nil {
 		fmt.Fprintf(bw, "  first skipped: %v\n", m.FirstSkip)
 	}

@@ -71,7 +71,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	perfMap := fs.Bool("perf-map", false, "announce the image's procedures to perf in /tmp/perf-PID.map")
 	gdb := fs.Bool("gdb", false, "publish the image (symbols, lines, variables, CFI) to gdb through the GDB JIT interface")
 	var dump jitdumpFlag
-	fs.Var(&dump, "jitdump", "write a jitdump for `perf inject --jit` (-jitdump, or -jitdump=DIR; default $JITDUMPDIR, else ~/.debug/jit)")
+	fs.Var(&dump, "jitdump", "write jit-PID.dump for perf inject --jit into `DIR` (-jitdump=DIR, created if needed; plain -jitdump: $JITDUMPDIR, else ~/.debug/jit)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -152,9 +152,9 @@ func Open(dir string, opts *Options) (*Writer, error) {
 	}
 	if dir == "" {
 		dir = DefaultDir()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("jitdump: %w", err)
-		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("jitdump: %w", err)
 	}
 	path := filepath.Join(dir, FileName(os.Getpid()))
 	registryMu.Lock()
