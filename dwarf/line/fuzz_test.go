@@ -64,6 +64,13 @@ func FuzzDiffGo(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if ours.Header().MaxOpsPerInst != 1 {
+			// VLIW programs: debug/dwarf (Go 1.26) leaves op_index
+			// unchanged at DW_LNE_set_address and
+			// DW_LNS_fixed_advance_pc, which DWARF 5 section 6.2.5
+			// resets to 0; the two readers then differ by design.
+			return
+		}
 		g, err := goLineReader(data, nil, nil, 0, "/cd", 8, binary.LittleEndian)
 		if err != nil {
 			return
