@@ -87,7 +87,7 @@ func sharedObject(cfg *config, t *toolset, n int) (string, error) {
 		if err := os.WriteFile(src, []byte(asmSource(n)), 0o644); err != nil {
 			return "", err
 		}
-		_, err := command("", t.gcc, "-shared", "-o", so, src)
+		_, err := command("", t.gcc, "-shared", "-Wa,--gdwarf-5", "-o", so, src)
 		return so, err
 	}
 	var srcs []string
