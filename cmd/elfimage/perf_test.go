@@ -194,14 +194,14 @@ func (f *perfFixture) record(t *testing.T, data string, recordArgs, runArgs []st
 	}
 }
 
-// lineAt returns the line the image's own line table gives the link-time
-// address addr (0 when none) and the file's base name.
 // noLine reports whether a perf srcline says "no line": empty, "??:0",
 // or the unit's file with line 0.
 func noLine(srcline string) bool {
 	return srcline == "" || strings.HasSuffix(srcline, ":0")
 }
 
+// lineAt returns the line the image's own line table gives the link-time
+// address addr (0 when none) and the file's base name.
 func (f *perfFixture) lineAt(addr uint64) (string, int) {
 	r, ok := f.tab.Lookup(addr)
 	if !ok {
