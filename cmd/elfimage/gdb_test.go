@@ -553,24 +553,9 @@ func TestGDBAttach(t *testing.T) {
 	}
 	for _, args := range [][]string{{"run", "-gdb", "spin.elf"}, {"run", "-jit", "-gdb", "spin.scm"}} {
 		t.Run(args[1], func(t *testing.T) {
-			cmd := exec.Command(f.cli, args...)
-			cmd.Dir = dir
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}()
-			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("first line %q, %v; want ready", line, err)
-			}
+			pid := startReady(t, f.cli, dir, args...)
 			s := &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true,
-				Args: []string{"-p", strconv.Itoa(cmd.Process.Pid)},
+				Args: []string{"-p", strconv.Itoa(pid)},
 				Cmds: []string{"thread apply all bt", "info line spin", "detach"}}
 			r, err := s.Run()
 			if err != nil {
@@ -589,4 +574,28 @@ func TestGDBAttach(t *testing.T) {
 			mustContain(t, "info line spin", r.Blocks[1], `Line 1 of "spin.scm" starts at address`)
 		})
 	}
+}
+
+// startReady starts the CLI with args in dir, waits until the program
+// prints its first line, "ready", and returns its pid; the process is
+// killed when the test ends.
+func startReady(t *testing.T, cli, dir string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(cli, args...)
+	cmd.Dir = dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("first line %q, %v; want ready", line, err)
+	}
+	return cmd.Process.Pid
 }

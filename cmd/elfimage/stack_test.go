@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -24,23 +22,8 @@ func TestStack(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(f.cli, "run", "-jit", "-gdb", "spin.scm")
-	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("first line %q, %v; want ready", line, err)
-	}
-	pid := strconv.Itoa(cmd.Process.Pid)
+	childPID := startReady(t, f.cli, dir, "run", "-jit", "-gdb", "spin.scm")
+	pid := strconv.Itoa(childPID)
 	// The main thread reaches spin just after printing "ready".
 	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin at \S*spin\.scm:[1-4] \[jit@0x[0-9a-f]+\]\n#1  0x[0-9a-f]{16} in %start \[jit@0x[0-9a-f]+\]\n#2  0x[0-9a-f]{16} in %enter \(signal frame\) \[jit@0x[0-9a-f]+\]\n#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call`)
 	var text string
@@ -68,7 +51,7 @@ func TestStack(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if j.PID != cmd.Process.Pid || len(j.Threads) < 2 {
+	if j.PID != childPID || len(j.Threads) < 2 {
 		t.Fatalf("pid %d, %d threads", j.PID, len(j.Threads))
 	}
 	found := false

@@ -51,17 +51,24 @@ func buildProg(t *testing.T) string {
 		if progErr != nil {
 			return
 		}
-		progPath = filepath.Join(progDir, "jitprog")
-		cmd := exec.Command(goCmd, "build", "-o", progPath, "./testdata/jitprog")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			progErr = fmt.Errorf("go build ./testdata/jitprog: %v\n%s", err, out)
-		}
+		progPath, progErr = buildTestdataProg(goCmd, "jitprog")
 	})
 	if progErr != nil {
 		t.Fatal(progErr)
 	}
 	return progPath
+}
+
+// buildTestdataProg builds ./testdata/NAME into progDir with cgo off and
+// returns the executable's path.
+func buildTestdataProg(goCmd, name string) (string, error) {
+	path := filepath.Join(progDir, name)
+	cmd := exec.Command(goCmd, "build", "-o", path, "./testdata/"+name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./testdata/%s: %v\n%s", name, err, out)
+	}
+	return path, nil
 }
 
 // TestSymbolsInSymtab checks, with debug/elf on a normally built program

@@ -4,9 +4,6 @@ package gdbjit
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,12 +27,7 @@ func buildPubProg(t *testing.T) string {
 	goCmd := tooltest.Require(t, "go")
 	buildProg(t) // makes progDir
 	pubOnce.Do(func() {
-		pubPath = filepath.Join(progDir, "pubprog")
-		cmd := exec.Command(goCmd, "build", "-o", pubPath, "./testdata/pubprog")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pubErr = fmt.Errorf("go build ./testdata/pubprog: %v\n%s", err, out)
-		}
+		pubPath, pubErr = buildTestdataProg(goCmd, "pubprog")
 	})
 	if pubErr != nil {
 		t.Fatal(pubErr)
