@@ -139,6 +139,39 @@ func BenchmarkFirstAddress(b *testing.B) {
 	}
 }
 
+// BenchmarkColdBatch is what one run of `elfimage symbolize` does with
+// 10,000 random addresses of the 20,000-function binary, in process: Open,
+// every address (so every unit is indexed and the symbol table sorted), and
+// Close, on a fresh Symbolizer each time; with prepare=true the addresses
+// first go through Prepare, as the command does.
+func BenchmarkColdBatch(b *testing.B) {
+	path := bigBinary(b)
+	addrs := codeAddrs(b, path, 10000, 3)
+	for _, prepare := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prepare=%v", prepare), func(b *testing.B) {
+			frames := make([]symbolize.Frame, 0, 16)
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := symbolize.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if prepare {
+					if err := s.Prepare(addrs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, a := range addrs {
+					if frames, err = s.Symbolize(a, frames[:0]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.Close()
+			}
+		})
+	}
+}
+
 // TestSymbolizeAllocs: a warm lookup allocates nothing.
 func TestSymbolizeAllocs(t *testing.T) {
 	gcc := tooltest.Require(t, "gcc")

@@ -34,9 +34,11 @@ type dwarfData struct {
 	lines  map[uint64]*lineResult
 }
 
+// lineResult is the line table at one .debug_line offset, decoded once.
 type lineResult struct {
-	t   *lineTable
-	err error
+	once sync.Once
+	t    *lineTable
+	err  error
 }
 
 // unit is one compile or partial unit.
@@ -88,6 +90,42 @@ type subr struct {
 type nameRefs struct {
 	name, linkage strRef
 	spec, origin  uint64
+}
+
+// scratch holds the working arrays of one index build that the index
+// does not keep, reused from build to build through scratchPool: indexing
+// many units then touches fresh memory (a page fault per page, which costs
+// microseconds on a VM) only for what the indexes keep.
+type scratch struct {
+	parents []int32
+	refs    []nameRefs
+	rs      []cuRange
+	order   []int32
+	stack   []int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratch is the largest capacity, in elements, that a scratch array
+// keeps when returned to the pool; a bigger one (a huge unit) is dropped.
+const maxScratch = 1 << 20
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(sc *scratch) {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack)) > maxScratch {
+		return
+	}
+	scratchPool.Put(sc)
+}
+
+// atLeast returns s emptied, or a new slice when s has less than n
+// capacity.
+func atLeast[T any](s []T, n uint64) []T {
+	if uint64(cap(s)) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
 }
 
 // loadDWARF reads the DWARF sections of f and the unit headers and root
@@ -388,18 +426,24 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
 	b.Seek(u.hdr.DataOffset, "unit")
 	b.SetEnd(int(u.hdr.End))
-	// parents[k] is the nearest subroutine enclosing the DIEs at depth k+1.
-	parents := make([]int32, 0, 64)
-	var rs []cuRange // cu field holds the subr index
+	sc := getScratch()
+	// parents[k] is the nearest subroutine enclosing the DIEs at depth
+	// k+1; subrs and refs (parallel to it) are the subroutines; rs their
+	// ranges, with the cu field holding the subr index.
+	//
+	// Capacity guesses from gcc and Go output: a subroutine DIE per 64
+	// bytes of unit. What the index keeps is allocated at the guess (its
+	// untouched tail costs no page); the rest comes from the scratch.
+	guess := min((u.hdr.End-u.hdr.DataOffset)/64+1, 1<<16)
+	subrs := make([]subr, 0, guess)
+	parents, refs, rs := atLeast(sc.parents, 64), atLeast(sc.refs, guess), atLeast(sc.rs, guess)
+	defer func() {
+		sc.parents, sc.refs, sc.rs = parents, refs, rs
+		putScratch(sc)
+	}()
 	budget := uint64(len(d.sec.RngLists)+len(d.ranges)) + (u.hdr.End - u.hdr.DataOffset)
 	first := true
 	var a attrs
-	// Capacity guesses from gcc and Go output: a subroutine DIE per 64
-	// bytes of unit.
-	guess := min((u.hdr.End-u.hdr.DataOffset)/64+1, 1<<16)
-	x.subrs = make([]subr, 0, guess)
-	refs := make([]nameRefs, 0, guess) // parallel to x.subrs
-	rs = make([]cuRange, 0, guess)
 	for b.Len() > 0 {
 		off := b.Off()
 		code := b.Uleb("abbrev code")
@@ -427,8 +471,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			if b.Err() != nil {
 				break
 			}
-			me = int32(len(x.subrs))
-			x.subrs = append(x.subrs, subr{parent: parent, inlined: ab.tag == dwarf.DW_TAG_inlined_subroutine,
+			me = int32(len(subrs))
+			subrs = append(subrs, subr{parent: parent, inlined: ab.tag == dwarf.DW_TAG_inlined_subroutine,
 				callFile: a.callFile, callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
 			refs = append(refs, nameRefs{a.name, a.linkage, a.spec, a.origin})
 			rs, err = d.appendRanges(rs, u, &a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
@@ -460,7 +504,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		x.err = b.Err()
 		return x
 	}
-	x.segStart, x.segs = flattenSubrs(rs)
+	x.subrs = subrs
+	x.segStart, x.segs = flattenSubrs(rs, sc)
 	// Resolve the names of the subroutines on some chain.
 	for _, s := range x.segs {
 		for i := s.die; i >= 0 && !x.subrs[i].needed; i = x.subrs[i].parent {
@@ -545,14 +590,17 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64][2]string, depth int) (
 // disjoint segments naming the innermost subroutine, as LLVM's
 // DWARFUnit::updateAddressDieMap does for properly nested ranges: a later
 // (deeper) DIE's range overrides the part of earlier ranges it covers.
-func flattenSubrs(rs []cuRange) ([]uint64, []seg) {
+//
+// The working arrays come from sc.
+func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	order := make([]int32, len(rs))
-	for i := range order {
-		order[i] = int32(i)
+	order := sc.order[:0]
+	for i := range rs {
+		order = append(order, int32(i))
 	}
+	sc.order = order
 	slices.SortStableFunc(order, func(a, b int32) int {
 		ra, rb := rs[a], rs[b]
 		if ra.start != rb.start {
@@ -576,7 +624,7 @@ func flattenSubrs(rs []cuRange) ([]uint64, []seg) {
 		out = append(out, seg{hi, int32(die)})
 		starts = append(starts, lo)
 	}
-	var stack []int32 // indexes into rs
+	stack := sc.stack[:0] // indexes into rs
 	cur := uint64(0)
 	for _, ri := range order {
 		r := rs[ri]
@@ -602,6 +650,7 @@ func flattenSubrs(rs []cuRange) ([]uint64, []seg) {
 		cur = max(cur, top.end)
 		stack = stack[:len(stack)-1]
 	}
+	sc.stack = stack
 	return starts, out
 }
 

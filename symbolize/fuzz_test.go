@@ -25,20 +25,25 @@ func fuzzSeedBinary(f *testing.F, flags ...string) string {
 }
 
 // probe symbolizes addresses spread over the first 64 KiB and over the
-// address ranges the file's units claim; it must never panic.
+// address ranges the file's units claim, after preparing them all at once
+// (so units are also indexed in parallel); it must never panic.
 func probe(s *Symbolizer) {
-	var frames []Frame
+	var addrs []uint64
 	for a := uint64(0); a < 1<<16; a += 997 {
-		frames, _ = s.Symbolize(a, frames[:0])
+		addrs = append(addrs, a)
 	}
 	if d, err := s.dwarf(); err == nil && d != nil {
 		for i, r := range d.cus {
 			if i > 64 {
 				break
 			}
-			frames, _ = s.Symbolize(r.start, frames[:0])
-			frames, _ = s.Symbolize(r.start+(r.end-r.start)/2, frames[:0])
+			addrs = append(addrs, r.start, r.start+(r.end-r.start)/2)
 		}
+	}
+	s.Prepare(addrs)
+	var frames []Frame
+	for _, a := range addrs {
+		frames, _ = s.Symbolize(a, frames[:0])
 	}
 }
 

@@ -55,7 +55,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -270,6 +272,90 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		frames[len(frames)-1].Function = name
 	}
 	return frames, nil
+}
+
+// Prepare builds, on up to runtime.GOMAXPROCS(0) goroutines at once,
+// what Symbolize needs for the link-time addresses addrs: the debug
+// sections and unit headers, the index of every compile unit that holds
+// one of the addresses and, for more than a few addresses, the sorted
+// symbol table. Calling it is optional (Symbolize indexes on demand); it
+// pays off for a batch of addresses spread over many units, whose indexes
+// are then built in parallel, largest unit first.
+//
+// Errors are those of Symbolize's first use of the debug sections or of
+// the symbol table, ErrClosed, and ErrFault when the mapped file faults.
+// A unit whose index cannot be built is not an error here: Symbolize
+// reports it for the addresses in that unit. Prepare may run concurrently
+// with Symbolize.
+//
+// Cost: a bisection per address and a bitmap of the units, plus the
+// indexes not built yet, divided among the goroutines.
+func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.mapped {
+		defer s.guard(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
+	d, err := s.dwarf()
+	if err != nil {
+		return err
+	}
+	syms, err := s.symbols()
+	if err != nil {
+		return err
+	}
+	var jobs []func()
+	if len(addrs) > scanLimit && !syms.sorted.Load() {
+		jobs = append(jobs, func() { syms.once.Do(syms.sort) })
+	}
+	if d != nil {
+		seen := make([]bool, len(d.units))
+		var units []int
+		for _, a := range addrs {
+			if ui := d.unitFor(a); ui >= 0 && !seen[ui] && d.units[ui].idx.Load() == nil {
+				seen[ui] = true
+				units = append(units, ui)
+			}
+		}
+		// Largest first, so that no goroutine is left with a big unit
+		// at the end.
+		slices.SortFunc(units, func(a, b int) int {
+			sa, sb := d.units[a].hdr.End-d.units[a].hdr.Offset, d.units[b].hdr.End-d.units[b].hdr.Offset
+			return cmp(sb, sa)
+		})
+		for _, ui := range units {
+			jobs = append(jobs, func() { d.index(ui) })
+		}
+	}
+	n := min(runtime.GOMAXPROCS(0), len(jobs))
+	if n <= 1 {
+		for _, job := range jobs {
+			job()
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	work := func(w int) {
+		defer wg.Done()
+		if s.mapped {
+			defer s.guard(&errs[w])
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		}
+		for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+			jobs[i]()
+		}
+	}
+	wg.Add(n)
+	for w := 1; w < n; w++ {
+		go work(w)
+	}
+	work(0)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // frames appends the DWARF frames of addr in this unit.

@@ -123,41 +123,41 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 
 func (t *symtab) count() uint64 { return uint64(len(t.data)) / t.entsize }
 
-// sort builds the sorted arrays. Cost: O(n log n), two allocations.
+// sort builds the sorted arrays. Cost: O(n log n) on 16-byte keys, three
+// allocations.
 func (t *symtab) sort() {
-	type ent struct {
+	type key struct {
 		addr uint64
-		sym  symbol
-		idx  uint32
+		idx  uint64 // symbol index: table order breaks ties
 	}
 	n := t.count()
-	es := make([]ent, 0, n)
+	ks := make([]key, 0, n)
 	for i := uint64(1); i < n; i++ {
-		if a, s, ok := t.entry(i); ok {
-			es = append(es, ent{a, s, uint32(i)})
+		if a, _, _, ok := t.raw(i); ok {
+			ks = append(ks, key{a, i})
 		}
 	}
-	slices.SortFunc(es, func(a, b ent) int {
-		switch {
-		case a.addr != b.addr:
+	slices.SortFunc(ks, func(a, b key) int {
+		if a.addr != b.addr {
 			return cmp(a.addr, b.addr)
-		case a.sym.size != b.sym.size:
-			return cmp(a.sym.size, b.sym.size)
 		}
-		return cmp(uint64(a.idx), uint64(b.idx))
+		return cmp(a.idx, b.idx)
 	})
-	// Keep the last (largest, then latest) symbol at each address.
-	out := es[:0]
-	for i := range es {
-		if i+1 < len(es) && es[i+1].addr == es[i].addr {
-			continue
+	// Of the symbols at one address keep the largest, the last in table
+	// order among equal sizes.
+	t.addrs = make([]uint64, 0, len(ks))
+	t.syms = make([]symbol, 0, len(ks))
+	for i := 0; i < len(ks); {
+		j, best := i, symbol{}
+		for ; j < len(ks) && ks[j].addr == ks[i].addr; j++ {
+			_, s, _ := t.entry(ks[j].idx)
+			if j == i || s.size >= best.size {
+				best = s
+			}
 		}
-		out = append(out, es[i])
-	}
-	t.addrs = make([]uint64, len(out))
-	t.syms = make([]symbol, len(out))
-	for i, e := range out {
-		t.addrs[i], t.syms[i] = e.addr, e.sym
+		t.addrs = append(t.addrs, ks[i].addr)
+		t.syms = append(t.syms, best)
+		i = j
 	}
 	t.sorted.Store(true)
 }

@@ -45,19 +45,38 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	} else {
+		// Addresses are answered in batches: whatever input is already
+		// waiting (up to batchMax addresses), prepared together so that
+		// the units they fall in are indexed in parallel. A batch ends
+		// when no more input is buffered, so that a process driving us
+		// through pipes gets each answer at once.
+		const batchMax = 1 << 14
 		in := bufio.NewReaderSize(os.Stdin, 64<<10)
+		var batch []string
+		var addrs []uint64
 		for {
 			line, rerr := in.ReadString('\n')
-			for _, f := range strings.Fields(line) {
-				if err := p.one(f); err != nil {
-					return err
+			batch = append(batch, strings.Fields(line)...)
+			if in.Buffered() == 0 || len(batch) >= batchMax || rerr != nil {
+				addrs = addrs[:0]
+				for _, f := range batch {
+					if a, ok := parseAddr(f); ok {
+						addrs = append(addrs, a)
+					}
 				}
-			}
-			// Answer at once when no more input is waiting, so that a
-			// process driving us through pipes gets each answer; batch
-			// otherwise.
-			if in.Buffered() == 0 {
-				w.Flush()
+				if len(addrs) > 1 {
+					// Errors show up again, per address, in p.one.
+					_ = sym.Prepare(addrs)
+				}
+				for _, f := range batch {
+					if err := p.one(f); err != nil {
+						return err
+					}
+				}
+				batch = batch[:0]
+				if in.Buffered() == 0 {
+					w.Flush()
+				}
 			}
 			if rerr == io.EOF {
 				break
@@ -80,6 +99,14 @@ type symPrinter struct {
 	inlines, json, columns bool
 	frames                 []symbolize.Frame
 	bad                    []string
+	num                    []byte // scratch for formatting a frame
+}
+
+// parseAddr parses a hexadecimal address, with or without 0x, as
+// addr2line does.
+func parseAddr(s string) (uint64, bool) {
+	a, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
+	return a, err == nil
 }
 
 // jsonFrame and jsonAnswer are the JSON output, in llvm-symbolizer's
@@ -104,8 +131,8 @@ type jsonAnswer struct {
 // for an unknown function, "??:0" when nothing is known about the
 // address, and "FILE:?" for a known place without a line.
 func (p *symPrinter) one(s string) error {
-	addr, perr := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
-	if perr != nil {
+	addr, ok := parseAddr(s)
+	if !ok {
 		p.bad = append(p.bad, s)
 		p.frames = p.frames[:0]
 	} else {
@@ -122,7 +149,7 @@ func (p *symPrinter) one(s string) error {
 	}
 	if p.json {
 		a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
-		if perr != nil {
+		if !ok {
 			a.Address, a.Error = s, "not a hexadecimal address"
 		} else if len(frames) == 0 {
 			a.Symbol = []jsonFrame{{}}
@@ -142,22 +169,31 @@ func (p *symPrinter) one(s string) error {
 		p.w.WriteString("??\n??:0\n")
 		return nil
 	}
+	// name\nfile:line[:column]\n per frame, without fmt (this is the
+	// batch loop).
 	for _, f := range frames {
-		name, file, line := f.Function, f.File, "?"
+		name, file := f.Function, f.File
 		if name == "" {
 			name = "??"
 		}
 		if file == "" {
 			file = "??"
 		}
-		if f.Line != 0 {
-			line = strconv.FormatUint(uint64(f.Line), 10)
-		}
-		if p.columns && f.Column != 0 && f.Line != 0 {
-			fmt.Fprintf(p.w, "%s\n%s:%s:%d\n", name, file, line, f.Column)
+		b := append(p.num[:0], name...)
+		b = append(b, '\n')
+		b = append(b, file...)
+		b = append(b, ':')
+		if f.Line == 0 {
+			b = append(b, '?')
 		} else {
-			fmt.Fprintf(p.w, "%s\n%s:%s\n", name, file, line)
+			b = strconv.AppendUint(b, uint64(f.Line), 10)
+			if p.columns && f.Column != 0 {
+				b = append(b, ':')
+				b = strconv.AppendUint(b, uint64(f.Column), 10)
+			}
 		}
+		p.num = append(b, '\n')
+		p.w.Write(p.num)
 	}
 	return nil
 }
