@@ -260,3 +260,75 @@ func BenchmarkInsertRemove(b *testing.B) {
 		m.Remove(0x8000)
 	}
 }
+
+// TestLookupLayouts checks Lookup against a linear search on layouts that
+// stress the bucket index: ranges spread evenly, crowded into one bucket
+// next to a range far away (a Go binary's text and a cluster of mmapped
+// images), at both ends of the address space, of size 1, and abutting;
+// probing every range's edges, the gaps and random addresses.
+func TestLookupLayouts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	top := ^uintptr(0)
+	layouts := map[string][]Range{
+		"one":        {{0x1000, 0x2000}},
+		"one at top": {{top - 0x10, top}},
+		"even":       nil,
+		"crowded":    {{0x400000, 0x800000}},
+		"ends":       {{0, 1}, {1, 2}, {top - 1, top}},
+		"random":     nil,
+	}
+	for i := range 200 {
+		layouts["even"] = append(layouts["even"], Range{uintptr(i+1) << 16, uintptr(i+1)<<16 + 0x8000})
+	}
+	for i := range 500 {
+		s := uintptr(0x7f0000000000) + uintptr(i)*0x3000
+		layouts["crowded"] = append(layouts["crowded"], Range{s, s + 0x2000 + uintptr(i%2)*0x1000})
+	}
+	for i := range 300 {
+		layouts["ends"] = append(layouts["ends"], Range{top/2 + uintptr(i)*7, top/2 + uintptr(i)*7 + 1})
+	}
+	for len(layouts["random"]) < 400 {
+		s := uintptr(rng.Uint64())
+		e := s + uintptr(rng.IntN(1<<20)) + 1
+		if e < s {
+			continue
+		}
+		ok := true
+		for _, r := range layouts["random"] {
+			if s < r.End && r.Start < e {
+				ok = false
+			}
+		}
+		if ok {
+			layouts["random"] = append(layouts["random"], Range{s, e})
+		}
+	}
+	for name, rs := range layouts {
+		var m Map[int]
+		for i, r := range rs {
+			if err := m.Insert(r.Start, r.End, i); err != nil {
+				t.Fatalf("%s: Insert(%#x, %#x): %v", name, r.Start, r.End, err)
+			}
+		}
+		var pcs []uintptr
+		for _, r := range rs {
+			pcs = append(pcs, r.Start-1, r.Start, r.Start+(r.End-r.Start)/2, r.End-1, r.End)
+		}
+		for range 2000 {
+			pcs = append(pcs, uintptr(rng.Uint64()))
+		}
+		pcs = append(pcs, 0, top)
+		for _, pc := range pcs {
+			want := -1
+			for i, r := range rs {
+				if r.Contains(pc) {
+					want = i
+				}
+			}
+			got, err := m.Lookup(pc)
+			if (want >= 0) != (err == nil) || (want >= 0 && got != want) {
+				t.Fatalf("%s: Lookup(%#x) = %d, %v; want range %d", name, pc, got, err, want)
+			}
+		}
+	}
+}

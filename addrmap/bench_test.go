@@ -87,6 +87,54 @@ func benchAcquireParallel(b *testing.B, n int) {
 	})
 }
 
+// benchMapIrregular is benchMap with a process's layout instead of evenly
+// spaced ranges: a Go binary's text at 0x400000 and, far above it, n-1
+// ranges of random sizes (4 KiB to 4 MiB) with random gaps (0 to 1 MiB),
+// as mmapped images of different sizes come out. The bucket index then
+// has crowded and empty buckets.
+func benchMapIrregular(n int) (*Map[*int], []uintptr) {
+	m := new(Map[*int])
+	rng := rand.New(rand.NewPCG(uint64(n), 5))
+	var rs []Range
+	rs = append(rs, Range{0x400000, 0x400000 + 8<<20})
+	at := uintptr(0x7f3a00000000)
+	for len(rs) < n {
+		size := uintptr(4096 << rng.IntN(11))
+		rs = append(rs, Range{at, at + size})
+		at += size + uintptr(rng.IntN(1<<20))&^4095
+	}
+	for i, r := range rs {
+		x := i
+		if err := m.Insert(r.Start, r.End, &x); err != nil {
+			panic(err)
+		}
+	}
+	pcs := make([]uintptr, benchPCs)
+	for i := range pcs {
+		r := rs[rng.IntN(len(rs))]
+		pcs[i] = r.Start + uintptr(rng.Uint64N(uint64(r.End-r.Start)))
+	}
+	return m, pcs
+}
+
+// BenchmarkLookupIrregular is BenchmarkLookup on benchMapIrregular's
+// layout.
+func BenchmarkLookupIrregular(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			m, pcs := benchMapIrregular(n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := m.Lookup(pcs[i&(benchPCs-1)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkLookup measures Lookup of random addresses inside 1, 100 and
 // 1,000 ranges, on one goroutine and in parallel.
 func BenchmarkLookup(b *testing.B) {
