@@ -47,8 +47,8 @@ func parseBench(out string) benchResults {
 
 // goTest runs the benchmarks matching pattern of package pkg (a path
 // relative to the repository root) with -benchtime bt and -count n, and
-// parses the output. The test binary is built once per package with
-// `go test -c` and run in the package's directory, as `go test` would; repro
+// parses the output. The test binary is built with `go test -c` and run in
+// the package's directory, as `go test` would; repro
 // is the equivalent `go test` command line.
 func goTest(cfg *config, t *toolset, pkg, pattern, benchtime string, count int) (benchResults, string, error) {
 	args := []string{"test", "-run", "NONE", "-bench", pattern, "-count", strconv.Itoa(count)}
@@ -57,14 +57,14 @@ func goTest(cfg *config, t *toolset, pkg, pattern, benchtime string, count int) 
 	}
 	args = append(args, pkg)
 	repro := "go " + strings.Join(quoteArgs(args), " ")
+	// Built every time (the go build cache makes it cheap), so that a
+	// -work directory kept between runs never holds a stale binary.
 	bin := filepath.Join(cfg.work, "bin", strings.NewReplacer("/", "_", ".", "root").Replace(pkg)+".test")
-	if _, err := os.Stat(bin); err != nil {
-		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-			return nil, repro, err
-		}
-		if _, err := command(cfg.root, t.goCmd, "test", "-c", "-o", bin, pkg); err != nil {
-			return nil, repro, err
-		}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return nil, repro, err
+	}
+	if _, err := command(cfg.root, t.goCmd, "test", "-c", "-o", bin, pkg); err != nil {
+		return nil, repro, err
 	}
 	targs := []string{"-test.run", "NONE", "-test.bench", pattern, "-test.count", strconv.Itoa(count)}
 	if benchtime != "" {
