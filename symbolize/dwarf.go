@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -102,6 +103,7 @@ type scratch struct {
 	rs      []cuRange
 	order   []int32
 	stack   []int32
+	picked  [][]byte // each subroutine's name, in the sections
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -113,7 +115,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.picked)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -431,10 +433,12 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// k+1; subrs and refs (parallel to it) are the subroutines; rs their
 	// ranges, with the cu field holding the subr index.
 	//
-	// Capacity guesses from gcc and Go output: a subroutine DIE per 64
-	// bytes of unit. What the index keeps is allocated at the guess (its
+	// Capacity guesses from gcc and Go output: a subroutine DIE per 50
+	// bytes of unit (gcc -O2 C: one per 50-60 bytes; Go: fewer), rounded
+	// up, so that the arrays rarely grow (a growth copies into fresh
+	// pages). What the index keeps is allocated at the guess (its
 	// untouched tail costs no page); the rest comes from the scratch.
-	guess := min((u.hdr.End-u.hdr.DataOffset)/64+1, 1<<16)
+	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
 	subrs := make([]subr, 0, guess)
 	parents, refs, rs := atLeast(sc.parents, 64), atLeast(sc.refs, guess), atLeast(sc.rs, guess)
 	defer func() {
@@ -512,17 +516,32 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			x.subrs[i].needed = true
 		}
 	}
-	names := map[uint64][2]string{}
+	// Names are copied out of the (mapped) sections into one arena per
+	// unit, so that a unit's names cost one allocation, and strings keep
+	// working after Close.
+	names := map[uint64][2][]byte{}
+	picked := atLeast(sc.picked, uint64(len(x.subrs)))[:len(x.subrs)]
+	defer func() { clear(picked); sc.picked = picked[:0] }() // runs before the scratch goes back
+	total := 0
 	for i := range x.subrs {
-		s := &x.subrs[i]
-		if s.needed {
+		if x.subrs[i].needed {
 			link, name := d.names(u, &refs[i], names, 0)
-			if link != "" {
-				s.name = link
-			} else {
-				s.name = name
+			if len(link) == 0 {
+				link = name
 			}
+			picked[i] = link
+			total += len(link)
 		}
+	}
+	var arena strings.Builder
+	arena.Grow(total)
+	for _, p := range picked {
+		arena.Write(p)
+	}
+	all, off := arena.String(), 0
+	for i, p := range picked {
+		x.subrs[i].name = all[off : off+len(p)]
+		off += len(p)
 	}
 	return x
 }
@@ -530,19 +549,16 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 // names resolves the linkage name and the name of a DIE with attributes a
 // in unit u, following DW_AT_specification, then DW_AT_abstract_origin,
 // depth first as LLVM's DWARFDie::findRecursively does. cache holds the
-// results for referenced DIEs by offset.
-func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64][2]string, depth int) (link, name string) {
-	if p, ok := d.str(u, a.linkage); ok {
-		link = string(p)
-	}
-	if p, ok := d.str(u, a.name); ok {
-		name = string(p)
-	}
+// results for referenced DIEs by offset. The names point into the
+// sections.
+func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64][2][]byte, depth int) (link, name []byte) {
+	link, _ = d.str(u, a.linkage)
+	name, _ = d.str(u, a.name)
 	if depth >= maxNameHops {
 		return link, name
 	}
 	for _, ref := range [2]uint64{a.spec, a.origin} {
-		if (link != "" && name != "") || ref == noRef {
+		if (len(link) != 0 && len(name) != 0) || ref == noRef {
 			continue
 		}
 		r, ok := cache[ref]
@@ -550,10 +566,10 @@ func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64][2]string, dept
 			r[0], r[1] = d.namesAt(ref, cache, depth+1)
 			cache[ref] = r
 		}
-		if link == "" {
+		if len(link) == 0 {
 			link = r[0]
 		}
-		if name == "" {
+		if len(name) == 0 {
 			name = r[1]
 		}
 	}
@@ -562,26 +578,26 @@ func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64][2]string, dept
 
 // namesAt is names for the DIE at .debug_info offset off, in any unit.
 // A bad reference gives no names.
-func (d *dwarfData) namesAt(off uint64, cache map[uint64][2]string, depth int) (string, string) {
+func (d *dwarfData) namesAt(off uint64, cache map[uint64][2][]byte, depth int) (link, name []byte) {
 	u := d.unitOf(off)
 	if u == nil {
-		return "", ""
+		return nil, nil
 	}
 	t, err := d.abbrevTable(u)
 	if err != nil {
-		return "", ""
+		return nil, nil
 	}
 	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
 	b.Seek(off, "reference")
 	b.SetEnd(int(u.hdr.End))
 	ab := t.lookup(b.Uleb("abbrev code"))
 	if b.Err() != nil || ab == nil {
-		return "", ""
+		return nil, nil
 	}
 	var a attrs
 	d.readAttrs(&b, u, ab, &a)
 	if b.Err() != nil {
-		return "", ""
+		return nil, nil
 	}
 	return d.names(u, &nameRefs{a.name, a.linkage, a.spec, a.origin}, cache, depth)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/elfimage/elfimage/symbolize"
 )
@@ -40,52 +39,55 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	p := symPrinter{w: w, sym: sym, file: *exe, inlines: *inlines, json: *asJSON, columns: *columns}
 	if fs.NArg() > 0 {
 		for _, a := range fs.Args() {
-			if err := p.one(a); err != nil {
+			p.add([]byte(a))
+		}
+		if err := p.flush(); err != nil {
+			return err
+		}
+		return p.err()
+	}
+	// Addresses are answered in batches: whatever input is already waiting
+	// (up to batchMax addresses), prepared together so that the units they
+	// fall in are indexed in parallel. A batch ends when no more input is
+	// buffered, so that a process driving us through pipes gets each
+	// answer at once. Lines are read in place (a line longer than the
+	// buffer is gathered in long).
+	const batchMax = 1 << 14
+	in := bufio.NewReaderSize(os.Stdin, 64<<10)
+	// Sized once: growing them would copy into fresh pages.
+	p.batch, p.addrs = make([]query, 0, batchMax+64<<10), make([]uint64, 0, batchMax+64<<10)
+	var long []byte
+	for {
+		line, rerr := in.ReadSlice('\n')
+		if rerr == bufio.ErrBufferFull {
+			long = append(long, line...)
+			continue
+		}
+		if len(long) > 0 {
+			line = append(long, line...)
+			long = long[:0]
+		}
+		p.add(line)
+		if in.Buffered() == 0 || len(p.batch) >= batchMax || rerr != nil {
+			if err := p.flush(); err != nil {
 				return err
 			}
+			if in.Buffered() == 0 {
+				w.Flush()
+			}
 		}
-	} else {
-		// Addresses are answered in batches: whatever input is already
-		// waiting (up to batchMax addresses), prepared together so that
-		// the units they fall in are indexed in parallel. A batch ends
-		// when no more input is buffered, so that a process driving us
-		// through pipes gets each answer at once.
-		const batchMax = 1 << 14
-		in := bufio.NewReaderSize(os.Stdin, 64<<10)
-		var batch []string
-		var addrs []uint64
-		for {
-			line, rerr := in.ReadString('\n')
-			batch = append(batch, strings.Fields(line)...)
-			if in.Buffered() == 0 || len(batch) >= batchMax || rerr != nil {
-				addrs = addrs[:0]
-				for _, f := range batch {
-					if a, ok := parseAddr(f); ok {
-						addrs = append(addrs, a)
-					}
-				}
-				if len(addrs) > 1 {
-					// Errors show up again, per address, in p.one.
-					_ = sym.Prepare(addrs)
-				}
-				for _, f := range batch {
-					if err := p.one(f); err != nil {
-						return err
-					}
-				}
-				batch = batch[:0]
-				if in.Buffered() == 0 {
-					w.Flush()
-				}
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				return rerr
-			}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
 		}
 	}
+	return p.err()
+}
+
+// err reports the malformed words, after every address was answered.
+func (p *symPrinter) err() error {
 	if len(p.bad) > 0 {
 		return fmt.Errorf("not hexadecimal addresses: %q", p.bad)
 	}
@@ -97,16 +99,95 @@ type symPrinter struct {
 	sym                    *symbolize.Symbolizer
 	file                   string
 	inlines, json, columns bool
+	batch                  []query  // the addresses read and not yet answered
+	words                  []string // the malformed words of the batch
+	addrs                  []uint64 // the batch's valid addresses, for Prepare
 	frames                 []symbolize.Frame
 	bad                    []string
 	num                    []byte // scratch for formatting a frame
 }
 
-// parseAddr parses a hexadecimal address, with or without 0x, as
-// addr2line does.
-func parseAddr(s string) (uint64, bool) {
-	a, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
-	return a, err == nil
+// query is one word of the input: a valid address, or (bad >= 0) the
+// index in symPrinter.words of an invalid one's text.
+type query struct {
+	addr uint64
+	bad  int32
+}
+
+// add appends the whitespace-separated words of line to the batch.
+func (p *symPrinter) add(line []byte) {
+	for len(line) > 0 {
+		i := 0
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		j := i
+		for j < len(line) && !isSpace(line[j]) {
+			j++
+		}
+		if i < j {
+			if a, ok := parseAddr(line[i:j]); ok {
+				p.batch = append(p.batch, query{addr: a, bad: -1})
+			} else {
+				p.batch = append(p.batch, query{bad: int32(len(p.words))})
+				p.words = append(p.words, string(line[i:j]))
+			}
+		}
+		line = line[j:]
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+
+// flush prepares the batch's addresses together and answers them in order.
+func (p *symPrinter) flush() error {
+	p.addrs = p.addrs[:0]
+	for _, q := range p.batch {
+		if q.bad < 0 {
+			p.addrs = append(p.addrs, q.addr)
+		}
+	}
+	if len(p.addrs) > 1 {
+		// Errors show up again, per address, in p.one.
+		_ = p.sym.Prepare(p.addrs)
+	}
+	for _, q := range p.batch {
+		if err := p.one(q); err != nil {
+			return err
+		}
+	}
+	p.batch, p.words = p.batch[:0], p.words[:0]
+	return nil
+}
+
+// parseAddr parses a hexadecimal address of up to 64 bits, with or without
+// 0x or 0X, as addr2line does, without allocating.
+func parseAddr(b []byte) (uint64, bool) {
+	if len(b) > 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
+		b = b[2:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var a uint64
+	for _, c := range b {
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		if a>>60 != 0 {
+			return 0, false // more than 64 bits
+		}
+		a = a<<4 | uint64(d)
+	}
+	return a, true
 }
 
 // jsonFrame and jsonAnswer are the JSON output, in llvm-symbolizer's
@@ -130,10 +211,10 @@ type jsonAnswer struct {
 // reports the malformed ones at the end; like addr2line it prints "??"
 // for an unknown function, "??:0" when nothing is known about the
 // address, and "FILE:?" for a known place without a line.
-func (p *symPrinter) one(s string) error {
-	addr, ok := parseAddr(s)
+func (p *symPrinter) one(q query) error {
+	addr, ok := q.addr, q.bad < 0
 	if !ok {
-		p.bad = append(p.bad, s)
+		p.bad = append(p.bad, p.words[q.bad])
 		p.frames = p.frames[:0]
 	} else {
 		var err error
@@ -150,7 +231,7 @@ func (p *symPrinter) one(s string) error {
 	if p.json {
 		a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
 		if !ok {
-			a.Address, a.Error = s, "not a hexadecimal address"
+			a.Address, a.Error = p.words[q.bad], "not a hexadecimal address"
 		} else if len(frames) == 0 {
 			a.Symbol = []jsonFrame{{}}
 		}

@@ -5,8 +5,10 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,5 +119,77 @@ func TestSymbolizeGCC(t *testing.T) {
 	code, text, _ = runCLI(t, append([]string{"symbolize", "-i=false", "-e", bin}, addrs...)...)
 	if n := strings.Count(text, "\n"); code != 0 || n != 2*len(addrs) {
 		t.Errorf("-i=false: exit %d, %d lines for %d addresses", code, n, len(addrs))
+	}
+}
+
+// TestParseAddr: addresses parse as strconv.ParseUint(s, 16, 64) after an
+// optional 0x or 0X, which is what addr2line accepts.
+func TestParseAddr(t *testing.T) {
+	for _, s := range []string{"0", "0x0", "0X1f", "401000", "0xffffffffffffffff", "0x10000000000000000",
+		"00000000000000000000abc", "0x", "x10", "0xg", "-1", "+1", "1_0", "ffff ", "0x0x1", "FfFf"} {
+		want, werr := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
+		got, ok := parseAddr([]byte(s))
+		if ok != (werr == nil) || (ok && got != want) {
+			t.Errorf("parseAddr(%q) = %#x, %v; strconv: %#x, %v", s, got, ok, want, werr)
+		}
+	}
+}
+
+// TestSymbolizeInputShapes: standard input with several words per line,
+// tabs, CRLF line ends, malformed words among the addresses and a line
+// longer than the read buffer gives, for the valid addresses, the answers
+// the same addresses give as arguments, in order; the malformed words get
+// addr2line's "??" answer and are listed in the error.
+func TestSymbolizeInputShapes(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	path := filepath.Join(dir, "demo.elf")
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	f.Close()
+	var addrs []string
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
+			addrs = append(addrs, fmt.Sprintf("%#x", s.Value), fmt.Sprintf("%X", s.Value+s.Size/2))
+		}
+	}
+	// 20,000 words on one line: more than the 64 KiB read buffer.
+	var long []string
+	for len(long) < 20000 {
+		long = append(long, addrs...)
+	}
+	long = long[:20000]
+	all := append(append([]string{}, addrs...), long...)
+	all = append(all, "zz", addrs[0])
+	code, want, _ := runCLI(t, append([]string{"symbolize", "-e", path}, all...)...)
+	if code == 0 || !strings.Contains(want, "??\n??:0\n") {
+		t.Fatalf("arguments with a malformed word: exit %d, no ?? answer", code)
+	}
+	var in strings.Builder
+	for i, a := range addrs {
+		in.WriteString(a)
+		in.WriteString([]string{"\n", " ", "\t", "\r\n"}[i%4])
+	}
+	in.WriteString("\n" + strings.Join(long, " ") + "\n  zz\t" + addrs[0] + "\r\n")
+	stdin, err := os.CreateTemp(dir, "addrs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin.WriteString(in.String())
+	stdin.Seek(0, 0)
+	saved := os.Stdin
+	os.Stdin = stdin
+	defer func() { os.Stdin = saved }()
+	code, got, errOut := runCLI(t, "symbolize", "-e", path)
+	if code == 0 || !strings.Contains(errOut, `"zz"`) {
+		t.Errorf("stdin: exit %d, error %q: want failure naming \"zz\"", code, errOut)
+	}
+	if got != want {
+		t.Errorf("stdin answers (%d lines) differ from the arguments' (%d lines)", strings.Count(got, "\n"), strings.Count(want, "\n"))
 	}
 }
