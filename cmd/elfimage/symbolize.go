@@ -137,7 +137,9 @@ func (p *symPrinter) add(line []byte) {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // flush prepares the batch's addresses together and answers them in order.
 func (p *symPrinter) flush() error {
