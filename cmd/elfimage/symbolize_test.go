@@ -27,18 +27,10 @@ func TestSymbolizeGCC(t *testing.T) {
 		t.Fatalf("gcc: %v\n%s", err, msg)
 	}
 	// Every 7th byte of every sized function.
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, _ := f.Symbols()
-	f.Close()
 	var addrs []string
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 && s.Value != 0 {
-			for o := uint64(0); o < s.Size; o += 7 {
-				addrs = append(addrs, fmt.Sprintf("%#x", s.Value+o))
-			}
+	for _, s := range funcSymbols(t, bin) {
+		for o := uint64(0); o < s.Size; o += 7 {
+			addrs = append(addrs, fmt.Sprintf("%#x", s.Value+o))
 		}
 	}
 	code, ours, errOut := runCLI(t, append([]string{"symbolize", "--json", "-e", bin}, addrs...)...)
@@ -146,17 +138,9 @@ func TestSymbolizeInputShapes(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	path := filepath.Join(dir, "demo.elf")
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, _ := f.Symbols()
-	f.Close()
 	var addrs []string
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
-			addrs = append(addrs, fmt.Sprintf("%#x", s.Value), fmt.Sprintf("%X", s.Value+s.Size/2))
-		}
+	for _, s := range funcSymbols(t, path) {
+		addrs = append(addrs, fmt.Sprintf("%#x", s.Value), fmt.Sprintf("%X", s.Value+s.Size/2))
 	}
 	// 20,000 words on one line: more than the 64 KiB read buffer.
 	var long []string
@@ -192,4 +176,26 @@ func TestSymbolizeInputShapes(t *testing.T) {
 	if got != want {
 		t.Errorf("stdin answers (%d lines) differ from the arguments' (%d lines)", strings.Count(got, "\n"), strings.Count(want, "\n"))
 	}
+}
+
+// funcSymbols returns the STT_FUNC symbols of the ELF file at path with a
+// nonzero address and size.
+func funcSymbols(t *testing.T, path string) []elf.Symbol {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []elf.Symbol
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 && s.Value != 0 {
+			out = append(out, s)
+		}
+	}
+	return out
 }
