@@ -2,15 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -198,4 +201,61 @@ func funcSymbols(t *testing.T, path string) []elf.Symbol {
 		}
 	}
 	return out
+}
+
+// TestSymbolizeInteractive: a program that drives symbolize through pipes,
+// writing one address and waiting for its answer before writing the next,
+// gets every answer without closing its end of the input.
+func TestSymbolizeInteractive(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	path := filepath.Join(dir, "demo.elf")
+	var syms []elf.Symbol // the program's procedures: the runtime's (%...) have no lines
+	for _, s := range funcSymbols(t, path) {
+		if !strings.HasPrefix(s.Name, "%") {
+			syms = append(syms, s)
+		}
+	}
+	if len(syms) == 0 {
+		t.Fatal("no procedures in the demo image")
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdin
+	os.Stdin = inR
+	defer func() { os.Stdin = saved }()
+	outR, outW := io.Pipe()
+	done := make(chan int)
+	go func() {
+		var stderr bytes.Buffer
+		code := run([]string{"symbolize", "-e", path}, outW, &stderr)
+		outW.Close()
+		done <- code
+	}()
+	answers := bufio.NewReader(outR)
+	for i, s := range syms[:min(len(syms), 5)] {
+		fmt.Fprintf(inW, "%#x\n", s.Value)
+		lines := make(chan [2]string, 1)
+		go func() {
+			fn, _ := answers.ReadString('\n')
+			pos, _ := answers.ReadString('\n')
+			lines <- [2]string{fn, pos}
+		}()
+		select {
+		case l := <-lines:
+			if strings.TrimSpace(l[0]) != s.Name || !strings.Contains(l[1], ".scm:") {
+				t.Errorf("address %d (%s): answer %q", i, s.Name, l)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer to address %d while the input stays open", i)
+		}
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
+	}
 }
