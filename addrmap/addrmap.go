@@ -102,19 +102,21 @@ type Map[T any] struct {
 // range, so that 1,000 ranges take 8 KiB of cache.
 //
 // buckets is a direct-mapped index over a window of starts, so that a
-// lookup usually costs one load from it and at most one comparison,
-// whatever the number of ranges. Buckets are 1<<shift bytes, a power of
-// two no larger than the median distance between consecutive starts, and
-// there are at most bucketsPerRange per range; the window is the run of
-// starts[lo:hi+1] that holds the most starts within that many buckets, so
-// that a few ranges far from the others (a binary's text below a cluster
-// of mmapped images) do not stretch it. buckets[b] is the index of the
-// last range starting at or before the first address of bucket b, counted
-// from starts[lo]; the last bucket holds hi. The range holding a pc of
-// bucket b is one of starts[buckets[b] : buckets[b+1]+1], which the lookup
-// bisects: one or two candidates for ranges spread as loaded objects are.
-// A pc outside the window bisects the starts below or above it. No lookup
-// costs more than a bisection of all the starts.
+// lookup costs two adjacent loads from it, a bisection of one or two
+// candidates and the range check, whatever the number of ranges. Buckets
+// are 1<<shift bytes, a power of two no larger than the median distance
+// between consecutive starts; there are at most bucketsPerRange*n+1 of
+// them for n ranges. The window is the run starts[lo:hi+1] that holds the
+// most starts within bucketsPerRange*n buckets, so that a few ranges far
+// from the others (a binary's text below a cluster of mmapped images) do
+// not stretch it. Bucket b covers the addresses base + [b<<shift,
+// (b+1)<<shift); buckets[b] is the index into starts of the last range
+// starting at or before the bucket's first address, and the last bucket
+// holds hi. The range holding a pc of bucket b is then one of
+// starts[buckets[b] : buckets[b+1]+1], which the lookup bisects: one or
+// two candidates for ranges spread as loaded objects are. A pc outside the
+// window bisects the starts below or above it. No lookup costs more than
+// a bisection of all the starts.
 type snapshot[T any] struct {
 	starts  []uintptr
 	ents    []entry[T]
@@ -207,7 +209,7 @@ func find[T any](p *snapshot[T], pc uintptr) int {
 			return -1
 		}
 		i = bisect(p.starts[:p.lo], pc) // below the window
-	} else if b := off >> p.shift; b+1 < uint64(len(p.buckets)) {
+	} else if b := off >> p.shift; b < uint64(len(p.buckets)-1) {
 		lo, hi := int(p.buckets[b]), int(p.buckets[b+1])
 		i = lo + bisect(p.starts[lo:hi+1], pc)
 	} else {
@@ -309,9 +311,10 @@ func (m *Map[T]) Acquire(pc uintptr) (*Ref[T], error) {
 // error wrapping ErrEmptyRange when start >= end and one wrapping ErrOverlap
 // when the range intersects a registered range; the map is then unchanged.
 //
-// Insert serializes with other writers, copies the snapshot (O(n) time;
-// four allocations: the entry's Ref, n+1 entries, n+1 starts, the snapshot)
-// and publishes the new one atomically.
+// Insert serializes with other writers, copies the snapshot and builds its
+// index (O(n log n) time for n ranges, the sort of the gaps between starts;
+// six allocations: the entry's Ref, n+1 entries, n+1 starts, the gaps, the
+// buckets, the snapshot) and publishes the new one atomically.
 func (m *Map[T]) Insert(start, end uintptr, v T) error {
 	if start >= end {
 		return fmt.Errorf("addrmap: insert [%#x, %#x): %w", start, end, ErrEmptyRange)
@@ -366,7 +369,8 @@ func (m *Map[T]) unpublish(start uintptr) *Ref[T] {
 // so it may call the map; it should be short, since it may run on a
 // reader's path. Readers that used [Map.Lookup] are not tracked.
 //
-// RemoveFunc serializes with other writers and copies the snapshot (O(n)).
+// RemoveFunc serializes with other writers and copies the snapshot and its
+// index (O(n log n), as Insert).
 func (m *Map[T]) RemoveFunc(start uintptr, free func(T)) (removed, freed bool) {
 	m.mu.Lock()
 	r := m.unpublish(start)
@@ -404,7 +408,8 @@ func (m *Map[T]) RemoveWait(start uintptr) (T, bool) {
 // it only when nothing the value refers to is freed, or when the caller
 // knows no reader holds it. Otherwise use [Map.RemoveFunc].
 //
-// Remove serializes with other writers and copies the snapshot (O(n)).
+// Remove serializes with other writers and copies the snapshot and its
+// index (O(n log n), as Insert).
 func (m *Map[T]) Remove(start uintptr) (T, bool) {
 	m.mu.Lock()
 	r := m.unpublish(start)

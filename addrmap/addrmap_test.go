@@ -2,6 +2,7 @@ package addrmap
 
 import (
 	"errors"
+	"math/bits"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -261,6 +262,10 @@ func BenchmarkInsertRemove(b *testing.B) {
 	}
 }
 
+// mmapBase is about where Linux puts mmapped objects: near the top of the
+// 47-bit user address space, or of a 32-bit one.
+var mmapBase = map[int]uint64{64: 0x7f0000000000, 32: 0xb0000000}[bits.UintSize]
+
 // TestLookupLayouts checks Lookup against a linear search on layouts that
 // stress the bucket index: ranges spread evenly, crowded into one bucket
 // next to a range far away (a Go binary's text and a cluster of mmapped
@@ -272,6 +277,8 @@ func TestLookupLayouts(t *testing.T) {
 	layouts := map[string][]Range{
 		"one":        {{0x1000, 0x2000}},
 		"one at top": {{top - 0x10, top}},
+		"one at 0":   {{0, 0x1000}},
+		"bytes at 0": {{0, 1}, {1, 2}, {2, 3}},
 		"even":       nil,
 		"crowded":    {{0x400000, 0x800000}},
 		"ends":       {{0, 1}, {1, 2}, {top - 1, top}},
@@ -281,7 +288,7 @@ func TestLookupLayouts(t *testing.T) {
 		layouts["even"] = append(layouts["even"], Range{uintptr(i+1) << 16, uintptr(i+1)<<16 + 0x8000})
 	}
 	for i := range 500 {
-		s := uintptr(0x7f0000000000) + uintptr(i)*0x3000
+		s := uintptr(mmapBase) + uintptr(i)*0x3000
 		layouts["crowded"] = append(layouts["crowded"], Range{s, s + 0x2000 + uintptr(i%2)*0x1000})
 	}
 	for i := range 300 {

@@ -100,7 +100,7 @@ func benchMapIrregular(n int) (*Map[*int], []uintptr) {
 	rng := rand.New(rand.NewPCG(uint64(n), 5))
 	var rs []Range
 	rs = append(rs, Range{0x400000, 0x400000 + 8<<20})
-	at := uintptr(0x7f3a00000000)
+	at := uintptr(mmapBase)
 	for len(rs) < n {
 		size := uintptr(4096 << rng.IntN(11))
 		rs = append(rs, Range{at, at + size})

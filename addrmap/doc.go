@@ -10,17 +10,18 @@
 // ([Map.Lookup], [Map.LookupRange], [Map.Acquire], [Map.Len], [Map.All])
 // take no lock and never block: they load the current snapshot and search
 // it, and allocate nothing. Besides the sorted starts a snapshot holds a
-// direct-mapped bucket index (up to four 4-byte buckets per range, each as
-// wide as the median distance between ranges, over the window of the
-// address space where most ranges are): a lookup reads the bucket of its
-// address and compares with the one or two ranges it names, so it costs
+// direct-mapped bucket index (up to four 4-byte buckets per range, each at
+// most as wide as the median distance between ranges, over the window of
+// the address space where most ranges are): a lookup reads the bucket of
+// its address and compares with the one or two ranges it names, so it costs
 // the same few nanoseconds for 1 range or 1,000 when the ranges are spread
 // as loaded objects are. Ranges crowded into one bucket, and those outside
 // the window, are bisected, so no lookup costs more than O(log n). Writers
 // ([Map.Insert], [Map.Remove], [Map.RemoveFunc], [Map.RemoveWait]) are
-// serialized by a mutex, copy the snapshot, change the copy and publish it
-// (copy-on-write), so a write costs O(n) time and allocation (plus the
-// bucket index's, at most 16 bytes per range). The design
+// serialized by a mutex, copy the snapshot, change the copy, rebuild its
+// index and publish it (copy-on-write), so a write costs O(n log n) time
+// (sorting the gaps between ranges) and O(n) allocation: the ranges, and
+// 16n+4 bytes of buckets plus 8n bytes of gaps while building. The design
 // fits registries that are read on every PC lookup (symbolizing, unwinding,
 // profiling) and written when code is loaded or unloaded.
 //
