@@ -433,11 +433,13 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// k+1; subrs and refs (parallel to it) are the subroutines; rs their
 	// ranges, with the cu field holding the subr index.
 	//
-	// Capacity guesses from gcc and Go output: a subroutine DIE per 50
-	// bytes of unit (gcc -O2 C: one per 50-60 bytes; Go: fewer), rounded
-	// up, so that the arrays rarely grow (a growth copies into fresh
-	// pages). What the index keeps is allocated at the guess (its
-	// untouched tail costs no page); the rest comes from the scratch.
+	// Capacity guesses from gcc and Go output: a subroutine DIE per 40
+	// bytes of unit (gcc -O2 C: about one per 50; Go: fewer), so that the
+	// arrays rarely grow (a growth copies into fresh pages). What the
+	// index keeps is allocated at the guess; the untouched tail of a
+	// large allocation fresh from the OS costs address space and GC
+	// accounting, not pages (a reused one is cleared, so touched). The
+	// rest comes from the scratch.
 	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
 	subrs := make([]subr, 0, guess)
 	parents, refs, rs := atLeast(sc.parents, 64), atLeast(sc.refs, guess), atLeast(sc.rs, guess)

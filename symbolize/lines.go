@@ -61,8 +61,9 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	h := r.Header()
 	t := &lineTable{}
 	// Rows are at least one byte of program each, and after the merging
-	// below about one per three bytes in gcc output; the untouched tail
-	// of the arrays costs address space, not pages.
+	// below about one per three bytes in gcc output. As for subroutines
+	// (build), the untouched tail of a fresh allocation costs address
+	// space, not pages.
 	guess := min((h.End-h.ProgramOffset)/3+1, 1<<20)
 	t.rows = make([]lineRow, 0, guess)
 	t.addrs = make([]uint64, 0, guess)

@@ -419,3 +419,47 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestTruncated: a file truncated after Open (its mapping then faults, as
+// SIGBUS) makes Prepare and every Symbolize fail with ErrFault, however
+// often they are called and whatever they had loaded before, and never
+// panic.
+func TestTruncated(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	src := buildC(t, gcc, "-O2", "-g", "-gdwarf-5")
+	addrs := codeAddrs(t, src, 200, 13)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, warm := range []int{0, 1, len(addrs)} {
+		path := filepath.Join(t.TempDir(), "prog")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := symbolize.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs[:warm] {
+			if _, err := s.Symbolize(a, nil); err != nil {
+				t.Fatalf("before truncation, %#x: %v", a, err)
+			}
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		if warm < len(addrs) {
+			if err := s.Prepare(addrs); !errors.Is(err, symbolize.ErrFault) {
+				t.Errorf("warm %d: Prepare after truncation: %v, want ErrFault", warm, err)
+			}
+		}
+		for i := range 5 {
+			a := addrs[(i*37)%len(addrs)]
+			if _, err := s.Symbolize(a, nil); !errors.Is(err, symbolize.ErrFault) && warm < len(addrs) {
+				t.Errorf("warm %d: Symbolize #%d after truncation: %v, want ErrFault", warm, i, err)
+			}
+		}
+		s.Close()
+	}
+}

@@ -41,7 +41,8 @@
 // first Symbolize reads (and decompresses) the debug sections and the unit
 // headers; each unit's DIE tree and line table are indexed the first time
 // an address in it is asked for, and kept. After that a lookup is a few
-// bisections and allocates nothing.
+// bisections and allocates nothing. A caller with a batch of addresses can
+// have their units indexed up front on all CPUs with Prepare.
 //
 // Input is treated as hostile: the reader never panics, every loop and
 // allocation is bounded by the input's size, and malformed input yields a
@@ -194,8 +195,13 @@ func (s *Symbolizer) HasDWARF() (ok bool, err error) {
 	return d != nil, err
 }
 
+// dwarf and symbols load the debug sections and the symbol table once.
+// The error is set to ErrFault first: a fault on the mapped file panics
+// out of the Once (which then counts as done), and every later call must
+// report it rather than see a nil table without an error.
 func (s *Symbolizer) dwarf() (*dwarfData, error) {
 	s.dwarfOnce.Do(func() {
+		s.dwarfErr = fmt.Errorf("%w: loading the debug sections", ErrFault)
 		s.d, s.dwarfErr = loadDWARF(s.f)
 	})
 	return s.d, s.dwarfErr
@@ -203,6 +209,7 @@ func (s *Symbolizer) dwarf() (*dwarfData, error) {
 
 func (s *Symbolizer) symbols() (*symtab, error) {
 	s.symOnce.Do(func() {
+		s.symErr = fmt.Errorf("%w: reading the symbol table", ErrFault)
 		s.syms, s.symErr = readSymtab(s.f)
 	})
 	return s.syms, s.symErr
@@ -288,8 +295,8 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 // reports it for the addresses in that unit. Prepare may run concurrently
 // with Symbolize.
 //
-// Cost: a bisection per address and a bitmap of the units, plus the
-// indexes not built yet, divided among the goroutines.
+// Cost: a bisection per address and a byte per unit, plus the indexes not
+// built yet, divided among the goroutines.
 func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if s.closed {
 		return ErrClosed
@@ -355,7 +362,12 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	}
 	work(0)
 	wg.Wait()
-	return errors.Join(errs...)
+	for _, err := range errs {
+		if err != nil {
+			return err // the same fault seen by several workers is one error
+		}
+	}
+	return nil
 }
 
 // frames appends the DWARF frames of addr in this unit.

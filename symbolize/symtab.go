@@ -144,9 +144,11 @@ func (t *symtab) sort() {
 		return cmp(a.idx, b.idx)
 	})
 	// Of the symbols at one address keep the largest, the last in table
-	// order among equal sizes.
-	t.addrs = make([]uint64, 0, len(ks))
-	t.syms = make([]symbol, 0, len(ks))
+	// order among equal sizes. Built in locals and published at the end:
+	// a fault on the mapped table leaves the symtab unsorted (lookups
+	// then scan, and fault again, which Symbolize reports).
+	addrs := make([]uint64, 0, len(ks))
+	syms := make([]symbol, 0, len(ks))
 	for i := 0; i < len(ks); {
 		j, best := i, symbol{}
 		for ; j < len(ks) && ks[j].addr == ks[i].addr; j++ {
@@ -155,10 +157,11 @@ func (t *symtab) sort() {
 				best = s
 			}
 		}
-		t.addrs = append(t.addrs, ks[i].addr)
-		t.syms = append(t.syms, best)
+		addrs = append(addrs, ks[i].addr)
+		syms = append(syms, best)
 		i = j
 	}
+	t.addrs, t.syms = addrs, syms
 	t.sorted.Store(true)
 }
 
@@ -182,6 +185,9 @@ func (t *symtab) lookup(addr uint64) (string, bool) {
 			return t.scan(addr)
 		}
 		t.once.Do(t.sort)
+		if !t.sorted.Load() {
+			return t.scan(addr) // the sort faulted
+		}
 	}
 	lo, hi := 0, len(t.addrs)
 	for lo < hi {

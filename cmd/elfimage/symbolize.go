@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/elfimage/elfimage/symbolize"
 )
@@ -38,8 +40,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	defer w.Flush()
 	p := symPrinter{w: w, sym: sym, file: *exe, inlines: *inlines, json: *asJSON, columns: *columns}
 	if fs.NArg() > 0 {
+		// One answer per argument, as addr2line gives.
 		for _, a := range fs.Args() {
-			p.add([]byte(a))
+			p.addWord([]byte(a))
 		}
 		if err := p.flush(); err != nil {
 			return err
@@ -54,8 +57,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	// buffer is gathered in long).
 	const batchMax = 1 << 14
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	// Sized once: growing them would copy into fresh pages.
-	p.batch, p.addrs = make([]query, 0, batchMax+64<<10), make([]uint64, 0, batchMax+64<<10)
+	// Sized once for a full batch: growing them would copy into fresh
+	// pages. (A batch passes batchMax by at most one line's words.)
+	p.batch, p.addrs = make([]query, 0, batchMax+1024), make([]uint64, 0, batchMax+1024)
 	var long []byte
 	for {
 		line, rerr := in.ReadSlice('\n')
@@ -114,31 +118,52 @@ type query struct {
 	bad  int32
 }
 
-// add appends the whitespace-separated words of line to the batch.
+// add appends the words of line to the batch: the runs of characters
+// between white space (unicode.IsSpace, as strings.Fields splits).
 func (p *symPrinter) add(line []byte) {
 	for len(line) > 0 {
 		i := 0
-		for i < len(line) && isSpace(line[i]) {
-			i++
+		for i < len(line) {
+			if n := spaceAt(line[i:]); n > 0 {
+				i += n
+			} else {
+				break
+			}
 		}
 		j := i
-		for j < len(line) && !isSpace(line[j]) {
+		for j < len(line) && spaceAt(line[j:]) == 0 {
 			j++
 		}
 		if i < j {
-			if a, ok := parseAddr(line[i:j]); ok {
-				p.batch = append(p.batch, query{addr: a, bad: -1})
-			} else {
-				p.batch = append(p.batch, query{bad: int32(len(p.words))})
-				p.words = append(p.words, string(line[i:j]))
-			}
+			p.addWord(line[i:j])
 		}
 		line = line[j:]
 	}
 }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+// addWord appends one word to the batch.
+func (p *symPrinter) addWord(w []byte) {
+	if a, ok := parseAddr(w); ok {
+		p.batch = append(p.batch, query{addr: a, bad: -1})
+	} else {
+		p.batch = append(p.batch, query{bad: int32(len(p.words))})
+		p.words = append(p.words, string(w))
+	}
+}
+
+// spaceAt returns the length in bytes of the white-space character that b
+// starts with, or 0.
+func spaceAt(b []byte) int {
+	if c := b[0]; c < utf8.RuneSelf {
+		if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+			return 1
+		}
+		return 0
+	}
+	if r, n := utf8.DecodeRune(b); unicode.IsSpace(r) {
+		return n
+	}
+	return 0
 }
 
 // flush prepares the batch's addresses together and answers them in order.

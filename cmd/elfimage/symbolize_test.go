@@ -131,7 +131,7 @@ func TestParseAddr(t *testing.T) {
 }
 
 // TestSymbolizeInputShapes: standard input with several words per line,
-// tabs, CRLF line ends, malformed words among the addresses and a line
+// tabs, no-break spaces, CRLF line ends, malformed words among the addresses and a line
 // longer than the read buffer gives, for the valid addresses, the answers
 // the same addresses give as arguments, in order; the malformed words get
 // addr2line's "??" answer and are listed in the error.
@@ -160,7 +160,7 @@ func TestSymbolizeInputShapes(t *testing.T) {
 	var in strings.Builder
 	for i, a := range addrs {
 		in.WriteString(a)
-		in.WriteString([]string{"\n", " ", "\t", "\r\n"}[i%4])
+		in.WriteString([]string{"\n", " ", "\t", "\r\n", "\u00a0"}[i%5])
 	}
 	in.WriteString("\n" + strings.Join(long, " ") + "\n  zz\t" + addrs[0] + "\r\n")
 	stdin, err := os.CreateTemp(dir, "addrs")
@@ -257,5 +257,25 @@ func TestSymbolizeInteractive(t *testing.T) {
 	inW.Close()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// TestSymbolizeArguments: every argument gets one answer, as with
+// addr2line, even an empty one or one with a space in it (both malformed,
+// and named in the error).
+func TestSymbolizeArguments(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	path := filepath.Join(dir, "demo.elf")
+	good := fmt.Sprintf("%#x", funcSymbols(t, path)[0].Value)
+	code, out, errOut := runCLI(t, "symbolize", "-e", path, good, "", "0x1 0x2", good)
+	if code == 0 || !strings.Contains(errOut, `""`) || !strings.Contains(errOut, `"0x1 0x2"`) {
+		t.Errorf("exit %d, error %q: want failure naming the two malformed arguments", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 8 || lines[2] != "??" || lines[3] != "??:0" || lines[4] != "??" || lines[0] != lines[6] {
+		t.Errorf("want 4 answers (the 2nd and 3rd ??), got:\n%s", out)
 	}
 }
