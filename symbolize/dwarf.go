@@ -59,31 +59,43 @@ type cuRange struct {
 	cu         int
 }
 
-// unitIndex is what a unit's lookups use, built once.
+// unitIndex is what a unit's lookups use, built once. Its arrays hold no
+// pointers (the garbage collector skips them) and are kept small: on a
+// large batch their first touches (page faults) are a good part of the
+// cost of indexing.
 type unitIndex struct {
-	segStart []uint64 // sorted; [segStart[i], segs[i].end) → segs[i].die
+	segStart []uint64 // sorted; [segStart[i], segStart[i]+segs[i].size) → segs[i].die
 	segs     []seg    // disjoint: address → innermost subroutine
 	subrs    []subr   // subprogram and inlined_subroutine DIEs in preorder
+	names    string   // the subroutines' names, each once
 	lines    *lineTable
 	err      error // the build failed: every lookup in the unit reports it
 }
 
-// seg maps [start, end) to subrs[die]; start is kept apart (segStart) so
-// that bisection touches less memory.
+// seg maps [start, start+size) to subrs[die]; start is kept apart
+// (segStart) so that bisection touches less memory. A range longer than
+// 4 GiB takes several segs.
 type seg struct {
-	end uint64
-	die int32
+	size uint32
+	die  int32
 }
 
 // subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine.
 type subr struct {
 	parent   int32 // nearest enclosing subroutine, -1 for none
-	inlined  bool
-	needed   bool // on some address's chain: name resolved
 	callLine uint32
 	callCol  uint32
-	callFile uint64
-	name     string
+	callFile uint32 // DW_AT_call_file, clamped to 2^32-1 (no such file)
+	name     uint32 // the name is unitIndex.names[name : name+nameLen]
+	nameLen  uint32
+	inlined  bool
+	needed   bool // on some address's chain: name resolved
+}
+
+// name returns the name of subrs[i].
+func (x *unitIndex) name(i int32) string {
+	s := &x.subrs[i]
+	return x.names[s.name : s.name+s.nameLen]
 }
 
 // nameRefs are the attributes of a subr that lead to its name, kept only
@@ -104,6 +116,10 @@ type scratch struct {
 	order   []int32
 	stack   []int32
 	picked  [][]byte // each subroutine's name, in the sections
+	// The maps of build's name resolution, cleared after use (a cleared
+	// map keeps its table; the pool drops it at a garbage collection).
+	names map[uint64][2][]byte
+	at    map[*byte]uint32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -479,7 +495,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			}
 			me = int32(len(subrs))
 			subrs = append(subrs, subr{parent: parent, inlined: ab.tag == dwarf.DW_TAG_inlined_subroutine,
-				callFile: a.callFile, callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
+				callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
 			refs = append(refs, nameRefs{a.name, a.linkage, a.spec, a.origin})
 			rs, err = d.appendRanges(rs, u, &a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
 			if err != nil {
@@ -518,33 +534,57 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			x.subrs[i].needed = true
 		}
 	}
-	// Names are copied out of the (mapped) sections into one arena per
-	// unit, so that a unit's names cost one allocation, and strings keep
-	// working after Close.
-	names := map[uint64][2][]byte{}
+	// Names are copied out of the (mapped) sections into one string per
+	// unit, each distinct name once (names shared through
+	// DW_AT_abstract_origin, or repeated offsets, are not copied again:
+	// the arena is no larger than the sections), so that a unit's names
+	// cost one allocation and stay valid after Close.
+	if sc.names == nil {
+		sc.names, sc.at = map[uint64][2][]byte{}, map[*byte]uint32{}
+	}
+	names, at := sc.names, sc.at // at: a name's first byte in its section → its offset in the arena
 	picked := atLeast(sc.picked, uint64(len(x.subrs)))[:len(x.subrs)]
-	defer func() { clear(picked); sc.picked = picked[:0] }() // runs before the scratch goes back
+	defer func() { // runs before the scratch goes back
+		clear(picked)
+		clear(names)
+		clear(at)
+		sc.picked = picked[:0]
+	}()
 	total := 0
 	for i := range x.subrs {
-		if x.subrs[i].needed {
-			link, name := d.names(u, &refs[i], names, 0)
-			if len(link) == 0 {
-				link = name
+		if !x.subrs[i].needed {
+			continue
+		}
+		link, name := d.names(u, &refs[i], names, 0)
+		if len(link) == 0 {
+			link = name
+		}
+		if len(link) == 0 {
+			continue
+		}
+		picked[i] = link
+		if _, ok := at[&link[0]]; !ok {
+			if total+len(link) > 1<<32-1 {
+				x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name", Msg: "the unit's names exceed 4 GiB"}
+				return x
 			}
-			picked[i] = link
+			at[&link[0]] = uint32(total)
 			total += len(link)
 		}
 	}
 	var arena strings.Builder
 	arena.Grow(total)
-	for _, p := range picked {
-		arena.Write(p)
-	}
-	all, off := arena.String(), 0
 	for i, p := range picked {
-		x.subrs[i].name = all[off : off+len(p)]
-		off += len(p)
+		if len(p) == 0 {
+			continue
+		}
+		off := at[&p[0]]
+		if int(off) == arena.Len() {
+			arena.Write(p)
+		}
+		x.subrs[i].name, x.subrs[i].nameLen = off, uint32(len(p))
 	}
+	x.names = arena.String()
 	return x
 }
 
@@ -635,11 +675,17 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		if lo >= hi {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].die == int32(die) && out[n-1].end == lo {
-			out[n-1].end = hi
+		if n := len(out); n > 0 && out[n-1].die == int32(die) && starts[n-1]+uint64(out[n-1].size) == lo &&
+			hi-starts[n-1] <= 1<<32-1 {
+			out[n-1].size = uint32(hi - starts[n-1])
 			return
 		}
-		out = append(out, seg{hi, int32(die)})
+		for hi-lo > 1<<32-1 {
+			out = append(out, seg{1<<32 - 1, int32(die)})
+			starts = append(starts, lo)
+			lo += 1<<32 - 1
+		}
+		out = append(out, seg{uint32(hi - lo), int32(die)})
 		starts = append(starts, lo)
 	}
 	stack := sc.stack[:0] // indexes into rs
@@ -683,7 +729,7 @@ func (x *unitIndex) leaf(addr uint64) int32 {
 			hi = m
 		}
 	}
-	if lo == 0 || addr >= x.segs[lo-1].end {
+	if lo == 0 || addr-x.segStart[lo-1] >= uint64(x.segs[lo-1].size) {
 		return -1
 	}
 	return x.segs[lo-1].die

@@ -387,7 +387,7 @@ func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 	for i, n := leaf, 0; i >= 0 && n <= len(x.subrs); n++ {
 		s := &x.subrs[i]
 		var f Frame
-		f.Function = s.name
+		f.Function = x.name(i)
 		if call == nil {
 			if x.lines != nil {
 				if r, ok := x.lines.lookup(addr); ok {
@@ -397,7 +397,7 @@ func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 				}
 			}
 		} else {
-			f.File = x.lines.file(call.callFile)
+			f.File = x.lines.file(uint64(call.callFile))
 			f.Line, f.Column = call.callLine, call.callCol
 		}
 		if len(frames) > 0 && call != nil {
