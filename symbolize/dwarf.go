@@ -66,6 +66,7 @@ type cuRange struct {
 type unitIndex struct {
 	segStart []uint64 // sorted; [segStart[i], segStart[i]+segs[i].size) → segs[i].die
 	segs     []seg    // disjoint: address → innermost subroutine
+	segIndex bucketIndex // over segStart
 	subrs    []subr   // subprogram and inlined_subroutine DIEs in preorder
 	names    string   // the subroutines' names, each once
 	lines    *lineTable
@@ -528,6 +529,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	x.subrs = subrs
 	x.segStart, x.segs = flattenSubrs(rs, sc)
+	x.segIndex = newBucketIndex(x.segStart)
 	// Resolve the names of the subroutines on some chain.
 	for _, s := range x.segs {
 		for i := s.die; i >= 0 && !x.subrs[i].needed; i = x.subrs[i].parent {
@@ -720,17 +722,9 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 
 // leaf returns the innermost subroutine covering addr, or -1.
 func (x *unitIndex) leaf(addr uint64) int32 {
-	lo, hi := 0, len(x.segStart)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if x.segStart[m] <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 || addr-x.segStart[lo-1] >= uint64(x.segs[lo-1].size) {
+	i := x.segIndex.last(x.segStart, addr)
+	if i < 0 || addr-x.segStart[i] >= uint64(x.segs[i].size) {
 		return -1
 	}
-	return x.segs[lo-1].die
+	return x.segs[i].die
 }

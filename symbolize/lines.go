@@ -11,17 +11,20 @@ import (
 
 // lineTable is a decoded line program in the shape lookups want.
 type lineTable struct {
-	seqs  []lineSeq // sorted by end
+	seqs    []lineSeq     // sorted by end
+	indexes []bucketIndex // over the addresses of the long sequences
 	addrs []uint64  // the rows' addresses, every sequence's, in program order
 	rows  []lineRow // the rows' positions, parallel to addrs
 	files []string  // full path per file index; "" for an invalid entry
 }
 
 // lineSeq is one sequence: [start, end) with rows[first:last] (the
-// end_sequence row is not stored).
+// end_sequence row is not stored); index is its entry in the table's
+// indexes, -1 for a sequence too short to need one.
 type lineSeq struct {
 	start, end  uint64
 	first, last int32
+	index       int32
 }
 
 type lineRow struct {
@@ -84,7 +87,7 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		}
 		if row.EndSequence {
 			if start < row.Address && int32(len(t.rows)) > first {
-				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, int32(len(t.rows))})
+				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, int32(len(t.rows)), -1})
 			} else {
 				t.rows, t.addrs = t.rows[:first], t.addrs[:first]
 			}
@@ -122,6 +125,12 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		}
 		return 0
 	})
+	for i := range t.seqs {
+		if sq := &t.seqs[i]; sq.last-sq.first >= minBucketKeys {
+			sq.index = int32(len(t.indexes))
+			t.indexes = append(t.indexes, newBucketIndex(t.addrs[sq.first:sq.last]))
+		}
+	}
 	files := r.Files()
 	t.files = make([]string, len(files))
 	for i := range files {
@@ -198,8 +207,9 @@ func filePath(h *line.Header, files []line.FileEntry, i uint64, compDir string) 
 
 // lookup returns the row that holds for addr: in the sequence with the
 // smallest end above addr, if it starts at or before addr, the last row
-// at or before addr (LLVM's lookupAddress and findRowInSeq). Cost: two
-// bisections, no allocation.
+// at or before addr (LLVM's lookupAddress and findRowInSeq). Cost: a
+// bisection of the sequences and a bucket-index lookup in the sequence's
+// rows; no allocation.
 func (t *lineTable) lookup(addr uint64) (*lineRow, bool) {
 	lo, hi := 0, len(t.seqs)
 	for lo < hi {
@@ -214,17 +224,14 @@ func (t *lineTable) lookup(addr uint64) (*lineRow, bool) {
 		return nil, false
 	}
 	s := &t.seqs[lo]
-	// upper_bound over rows[first+1:last], minus one.
-	rlo, rhi := int(s.first)+1, int(s.last)
-	for rlo < rhi {
-		m := int(uint(rlo+rhi) >> 1)
-		if t.addrs[m] <= addr {
-			rlo = m + 1
-		} else {
-			rhi = m
-		}
+	// The last row at or before addr; the first row is at start, so at
+	// least that one (also when hostile rows are out of order).
+	x := &noIndex
+	if s.index >= 0 {
+		x = &t.indexes[s.index]
 	}
-	return &t.rows[rlo-1], true
+	i := x.last(t.addrs[s.first:s.last], addr)
+	return &t.rows[int(s.first)+max(i, 0)], true
 }
 
 // file returns the path of file index i, "" when unknown.

@@ -35,6 +35,7 @@ type symtab struct {
 	once   sync.Once
 	addrs  []uint64 // sorted; syms[i] is at addrs[i]
 	syms   []symbol
+	index  bucketIndex // over addrs
 	sorted atomic.Bool
 }
 
@@ -123,8 +124,8 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 
 func (t *symtab) count() uint64 { return uint64(len(t.data)) / t.entsize }
 
-// sort builds the sorted arrays. Cost: O(n log n) on 16-byte keys, three
-// allocations.
+// sort builds the sorted arrays and their bucket index. Cost: O(n log n)
+// on 16-byte keys, four allocations.
 func (t *symtab) sort() {
 	type key struct {
 		addr uint64
@@ -161,7 +162,7 @@ func (t *symtab) sort() {
 		syms = append(syms, best)
 		i = j
 	}
-	t.addrs, t.syms = addrs, syms
+	t.addrs, t.syms, t.index = addrs, syms, newBucketIndex(addrs)
 	t.sorted.Store(true)
 }
 
@@ -178,7 +179,8 @@ func cmp(a, b uint64) int {
 // lookup returns the name of the symbol that covers addr: the last one at
 // or before addr, if its size reaches addr or its size is 0 (which
 // llvm-symbolizer takes as reaching the next symbol). Cost: a linear scan
-// for the first scanLimit calls, then a bisection; no allocation.
+// for the first scanLimit calls, then a bucket-index lookup; no
+// allocation.
 func (t *symtab) lookup(addr uint64) (string, bool) {
 	if !t.sorted.Load() {
 		if t.scans.Add(1) <= scanLimit {
@@ -189,19 +191,11 @@ func (t *symtab) lookup(addr uint64) (string, bool) {
 			return t.scan(addr) // the sort faulted
 		}
 	}
-	lo, hi := 0, len(t.addrs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t.addrs[m] <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
+	i := t.index.last(t.addrs, addr)
+	if i < 0 {
 		return "", false
 	}
-	return t.cover(t.addrs[lo-1], &t.syms[lo-1], addr)
+	return t.cover(t.addrs[i], &t.syms[i], addr)
 }
 
 func (t *symtab) cover(at uint64, s *symbol, addr uint64) (string, bool) {

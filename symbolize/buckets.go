@@ -1,0 +1,84 @@
+package symbolize
+
+// bucketIndex is a direct-mapped index over a sorted array of addresses
+// (keys), so that finding the last key at or before an address costs a
+// load from it and a bisection of the few keys of one bucket instead of a
+// bisection of all of them: on a large batch of random addresses the
+// bisection's steps are cache and TLB misses, and they were the largest
+// part of a lookup.
+//
+// The keys' span [keys[0], keys[n-1]] is cut into buckets of 1<<shift
+// bytes, about one per key; b[k] is the index of the last key at or before
+// the first address of bucket k, and the last entry of b is n-1, so the
+// answer for an address of bucket k is one of keys[b[k] : b[k+1]+1]. The
+// index costs 4 bytes per key. Keys that are not sorted (hostile input)
+// give wrong answers but never an index out of range.
+type bucketIndex struct {
+	base  uint64 // keys[0]
+	shift uint8
+	b     []int32 // nil: bisect all the keys
+}
+
+// noIndex is the empty index: last bisects all the keys.
+var noIndex bucketIndex
+
+// minBucketKeys is the fewest keys worth an index: below it a bisection
+// stays within a cache line or two.
+const minBucketKeys = 32
+
+// newBucketIndex builds the index of keys (sorted, fewer than 2^31).
+// Cost: O(n) time, 4(n+2) bytes.
+func newBucketIndex(keys []uint64) bucketIndex {
+	n := len(keys)
+	if n < minBucketKeys {
+		return bucketIndex{}
+	}
+	x := bucketIndex{base: keys[0]}
+	span := keys[n-1] - x.base
+	for span>>x.shift >= uint64(n) {
+		x.shift++
+	}
+	nb := int(span>>x.shift) + 2 // the last key's bucket, and one past it
+	x.b = make([]int32, nb)
+	i := 0
+	for k := range nb {
+		at := uint64(k) << x.shift // offset from base of the bucket's first address
+		if k == nb-1 || at > span {
+			at = span
+		}
+		for i+1 < n && keys[i+1]-x.base <= at {
+			i++
+		}
+		x.b[k] = int32(i)
+	}
+	return x
+}
+
+// last returns the index of the last of keys at or before addr, or -1
+// when addr is before keys[0]. keys must be the array the index was built
+// on. Cost: no allocation; a load and a bisection of about two keys when
+// the keys are spread evenly, a bisection of all of them at worst.
+func (x *bucketIndex) last(keys []uint64, addr uint64) int {
+	lo, hi := 0, len(keys) // the answer is in [lo, hi)
+	if x.b != nil {
+		if addr < x.base {
+			return -1
+		}
+		if k := (addr - x.base) >> x.shift; k < uint64(len(x.b)-1) {
+			lo, hi = int(x.b[k]), int(x.b[k+1])+1
+		} else {
+			lo = int(x.b[len(x.b)-1])
+		}
+		lo, hi = min(lo, len(keys)), min(hi, len(keys))
+	}
+	// upper_bound over keys[lo:hi], minus one.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if keys[m] <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
+}
