@@ -64,11 +64,11 @@ type cuRange struct {
 // large batch their first touches (page faults) are a good part of the
 // cost of indexing.
 type unitIndex struct {
-	segStart []uint64 // sorted; [segStart[i], segStart[i]+segs[i].size) → segs[i].die
-	segs     []seg    // disjoint: address → innermost subroutine
+	segStart []uint64    // sorted; [segStart[i], segStart[i]+segs[i].size) → segs[i].die
+	segs     []seg       // disjoint: address → innermost subroutine
 	segIndex bucketIndex // over segStart
-	subrs    []subr   // subprogram and inlined_subroutine DIEs in preorder
-	names    string   // the subroutines' names, each once
+	subrs    []subr      // subprogram and inlined_subroutine DIEs in preorder
+	names    string      // the subroutines' names, each once
 	lines    *lineTable
 	err      error // the build failed: every lookup in the unit reports it
 }

@@ -13,9 +13,9 @@ import (
 type lineTable struct {
 	seqs    []lineSeq     // sorted by end
 	indexes []bucketIndex // over the addresses of the long sequences
-	addrs []uint64  // the rows' addresses, every sequence's, in program order
-	rows  []lineRow // the rows' positions, parallel to addrs
-	files []string  // full path per file index; "" for an invalid entry
+	addrs   []uint64      // the rows' addresses, every sequence's, in program order
+	rows    []lineRow     // the rows' positions, parallel to addrs
+	files   []string      // full path per file index; "" for an invalid entry
 }
 
 // lineSeq is one sequence: [start, end) with rows[first:last] (the
