@@ -661,16 +661,24 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		order = append(order, int32(i))
 	}
 	sc.order = order
-	slices.SortStableFunc(order, func(a, b int32) int {
-		ra, rb := rs[a], rs[b]
-		if ra.start != rb.start {
-			if ra.start < rb.start {
-				return -1
+	// Compilers write subroutines mostly in address order: check before
+	// sorting (a stable sort costs O(n log n) even on sorted input).
+	sorted := true
+	for i := 1; i < len(rs) && sorted; i++ {
+		sorted = rs[i-1].start <= rs[i].start
+	}
+	if !sorted {
+		slices.SortStableFunc(order, func(a, b int32) int {
+			ra, rb := rs[a], rs[b]
+			if ra.start != rb.start {
+				if ra.start < rb.start {
+					return -1
+				}
+				return 1
 			}
-			return 1
-		}
-		return 0 // equal starts: preorder, so the enclosing DIE first
-	})
+			return 0 // equal starts: preorder, so the enclosing DIE first
+		})
+	}
 	out := make([]seg, 0, len(rs)+len(rs)/2)
 	starts := make([]uint64, 0, len(rs)+len(rs)/2)
 	emit := func(lo, hi uint64, die int) {

@@ -3,6 +3,7 @@ package symbolize
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -124,43 +125,70 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 
 func (t *symtab) count() uint64 { return uint64(len(t.data)) / t.entsize }
 
-// sort builds the sorted arrays and their bucket index. Cost: O(n log n)
-// on 16-byte keys, four allocations.
+// packedSortBits is the width of sort's packed keys (a variable so that
+// tests can force the unpacked path).
+var packedSortBits = 64
+
+// sort builds the sorted arrays and their bucket index. Symbols are
+// ordered by address, then table order; when address offsets and symbol
+// indexes fit together in 64 bits (they do in any real file) the keys are
+// packed into one uint64 each and sorted as integers, which is several
+// times faster than comparing pairs. Cost: O(n log n), four allocations.
 func (t *symtab) sort() {
-	type key struct {
-		addr uint64
-		idx  uint64 // symbol index: table order breaks ties
-	}
 	n := t.count()
-	ks := make([]key, 0, n)
+	lo, hi := ^uint64(0), uint64(0)
+	m := 0
 	for i := uint64(1); i < n; i++ {
 		if a, _, _, ok := t.raw(i); ok {
-			ks = append(ks, key{a, i})
+			lo, hi, m = min(lo, a), max(hi, a), m+1
 		}
 	}
-	slices.SortFunc(ks, func(a, b key) int {
-		if a.addr != b.addr {
-			return cmp(a.addr, b.addr)
-		}
-		return cmp(a.idx, b.idx)
-	})
 	// Of the symbols at one address keep the largest, the last in table
-	// order among equal sizes. Built in locals and published at the end:
-	// a fault on the mapped table leaves the symtab unsorted (lookups
+	// order among equal sizes: pick is called for the symbols in order of
+	// address, then table order. Built in locals and published at the
+	// end: a fault on the mapped table leaves the symtab unsorted (lookups
 	// then scan, and fault again, which Symbolize reports).
-	addrs := make([]uint64, 0, len(ks))
-	syms := make([]symbol, 0, len(ks))
-	for i := 0; i < len(ks); {
-		j, best := i, symbol{}
-		for ; j < len(ks) && ks[j].addr == ks[i].addr; j++ {
-			_, s, _ := t.entry(ks[j].idx)
-			if j == i || s.size >= best.size {
-				best = s
+	addrs := make([]uint64, 0, m)
+	syms := make([]symbol, 0, m)
+	pick := func(idx, addr uint64) {
+		_, s, _ := t.entry(idx)
+		if k := len(addrs) - 1; k >= 0 && addrs[k] == addr {
+			if s.size >= syms[k].size {
+				syms[k] = s
+			}
+			return
+		}
+		addrs = append(addrs, addr)
+		syms = append(syms, s)
+	}
+	if idxBits := bits.Len64(n); m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
+		packed := make([]uint64, 0, m)
+		for i := uint64(1); i < n; i++ {
+			if a, _, _, ok := t.raw(i); ok {
+				packed = append(packed, (a-lo)<<idxBits|i)
 			}
 		}
-		addrs = append(addrs, ks[i].addr)
-		syms = append(syms, best)
-		i = j
+		slices.Sort(packed)
+		for _, k := range packed {
+			pick(k&(1<<idxBits-1), k>>idxBits+lo)
+		}
+	} else {
+		type sym struct{ idx, addr uint64 }
+		order := make([]sym, 0, m)
+		for i := uint64(1); i < n; i++ {
+			if a, _, _, ok := t.raw(i); ok {
+				order = append(order, sym{i, a})
+			}
+		}
+		slices.SortFunc(order, func(a, b sym) int {
+			if a.addr != b.addr {
+				return cmp(a.addr, b.addr)
+			}
+			return cmp(a.idx, b.idx)
+		})
+		for _, o := range order {
+			pick(o.idx, o.addr)
+		}
 	}
 	t.addrs, t.syms, t.index = addrs, syms, newBucketIndex(addrs)
 	t.sorted.Store(true)

@@ -1,0 +1,76 @@
+package symbolize
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestSymtabSort: the sorted symbol table, built with packed integer keys
+// and with pairs (the path for address spans too wide to pack), equals a
+// brute-force reading of the rule: per address the largest symbol, the
+// last in table order among equal sizes; symbols of other types or
+// without a section are left out.
+func TestSymtabSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, wide := range []bool{false, true} {
+		// 2,000 symbols at 300 addresses (so many share one), sizes 0-3.
+		var data []byte
+		var names []byte
+		data = append(data, make([]byte, 24)...) // symbol 0
+		type want struct {
+			size uint64
+			name string
+		}
+		ref := map[uint64]want{}
+		for i := 1; i < 2000; i++ {
+			addr := 0x401000 + uint64(rng.IntN(300))*16
+			if wide && i%2 == 0 {
+				addr = 1<<63 + uint64(rng.IntN(300))*16
+			}
+			size := uint64(rng.IntN(4))
+			typ := byte([]int{0, 1, 2, 10, 3, 4}[rng.IntN(6)]) // notype, object, func, ifunc; section, file: skipped
+			shndx := uint16(1 + rng.IntN(3))
+			if rng.IntN(20) == 0 {
+				shndx = 0 // undefined: skipped
+			}
+			name := fmt.Sprintf("s%d", i)
+			e := make([]byte, 24)
+			binary.LittleEndian.PutUint32(e, uint32(len(names)))
+			e[4] = typ
+			binary.LittleEndian.PutUint16(e[6:], shndx)
+			binary.LittleEndian.PutUint64(e[8:], addr)
+			binary.LittleEndian.PutUint64(e[16:], size)
+			data = append(data, e...)
+			names = append(append(names, name...), 0)
+			if typ == 3 || typ == 4 || shndx == 0 {
+				continue
+			}
+			if w, ok := ref[addr]; !ok || size >= w.size {
+				ref[addr] = want{size, name}
+			}
+		}
+		for _, bits := range []int{64, 1} { // 1: always the unpacked path
+			packedSortBits = bits
+			st := &symtab{f: &elfFile{class64: true}, entsize: 24, data: data, names: string(names)}
+			st.sort()
+			packedSortBits = 64
+			var addrs []uint64
+			for a := range ref {
+				addrs = append(addrs, a)
+			}
+			slices.Sort(addrs)
+			if !slices.Equal(st.addrs, addrs) {
+				t.Fatalf("wide %v, key bits %d: %d addresses, want %d", wide, bits, len(st.addrs), len(addrs))
+			}
+			for i, a := range st.addrs {
+				s := &st.syms[i]
+				if got := st.names[s.name : s.name+s.nameLen]; got != ref[a].name || s.size != ref[a].size {
+					t.Fatalf("wide %v, key bits %d: at %#x %s (size %d), want %s (size %d)", wide, bits, a, got, s.size, ref[a].name, ref[a].size)
+				}
+			}
+		}
+	}
+}
