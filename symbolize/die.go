@@ -21,7 +21,20 @@ type attrSpec struct {
 	attr     dwarf.Attr
 	form     dwarf.Form
 	size     int8 // bytes of a fixed-size form, -1 when variable
+	want     bool // readAttrs keeps this attribute (wanted)
 	implicit int64
+}
+
+// wanted reports whether readAttrs keeps attribute a.
+func wanted(a dwarf.Attr) bool {
+	switch a {
+	case dwarf.DW_AT_low_pc, dwarf.DW_AT_high_pc, dwarf.DW_AT_ranges, dwarf.DW_AT_name,
+		dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_specification,
+		dwarf.DW_AT_abstract_origin, dwarf.DW_AT_call_file, dwarf.DW_AT_call_line,
+		dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir:
+		return true
+	}
+	return false
 }
 
 // abbrev is one abbreviation declaration (DWARF 5 section 7.5.3).
@@ -109,6 +122,7 @@ func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uin
 				s.implicit = b.Sleb("implicit_const value")
 			}
 			s.size = formSize(s.form, enc)
+			s.want = wanted(s.attr)
 			a.specs = append(a.specs, s)
 		}
 		if b.Err() != nil {
@@ -174,12 +188,7 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	enc := u.hdr.Enc
 	for i := range a.specs {
 		s := &a.specs[i]
-		switch s.attr {
-		case dwarf.DW_AT_low_pc, dwarf.DW_AT_high_pc, dwarf.DW_AT_ranges, dwarf.DW_AT_name,
-			dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_specification,
-			dwarf.DW_AT_abstract_origin, dwarf.DW_AT_call_file, dwarf.DW_AT_call_line,
-			dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir:
-		default:
+		if !s.want {
 			if s.size >= 0 {
 				b.Skip(uint64(s.size), "attribute value")
 			} else {

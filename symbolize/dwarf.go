@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -116,6 +117,7 @@ type scratch struct {
 	rs      []cuRange
 	order   []int32
 	stack   []int32
+	keys    []uint64 // flattenSubrs' sort keys
 	picked  [][]byte // each subroutine's name, in the sections
 	// The maps of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
@@ -132,7 +134,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.picked)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.picked)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -661,13 +663,30 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		order = append(order, int32(i))
 	}
 	sc.order = order
-	// Compilers write subroutines mostly in address order: check before
-	// sorting (a stable sort costs O(n log n) even on sorted input).
+	// Order by start, then preorder (so the enclosing DIE first). Compilers
+	// write subroutines mostly in address order: check first; then sort
+	// packed integer keys (start offset, index) when they fit in 64 bits
+	// (pdqsort is fast on nearly sorted integers), else pairs.
 	sorted := true
-	for i := 1; i < len(rs) && sorted; i++ {
-		sorted = rs[i-1].start <= rs[i].start
+	lo, hi := rs[0].start, rs[0].start
+	for i := 1; i < len(rs); i++ {
+		sorted = sorted && rs[i-1].start <= rs[i].start
+		lo, hi = min(lo, rs[i].start), max(hi, rs[i].start)
 	}
-	if !sorted {
+	idxBits := bits.Len(uint(len(rs)))
+	switch {
+	case sorted:
+	case bits.Len64(hi-lo)+idxBits <= packedSortBits:
+		keys := sc.keys[:0]
+		for i, r := range rs {
+			keys = append(keys, (r.start-lo)<<idxBits|uint64(i))
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			order[i] = int32(k & (1<<idxBits - 1))
+		}
+		sc.keys = keys
+	default:
 		slices.SortStableFunc(order, func(a, b int32) int {
 			ra, rb := rs[a], rs[b]
 			if ra.start != rb.start {

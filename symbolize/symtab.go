@@ -125,8 +125,8 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 
 func (t *symtab) count() uint64 { return uint64(len(t.data)) / t.entsize }
 
-// packedSortBits is the width of sort's packed keys (a variable so that
-// tests can force the unpacked path).
+// packedSortBits is the width of the packed sort keys of symtab.sort and
+// flattenSubrs (a variable so that tests can force the unpacked paths).
 var packedSortBits = 64
 
 // sort builds the sorted arrays and their bucket index. Symbols are

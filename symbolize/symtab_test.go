@@ -74,3 +74,43 @@ func TestSymtabSort(t *testing.T) {
 		}
 	}
 }
+
+// TestFlattenSubrsSort: flattenSubrs gives the same segments whether it
+// sorts packed keys or pairs, on nested ranges in preorder that are out of
+// address order (as hot/cold splits and .text.startup make them).
+func TestFlattenSubrsSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		var rs []cuRange
+		var add func(lo, hi uint64, depth int)
+		add = func(lo, hi uint64, depth int) {
+			rs = append(rs, cuRange{lo, hi, len(rs)})
+			for k := 0; depth < 3 && k < rng.IntN(3); k++ {
+				a := lo // a third of the children start with their parent
+				if rng.IntN(3) > 0 {
+					a += rng.Uint64N(hi - lo)
+				}
+				b := a + 1 + rng.Uint64N(hi-a)
+				add(a, min(b, hi), depth+1)
+			}
+		}
+		for f := range 200 {
+			base := uint64(0x401000 + (f*7919%200)*256) // functions out of address order
+			if round%2 == 1 && f%50 == 0 {
+				base += 1 << 40 // and a few far away
+			}
+			add(base, base+16+uint64(rng.IntN(200)), 0)
+		}
+		sc := new(scratch)
+		s1, g1 := flattenSubrs(rs, sc)
+		packedSortBits = 1
+		s2, g2 := flattenSubrs(rs, sc)
+		packedSortBits = 64
+		if !slices.Equal(s1, s2) || !slices.Equal(g1, g2) {
+			t.Fatalf("round %d: packed and pair sorts give different segments (%d and %d)", round, len(g1), len(g2))
+		}
+		if len(g1) == 0 {
+			t.Fatal("no segments")
+		}
+	}
+}
