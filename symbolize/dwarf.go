@@ -65,7 +65,7 @@ type cuRange struct {
 // large batch their first touches (page faults) are a good part of the
 // cost of indexing.
 type unitIndex struct {
-	segStart []uint64    // sorted; [segStart[i], segStart[i]+segs[i].size) → segs[i].die
+	segStart []uint64    // sorted; [segStart[i], segs[i].end) → segs[i].die
 	segs     []seg       // disjoint: address → innermost subroutine
 	segIndex bucketIndex // over segStart
 	subrs    []subr      // subprogram and inlined_subroutine DIEs in preorder
@@ -74,12 +74,11 @@ type unitIndex struct {
 	err      error // the build failed: every lookup in the unit reports it
 }
 
-// seg maps [start, start+size) to subrs[die]; start is kept apart
-// (segStart) so that bisection touches less memory. A range longer than
-// 4 GiB takes several segs.
+// seg maps [start, end) to subrs[die]; start is kept apart (segStart) so
+// that the search touches less memory.
 type seg struct {
-	size uint32
-	die  int32
+	end uint64
+	die int32
 }
 
 // subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine.
@@ -126,6 +125,10 @@ type scratch struct {
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// nameBudget bounds the bytes of a unit's names, as a multiple of the
+// sections they come from (see build).
+const nameBudget = 4
 
 // maxScratch is the largest capacity, in elements, that a scratch array
 // keeps when returned to the pool; a bigger one (a huge unit) is dropped.
@@ -568,8 +571,13 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		}
 		picked[i] = link
 		if _, ok := at[&link[0]]; !ok {
-			if total+len(link) > 1<<32-1 {
-				x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name", Msg: "the unit's names exceed 4 GiB"}
+			// Names start at distinct bytes but may overlap (a string
+			// and its suffix, as linkers merge them): a hostile file
+			// could make their sum quadratic in the sections, so it is
+			// bounded by a multiple of them.
+			if total+len(link) > min(nameBudget*(len(d.sec.Str)+len(d.sec.LineStr)+len(d.sec.Info))+4096, 1<<32-1) {
+				x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
+					Msg: fmt.Sprintf("the unit's names exceed %d times the string sections", nameBudget)}
 				return x
 			}
 			at[&link[0]] = uint32(total)
@@ -704,17 +712,11 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		if lo >= hi {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].die == int32(die) && starts[n-1]+uint64(out[n-1].size) == lo &&
-			hi-starts[n-1] <= 1<<32-1 {
-			out[n-1].size = uint32(hi - starts[n-1])
+		if n := len(out); n > 0 && out[n-1].die == int32(die) && out[n-1].end == lo {
+			out[n-1].end = hi
 			return
 		}
-		for hi-lo > 1<<32-1 {
-			out = append(out, seg{1<<32 - 1, int32(die)})
-			starts = append(starts, lo)
-			lo += 1<<32 - 1
-		}
-		out = append(out, seg{uint32(hi - lo), int32(die)})
+		out = append(out, seg{hi, int32(die)})
 		starts = append(starts, lo)
 	}
 	stack := sc.stack[:0] // indexes into rs
@@ -750,7 +752,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 // leaf returns the innermost subroutine covering addr, or -1.
 func (x *unitIndex) leaf(addr uint64) int32 {
 	i := x.segIndex.last(x.segStart, addr)
-	if i < 0 || addr-x.segStart[i] >= uint64(x.segs[i].size) {
+	if i < 0 || addr >= x.segs[i].end {
 		return -1
 	}
 	return x.segs[i].die

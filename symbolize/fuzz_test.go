@@ -112,7 +112,7 @@ func FuzzDebugSections(f *testing.F) {
 					break
 				}
 				frames = x.frames(st, frames[:0])
-				frames = x.frames(st+uint64(x.segs[j].size)-1, frames[:0])
+				frames = x.frames(x.segs[j].end-1, frames[:0])
 			}
 			if x.lines != nil {
 				for j, a := range x.lines.addrs {

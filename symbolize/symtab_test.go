@@ -114,3 +114,22 @@ func TestFlattenSubrsSort(t *testing.T) {
 		}
 	}
 }
+
+// TestFlattenSubrsHugeRange: a subroutine claiming most of the address
+// space (hostile input) makes a few segments, not one per 4 GiB.
+func TestFlattenSubrsHugeRange(t *testing.T) {
+	rs := []cuRange{{0, 1 << 63, 0}, {1 << 62, 1<<62 + 16, 1}, {^uint64(0) - 16, ^uint64(0), 2}}
+	starts, segs := flattenSubrs(rs, new(scratch))
+	if len(segs) != 4 || len(starts) != 4 {
+		t.Fatalf("%d segments, want 4: %v %v", len(segs), starts, segs)
+	}
+	x := &unitIndex{segStart: starts, segs: segs, segIndex: newBucketIndex(starts)}
+	for _, c := range []struct {
+		addr uint64
+		die  int32
+	}{{0, 0}, {1 << 62, 1}, {1<<62 + 16, 0}, {1<<63 - 1, 0}, {1 << 63, -1}, {^uint64(0) - 1, 2}} {
+		if got := x.leaf(c.addr); got != c.die {
+			t.Errorf("leaf(%#x) = %d, want %d", c.addr, got, c.die)
+		}
+	}
+}
