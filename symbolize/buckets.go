@@ -27,7 +27,7 @@ var noIndex bucketIndex
 const minBucketKeys = 32
 
 // newBucketIndex builds the index of keys (sorted, fewer than 2^31).
-// Cost: O(n) time, 4(n+2) bytes.
+// Cost: O(n) time, at most 4(n+1) bytes.
 func newBucketIndex(keys []uint64) bucketIndex {
 	n := len(keys)
 	if n < minBucketKeys {

@@ -34,6 +34,8 @@ type dwarfData struct {
 
 	lineMu sync.Mutex // guards lines
 	lines  map[uint64]*lineResult
+
+	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
 }
 
 // lineResult is the line table at one .debug_line offset, decoded once.
@@ -69,7 +71,7 @@ type unitIndex struct {
 	segs     []seg       // disjoint: address → innermost subroutine
 	segIndex bucketIndex // over segStart
 	subrs    []subr      // subprogram and inlined_subroutine DIEs in preorder
-	names    string      // the subroutines' names, each once
+	names    string      // the subroutines' names; suffixes share bytes (build)
 	lines    *lineTable
 	err      error // the build failed: every lookup in the unit reports it
 }
@@ -120,15 +122,24 @@ type scratch struct {
 	picked  [][]byte // each subroutine's name, in the sections
 	// The maps of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
-	names map[uint64][2][]byte
-	at    map[*byte]uint32
+	names   map[uint64][2][]byte
+	longest map[*byte]nameCopy // by a name's last byte in its section
+}
+
+// nameCopy is the longest name ending at one byte of a section, and
+// (once written) where build copied it in the unit's names.
+type nameCopy struct {
+	name    []byte
+	off     uint32
+	written bool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// nameBudget bounds the bytes of a unit's names, as a multiple of the
-// sections they come from (see build).
-const nameBudget = 4
+// nameBudget bounds the bytes of all units' names, as a multiple of the
+// sections they come from (see build): each unit copies the names it
+// needs, and a hostile file can make many units name one long string.
+const nameBudget = 16
 
 // maxScratch is the largest capacity, in elements, that a scratch array
 // keeps when returned to the pool; a bigger one (a huge unit) is dropped.
@@ -542,22 +553,25 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		}
 	}
 	// Names are copied out of the (mapped) sections into one string per
-	// unit, each distinct name once (names shared through
-	// DW_AT_abstract_origin, or repeated offsets, are not copied again:
-	// the arena is no larger than the sections), so that a unit's names
-	// cost one allocation and stay valid after Close.
+	// unit, so that a unit's names cost one allocation and stay valid
+	// after Close. Names are keyed by their last byte: a name cannot hold
+	// a NUL, so names with the same last byte are suffixes of the longest
+	// of them, which is copied once and serves them all (names shared
+	// through DW_AT_abstract_origin, repeated offsets, and the suffixes
+	// linkers merge into longer strings). A unit's names are therefore
+	// no larger than the sections; across units they are bounded by
+	// nameBudget (hostile files with many units naming one long string).
 	if sc.names == nil {
-		sc.names, sc.at = map[uint64][2][]byte{}, map[*byte]uint32{}
+		sc.names, sc.longest = map[uint64][2][]byte{}, map[*byte]nameCopy{}
 	}
-	names, at := sc.names, sc.at // at: a name's first byte in its section → its offset in the arena
+	names, longest := sc.names, sc.longest
 	picked := atLeast(sc.picked, uint64(len(x.subrs)))[:len(x.subrs)]
 	defer func() { // runs before the scratch goes back
 		clear(picked)
 		clear(names)
-		clear(at)
+		clear(longest)
 		sc.picked = picked[:0]
 	}()
-	total := 0
 	for i := range x.subrs {
 		if !x.subrs[i].needed {
 			continue
@@ -570,19 +584,18 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			continue
 		}
 		picked[i] = link
-		if _, ok := at[&link[0]]; !ok {
-			// Names start at distinct bytes but may overlap (a string
-			// and its suffix, as linkers merge them): a hostile file
-			// could make their sum quadratic in the sections, so it is
-			// bounded by a multiple of them.
-			if total+len(link) > min(nameBudget*(len(d.sec.Str)+len(d.sec.LineStr)+len(d.sec.Info))+4096, 1<<32-1) {
-				x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
-					Msg: fmt.Sprintf("the unit's names exceed %d times the string sections", nameBudget)}
-				return x
-			}
-			at[&link[0]] = uint32(total)
-			total += len(link)
+		if c, ok := longest[&link[len(link)-1]]; !ok || len(link) > len(c.name) {
+			longest[&link[len(link)-1]] = nameCopy{name: link}
 		}
+	}
+	total := 0
+	for _, c := range longest {
+		total += len(c.name)
+	}
+	if total > 1<<32-1 || d.nameBytes.Add(int64(total)) > nameBudget*int64(len(d.sec.Str)+len(d.sec.LineStr)+len(d.sec.Info))+1<<20 {
+		x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
+			Msg: fmt.Sprintf("the units' names exceed %d times the sections they come from", nameBudget)}
+		return x
 	}
 	var arena strings.Builder
 	arena.Grow(total)
@@ -590,11 +603,15 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		if len(p) == 0 {
 			continue
 		}
-		off := at[&p[0]]
-		if int(off) == arena.Len() {
-			arena.Write(p)
+		k := &p[len(p)-1]
+		c := longest[k]
+		if !c.written {
+			c.off, c.written = uint32(arena.Len()), true
+			arena.Write(c.name)
+			longest[k] = c
 		}
-		x.subrs[i].name, x.subrs[i].nameLen = off, uint32(len(p))
+		x.subrs[i].name = c.off + uint32(len(c.name)-len(p))
+		x.subrs[i].nameLen = uint32(len(p))
 	}
 	x.names = arena.String()
 	return x

@@ -463,3 +463,67 @@ func TestTruncated(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestNamesBudget: a small file whose many units each name one long
+// string (so that each unit would copy it) is stopped by the names budget:
+// the first units answer, the rest fail with an error naming DW_AT_name,
+// instead of the library allocating units × the string.
+func TestNamesBudget(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	const units, strLen = 400, 100000 // each unit's subprogram is named by the same 100 KB string
+	var s strings.Builder
+	fmt.Fprintf(&s, "\t.text\n\t.globl main\n\t.type main,@function\nmain:\n\tret\n\t.size main,1\n\t.p2align 4\nblob:\n\t.fill %d,1,0x90\n", units*16)
+	// Abbrev 1: compile unit with low_pc/high_pc; 2: subprogram with
+	// name (strp), low_pc, high_pc (data4).
+	s.WriteString("\t.section .debug_abbrev,\"\",@progbits\n" +
+		"\t.uleb128 1\n\t.uleb128 0x11\n\t.byte 1\n\t.uleb128 0x11\n\t.uleb128 0x01\n\t.uleb128 0x12\n\t.uleb128 0x06\n\t.byte 0,0\n" +
+		"\t.uleb128 2\n\t.uleb128 0x2e\n\t.byte 0\n\t.uleb128 0x03\n\t.uleb128 0x0e\n\t.uleb128 0x11\n\t.uleb128 0x01\n\t.uleb128 0x12\n\t.uleb128 0x06\n\t.byte 0,0\n\t.byte 0\n" +
+		"\t.section .debug_info,\"\",@progbits\n")
+	for u := range units {
+		fmt.Fprintf(&s, "\t.long .Le%d - .Ls%d\n.Ls%d:\n\t.value 4\n\t.long 0\n\t.byte 8\n\t.uleb128 1\n\t.quad blob+%d\n\t.long 16\n"+
+			"\t.uleb128 2\n\t.long 0\n\t.quad blob+%d\n\t.long 16\n\t.byte 0\n.Le%d:\n", u, u, u, u*16, u*16, u)
+	}
+	fmt.Fprintf(&s, "\t.section .debug_str,\"MS\",@progbits,1\n\t.fill %d,1,0x41\n\t.byte 0\n", strLen)
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "many.s"), filepath.Join(dir, "many")
+	if err := os.WriteFile(src, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(gcc, "-nostdlib", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, msg)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := uint64(0)
+	syms, _ := f.Symbols()
+	for _, sy := range syms {
+		if sy.Name == "blob" {
+			blob = sy.Value
+		}
+	}
+	f.Close()
+	sym, err := symbolize.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sym.Close()
+	answered, failed := 0, 0
+	for u := range units {
+		frames, err := sym.Symbolize(blob+uint64(u)*16+4, nil)
+		switch {
+		case err == nil && len(frames) == 1: // named by the symbol table, as llvm-symbolizer does
+			answered++
+		case err != nil && strings.Contains(err.Error(), "DW_AT_name"):
+			failed++
+		default:
+			t.Fatalf("unit %d at %#x: %v, %d frames %s", u, blob+uint64(u)*16+4, err, len(frames), fmtFrames(frames))
+		}
+	}
+	// The budget is 16 times the sections (about 1.7 MB here) plus 1 MiB:
+	// about 37 units of 100 KB.
+	if answered < 10 || failed == 0 || answered+failed != units {
+		t.Errorf("%d units answered, %d failed: want the first ones answered and the rest failed", answered, failed)
+	}
+}

@@ -40,9 +40,10 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	defer w.Flush()
 	p := symPrinter{w: w, sym: sym, file: *exe, inlines: *inlines, json: *asJSON, columns: *columns}
 	if fs.NArg() > 0 {
-		// One answer per argument, as addr2line gives.
+		// One answer per argument, for its first word, as addr2line and
+		// llvm-symbolizer give (an empty argument is malformed).
 		for _, a := range fs.Args() {
-			p.addWord([]byte(a))
+			p.addWord(firstWord([]byte(a)))
 		}
 		if err := p.flush(); err != nil {
 			return err
@@ -57,8 +58,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	// buffer is gathered in long).
 	const batchMax = 1 << 14
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	// Sized once for a full batch: growing them would copy into fresh
-	// pages. (A batch passes batchMax by at most one line's words.)
+	// Sized once for a batch of batchMax words and a little more (a batch
+	// ends after the line that reaches batchMax, which may add any number
+	// of words: then they grow).
 	p.batch, p.addrs = make([]query, 0, batchMax+1024), make([]uint64, 0, batchMax+1024)
 	var long []byte
 	for {
@@ -90,12 +92,17 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	return p.err()
 }
 
-// err reports the malformed words, after every address was answered.
+// err reports the malformed words and the addresses whose debug
+// information could not be read, after every address was answered.
 func (p *symPrinter) err() error {
+	var errs []error
 	if len(p.bad) > 0 {
-		return fmt.Errorf("not hexadecimal addresses: %q", p.bad)
+		errs = append(errs, fmt.Errorf("not hexadecimal addresses: %q", p.bad))
 	}
-	return nil
+	if p.failed > 0 {
+		errs = append(errs, fmt.Errorf("%d addresses answered ?? for malformed debug information; the first: %w", p.failed, p.firstErr))
+	}
+	return errors.Join(errs...)
 }
 
 type symPrinter struct {
@@ -108,6 +115,8 @@ type symPrinter struct {
 	addrs                  []uint64 // the batch's valid addresses, for Prepare
 	frames                 []symbolize.Frame
 	bad                    []string
+	failed                 int    // addresses whose debug information is malformed
+	firstErr               error  // the first of their errors
 	num                    []byte // scratch for formatting a frame
 }
 
@@ -139,6 +148,20 @@ func (p *symPrinter) add(line []byte) {
 		}
 		line = line[j:]
 	}
+}
+
+// firstWord returns the first run of non-space characters of b, or an
+// empty slice.
+func firstWord(b []byte) []byte {
+	i := 0
+	for i < len(b) && spaceAt(b[i:]) > 0 {
+		i += spaceAt(b[i:])
+	}
+	j := i
+	for j < len(b) && spaceAt(b[j:]) == 0 {
+		j++
+	}
+	return b[i:j]
 }
 
 // addWord appends one word to the batch.
@@ -247,7 +270,17 @@ func (p *symPrinter) one(q query) error {
 		var err error
 		p.frames, err = p.sym.Symbolize(addr, p.frames[:0])
 		if err != nil && !errors.Is(err, symbolize.ErrNoInfo) {
-			return fmt.Errorf("address %#x: %w", addr, err)
+			// Malformed debug information fails only the addresses
+			// it covers: they get addr2line's "??" answer, and the
+			// first error is reported at the end.
+			if errors.Is(err, symbolize.ErrClosed) {
+				return err
+			}
+			if p.failed == 0 {
+				p.firstErr = fmt.Errorf("address %#x: %w", addr, err)
+			}
+			p.failed++
+			p.frames = p.frames[:0]
 		}
 	}
 	frames := p.frames

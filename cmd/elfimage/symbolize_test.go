@@ -260,9 +260,9 @@ func TestSymbolizeInteractive(t *testing.T) {
 	}
 }
 
-// TestSymbolizeArguments: every argument gets one answer, as with
-// addr2line, even an empty one or one with a space in it (both malformed,
-// and named in the error).
+// TestSymbolizeArguments: every argument gets one answer, for its first
+// word, as with addr2line and llvm-symbolizer; an empty argument is
+// malformed and named in the error.
 func TestSymbolizeArguments(t *testing.T) {
 	dir := t.TempDir()
 	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
@@ -270,12 +270,57 @@ func TestSymbolizeArguments(t *testing.T) {
 	}
 	path := filepath.Join(dir, "demo.elf")
 	good := fmt.Sprintf("%#x", funcSymbols(t, path)[0].Value)
-	code, out, errOut := runCLI(t, "symbolize", "-e", path, good, "", "0x1 0x2", good)
-	if code == 0 || !strings.Contains(errOut, `""`) || !strings.Contains(errOut, `"0x1 0x2"`) {
-		t.Errorf("exit %d, error %q: want failure naming the two malformed arguments", code, errOut)
+	code, out, errOut := runCLI(t, "symbolize", "-e", path, good, "", " "+good+" 0x1", good)
+	if code == 0 || errOut != "elfimage symbolize: not hexadecimal addresses: [\"\"]\n" {
+		t.Errorf("exit %d, error %q: want failure naming the empty argument only", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 8 || lines[2] != "??" || lines[3] != "??:0" || lines[4] != "??" || lines[0] != lines[6] {
-		t.Errorf("want 4 answers (the 2nd and 3rd ??), got:\n%s", out)
+	if len(lines) != 8 || lines[2] != "??" || lines[3] != "??:0" || lines[0] != lines[4] || lines[0] != lines[6] || lines[0] == "??" {
+		t.Errorf("want 4 answers (the 2nd ??, the others alike), got:\n%s", out)
+	}
+}
+
+// TestSymbolizeMalformedUnit: an address in a compile unit whose DIEs
+// cannot be read gets addr2line's "??" answer, the other addresses their
+// answers, and the error names the unit's problem at the end.
+func TestSymbolizeMalformedUnit(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	// Two functions, each in its own unit; the second unit's subprogram
+	// uses abbreviation code 9, which its table does not define.
+	var s strings.Builder
+	s.WriteString("\t.text\n")
+	for i := range 2 {
+		fmt.Fprintf(&s, "\t.globl f%d\n\t.type f%d,@function\nf%d:\n\t.fill 16,1,0x90\n\t.size f%d,16\n", i, i, i, i)
+	}
+	s.WriteString("\t.globl _start\n_start:\n\tret\n" +
+		"\t.section .debug_abbrev,\"\",@progbits\n" +
+		"\t.uleb128 1\n\t.uleb128 0x11\n\t.byte 1\n\t.uleb128 0x11\n\t.uleb128 0x01\n\t.uleb128 0x12\n\t.uleb128 0x06\n\t.byte 0,0\n" +
+		"\t.uleb128 2\n\t.uleb128 0x2e\n\t.byte 0\n\t.uleb128 0x03\n\t.uleb128 0x08\n\t.uleb128 0x11\n\t.uleb128 0x01\n\t.uleb128 0x12\n\t.uleb128 0x06\n\t.byte 0,0\n\t.byte 0\n" +
+		"\t.section .debug_info,\"\",@progbits\n")
+	for i, code := range []int{2, 9} {
+		fmt.Fprintf(&s, "\t.long .Le%d - .Ls%d\n.Ls%d:\n\t.value 4\n\t.long 0\n\t.byte 8\n\t.uleb128 1\n\t.quad f%d\n\t.long 16\n"+
+			"\t.uleb128 %d\n\t.string \"f%d\"\n\t.quad f%d\n\t.long 16\n\t.byte 0\n.Le%d:\n", i, i, i, i, code, i, i, i)
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "two.s"), filepath.Join(dir, "two")
+	if err := os.WriteFile(src, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(gcc, "-nostdlib", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, msg)
+	}
+	var args []string
+	for _, sy := range funcSymbols(t, bin) {
+		args = append(args, fmt.Sprintf("%#x", sy.Value+4))
+	}
+	if len(args) != 2 {
+		t.Fatalf("%d functions, want 2", len(args))
+	}
+	code, out, errOut := runCLI(t, append([]string{"symbolize", "-e", bin}, args...)...)
+	if code == 0 || !strings.Contains(errOut, "1 addresses answered ??") || !strings.Contains(errOut, "abbrev code") {
+		t.Errorf("exit %d, error %q: want failure reporting the malformed unit", code, errOut)
+	}
+	if want := "f0\n??:?\n??\n??:0\n"; out != want {
+		t.Errorf("output %q, want %q", out, want)
 	}
 }
