@@ -96,6 +96,10 @@ func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uin
 	b := dwarf.MakeBuf(secAbbrev, binary.LittleEndian, data)
 	b.Seek(off, "debug_abbrev_offset")
 	t := &abbrevTable{}
+	// The declarations' attribute specifications share backing arrays
+	// (each declaration's slice is clipped): a few allocations per table
+	// instead of several per declaration.
+	all := make([]attrSpec, 0, 32)
 	for b.Err() == nil && b.Len() > 0 {
 		at := b.Off()
 		code := b.Uleb("abbrev code")
@@ -108,12 +112,13 @@ func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uin
 		if b.Err() == nil && ch > 1 {
 			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
 		}
+		start := len(all)
 		for b.Err() == nil {
 			name, form := b.Uleb("attribute name"), b.Uleb("attribute form")
 			if name == 0 && form == 0 {
 				break
 			}
-			if len(a.specs) == info.MaxAttrs {
+			if len(all)-start == info.MaxAttrs {
 				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", info.MaxAttrs))
 				break
 			}
@@ -123,8 +128,9 @@ func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uin
 			}
 			s.size = formSize(s.form, enc)
 			s.want = wanted(s.attr)
-			a.specs = append(a.specs, s)
+			all = append(all, s)
 		}
+		a.specs = all[start:len(all):len(all)]
 		if b.Err() != nil {
 			break
 		}

@@ -342,6 +342,10 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 	b := dwarf.MakeBuf(secAbbrev, order, data)
 	b.Seek(off, "debug_abbrev_offset")
 	t := &abbrevTable{}
+	// The declarations' attribute specifications share backing arrays
+	// (each declaration's slice is clipped): a few allocations per table
+	// instead of several per declaration.
+	all := make([]attrSpec, 0, 32)
 	for b.Err() == nil && b.Len() > 0 {
 		at := b.Off()
 		code := b.Uleb("abbrev code")
@@ -362,6 +366,7 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 		if b.Err() == nil && ch > 1 {
 			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
 		}
+		start := len(all)
 		for b.Err() == nil {
 			specOff := b.Off()
 			name := b.Uleb("attribute name")
@@ -373,7 +378,7 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 				b.FailAt(specOff, "attribute specification", fmt.Sprintf("attribute %#x or form %#x out of range", name, form))
 				break
 			}
-			if len(a.specs) == MaxAttrs {
+			if len(all)-start == MaxAttrs {
 				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", MaxAttrs))
 				break
 			}
@@ -381,8 +386,9 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 			if s.form == dwarf.DW_FORM_implicit_const {
 				s.implicit = b.Sleb("implicit_const value")
 			}
-			a.specs = append(a.specs, s)
+			all = append(all, s)
 		}
+		a.specs = all[start:len(all):len(all)]
 		if b.Err() != nil {
 			break
 		}
