@@ -91,62 +91,34 @@ func formSize(f dwarf.Form, enc dwarf.Encoding) int8 {
 }
 
 // parseAbbrev reads the abbreviation table at off (DWARF 5 section 7.5.3)
-// for units of encoding enc. It returns the table and the bytes read.
+// for units of encoding enc: dwarf/info decodes and checks it, and each
+// declaration gets the form sizes and kept attributes that readAttrs and
+// build's skipping use. It returns the table and the bytes read.
 func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uint64, error) {
-	b := dwarf.MakeBuf(secAbbrev, binary.LittleEndian, data)
-	b.Seek(off, "debug_abbrev_offset")
-	t := &abbrevTable{}
-	// The declarations' attribute specifications share backing arrays
-	// (each declaration's slice is clipped): a few allocations per table
-	// instead of several per declaration.
-	all := make([]attrSpec, 0, 32)
-	for b.Err() == nil && b.Len() > 0 {
-		at := b.Off()
-		code := b.Uleb("abbrev code")
-		if code == 0 {
-			break
-		}
-		a := abbrev{tag: dwarf.Tag(b.Uleb("tag"))}
-		ch := b.U8("DW_CHILDREN")
-		a.children = ch == 1
-		if b.Err() == nil && ch > 1 {
-			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
-		}
+	it, n, err := info.ParseAbbrevTable(data, binary.LittleEndian, off)
+	if err != nil {
+		return nil, 0, err
+	}
+	count, nspecs := 0, 0
+	for _, a := range it.All() {
+		count, nspecs = count+1, nspecs+len(a.Specs)
+	}
+	t := &abbrevTable{dense: make([]abbrev, 0, count)}
+	all := make([]attrSpec, 0, nspecs) // one backing array for the table
+	for code, ia := range it.All() {
+		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
-		for b.Err() == nil {
-			name, form := b.Uleb("attribute name"), b.Uleb("attribute form")
-			if name == 0 && form == 0 {
-				break
-			}
-			if len(all)-start == info.MaxAttrs {
-				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", info.MaxAttrs))
-				break
-			}
-			s := attrSpec{attr: dwarf.Attr(name), form: dwarf.Form(form)}
-			if s.form == dwarf.DW_FORM_implicit_const {
-				s.implicit = b.Sleb("implicit_const value")
-			}
-			s.size = formSize(s.form, enc)
-			s.want = wanted(s.attr)
+		for _, is := range ia.Specs {
+			s := attrSpec{attr: is.Attr, form: is.Form, implicit: is.Implicit, size: formSize(is.Form, enc), want: wanted(is.Attr)}
 			all = append(all, s)
-		}
-		a.specs = all[start:len(all):len(all)]
-		if b.Err() != nil {
-			break
-		}
-		a.fixed = 0
-		for _, s := range a.specs {
 			if s.size < 0 {
 				a.fixed = -1
-				break
+			} else if a.fixed >= 0 {
+				a.fixed += int(s.size)
 			}
-			a.fixed += int(s.size)
 		}
-		if t.lookup(code) != nil {
-			b.FailAt(at, "abbrev code", fmt.Sprintf("duplicate code %d", code))
-			break
-		}
-		if code == uint64(len(t.dense))+1 && t.sparse == nil {
+		a.specs = all[start:len(all):len(all)]
+		if code == uint64(len(t.dense))+1 {
 			t.dense = append(t.dense, a)
 		} else {
 			if t.sparse == nil {
@@ -155,10 +127,7 @@ func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uin
 			t.sparse[code] = &a
 		}
 	}
-	if b.Err() != nil {
-		return nil, 0, b.Err()
-	}
-	return t, b.Off() - off, nil
+	return t, n, nil
 }
 
 // attrs are the attributes of a DIE that symbolization reads.

@@ -3,6 +3,7 @@ package info
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
 	"sync"
 
@@ -152,28 +153,51 @@ func (e *Entry) PCRange() (low, high uint64, ok bool) {
 	return 0, 0, false
 }
 
-type attrSpec struct {
-	attr     dwarf.Attr
-	form     dwarf.Form
-	implicit int64
+// AttrSpec is one attribute specification of an abbreviation declaration:
+// the attribute, its form and, for DW_FORM_implicit_const, the value
+// (DWARF 5 section 7.5.3).
+type AttrSpec struct {
+	Attr     dwarf.Attr
+	Form     dwarf.Form
+	Implicit int64
 }
 
-type abbrev struct {
-	tag      dwarf.Tag
-	children bool
-	specs    []attrSpec
+// Abbrev is one abbreviation declaration (DWARF 5 section 7.5.3).
+type Abbrev struct {
+	Tag      dwarf.Tag
+	Children bool
+	Specs    []AttrSpec
 }
 
-type abbrevTable struct {
-	dense  []abbrev // dense[code-1] for codes 1..len(dense)
-	sparse map[uint64]*abbrev
+// AbbrevTable is one decoded abbreviation table: declarations by code.
+type AbbrevTable struct {
+	dense  []Abbrev // dense[code-1] for codes 1..len(dense)
+	sparse map[uint64]*Abbrev
 }
 
-func (t *abbrevTable) lookup(code uint64) *abbrev {
+// Lookup returns the declaration of code, or nil. Cost: an index, or a map
+// lookup for codes not numbered 1, 2, 3, ... from the table's start.
+func (t *AbbrevTable) Lookup(code uint64) *Abbrev {
 	if code-1 < uint64(len(t.dense)) {
 		return &t.dense[code-1]
 	}
 	return t.sparse[code]
+}
+
+// All yields the declarations and their codes, in no particular order.
+func (t *AbbrevTable) All() iter.Seq2[uint64, *Abbrev] {
+	return func(yield func(uint64, *Abbrev) bool) {
+		for i := range t.dense {
+			if !yield(uint64(i)+1, &t.dense[i]) {
+				return
+			}
+		}
+		for code, a := range t.sparse {
+			if !yield(code, a) {
+				return
+			}
+		}
+	}
 }
 
 // Data is decoded DWARF: the unit headers, read by [New], and abbreviation
@@ -184,7 +208,7 @@ type Data struct {
 	units []UnitHeader
 
 	mu      sync.Mutex
-	abbrevs map[uint64]*abbrevTable
+	abbrevs map[uint64]*AbbrevTable
 	// abbrevWork is the number of .debug_abbrev bytes parsed so far, over
 	// all tables. Units may point into the middle of one long table, so
 	// without a budget K crafted units cost K times the section.
@@ -198,7 +222,7 @@ func New(sec Sections) (*Data, error) {
 	if sec.Order == nil {
 		sec.Order = binary.LittleEndian
 	}
-	d := &Data{sec: sec, abbrevs: map[uint64]*abbrevTable{}}
+	d := &Data{sec: sec, abbrevs: map[uint64]*AbbrevTable{}}
 	b := dwarf.MakeBuf(secInfo, sec.Order, sec.Info)
 	for b.Len() > 0 {
 		var u UnitHeader
@@ -314,13 +338,13 @@ func (d *Data) unitIndex(off uint64) int {
 
 // abbrevTable returns the table at off of .debug_abbrev, parsing it the
 // first time.
-func (d *Data) abbrevTable(off uint64) (*abbrevTable, error) {
+func (d *Data) abbrevTable(off uint64) (*AbbrevTable, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.abbrevs[off]; ok {
 		return t, nil
 	}
-	t, n, err := parseAbbrev(d.sec.Abbrev, d.sec.Order, off)
+	t, n, err := ParseAbbrevTable(d.sec.Abbrev, d.sec.Order, off)
 	if err != nil {
 		return nil, err
 	}
@@ -333,19 +357,23 @@ func (d *Data) abbrevTable(off uint64) (*abbrevTable, error) {
 	return t, nil
 }
 
-// parseAbbrev reads one abbreviation table (DWARF 5 section 7.5.3). The
-// table ends at a 0 code or at the end of the section. Every declaration
-// takes at least three bytes and every attribute specification two, so
-// the work is bounded by the section size. It returns the table and the
-// number of bytes it read.
-func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable, uint64, error) {
+// ParseAbbrevTable reads the abbreviation table at offset off of data, a
+// .debug_abbrev section (DWARF 5 section 7.5.3). The table ends at a 0
+// code or at the end of the section. Tags, attributes and forms above
+// 0xffff, more than MaxAttrs specifications in a declaration, a
+// DW_CHILDREN byte other than 0 or 1 and a repeated code are errors
+// (*dwarf.FormatError). Every declaration takes at least three bytes and
+// every attribute specification two, so the work and the allocation are
+// bounded by the section size. It returns the table and the number of
+// bytes it read (callers that read many tables bound their sum).
+func ParseAbbrevTable(data []byte, order binary.ByteOrder, off uint64) (*AbbrevTable, uint64, error) {
 	b := dwarf.MakeBuf(secAbbrev, order, data)
 	b.Seek(off, "debug_abbrev_offset")
-	t := &abbrevTable{}
+	t := &AbbrevTable{}
 	// The declarations' attribute specifications share backing arrays
 	// (each declaration's slice is clipped): a few allocations per table
 	// instead of several per declaration.
-	all := make([]attrSpec, 0, 32)
+	all := make([]AttrSpec, 0, 32)
 	for b.Err() == nil && b.Len() > 0 {
 		at := b.Off()
 		code := b.Uleb("abbrev code")
@@ -360,9 +388,9 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 			b.FailAt(tagOff, "tag", fmt.Sprintf("tag %#x out of range", tag))
 			break
 		}
-		a := abbrev{tag: dwarf.Tag(tag)}
+		a := Abbrev{Tag: dwarf.Tag(tag)}
 		ch := b.U8("DW_CHILDREN")
-		a.children = ch == 1
+		a.Children = ch == 1
 		if b.Err() == nil && ch > 1 {
 			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
 		}
@@ -382,17 +410,17 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", MaxAttrs))
 				break
 			}
-			s := attrSpec{attr: dwarf.Attr(name), form: dwarf.Form(form)}
-			if s.form == dwarf.DW_FORM_implicit_const {
-				s.implicit = b.Sleb("implicit_const value")
+			s := AttrSpec{Attr: dwarf.Attr(name), Form: dwarf.Form(form)}
+			if s.Form == dwarf.DW_FORM_implicit_const {
+				s.Implicit = b.Sleb("implicit_const value")
 			}
 			all = append(all, s)
 		}
-		a.specs = all[start:len(all):len(all)]
+		a.Specs = all[start:len(all):len(all)]
 		if b.Err() != nil {
 			break
 		}
-		if t.lookup(code) != nil {
+		if t.Lookup(code) != nil {
 			b.FailAt(at, "abbrev code", fmt.Sprintf("duplicate code %d", code))
 			break
 		}
@@ -400,7 +428,7 @@ func parseAbbrev(data []byte, order binary.ByteOrder, off uint64) (*abbrevTable,
 			t.dense = append(t.dense, a)
 		} else {
 			if t.sparse == nil {
-				t.sparse = map[uint64]*abbrev{}
+				t.sparse = map[uint64]*Abbrev{}
 			}
 			t.sparse[code] = &a
 		}
@@ -561,15 +589,15 @@ func (r *Reader) entryRaw(u *UnitHeader, resolve bool) (Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	a := t.lookup(code)
+	a := t.Lookup(code)
 	if a == nil {
 		b.FailAt(e.Offset, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.AbbrevOffset))
 		return e, b.Err()
 	}
-	e.Tag, e.Children = a.tag, a.children
+	e.Tag, e.Children = a.Tag, a.Children
 	fs := r.scratch[:0]
-	for i := range a.specs {
-		f := r.field(u, &a.specs[i], resolve)
+	for i := range a.Specs {
+		f := r.field(u, &a.Specs[i], resolve)
 		if err := b.Err(); err != nil {
 			return e, err
 		}
@@ -577,8 +605,8 @@ func (r *Reader) entryRaw(u *UnitHeader, resolve bool) (Entry, error) {
 	}
 	r.scratch = fs
 	e.Fields = fs
-	r.lastKids = a.children
-	if a.children {
+	r.lastKids = a.Children
+	if a.Children {
 		r.depth++
 		if r.depth > MaxDepth {
 			b.FailAt(e.Offset, "DIE nesting", fmt.Sprintf("deeper than %d levels", MaxDepth))
@@ -601,9 +629,9 @@ func isPtrAttr(a dwarf.Attr) bool {
 }
 
 // field reads one attribute value of spec's form at the cursor.
-func (r *Reader) field(u *UnitHeader, spec *attrSpec, resolve bool) Field {
+func (r *Reader) field(u *UnitHeader, spec *AttrSpec, resolve bool) Field {
 	b := &r.b
-	f := Field{Attr: spec.attr, Form: spec.form}
+	f := Field{Attr: spec.Attr, Form: spec.Form}
 	osz := u.Enc.Format.OffsetSize()
 	at := b.Off()
 	// DW_FORM_indirect: each level consumes at least one byte.
@@ -648,7 +676,7 @@ func (r *Reader) field(u *UnitHeader, spec *attrSpec, resolve bool) Field {
 		f.Class, f.Int = ClassConstant, b.Sleb(field)
 		f.Val = uint64(f.Int)
 	case dwarf.DW_FORM_implicit_const:
-		f.Class, f.Int, f.Val = ClassConstant, spec.implicit, uint64(spec.implicit)
+		f.Class, f.Int, f.Val = ClassConstant, spec.Implicit, uint64(spec.Implicit)
 	case dwarf.DW_FORM_string:
 		f.Class, f.Str = ClassString, string(b.CString(field))
 	case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp:

@@ -36,7 +36,7 @@ func TestTrapAbbrevTerminator(t *testing.T) {
 			continue
 		}
 		seen[u.AbbrevOffset] = true
-		_, n, err := parseAbbrev(abbrev, binary.LittleEndian, u.AbbrevOffset)
+		_, n, err := ParseAbbrevTable(abbrev, binary.LittleEndian, u.AbbrevOffset)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,14 +52,14 @@ func TestTrapAbbrevTerminator(t *testing.T) {
 	// runs into the second, whose code 1 is then a duplicate.
 	table := []byte{1, byte(edwarf.DW_TAG_compile_unit), 0, byte(edwarf.DW_AT_name), byte(edwarf.DW_FORM_string), 0, 0}
 	two := append(append([]byte(nil), table...), append(table, 0)...)
-	_, _, err = parseAbbrev(two, binary.LittleEndian, 0)
+	_, _, err = ParseAbbrevTable(two, binary.LittleEndian, 0)
 	var fe *edwarf.FormatError
 	if !errors.As(err, &fe) || fe.Field != "abbrev code" || fe.Offset != uint64(len(table)) {
 		t.Errorf("unterminated table followed by another: err = %v, want FormatError on abbrev code at %#x", err, len(table))
 	}
 	// A lone unterminated table ends at the end of the section.
-	tab, n, err := parseAbbrev(table, binary.LittleEndian, 0)
-	if err != nil || n != uint64(len(table)) || tab.lookup(1) == nil {
+	tab, n, err := ParseAbbrevTable(table, binary.LittleEndian, 0)
+	if err != nil || n != uint64(len(table)) || tab.Lookup(1) == nil {
 		t.Errorf("unterminated table at section end: %d bytes, %v", n, err)
 	}
 }
@@ -202,7 +202,7 @@ func TestAbbrevOutOfRange(t *testing.T) {
 		"attribute": {cat([]byte{1, byte(edwarf.DW_TAG_variable), 0}, uleb(0x81f3027), []byte{byte(edwarf.DW_FORM_string), 0, 0, 0}), "attribute specification"},
 		"form":      {cat([]byte{1, byte(edwarf.DW_TAG_variable), 0, byte(edwarf.DW_AT_name)}, uleb(0x10008), []byte{0, 0, 0}), "attribute specification"},
 	} {
-		_, _, err := parseAbbrev(c.abbrev, binary.LittleEndian, 0)
+		_, _, err := ParseAbbrevTable(c.abbrev, binary.LittleEndian, 0)
 		var fe *edwarf.FormatError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s: err = %v, want FormatError on %q", name, err, c.field)
