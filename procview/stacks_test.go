@@ -1,9 +1,7 @@
 package procview_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,27 +70,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	os.Exit(code)
-}
-
-// startReady starts cmd and waits for its first line, "ready".
-func startReady(t testing.TB, cmd *exec.Cmd) {
-	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	r := bufio.NewReader(stdout)
-	if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("first line %q, %v; want ready", line, err)
-	}
-	go io.Copy(io.Discard, r)
 }
 
 // gdbFrame is one line of gdb's bt: its function ("<signal handler
@@ -301,7 +278,7 @@ func TestStacksSpin(t *testing.T) {
 		t.Run(strings.Join(args[1:len(args)-1], ""), func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(dir, "elfimage"), args...)
 			cmd.Dir = dir
-			startReady(t, cmd)
+			tooltest.StartReady(t, cmd)
 			pid := cmd.Process.Pid
 			// The main thread may still be printing "ready": take
 			// backtraces of the stopped process until it is in spin.
@@ -378,7 +355,7 @@ func TestStacksCgo(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin)
-	startReady(t, cmd)
+	tooltest.StartReady(t, cmd)
 	waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_PAUSE))
 	freeze(t, cmd.Process.Pid)
 	threads, view, err := procview.Stacks(cmd.Process.Pid, nil)
@@ -434,7 +411,7 @@ func BenchmarkStacksSpin(b *testing.B) {
 	for _, mode := range [][]string{{"run", "-gdb", "spin.elf"}, {"run", "-jit", "-gdb", "spin.scm"}} {
 		cmd := exec.Command(filepath.Join(dir, "elfimage"), mode...)
 		cmd.Dir = dir
-		startReady(b, cmd)
+		tooltest.StartReady(b, cmd)
 		for _, sym := range []bool{false, true} {
 			name := mode[1] + "/unwind"
 			if sym {

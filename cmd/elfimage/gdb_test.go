@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
@@ -583,19 +582,6 @@ func startReady(t *testing.T, cli, dir string, args ...string) int {
 	t.Helper()
 	cmd := exec.Command(cli, args...)
 	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("first line %q, %v; want ready", line, err)
-	}
+	tooltest.StartReady(t, cmd)
 	return cmd.Process.Pid
 }
