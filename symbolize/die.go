@@ -90,15 +90,12 @@ func formSize(f dwarf.Form, enc dwarf.Encoding) int8 {
 	return -1
 }
 
-// parseAbbrev reads the abbreviation table at off (DWARF 5 section 7.5.3)
-// for units of encoding enc: dwarf/info decodes and checks it, and each
-// declaration gets the form sizes and kept attributes that readAttrs and
-// build's skipping use. It returns the table and the bytes read.
-func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uint64, error) {
-	it, n, err := info.ParseAbbrevTable(data, binary.LittleEndian, off)
-	if err != nil {
-		return nil, 0, err
-	}
+// convertAbbrev turns an abbreviation table decoded (and checked) by
+// dwarf/info into one for units of encoding enc: each declaration gets the
+// form sizes and kept attributes that readAttrs and build's skipping use.
+// It returns the table and a lower bound of the bytes the table takes in
+// .debug_abbrev (three per declaration, two per attribute specification).
+func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint64) {
 	count, nspecs := 0, 0
 	for _, a := range it.All() {
 		count, nspecs = count+1, nspecs+len(a.Specs)
@@ -127,7 +124,7 @@ func parseAbbrev(data []byte, off uint64, enc dwarf.Encoding) (*abbrevTable, uin
 			t.sparse[code] = &a
 		}
 	}
-	return t, n, nil
+	return t, uint64(3*count + 2*nspecs)
 }
 
 // attrs are the attributes of a DIE that symbolization reads.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
@@ -118,20 +119,20 @@ type scratch struct {
 	rs      []cuRange
 	order   []int32
 	stack   []int32
-	keys    []uint64 // flattenSubrs' sort keys
-	picked  [][]byte // each subroutine's name, in the sections
-	// The maps of build's name resolution, cleared after use (a cleared
+	keys    []uint64   // flattenSubrs' sort keys
+	picks   []namePick // the names build copies
+	// The cache of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
-	names   map[uint64][2][]byte
-	longest map[*byte]nameCopy // by a name's last byte in its section
+	names map[uint64][2][]byte
 }
 
-// nameCopy is the longest name ending at one byte of a section, and
-// (once written) where build copied it in the unit's names.
-type nameCopy struct {
-	name    []byte
-	off     uint32
-	written bool
+// namePick is the name of one subroutine, in the sections, and the
+// address of its last byte: names that end at one byte are suffixes of
+// the longest of them, and share its copy.
+type namePick struct {
+	end  uintptr
+	name []byte
+	subr int32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -148,7 +149,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.picked)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.picks)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -397,10 +398,11 @@ func (d *dwarfData) abbrevTable(u *unit) (*abbrevTable, error) {
 	if t, ok := d.abbrevs[key]; ok {
 		return t, nil
 	}
-	t, n, err := parseAbbrev(d.sec.Abbrev, off, u.hdr.Enc)
+	it, err := d.data.AbbrevTable(off)
 	if err != nil {
 		return nil, err
 	}
+	t, n := convertAbbrev(it, u.hdr.Enc)
 	d.abbrevWork += n
 	if budget := 8*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
 		return nil, &dwarf.FormatError{Section: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
@@ -562,15 +564,19 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// no larger than the sections; across units they are bounded by
 	// nameBudget (hostile files with many units naming one long string).
 	if sc.names == nil {
-		sc.names, sc.longest = map[uint64][2][]byte{}, map[*byte]nameCopy{}
+		sc.names = map[uint64][2][]byte{}
 	}
-	names, longest := sc.names, sc.longest
-	picked := atLeast(sc.picked, uint64(len(x.subrs)))[:len(x.subrs)]
+	names := sc.names
+	needed := 0
+	for i := range x.subrs {
+		if x.subrs[i].needed {
+			needed++
+		}
+	}
+	picks := atLeast(sc.picks, uint64(needed))
 	defer func() { // runs before the scratch goes back
-		clear(picked)
 		clear(names)
-		clear(longest)
-		sc.picked = picked[:0]
+		sc.picks = picks[:0]
 	}()
 	for i := range x.subrs {
 		if !x.subrs[i].needed {
@@ -583,14 +589,21 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		if len(link) == 0 {
 			continue
 		}
-		picked[i] = link
-		if c, ok := longest[&link[len(link)-1]]; !ok || len(link) > len(c.name) {
-			longest[&link[len(link)-1]] = nameCopy{name: link}
-		}
+		picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&link[len(link)-1])), name: link, subr: int32(i)})
 	}
+	// By last byte, longest first: each run of one last byte is the
+	// longest name and its suffixes.
+	slices.SortFunc(picks, func(a, b namePick) int {
+		if a.end != b.end {
+			return cmp(uint64(a.end), uint64(b.end))
+		}
+		return len(b.name) - len(a.name)
+	})
 	total := 0
-	for _, c := range longest {
-		total += len(c.name)
+	for k, p := range picks {
+		if k == 0 || p.end != picks[k-1].end {
+			total += len(p.name)
+		}
 	}
 	if total > 1<<32-1 || d.nameBytes.Add(int64(total)) > nameBudget*int64(len(d.sec.Str)+len(d.sec.LineStr)+len(d.sec.Info))+1<<20 {
 		x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
@@ -599,19 +612,16 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	var arena strings.Builder
 	arena.Grow(total)
-	for i, p := range picked {
-		if len(p) == 0 {
-			continue
+	var longest namePick // of the current run
+	var off int
+	for k, p := range picks {
+		if k == 0 || p.end != picks[k-1].end {
+			longest, off = p, arena.Len()
+			arena.Write(p.name)
 		}
-		k := &p[len(p)-1]
-		c := longest[k]
-		if !c.written {
-			c.off, c.written = uint32(arena.Len()), true
-			arena.Write(c.name)
-			longest[k] = c
-		}
-		x.subrs[i].name = c.off + uint32(len(c.name)-len(p))
-		x.subrs[i].nameLen = uint32(len(p))
+		s := &x.subrs[p.subr]
+		s.name = uint32(off + len(longest.name) - len(p.name))
+		s.nameLen = uint32(len(p.name))
 	}
 	x.names = arena.String()
 	return x

@@ -1,11 +1,11 @@
 package symbolize
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -30,7 +30,8 @@ type symtab struct {
 	f       *elfFile
 	data    []byte // the raw table
 	entsize uint64
-	names   string // the string table, one copy, so that names cost nothing
+	strs    []byte // the string table, in place (mapped)
+	names   string // a copy of strs made by sort, so that sorted lookups' names cost nothing
 
 	scans  atomic.Int32
 	once   sync.Once
@@ -42,8 +43,9 @@ type symtab struct {
 
 const scanLimit = 32
 
-// readSymtab finds the symbol table (gABI "Symbol Table") and copies its
-// string table. Cost: the copy.
+// readSymtab finds the symbol table (gABI "Symbol Table") and its string
+// table. Neither is copied: the first lookups scan the table in place and
+// copy the one name they return; sort copies the string table once.
 func readSymtab(f *elfFile) (*symtab, error) {
 	var s *section
 	for i := range f.sections {
@@ -79,7 +81,7 @@ func readSymtab(f *elfFile) (*symtab, error) {
 		return nil, err
 	}
 	t.data = data[:uint64(len(data))/t.entsize*t.entsize]
-	t.names = string(strs)
+	t.strs = strs
 	return t, nil
 }
 
@@ -90,9 +92,9 @@ func (t *symtab) entry(i uint64) (addr uint64, sym symbol, ok bool) {
 		return 0, sym, false
 	}
 	sym.size = size
-	if uint64(name) < uint64(len(t.names)) {
-		rest := t.names[name:]
-		n := strings.IndexByte(rest, 0)
+	if uint64(name) < uint64(len(t.strs)) {
+		rest := t.strs[name:]
+		n := bytes.IndexByte(rest, 0)
 		if n < 0 {
 			n = len(rest)
 		}
@@ -148,6 +150,7 @@ func (t *symtab) sort() {
 	// address, then table order. Built in locals and published at the
 	// end: a fault on the mapped table leaves the symtab unsorted (lookups
 	// then scan, and fault again, which Symbolize reports).
+	names := string(t.strs)
 	addrs := make([]uint64, 0, m)
 	syms := make([]symbol, 0, m)
 	pick := func(idx, addr uint64) {
@@ -190,7 +193,7 @@ func (t *symtab) sort() {
 			pick(o.idx, o.addr)
 		}
 	}
-	t.addrs, t.syms, t.index = addrs, syms, newBucketIndex(addrs)
+	t.names, t.addrs, t.syms, t.index = names, addrs, syms, newBucketIndex(addrs)
 	t.sorted.Store(true)
 }
 
@@ -223,17 +226,20 @@ func (t *symtab) lookup(addr uint64) (string, bool) {
 	if i < 0 {
 		return "", false
 	}
-	return t.cover(t.addrs[i], &t.syms[i], addr)
-}
-
-func (t *symtab) cover(at uint64, s *symbol, addr uint64) (string, bool) {
-	if s.size != 0 && addr-at >= s.size {
+	s := &t.syms[i]
+	if !covers(t.addrs[i], s, addr) {
 		return "", false
 	}
 	return t.names[s.name : s.name+s.nameLen], true
 }
 
-// scan is lookup by a pass over the table.
+// covers reports whether symbol s at address at covers addr.
+func covers(at uint64, s *symbol, addr uint64) bool {
+	return s.size == 0 || addr-at < s.size
+}
+
+// scan is lookup by a pass over the table; the name is copied out of the
+// string table.
 func (t *symtab) scan(addr uint64) (string, bool) {
 	var bestAt, bestSize uint64
 	best := uint64(0)
@@ -250,5 +256,8 @@ func (t *symtab) scan(addr uint64) (string, bool) {
 		return "", false
 	}
 	_, s, _ := t.entry(best)
-	return t.cover(bestAt, &s, addr)
+	if !covers(bestAt, &s, addr) {
+		return "", false
+	}
+	return string(t.strs[s.name : s.name+s.nameLen]), true
 }

@@ -54,7 +54,7 @@ func TestSymtabSort(t *testing.T) {
 		}
 		for _, bits := range []int{64, 1} { // 1: always the unpacked path
 			packedSortBits = bits
-			st := &symtab{f: &elfFile{class64: true}, entsize: 24, data: data, names: string(names)}
+			st := &symtab{f: &elfFile{class64: true}, entsize: 24, data: data, strs: names}
 			st.sort()
 			packedSortBits = 64
 			var addrs []uint64

@@ -336,9 +336,13 @@ func (d *Data) unitIndex(off uint64) int {
 	return lo - 1
 }
 
-// abbrevTable returns the table at off of .debug_abbrev, parsing it the
-// first time.
-func (d *Data) abbrevTable(off uint64) (*AbbrevTable, error) {
+// AbbrevTable returns the abbreviation table at offset off of
+// .debug_abbrev, parsing it the first time and keeping it: callers share
+// it and must not modify it. Errors are those of [ParseAbbrevTable], and
+// a *dwarf.FormatError when the tables parsed so far add up to more than
+// four times the section (units that point into the middle of one long
+// table). Cost: a map lookup under a lock once the table is parsed.
+func (d *Data) AbbrevTable(off uint64) (*AbbrevTable, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.abbrevs[off]; ok {
@@ -367,13 +371,56 @@ func (d *Data) abbrevTable(off uint64) (*AbbrevTable, error) {
 // bounded by the section size. It returns the table and the number of
 // bytes it read (callers that read many tables bound their sum).
 func ParseAbbrevTable(data []byte, order binary.ByteOrder, off uint64) (*AbbrevTable, uint64, error) {
+	// Two passes: the first validates and counts, the second fills arrays
+	// of exactly that size (the declarations' attribute specifications
+	// share one backing array, each declaration's slice clipped), so a
+	// table costs three allocations and touches no memory it does not
+	// keep.
+	var c abbrevCount
+	n, err := scanAbbrevs(data, order, off, &c, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := &AbbrevTable{}
+	f := abbrevFill{all: make([]AttrSpec, 0, c.specs)}
+	if c.dense {
+		t.dense = make([]Abbrev, 0, c.decls)
+	} else {
+		f.backing = make([]Abbrev, 0, c.decls)
+		t.sparse = make(map[uint64]*Abbrev, c.decls)
+	}
+	if _, err := scanAbbrevs(data, order, off, nil, &abbrevSink{t, &f}); err != nil {
+		return nil, 0, err
+	}
+	return t, n, nil
+}
+
+// abbrevCount is what the first pass of ParseAbbrevTable learns.
+type abbrevCount struct {
+	decls, specs int
+	dense        bool // codes 1, 2, 3, ... in order
+}
+
+// abbrevFill is the second pass's backing arrays.
+type abbrevFill struct {
+	all     []AttrSpec
+	backing []Abbrev // the sparse declarations
+}
+
+type abbrevSink struct {
+	t *AbbrevTable
+	f *abbrevFill
+}
+
+// scanAbbrevs reads the table at off: with count set it validates and
+// counts; with sink set it stores the declarations (on input count has
+// already validated, except for repeated codes of a sparse table).
+func scanAbbrevs(data []byte, order binary.ByteOrder, off uint64, count *abbrevCount, sink *abbrevSink) (uint64, error) {
 	b := dwarf.MakeBuf(secAbbrev, order, data)
 	b.Seek(off, "debug_abbrev_offset")
-	t := &AbbrevTable{}
-	// The declarations' attribute specifications share backing arrays
-	// (each declaration's slice is clipped): a few allocations per table
-	// instead of several per declaration.
-	all := make([]AttrSpec, 0, 32)
+	if count != nil {
+		count.dense = true
+	}
 	for b.Err() == nil && b.Len() > 0 {
 		at := b.Off()
 		code := b.Uleb("abbrev code")
@@ -394,7 +441,10 @@ func ParseAbbrevTable(data []byte, order binary.ByteOrder, off uint64) (*AbbrevT
 		if b.Err() == nil && ch > 1 {
 			b.FailAt(b.Off()-1, "DW_CHILDREN", fmt.Sprintf("invalid value %d", ch))
 		}
-		start := len(all)
+		var start, nspecs int
+		if sink != nil {
+			start = len(sink.f.all)
+		}
 		for b.Err() == nil {
 			specOff := b.Off()
 			name := b.Uleb("attribute name")
@@ -406,37 +456,48 @@ func ParseAbbrevTable(data []byte, order binary.ByteOrder, off uint64) (*AbbrevT
 				b.FailAt(specOff, "attribute specification", fmt.Sprintf("attribute %#x or form %#x out of range", name, form))
 				break
 			}
-			if len(all)-start == MaxAttrs {
+			if nspecs == MaxAttrs {
 				b.FailAt(at, "attribute specification", fmt.Sprintf("more than %d attributes", MaxAttrs))
 				break
 			}
+			nspecs++
 			s := AttrSpec{Attr: dwarf.Attr(name), Form: dwarf.Form(form)}
 			if s.Form == dwarf.DW_FORM_implicit_const {
 				s.Implicit = b.Sleb("implicit_const value")
 			}
-			all = append(all, s)
+			if sink != nil {
+				sink.f.all = append(sink.f.all, s)
+			}
 		}
-		a.Specs = all[start:len(all):len(all)]
 		if b.Err() != nil {
 			break
 		}
-		if t.Lookup(code) != nil {
+		if count != nil {
+			count.decls++
+			count.specs += nspecs
+			if code != uint64(count.decls) {
+				count.dense = false
+			}
+			continue
+		}
+		all := sink.f.all
+		a.Specs = all[start:len(all):len(all)]
+		t := sink.t
+		if t.sparse == nil {
+			t.dense = append(t.dense, a)
+			continue
+		}
+		if _, dup := t.sparse[code]; dup {
 			b.FailAt(at, "abbrev code", fmt.Sprintf("duplicate code %d", code))
 			break
 		}
-		if code == uint64(len(t.dense))+1 && t.sparse == nil {
-			t.dense = append(t.dense, a)
-		} else {
-			if t.sparse == nil {
-				t.sparse = map[uint64]*Abbrev{}
-			}
-			t.sparse[code] = &a
-		}
+		sink.f.backing = append(sink.f.backing, a)
+		t.sparse[code] = &sink.f.backing[len(sink.f.backing)-1]
 	}
 	if b.Err() != nil {
-		return nil, 0, b.Err()
+		return 0, b.Err()
 	}
-	return t, b.Off() - off, nil
+	return b.Off() - off, nil
 }
 
 // Reader reads DIEs in section order, across units. Use [Data.Reader].
@@ -585,7 +646,7 @@ func (r *Reader) entryRaw(u *UnitHeader, resolve bool) (Entry, error) {
 		r.lastKids = false
 		return e, nil
 	}
-	t, err := r.d.abbrevTable(u.AbbrevOffset)
+	t, err := r.d.AbbrevTable(u.AbbrevOffset)
 	if err != nil {
 		return e, err
 	}
