@@ -53,8 +53,9 @@ type unit struct {
 	base    uint64 // DW_AT_low_pc of the root: base of range lists
 	compDir string
 
-	mu  sync.Mutex
-	idx atomic.Pointer[unitIndex]
+	mu      sync.Mutex
+	idx     atomic.Pointer[unitIndex]
+	scanned atomic.Bool // an address was looked up without the index (scanFrames)
 }
 
 // cuRange maps [start, end) to units[cu].
@@ -121,6 +122,8 @@ type scratch struct {
 	stack   []int32
 	keys    []uint64   // flattenSubrs' sort keys
 	picks   []namePick // the names build copies
+	chain   []openSubr // scanFrames' chains
+	best    []openSubr
 	// The cache of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
 	names map[uint64][2][]byte
@@ -460,12 +463,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			return x
 		}
 	}
-	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
-	b.Seek(u.hdr.DataOffset, "unit")
-	b.SetEnd(int(u.hdr.End))
 	sc := getScratch()
-	// parents[k] is the nearest subroutine enclosing the DIEs at depth
-	// k+1; subrs and refs (parallel to it) are the subroutines; rs their
+	// subrs and refs (parallel to it) are the subroutines; rs their
 	// ranges, with the cu field holding the subr index.
 	//
 	// Capacity guesses from gcc and Go output: a subroutine DIE per 40
@@ -477,72 +476,22 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// rest comes from the scratch.
 	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
 	subrs := make([]subr, 0, guess)
-	parents, refs, rs := atLeast(sc.parents, 64), atLeast(sc.refs, guess), atLeast(sc.rs, guess)
+	refs, rs := atLeast(sc.refs, guess), atLeast(sc.rs, guess)
 	defer func() {
-		sc.parents, sc.refs, sc.rs = parents, refs, rs
+		sc.refs, sc.rs = refs, rs
 		putScratch(sc)
 	}()
-	budget := uint64(len(d.sec.RngLists)+len(d.ranges)) + (u.hdr.End - u.hdr.DataOffset)
-	first := true
-	var a attrs
-	for b.Len() > 0 {
-		off := b.Off()
-		code := b.Uleb("abbrev code")
-		if b.Err() != nil {
-			break
-		}
-		if code == 0 {
-			if len(parents) > 0 {
-				parents = parents[:len(parents)-1]
-			}
-			continue
-		}
-		ab := t.lookup(code)
-		if ab == nil {
-			b.FailAt(off, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
-			break
-		}
-		parent := int32(-1)
-		if len(parents) > 0 {
-			parent = parents[len(parents)-1]
-		}
-		me := parent
-		if !first && (ab.tag == dwarf.DW_TAG_subprogram || ab.tag == dwarf.DW_TAG_inlined_subroutine) {
-			d.readAttrs(&b, u, ab, &a)
-			if b.Err() != nil {
-				break
-			}
-			me = int32(len(subrs))
-			subrs = append(subrs, subr{parent: parent, inlined: ab.tag == dwarf.DW_TAG_inlined_subroutine,
-				callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
-			refs = append(refs, nameRefs{a.name, a.linkage, a.spec, a.origin})
-			rs, err = d.appendRanges(rs, u, &a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
-			if err != nil {
-				x.err = err
-				return x
-			}
-		} else if ab.fixed >= 0 {
-			b.Skip(uint64(ab.fixed), "attribute value")
-		} else {
-			for i := range ab.specs {
-				if s := &ab.specs[i]; s.size >= 0 {
-					b.Skip(uint64(s.size), "attribute value")
-				} else {
-					d.skipForm(&b, s.form, u.hdr.Enc)
-				}
-			}
-		}
-		first = false
-		if ab.children {
-			if len(parents) >= info.MaxDepth {
-				b.FailAt(off, "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
-				break
-			}
-			parents = append(parents, me)
-		}
-	}
-	if b.Err() != nil {
-		x.err = b.Err()
+	budget := d.rangeBudget(u)
+	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32, _ int) error {
+		subrs = append(subrs, subr{parent: parent, inlined: inlined,
+			callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
+		refs = append(refs, nameRefs{a.name, a.linkage, a.spec, a.origin})
+		var err error
+		rs, err = d.appendRanges(rs, u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
+		return err
+	})
+	if err != nil {
+		x.err = err
 		return x
 	}
 	x.subrs = subrs
@@ -625,6 +574,85 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	x.names = arena.String()
 	return x
+}
+
+// rangeBudget is the most address ranges the subroutines of u may have
+// (appendRanges' budget): more than one per byte of the unit and of the
+// range list sections can only come from range lists shared by many DIEs.
+func (d *dwarfData) rangeBudget(u *unit) uint64 {
+	return uint64(len(d.sec.RngLists)+len(d.ranges)) + (u.hdr.End - u.hdr.DataOffset)
+}
+
+// walkSubrs reads the DIEs of u in preorder, skipping the attributes of
+// all but the subroutines (DW_TAG_subprogram and
+// DW_TAG_inlined_subroutine, the unit's root excepted), and calls visit
+// for each subroutine with its attributes, its number in preorder among
+// the unit's subroutines, the number of the nearest subroutine enclosing
+// it (-1 for none) and its depth below the root. parents is a working
+// array, returned for reuse. The walk stops at visit's first error, or
+// the first malformed DIE (a *dwarf.FormatError).
+func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit func(a *attrs, inlined bool, me, parent int32, depth int) error) ([]int32, error) {
+	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+	b.Seek(u.hdr.DataOffset, "unit")
+	b.SetEnd(int(u.hdr.End))
+	// parents[k] is the nearest subroutine enclosing the DIEs at depth
+	// k+1.
+	parents = parents[:0]
+	first := true
+	n := int32(0)
+	var a attrs
+	for b.Len() > 0 {
+		off := b.Off()
+		code := b.Uleb("abbrev code")
+		if b.Err() != nil {
+			break
+		}
+		if code == 0 {
+			if len(parents) > 0 {
+				parents = parents[:len(parents)-1]
+			}
+			continue
+		}
+		ab := t.lookup(code)
+		if ab == nil {
+			b.FailAt(off, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
+			break
+		}
+		parent := int32(-1)
+		if len(parents) > 0 {
+			parent = parents[len(parents)-1]
+		}
+		me := parent
+		if !first && (ab.tag == dwarf.DW_TAG_subprogram || ab.tag == dwarf.DW_TAG_inlined_subroutine) {
+			d.readAttrs(&b, u, ab, &a)
+			if b.Err() != nil {
+				break
+			}
+			me, n = n, n+1
+			if err := visit(&a, ab.tag == dwarf.DW_TAG_inlined_subroutine, me, parent, len(parents)); err != nil {
+				return parents, err
+			}
+		} else if ab.fixed >= 0 {
+			b.Skip(uint64(ab.fixed), "attribute value")
+		} else {
+			for i := range ab.specs {
+				if s := &ab.specs[i]; s.size >= 0 {
+					b.Skip(uint64(s.size), "attribute value")
+				} else {
+					d.skipForm(&b, s.form, u.hdr.Enc)
+				}
+			}
+		}
+		first = false
+		if ab.children {
+			if len(parents) >= info.MaxDepth {
+				b.FailAt(off, "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
+				break
+			}
+			parents = append(parents, me)
+		}
+	}
+	return parents, b.Err()
 }
 
 // names resolves the linkage name and the name of a DIE with attributes a

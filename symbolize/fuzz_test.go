@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -113,6 +114,13 @@ func FuzzDebugSections(f *testing.F) {
 				}
 				frames = x.frames(st, frames[:0])
 				frames = x.frames(x.segs[j].end-1, frames[:0])
+				// The scan path answers as the index does.
+				if j < 32 {
+					scanned, err := d.scanFrames(&d.units[i], x.segs[j].end-1, nil)
+					if err != nil || !slices.Equal(scanned, frames) {
+						t.Fatalf("unit %d, address %#x: scanned %v (error %v), indexed %v", i, x.segs[j].end-1, scanned, err, frames)
+					}
+				}
 			}
 			if x.lines != nil {
 				for j, a := range x.lines.addrs {

@@ -236,6 +236,25 @@ func compareAddrsWithLLVM(t *testing.T, path string, addrs []uint64, wantInlined
 		t.Errorf("no address had inlined frames")
 	}
 	t.Logf("%d addresses, %d with inlined frames", len(addrs), inl)
+	// The scan path (the first address of a unit, without the index)
+	// on a sample: each scan walks its whole unit.
+	defer symbolize.ScanAlways()()
+	bad = 0
+	for i := 0; i < len(addrs); i += max(1, len(addrs)/300) {
+		frames, err = s.Symbolize(addrs[i], frames[:0])
+		if err != nil {
+			frames = append(frames[:0], symbolize.Frame{})
+		}
+		if !slices.Equal(frames, want[i]) {
+			bad++
+			if bad <= 10 {
+				t.Errorf("%#x, scanned: ours (err %v):%s\n\tllvm-symbolizer:%s", addrs[i], err, fmtFrames(frames), fmtFrames(want[i]))
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("scanned: %d addresses differ", bad)
+	}
 }
 
 func TestGCCDWARF5(t *testing.T) {
@@ -467,7 +486,9 @@ func TestTruncated(t *testing.T) {
 // TestNamesBudget: a small file whose many units each name one long
 // string (so that each unit would copy it) is stopped by the names budget:
 // the first units answer, the rest fail with an error naming DW_AT_name,
-// instead of the library allocating units × the string.
+// instead of the library allocating units × the string. Each unit is
+// asked twice: the first address in a unit is answered by a scan, which
+// keeps no copy; the second builds the unit's index.
 func TestNamesBudget(t *testing.T) {
 	gcc := tooltest.Require(t, "gcc")
 	const units, strLen = 400, 100000 // each unit's subprogram is named by the same 100 KB string
@@ -511,6 +532,9 @@ func TestNamesBudget(t *testing.T) {
 	defer sym.Close()
 	answered, failed := 0, 0
 	for u := range units {
+		if frames, err := sym.Symbolize(blob+uint64(u)*16+3, nil); err != nil || len(frames) != 1 {
+			t.Fatalf("unit %d, first address (scan): %v, %d frames %s", u, err, len(frames), fmtFrames(frames))
+		}
 		frames, err := sym.Symbolize(blob+uint64(u)*16+4, nil)
 		switch {
 		case err == nil && len(frames) == 1: // named by the symbol table, as llvm-symbolizer does

@@ -39,8 +39,10 @@
 //
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
-// headers; each unit's DIE tree and line table are indexed the first time
-// an address in it is asked for, and kept. After that a lookup is a few
+// headers. The first address asked in a unit is answered by one walk of
+// the unit's DIEs that keeps nothing but the unit's decoded line table (a
+// lone address, as in a crash report, costs little); the second indexes
+// the unit's DIE tree, and the index is kept. After that a lookup is a few
 // bisections and allocates nothing. A caller with a batch of addresses can
 // have their units indexed up front on all CPUs with Prepare.
 //
@@ -239,9 +241,11 @@ func (s *Symbolizer) guard(err *error) {
 // (possibly wrapped); malformed data of one compile unit fails only the
 // addresses in that unit. After Close it returns ErrClosed.
 //
-// Cost: the first address in a compile unit indexes the unit (linear in
-// its DIEs and line program); later addresses cost a few bisections and,
-// when frames has room, no allocation.
+// Cost: the first address in a compile unit walks the unit's DIEs and
+// decodes its line program; the second indexes the unit (also linear in
+// its DIEs, and the index is kept); later addresses cost a few bisections
+// and, when frames has room, no allocation. Units indexed by Prepare are
+// never walked again.
 func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err error) {
 	if s.closed {
 		return frames, ErrClosed
@@ -257,11 +261,18 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 	}
 	if d != nil {
 		if ui := d.unitFor(addr); ui >= 0 {
-			x := d.index(ui)
-			if x.err != nil {
-				return frames, x.err
+			u := &d.units[ui]
+			if scanAlways.Load() || u.idx.Load() == nil && u.scanned.CompareAndSwap(false, true) {
+				if frames, err = d.scanFrames(u, addr, frames); err != nil {
+					return frames, err
+				}
+			} else {
+				x := d.index(ui)
+				if x.err != nil {
+					return frames, x.err
+				}
+				frames = x.frames(addr, frames)
 			}
-			frames = x.frames(addr, frames)
 		}
 	}
 	syms, err := s.symbols()
@@ -374,33 +385,17 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 	leaf := x.leaf(addr)
 	if leaf < 0 {
-		if x.lines != nil {
-			if r, ok := x.lines.lookup(addr); ok {
-				if f := x.lines.file(uint64(r.file)); f != "" {
-					frames = append(frames, Frame{File: f, Line: r.line, Column: r.col})
-				}
-			}
-		}
-		return frames
+		return appendLineFrame(frames, x.lines, addr)
 	}
 	var call *subr
 	for i, n := leaf, 0; i >= 0 && n <= len(x.subrs); n++ {
 		s := &x.subrs[i]
-		var f Frame
-		f.Function = x.name(i)
+		f := Frame{Function: x.name(i)}
 		if call == nil {
-			if x.lines != nil {
-				if r, ok := x.lines.lookup(addr); ok {
-					if f.File = x.lines.file(uint64(r.file)); f.File != "" {
-						f.Line, f.Column = r.line, r.col
-					}
-				}
-			}
+			f.File, f.Line, f.Column = lineAt(x.lines, addr)
 		} else {
 			f.File = x.lines.file(uint64(call.callFile))
 			f.Line, f.Column = call.callLine, call.callCol
-		}
-		if len(frames) > 0 && call != nil {
 			frames[len(frames)-1].Inlined = true
 		}
 		frames = append(frames, f)
@@ -409,6 +404,31 @@ func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 		}
 		call = s
 		i = s.parent
+	}
+	return frames
+}
+
+// lineAt returns the file, line and column of the line-table row that
+// holds for addr; "" and zeros when there is none or it names no file.
+func lineAt(t *lineTable, addr uint64) (file string, line, col uint32) {
+	if t == nil {
+		return "", 0, 0
+	}
+	r, ok := t.lookup(addr)
+	if !ok {
+		return "", 0, 0
+	}
+	if file = t.file(uint64(r.file)); file == "" {
+		return "", 0, 0
+	}
+	return file, r.line, r.col
+}
+
+// appendLineFrame appends the frame of addr's line-table row alone (for
+// an address no subroutine covers), when the row names a file.
+func appendLineFrame(frames []Frame, t *lineTable, addr uint64) []Frame {
+	if f, l, c := lineAt(t, addr); f != "" {
+		frames = append(frames, Frame{File: f, Line: l, Column: c})
 	}
 	return frames
 }

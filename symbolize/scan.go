@@ -1,0 +1,102 @@
+package symbolize
+
+import "sync/atomic"
+
+// scanAlways makes every lookup scan (a test knob: the scan path then
+// answers every address of the tests that compare with llvm-symbolizer).
+var scanAlways atomic.Bool
+
+// openSubr is a subroutine DIE on the chain that scanFrames keeps: the
+// subroutines enclosing the DIE being read, and that DIE.
+type openSubr struct {
+	me   int32 // number in preorder among the unit's subroutines
+	s    subr
+	refs nameRefs
+}
+
+// scanFrames appends the DWARF frames of addr in unit u, as frames does
+// with the unit's index, without building the index: one walk of the
+// unit's DIEs that keeps only the chain of subroutines enclosing the DIE
+// being read and, of the ranges that hold addr, the chain of the one
+// flattenSubrs would pick (the one that starts last; of equal starts, the
+// later in preorder). It fails where building the index fails, but for
+// the budget of copied names (it copies only the names it returns).
+//
+// Symbolize scans for the first address asked in a unit outside Prepare:
+// a lone address (a crash report, a debugger's question, the command
+// given one address) then costs one walk and touches little fresh memory,
+// where the index would sort, flatten and copy the whole unit. The second
+// address in the unit builds the index.
+func (d *dwarfData) scanFrames(u *unit, addr uint64, frames []Frame) ([]Frame, error) {
+	t, err := d.abbrevTable(u)
+	if err != nil {
+		return frames, err
+	}
+	var lines *lineTable
+	if u.root.hasStmt {
+		if lines, err = d.lineTable(u); err != nil {
+			return frames, err
+		}
+	}
+	sc := getScratch()
+	defer putScratch(sc)
+	chain, best := sc.chain[:0], sc.best[:0]
+	rs := sc.rs[:0]
+	found, bestStart := false, uint64(0)
+	budget, total := d.rangeBudget(u), uint64(0)
+	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32, _ int) error {
+		// The chain is the enclosing subroutines: drop the ones whose
+		// subtrees have ended.
+		for len(chain) > 0 && chain[len(chain)-1].me != parent {
+			chain = chain[:len(chain)-1]
+		}
+		chain = append(chain, openSubr{me: me, refs: nameRefs{a.name, a.linkage, a.spec, a.origin}, s: subr{parent: parent, inlined: inlined,
+			callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))}})
+		var err error
+		rs, err = d.appendRanges(rs[:0], u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget-total)
+		total += uint64(len(rs))
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.start <= addr && addr < r.end && (!found || r.start >= bestStart) {
+				found, bestStart = true, r.start
+				best = append(best[:0], chain...)
+			}
+		}
+		return nil
+	})
+	sc.chain, sc.best, sc.rs = chain[:0], best[:0], rs[:0]
+	if err != nil {
+		return frames, err
+	}
+	if !found {
+		return appendLineFrame(frames, lines, addr), nil
+	}
+	if sc.names == nil {
+		sc.names = map[uint64][2][]byte{}
+	}
+	defer clear(sc.names)
+	var call *subr
+	for i := len(best) - 1; i >= 0; i-- {
+		s := &best[i].s
+		link, name := d.names(u, &best[i].refs, sc.names, 0)
+		if len(link) == 0 {
+			link = name
+		}
+		f := Frame{Function: string(link)}
+		if call == nil {
+			f.File, f.Line, f.Column = lineAt(lines, addr)
+		} else {
+			f.File = lines.file(uint64(call.callFile))
+			f.Line, f.Column = call.callLine, call.callCol
+			frames[len(frames)-1].Inlined = true
+		}
+		frames = append(frames, f)
+		if !s.inlined {
+			break
+		}
+		call = s
+	}
+	return frames, nil
+}
