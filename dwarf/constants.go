@@ -3,7 +3,10 @@
 
 package dwarf
 
-import "strconv"
+import (
+	"strconv"
+	"sync"
+)
 
 // Tag is a DIE tag (DWARF 5 section 7.5.3, table 7.3).
 type Tag uint16
@@ -45,44 +48,46 @@ const (
 	DW_TAG_GNU_call_site            Tag = 0x4109
 )
 
-var namesTag = map[Tag]string{
-	DW_TAG_array_type:               "DW_TAG_array_type",
-	DW_TAG_formal_parameter:         "DW_TAG_formal_parameter",
-	DW_TAG_lexical_block:            "DW_TAG_lexical_block",
-	DW_TAG_member:                   "DW_TAG_member",
-	DW_TAG_pointer_type:             "DW_TAG_pointer_type",
-	DW_TAG_compile_unit:             "DW_TAG_compile_unit",
-	DW_TAG_structure_type:           "DW_TAG_structure_type",
-	DW_TAG_subroutine_type:          "DW_TAG_subroutine_type",
-	DW_TAG_typedef:                  "DW_TAG_typedef",
-	DW_TAG_unspecified_parameters:   "DW_TAG_unspecified_parameters",
-	DW_TAG_variable:                 "DW_TAG_variable",
-	DW_TAG_inlined_subroutine:       "DW_TAG_inlined_subroutine",
-	DW_TAG_subrange_type:            "DW_TAG_subrange_type",
-	DW_TAG_base_type:                "DW_TAG_base_type",
-	DW_TAG_const_type:               "DW_TAG_const_type",
-	DW_TAG_constant:                 "DW_TAG_constant",
-	DW_TAG_subprogram:               "DW_TAG_subprogram",
-	DW_TAG_namespace:                "DW_TAG_namespace",
-	DW_TAG_partial_unit:             "DW_TAG_partial_unit",
-	DW_TAG_imported_unit:            "DW_TAG_imported_unit",
-	DW_TAG_call_site:                "DW_TAG_call_site",
-	DW_TAG_call_site_parameter:      "DW_TAG_call_site_parameter",
-	DW_TAG_skeleton_unit:            "DW_TAG_skeleton_unit",
-	DW_TAG_label:                    "DW_TAG_label",
-	DW_TAG_enumeration_type:         "DW_TAG_enumeration_type",
-	DW_TAG_enumerator:               "DW_TAG_enumerator",
-	DW_TAG_union_type:               "DW_TAG_union_type",
-	DW_TAG_volatile_type:            "DW_TAG_volatile_type",
-	DW_TAG_restrict_type:            "DW_TAG_restrict_type",
-	DW_TAG_atomic_type:              "DW_TAG_atomic_type",
-	DW_TAG_template_type_parameter:  "DW_TAG_template_type_parameter",
-	DW_TAG_template_value_parameter: "DW_TAG_template_value_parameter",
-	DW_TAG_GNU_call_site:            "DW_TAG_GNU_call_site",
-}
+var namesTag = sync.OnceValue(func() map[Tag]string {
+	return map[Tag]string{
+		DW_TAG_array_type:               "DW_TAG_array_type",
+		DW_TAG_formal_parameter:         "DW_TAG_formal_parameter",
+		DW_TAG_lexical_block:            "DW_TAG_lexical_block",
+		DW_TAG_member:                   "DW_TAG_member",
+		DW_TAG_pointer_type:             "DW_TAG_pointer_type",
+		DW_TAG_compile_unit:             "DW_TAG_compile_unit",
+		DW_TAG_structure_type:           "DW_TAG_structure_type",
+		DW_TAG_subroutine_type:          "DW_TAG_subroutine_type",
+		DW_TAG_typedef:                  "DW_TAG_typedef",
+		DW_TAG_unspecified_parameters:   "DW_TAG_unspecified_parameters",
+		DW_TAG_variable:                 "DW_TAG_variable",
+		DW_TAG_inlined_subroutine:       "DW_TAG_inlined_subroutine",
+		DW_TAG_subrange_type:            "DW_TAG_subrange_type",
+		DW_TAG_base_type:                "DW_TAG_base_type",
+		DW_TAG_const_type:               "DW_TAG_const_type",
+		DW_TAG_constant:                 "DW_TAG_constant",
+		DW_TAG_subprogram:               "DW_TAG_subprogram",
+		DW_TAG_namespace:                "DW_TAG_namespace",
+		DW_TAG_partial_unit:             "DW_TAG_partial_unit",
+		DW_TAG_imported_unit:            "DW_TAG_imported_unit",
+		DW_TAG_call_site:                "DW_TAG_call_site",
+		DW_TAG_call_site_parameter:      "DW_TAG_call_site_parameter",
+		DW_TAG_skeleton_unit:            "DW_TAG_skeleton_unit",
+		DW_TAG_label:                    "DW_TAG_label",
+		DW_TAG_enumeration_type:         "DW_TAG_enumeration_type",
+		DW_TAG_enumerator:               "DW_TAG_enumerator",
+		DW_TAG_union_type:               "DW_TAG_union_type",
+		DW_TAG_volatile_type:            "DW_TAG_volatile_type",
+		DW_TAG_restrict_type:            "DW_TAG_restrict_type",
+		DW_TAG_atomic_type:              "DW_TAG_atomic_type",
+		DW_TAG_template_type_parameter:  "DW_TAG_template_type_parameter",
+		DW_TAG_template_value_parameter: "DW_TAG_template_value_parameter",
+		DW_TAG_GNU_call_site:            "DW_TAG_GNU_call_site",
+	}
+})
 
 func (v Tag) String() string {
-	if s, ok := namesTag[v]; ok {
+	if s, ok := namesTag()[v]; ok {
 		return s
 	}
 	return "DW_TAG_0x" + strconv.FormatUint(uint64(v), 16)
@@ -148,64 +153,68 @@ const (
 	DW_AT_GNU_all_call_sites   Attr = 0x2117
 )
 
-var namesAttr = map[Attr]string{
-	DW_AT_sibling:              "DW_AT_sibling",
-	DW_AT_location:             "DW_AT_location",
-	DW_AT_name:                 "DW_AT_name",
-	DW_AT_byte_size:            "DW_AT_byte_size",
-	DW_AT_stmt_list:            "DW_AT_stmt_list",
-	DW_AT_low_pc:               "DW_AT_low_pc",
-	DW_AT_high_pc:              "DW_AT_high_pc",
-	DW_AT_language:             "DW_AT_language",
-	DW_AT_comp_dir:             "DW_AT_comp_dir",
-	DW_AT_const_value:          "DW_AT_const_value",
-	DW_AT_inline:               "DW_AT_inline",
-	DW_AT_producer:             "DW_AT_producer",
-	DW_AT_prototyped:           "DW_AT_prototyped",
-	DW_AT_lower_bound:          "DW_AT_lower_bound",
-	DW_AT_upper_bound:          "DW_AT_upper_bound",
-	DW_AT_count:                "DW_AT_count",
-	DW_AT_abstract_origin:      "DW_AT_abstract_origin",
-	DW_AT_bit_size:             "DW_AT_bit_size",
-	DW_AT_default_value:        "DW_AT_default_value",
-	DW_AT_artificial:           "DW_AT_artificial",
-	DW_AT_decl_column:          "DW_AT_decl_column",
-	DW_AT_decl_file:            "DW_AT_decl_file",
-	DW_AT_decl_line:            "DW_AT_decl_line",
-	DW_AT_declaration:          "DW_AT_declaration",
-	DW_AT_encoding:             "DW_AT_encoding",
-	DW_AT_external:             "DW_AT_external",
-	DW_AT_frame_base:           "DW_AT_frame_base",
-	DW_AT_specification:        "DW_AT_specification",
-	DW_AT_type:                 "DW_AT_type",
-	DW_AT_ranges:               "DW_AT_ranges",
-	DW_AT_call_column:          "DW_AT_call_column",
-	DW_AT_call_file:            "DW_AT_call_file",
-	DW_AT_call_line:            "DW_AT_call_line",
-	DW_AT_description:          "DW_AT_description",
-	DW_AT_lo_user:              "DW_AT_lo_user",
-	DW_AT_hi_user:              "DW_AT_hi_user",
-	DW_AT_entry_pc:             "DW_AT_entry_pc",
-	DW_AT_data_member_location: "DW_AT_data_member_location",
-	DW_AT_linkage_name:         "DW_AT_linkage_name",
-	DW_AT_main_subprogram:      "DW_AT_main_subprogram",
-	DW_AT_str_offsets_base:     "DW_AT_str_offsets_base",
-	DW_AT_addr_base:            "DW_AT_addr_base",
-	DW_AT_rnglists_base:        "DW_AT_rnglists_base",
-	DW_AT_loclists_base:        "DW_AT_loclists_base",
-	DW_AT_dwo_name:             "DW_AT_dwo_name",
-	DW_AT_noreturn:             "DW_AT_noreturn",
-	DW_AT_alignment:            "DW_AT_alignment",
-	DW_AT_call_all_calls:       "DW_AT_call_all_calls",
-	DW_AT_call_return_pc:       "DW_AT_call_return_pc",
-	DW_AT_call_value:           "DW_AT_call_value",
-	DW_AT_call_origin:          "DW_AT_call_origin",
-	DW_AT_MIPS_linkage_name:    "DW_AT_MIPS_linkage_name",
-	DW_AT_GNU_all_call_sites:   "DW_AT_GNU_all_call_sites",
-}
+var namesAttr = sync.OnceValue(func() map[Attr]string {
+	m := map[Attr]string{
+		DW_AT_sibling:              "DW_AT_sibling",
+		DW_AT_location:             "DW_AT_location",
+		DW_AT_name:                 "DW_AT_name",
+		DW_AT_byte_size:            "DW_AT_byte_size",
+		DW_AT_stmt_list:            "DW_AT_stmt_list",
+		DW_AT_low_pc:               "DW_AT_low_pc",
+		DW_AT_high_pc:              "DW_AT_high_pc",
+		DW_AT_language:             "DW_AT_language",
+		DW_AT_comp_dir:             "DW_AT_comp_dir",
+		DW_AT_const_value:          "DW_AT_const_value",
+		DW_AT_inline:               "DW_AT_inline",
+		DW_AT_producer:             "DW_AT_producer",
+		DW_AT_prototyped:           "DW_AT_prototyped",
+		DW_AT_lower_bound:          "DW_AT_lower_bound",
+		DW_AT_upper_bound:          "DW_AT_upper_bound",
+		DW_AT_count:                "DW_AT_count",
+		DW_AT_abstract_origin:      "DW_AT_abstract_origin",
+		DW_AT_bit_size:             "DW_AT_bit_size",
+		DW_AT_default_value:        "DW_AT_default_value",
+		DW_AT_artificial:           "DW_AT_artificial",
+		DW_AT_decl_column:          "DW_AT_decl_column",
+		DW_AT_decl_file:            "DW_AT_decl_file",
+		DW_AT_decl_line:            "DW_AT_decl_line",
+		DW_AT_declaration:          "DW_AT_declaration",
+		DW_AT_encoding:             "DW_AT_encoding",
+		DW_AT_external:             "DW_AT_external",
+		DW_AT_frame_base:           "DW_AT_frame_base",
+		DW_AT_specification:        "DW_AT_specification",
+		DW_AT_type:                 "DW_AT_type",
+		DW_AT_ranges:               "DW_AT_ranges",
+		DW_AT_call_column:          "DW_AT_call_column",
+		DW_AT_call_file:            "DW_AT_call_file",
+		DW_AT_call_line:            "DW_AT_call_line",
+		DW_AT_description:          "DW_AT_description",
+		DW_AT_lo_user:              "DW_AT_lo_user",
+		DW_AT_hi_user:              "DW_AT_hi_user",
+		DW_AT_entry_pc:             "DW_AT_entry_pc",
+		DW_AT_data_member_location: "DW_AT_data_member_location",
+		DW_AT_linkage_name:         "DW_AT_linkage_name",
+		DW_AT_main_subprogram:      "DW_AT_main_subprogram",
+		DW_AT_str_offsets_base:     "DW_AT_str_offsets_base",
+		DW_AT_addr_base:            "DW_AT_addr_base",
+		DW_AT_rnglists_base:        "DW_AT_rnglists_base",
+		DW_AT_loclists_base:        "DW_AT_loclists_base",
+		DW_AT_dwo_name:             "DW_AT_dwo_name",
+		DW_AT_noreturn:             "DW_AT_noreturn",
+		DW_AT_alignment:            "DW_AT_alignment",
+		DW_AT_call_all_calls:       "DW_AT_call_all_calls",
+		DW_AT_call_return_pc:       "DW_AT_call_return_pc",
+		DW_AT_call_value:           "DW_AT_call_value",
+		DW_AT_call_origin:          "DW_AT_call_origin",
+		DW_AT_MIPS_linkage_name:    "DW_AT_MIPS_linkage_name",
+		DW_AT_GNU_all_call_sites:   "DW_AT_GNU_all_call_sites",
+	}
+	addVendorAttrNames(m)
+	return m
+})
 
 func (v Attr) String() string {
-	if s, ok := namesAttr[v]; ok {
+	if s, ok := namesAttr()[v]; ok {
 		return s
 	}
 	return "DW_AT_0x" + strconv.FormatUint(uint64(v), 16)
@@ -265,58 +274,60 @@ const (
 	DW_FORM_GNU_strp_alt   Form = 0x1f21
 )
 
-var namesForm = map[Form]string{
-	DW_FORM_addr:           "DW_FORM_addr",
-	DW_FORM_block2:         "DW_FORM_block2",
-	DW_FORM_block4:         "DW_FORM_block4",
-	DW_FORM_data2:          "DW_FORM_data2",
-	DW_FORM_data4:          "DW_FORM_data4",
-	DW_FORM_data8:          "DW_FORM_data8",
-	DW_FORM_string:         "DW_FORM_string",
-	DW_FORM_block:          "DW_FORM_block",
-	DW_FORM_block1:         "DW_FORM_block1",
-	DW_FORM_data1:          "DW_FORM_data1",
-	DW_FORM_flag:           "DW_FORM_flag",
-	DW_FORM_sdata:          "DW_FORM_sdata",
-	DW_FORM_strp:           "DW_FORM_strp",
-	DW_FORM_udata:          "DW_FORM_udata",
-	DW_FORM_ref_addr:       "DW_FORM_ref_addr",
-	DW_FORM_ref1:           "DW_FORM_ref1",
-	DW_FORM_ref2:           "DW_FORM_ref2",
-	DW_FORM_ref4:           "DW_FORM_ref4",
-	DW_FORM_ref8:           "DW_FORM_ref8",
-	DW_FORM_ref_udata:      "DW_FORM_ref_udata",
-	DW_FORM_indirect:       "DW_FORM_indirect",
-	DW_FORM_sec_offset:     "DW_FORM_sec_offset",
-	DW_FORM_exprloc:        "DW_FORM_exprloc",
-	DW_FORM_flag_present:   "DW_FORM_flag_present",
-	DW_FORM_strx:           "DW_FORM_strx",
-	DW_FORM_addrx:          "DW_FORM_addrx",
-	DW_FORM_ref_sup4:       "DW_FORM_ref_sup4",
-	DW_FORM_strp_sup:       "DW_FORM_strp_sup",
-	DW_FORM_data16:         "DW_FORM_data16",
-	DW_FORM_line_strp:      "DW_FORM_line_strp",
-	DW_FORM_ref_sig8:       "DW_FORM_ref_sig8",
-	DW_FORM_implicit_const: "DW_FORM_implicit_const",
-	DW_FORM_loclistx:       "DW_FORM_loclistx",
-	DW_FORM_rnglistx:       "DW_FORM_rnglistx",
-	DW_FORM_ref_sup8:       "DW_FORM_ref_sup8",
-	DW_FORM_strx1:          "DW_FORM_strx1",
-	DW_FORM_strx2:          "DW_FORM_strx2",
-	DW_FORM_strx3:          "DW_FORM_strx3",
-	DW_FORM_strx4:          "DW_FORM_strx4",
-	DW_FORM_addrx1:         "DW_FORM_addrx1",
-	DW_FORM_addrx2:         "DW_FORM_addrx2",
-	DW_FORM_addrx3:         "DW_FORM_addrx3",
-	DW_FORM_addrx4:         "DW_FORM_addrx4",
-	DW_FORM_GNU_addr_index: "DW_FORM_GNU_addr_index",
-	DW_FORM_GNU_str_index:  "DW_FORM_GNU_str_index",
-	DW_FORM_GNU_ref_alt:    "DW_FORM_GNU_ref_alt",
-	DW_FORM_GNU_strp_alt:   "DW_FORM_GNU_strp_alt",
-}
+var namesForm = sync.OnceValue(func() map[Form]string {
+	return map[Form]string{
+		DW_FORM_addr:           "DW_FORM_addr",
+		DW_FORM_block2:         "DW_FORM_block2",
+		DW_FORM_block4:         "DW_FORM_block4",
+		DW_FORM_data2:          "DW_FORM_data2",
+		DW_FORM_data4:          "DW_FORM_data4",
+		DW_FORM_data8:          "DW_FORM_data8",
+		DW_FORM_string:         "DW_FORM_string",
+		DW_FORM_block:          "DW_FORM_block",
+		DW_FORM_block1:         "DW_FORM_block1",
+		DW_FORM_data1:          "DW_FORM_data1",
+		DW_FORM_flag:           "DW_FORM_flag",
+		DW_FORM_sdata:          "DW_FORM_sdata",
+		DW_FORM_strp:           "DW_FORM_strp",
+		DW_FORM_udata:          "DW_FORM_udata",
+		DW_FORM_ref_addr:       "DW_FORM_ref_addr",
+		DW_FORM_ref1:           "DW_FORM_ref1",
+		DW_FORM_ref2:           "DW_FORM_ref2",
+		DW_FORM_ref4:           "DW_FORM_ref4",
+		DW_FORM_ref8:           "DW_FORM_ref8",
+		DW_FORM_ref_udata:      "DW_FORM_ref_udata",
+		DW_FORM_indirect:       "DW_FORM_indirect",
+		DW_FORM_sec_offset:     "DW_FORM_sec_offset",
+		DW_FORM_exprloc:        "DW_FORM_exprloc",
+		DW_FORM_flag_present:   "DW_FORM_flag_present",
+		DW_FORM_strx:           "DW_FORM_strx",
+		DW_FORM_addrx:          "DW_FORM_addrx",
+		DW_FORM_ref_sup4:       "DW_FORM_ref_sup4",
+		DW_FORM_strp_sup:       "DW_FORM_strp_sup",
+		DW_FORM_data16:         "DW_FORM_data16",
+		DW_FORM_line_strp:      "DW_FORM_line_strp",
+		DW_FORM_ref_sig8:       "DW_FORM_ref_sig8",
+		DW_FORM_implicit_const: "DW_FORM_implicit_const",
+		DW_FORM_loclistx:       "DW_FORM_loclistx",
+		DW_FORM_rnglistx:       "DW_FORM_rnglistx",
+		DW_FORM_ref_sup8:       "DW_FORM_ref_sup8",
+		DW_FORM_strx1:          "DW_FORM_strx1",
+		DW_FORM_strx2:          "DW_FORM_strx2",
+		DW_FORM_strx3:          "DW_FORM_strx3",
+		DW_FORM_strx4:          "DW_FORM_strx4",
+		DW_FORM_addrx1:         "DW_FORM_addrx1",
+		DW_FORM_addrx2:         "DW_FORM_addrx2",
+		DW_FORM_addrx3:         "DW_FORM_addrx3",
+		DW_FORM_addrx4:         "DW_FORM_addrx4",
+		DW_FORM_GNU_addr_index: "DW_FORM_GNU_addr_index",
+		DW_FORM_GNU_str_index:  "DW_FORM_GNU_str_index",
+		DW_FORM_GNU_ref_alt:    "DW_FORM_GNU_ref_alt",
+		DW_FORM_GNU_strp_alt:   "DW_FORM_GNU_strp_alt",
+	}
+})
 
 func (v Form) String() string {
-	if s, ok := namesForm[v]; ok {
+	if s, ok := namesForm()[v]; ok {
 		return s
 	}
 	return "DW_FORM_0x" + strconv.FormatUint(uint64(v), 16)
@@ -405,87 +416,89 @@ const (
 	DW_OP_GNU_entry_value      Op = 0xf3
 )
 
-var namesOp = map[Op]string{
-	DW_OP_addr:                 "DW_OP_addr",
-	DW_OP_deref:                "DW_OP_deref",
-	DW_OP_const1u:              "DW_OP_const1u",
-	DW_OP_const1s:              "DW_OP_const1s",
-	DW_OP_const2u:              "DW_OP_const2u",
-	DW_OP_const2s:              "DW_OP_const2s",
-	DW_OP_const4u:              "DW_OP_const4u",
-	DW_OP_const4s:              "DW_OP_const4s",
-	DW_OP_const8u:              "DW_OP_const8u",
-	DW_OP_const8s:              "DW_OP_const8s",
-	DW_OP_constu:               "DW_OP_constu",
-	DW_OP_consts:               "DW_OP_consts",
-	DW_OP_dup:                  "DW_OP_dup",
-	DW_OP_drop:                 "DW_OP_drop",
-	DW_OP_over:                 "DW_OP_over",
-	DW_OP_pick:                 "DW_OP_pick",
-	DW_OP_swap:                 "DW_OP_swap",
-	DW_OP_rot:                  "DW_OP_rot",
-	DW_OP_xderef:               "DW_OP_xderef",
-	DW_OP_abs:                  "DW_OP_abs",
-	DW_OP_and:                  "DW_OP_and",
-	DW_OP_div:                  "DW_OP_div",
-	DW_OP_minus:                "DW_OP_minus",
-	DW_OP_mod:                  "DW_OP_mod",
-	DW_OP_mul:                  "DW_OP_mul",
-	DW_OP_neg:                  "DW_OP_neg",
-	DW_OP_not:                  "DW_OP_not",
-	DW_OP_or:                   "DW_OP_or",
-	DW_OP_plus:                 "DW_OP_plus",
-	DW_OP_plus_uconst:          "DW_OP_plus_uconst",
-	DW_OP_shl:                  "DW_OP_shl",
-	DW_OP_shr:                  "DW_OP_shr",
-	DW_OP_shra:                 "DW_OP_shra",
-	DW_OP_xor:                  "DW_OP_xor",
-	DW_OP_bra:                  "DW_OP_bra",
-	DW_OP_eq:                   "DW_OP_eq",
-	DW_OP_ge:                   "DW_OP_ge",
-	DW_OP_gt:                   "DW_OP_gt",
-	DW_OP_le:                   "DW_OP_le",
-	DW_OP_lt:                   "DW_OP_lt",
-	DW_OP_ne:                   "DW_OP_ne",
-	DW_OP_skip:                 "DW_OP_skip",
-	DW_OP_lit0:                 "DW_OP_lit0",
-	DW_OP_lit31:                "DW_OP_lit31",
-	DW_OP_reg0:                 "DW_OP_reg0",
-	DW_OP_reg31:                "DW_OP_reg31",
-	DW_OP_breg0:                "DW_OP_breg0",
-	DW_OP_breg31:               "DW_OP_breg31",
-	DW_OP_regx:                 "DW_OP_regx",
-	DW_OP_fbreg:                "DW_OP_fbreg",
-	DW_OP_bregx:                "DW_OP_bregx",
-	DW_OP_piece:                "DW_OP_piece",
-	DW_OP_deref_size:           "DW_OP_deref_size",
-	DW_OP_xderef_size:          "DW_OP_xderef_size",
-	DW_OP_nop:                  "DW_OP_nop",
-	DW_OP_push_object_address:  "DW_OP_push_object_address",
-	DW_OP_call2:                "DW_OP_call2",
-	DW_OP_call4:                "DW_OP_call4",
-	DW_OP_call_ref:             "DW_OP_call_ref",
-	DW_OP_form_tls_address:     "DW_OP_form_tls_address",
-	DW_OP_call_frame_cfa:       "DW_OP_call_frame_cfa",
-	DW_OP_bit_piece:            "DW_OP_bit_piece",
-	DW_OP_implicit_value:       "DW_OP_implicit_value",
-	DW_OP_stack_value:          "DW_OP_stack_value",
-	DW_OP_implicit_pointer:     "DW_OP_implicit_pointer",
-	DW_OP_addrx:                "DW_OP_addrx",
-	DW_OP_constx:               "DW_OP_constx",
-	DW_OP_entry_value:          "DW_OP_entry_value",
-	DW_OP_const_type:           "DW_OP_const_type",
-	DW_OP_regval_type:          "DW_OP_regval_type",
-	DW_OP_deref_type:           "DW_OP_deref_type",
-	DW_OP_xderef_type:          "DW_OP_xderef_type",
-	DW_OP_convert:              "DW_OP_convert",
-	DW_OP_reinterpret:          "DW_OP_reinterpret",
-	DW_OP_GNU_push_tls_address: "DW_OP_GNU_push_tls_address",
-	DW_OP_GNU_entry_value:      "DW_OP_GNU_entry_value",
-}
+var namesOp = sync.OnceValue(func() map[Op]string {
+	return map[Op]string{
+		DW_OP_addr:                 "DW_OP_addr",
+		DW_OP_deref:                "DW_OP_deref",
+		DW_OP_const1u:              "DW_OP_const1u",
+		DW_OP_const1s:              "DW_OP_const1s",
+		DW_OP_const2u:              "DW_OP_const2u",
+		DW_OP_const2s:              "DW_OP_const2s",
+		DW_OP_const4u:              "DW_OP_const4u",
+		DW_OP_const4s:              "DW_OP_const4s",
+		DW_OP_const8u:              "DW_OP_const8u",
+		DW_OP_const8s:              "DW_OP_const8s",
+		DW_OP_constu:               "DW_OP_constu",
+		DW_OP_consts:               "DW_OP_consts",
+		DW_OP_dup:                  "DW_OP_dup",
+		DW_OP_drop:                 "DW_OP_drop",
+		DW_OP_over:                 "DW_OP_over",
+		DW_OP_pick:                 "DW_OP_pick",
+		DW_OP_swap:                 "DW_OP_swap",
+		DW_OP_rot:                  "DW_OP_rot",
+		DW_OP_xderef:               "DW_OP_xderef",
+		DW_OP_abs:                  "DW_OP_abs",
+		DW_OP_and:                  "DW_OP_and",
+		DW_OP_div:                  "DW_OP_div",
+		DW_OP_minus:                "DW_OP_minus",
+		DW_OP_mod:                  "DW_OP_mod",
+		DW_OP_mul:                  "DW_OP_mul",
+		DW_OP_neg:                  "DW_OP_neg",
+		DW_OP_not:                  "DW_OP_not",
+		DW_OP_or:                   "DW_OP_or",
+		DW_OP_plus:                 "DW_OP_plus",
+		DW_OP_plus_uconst:          "DW_OP_plus_uconst",
+		DW_OP_shl:                  "DW_OP_shl",
+		DW_OP_shr:                  "DW_OP_shr",
+		DW_OP_shra:                 "DW_OP_shra",
+		DW_OP_xor:                  "DW_OP_xor",
+		DW_OP_bra:                  "DW_OP_bra",
+		DW_OP_eq:                   "DW_OP_eq",
+		DW_OP_ge:                   "DW_OP_ge",
+		DW_OP_gt:                   "DW_OP_gt",
+		DW_OP_le:                   "DW_OP_le",
+		DW_OP_lt:                   "DW_OP_lt",
+		DW_OP_ne:                   "DW_OP_ne",
+		DW_OP_skip:                 "DW_OP_skip",
+		DW_OP_lit0:                 "DW_OP_lit0",
+		DW_OP_lit31:                "DW_OP_lit31",
+		DW_OP_reg0:                 "DW_OP_reg0",
+		DW_OP_reg31:                "DW_OP_reg31",
+		DW_OP_breg0:                "DW_OP_breg0",
+		DW_OP_breg31:               "DW_OP_breg31",
+		DW_OP_regx:                 "DW_OP_regx",
+		DW_OP_fbreg:                "DW_OP_fbreg",
+		DW_OP_bregx:                "DW_OP_bregx",
+		DW_OP_piece:                "DW_OP_piece",
+		DW_OP_deref_size:           "DW_OP_deref_size",
+		DW_OP_xderef_size:          "DW_OP_xderef_size",
+		DW_OP_nop:                  "DW_OP_nop",
+		DW_OP_push_object_address:  "DW_OP_push_object_address",
+		DW_OP_call2:                "DW_OP_call2",
+		DW_OP_call4:                "DW_OP_call4",
+		DW_OP_call_ref:             "DW_OP_call_ref",
+		DW_OP_form_tls_address:     "DW_OP_form_tls_address",
+		DW_OP_call_frame_cfa:       "DW_OP_call_frame_cfa",
+		DW_OP_bit_piece:            "DW_OP_bit_piece",
+		DW_OP_implicit_value:       "DW_OP_implicit_value",
+		DW_OP_stack_value:          "DW_OP_stack_value",
+		DW_OP_implicit_pointer:     "DW_OP_implicit_pointer",
+		DW_OP_addrx:                "DW_OP_addrx",
+		DW_OP_constx:               "DW_OP_constx",
+		DW_OP_entry_value:          "DW_OP_entry_value",
+		DW_OP_const_type:           "DW_OP_const_type",
+		DW_OP_regval_type:          "DW_OP_regval_type",
+		DW_OP_deref_type:           "DW_OP_deref_type",
+		DW_OP_xderef_type:          "DW_OP_xderef_type",
+		DW_OP_convert:              "DW_OP_convert",
+		DW_OP_reinterpret:          "DW_OP_reinterpret",
+		DW_OP_GNU_push_tls_address: "DW_OP_GNU_push_tls_address",
+		DW_OP_GNU_entry_value:      "DW_OP_GNU_entry_value",
+	}
+})
 
 func (v Op) String() string {
-	if s, ok := namesOp[v]; ok {
+	if s, ok := namesOp()[v]; ok {
 		return s
 	}
 	return "DW_OP_0x" + strconv.FormatUint(uint64(v), 16)
@@ -510,23 +523,25 @@ const (
 	DW_LNS_set_isa            LNS = 0xc
 )
 
-var namesLNS = map[LNS]string{
-	DW_LNS_copy:               "DW_LNS_copy",
-	DW_LNS_advance_pc:         "DW_LNS_advance_pc",
-	DW_LNS_advance_line:       "DW_LNS_advance_line",
-	DW_LNS_set_file:           "DW_LNS_set_file",
-	DW_LNS_set_column:         "DW_LNS_set_column",
-	DW_LNS_negate_stmt:        "DW_LNS_negate_stmt",
-	DW_LNS_set_basic_block:    "DW_LNS_set_basic_block",
-	DW_LNS_const_add_pc:       "DW_LNS_const_add_pc",
-	DW_LNS_fixed_advance_pc:   "DW_LNS_fixed_advance_pc",
-	DW_LNS_set_prologue_end:   "DW_LNS_set_prologue_end",
-	DW_LNS_set_epilogue_begin: "DW_LNS_set_epilogue_begin",
-	DW_LNS_set_isa:            "DW_LNS_set_isa",
-}
+var namesLNS = sync.OnceValue(func() map[LNS]string {
+	return map[LNS]string{
+		DW_LNS_copy:               "DW_LNS_copy",
+		DW_LNS_advance_pc:         "DW_LNS_advance_pc",
+		DW_LNS_advance_line:       "DW_LNS_advance_line",
+		DW_LNS_set_file:           "DW_LNS_set_file",
+		DW_LNS_set_column:         "DW_LNS_set_column",
+		DW_LNS_negate_stmt:        "DW_LNS_negate_stmt",
+		DW_LNS_set_basic_block:    "DW_LNS_set_basic_block",
+		DW_LNS_const_add_pc:       "DW_LNS_const_add_pc",
+		DW_LNS_fixed_advance_pc:   "DW_LNS_fixed_advance_pc",
+		DW_LNS_set_prologue_end:   "DW_LNS_set_prologue_end",
+		DW_LNS_set_epilogue_begin: "DW_LNS_set_epilogue_begin",
+		DW_LNS_set_isa:            "DW_LNS_set_isa",
+	}
+})
 
 func (v LNS) String() string {
-	if s, ok := namesLNS[v]; ok {
+	if s, ok := namesLNS()[v]; ok {
 		return s
 	}
 	return "DW_LNS_0x" + strconv.FormatUint(uint64(v), 16)
@@ -543,15 +558,17 @@ const (
 	DW_LNE_set_discriminator LNE = 0x4
 )
 
-var namesLNE = map[LNE]string{
-	DW_LNE_end_sequence:      "DW_LNE_end_sequence",
-	DW_LNE_set_address:       "DW_LNE_set_address",
-	DW_LNE_define_file:       "DW_LNE_define_file",
-	DW_LNE_set_discriminator: "DW_LNE_set_discriminator",
-}
+var namesLNE = sync.OnceValue(func() map[LNE]string {
+	return map[LNE]string{
+		DW_LNE_end_sequence:      "DW_LNE_end_sequence",
+		DW_LNE_set_address:       "DW_LNE_set_address",
+		DW_LNE_define_file:       "DW_LNE_define_file",
+		DW_LNE_set_discriminator: "DW_LNE_set_discriminator",
+	}
+})
 
 func (v LNE) String() string {
-	if s, ok := namesLNE[v]; ok {
+	if s, ok := namesLNE()[v]; ok {
 		return s
 	}
 	return "DW_LNE_0x" + strconv.FormatUint(uint64(v), 16)
@@ -569,16 +586,18 @@ const (
 	DW_LNCT_MD5             LNCT = 0x5
 )
 
-var namesLNCT = map[LNCT]string{
-	DW_LNCT_path:            "DW_LNCT_path",
-	DW_LNCT_directory_index: "DW_LNCT_directory_index",
-	DW_LNCT_timestamp:       "DW_LNCT_timestamp",
-	DW_LNCT_size:            "DW_LNCT_size",
-	DW_LNCT_MD5:             "DW_LNCT_MD5",
-}
+var namesLNCT = sync.OnceValue(func() map[LNCT]string {
+	return map[LNCT]string{
+		DW_LNCT_path:            "DW_LNCT_path",
+		DW_LNCT_directory_index: "DW_LNCT_directory_index",
+		DW_LNCT_timestamp:       "DW_LNCT_timestamp",
+		DW_LNCT_size:            "DW_LNCT_size",
+		DW_LNCT_MD5:             "DW_LNCT_MD5",
+	}
+})
 
 func (v LNCT) String() string {
-	if s, ok := namesLNCT[v]; ok {
+	if s, ok := namesLNCT()[v]; ok {
 		return s
 	}
 	return "DW_LNCT_0x" + strconv.FormatUint(uint64(v), 16)
@@ -625,41 +644,43 @@ const (
 	DW_CFA_restore                      CFA = 0xc0
 )
 
-var namesCFA = map[CFA]string{
-	DW_CFA_nop:                          "DW_CFA_nop",
-	DW_CFA_set_loc:                      "DW_CFA_set_loc",
-	DW_CFA_advance_loc1:                 "DW_CFA_advance_loc1",
-	DW_CFA_advance_loc2:                 "DW_CFA_advance_loc2",
-	DW_CFA_advance_loc4:                 "DW_CFA_advance_loc4",
-	DW_CFA_offset_extended:              "DW_CFA_offset_extended",
-	DW_CFA_restore_extended:             "DW_CFA_restore_extended",
-	DW_CFA_undefined:                    "DW_CFA_undefined",
-	DW_CFA_same_value:                   "DW_CFA_same_value",
-	DW_CFA_register:                     "DW_CFA_register",
-	DW_CFA_remember_state:               "DW_CFA_remember_state",
-	DW_CFA_restore_state:                "DW_CFA_restore_state",
-	DW_CFA_def_cfa:                      "DW_CFA_def_cfa",
-	DW_CFA_def_cfa_register:             "DW_CFA_def_cfa_register",
-	DW_CFA_def_cfa_offset:               "DW_CFA_def_cfa_offset",
-	DW_CFA_def_cfa_expression:           "DW_CFA_def_cfa_expression",
-	DW_CFA_expression:                   "DW_CFA_expression",
-	DW_CFA_offset_extended_sf:           "DW_CFA_offset_extended_sf",
-	DW_CFA_def_cfa_sf:                   "DW_CFA_def_cfa_sf",
-	DW_CFA_def_cfa_offset_sf:            "DW_CFA_def_cfa_offset_sf",
-	DW_CFA_val_offset:                   "DW_CFA_val_offset",
-	DW_CFA_val_offset_sf:                "DW_CFA_val_offset_sf",
-	DW_CFA_val_expression:               "DW_CFA_val_expression",
-	DW_CFA_MIPS_advance_loc8:            "DW_CFA_MIPS_advance_loc8",
-	DW_CFA_GNU_window_save:              "DW_CFA_GNU_window_save",
-	DW_CFA_GNU_args_size:                "DW_CFA_GNU_args_size",
-	DW_CFA_GNU_negative_offset_extended: "DW_CFA_GNU_negative_offset_extended",
-	DW_CFA_advance_loc:                  "DW_CFA_advance_loc",
-	DW_CFA_offset:                       "DW_CFA_offset",
-	DW_CFA_restore:                      "DW_CFA_restore",
-}
+var namesCFA = sync.OnceValue(func() map[CFA]string {
+	return map[CFA]string{
+		DW_CFA_nop:                          "DW_CFA_nop",
+		DW_CFA_set_loc:                      "DW_CFA_set_loc",
+		DW_CFA_advance_loc1:                 "DW_CFA_advance_loc1",
+		DW_CFA_advance_loc2:                 "DW_CFA_advance_loc2",
+		DW_CFA_advance_loc4:                 "DW_CFA_advance_loc4",
+		DW_CFA_offset_extended:              "DW_CFA_offset_extended",
+		DW_CFA_restore_extended:             "DW_CFA_restore_extended",
+		DW_CFA_undefined:                    "DW_CFA_undefined",
+		DW_CFA_same_value:                   "DW_CFA_same_value",
+		DW_CFA_register:                     "DW_CFA_register",
+		DW_CFA_remember_state:               "DW_CFA_remember_state",
+		DW_CFA_restore_state:                "DW_CFA_restore_state",
+		DW_CFA_def_cfa:                      "DW_CFA_def_cfa",
+		DW_CFA_def_cfa_register:             "DW_CFA_def_cfa_register",
+		DW_CFA_def_cfa_offset:               "DW_CFA_def_cfa_offset",
+		DW_CFA_def_cfa_expression:           "DW_CFA_def_cfa_expression",
+		DW_CFA_expression:                   "DW_CFA_expression",
+		DW_CFA_offset_extended_sf:           "DW_CFA_offset_extended_sf",
+		DW_CFA_def_cfa_sf:                   "DW_CFA_def_cfa_sf",
+		DW_CFA_def_cfa_offset_sf:            "DW_CFA_def_cfa_offset_sf",
+		DW_CFA_val_offset:                   "DW_CFA_val_offset",
+		DW_CFA_val_offset_sf:                "DW_CFA_val_offset_sf",
+		DW_CFA_val_expression:               "DW_CFA_val_expression",
+		DW_CFA_MIPS_advance_loc8:            "DW_CFA_MIPS_advance_loc8",
+		DW_CFA_GNU_window_save:              "DW_CFA_GNU_window_save",
+		DW_CFA_GNU_args_size:                "DW_CFA_GNU_args_size",
+		DW_CFA_GNU_negative_offset_extended: "DW_CFA_GNU_negative_offset_extended",
+		DW_CFA_advance_loc:                  "DW_CFA_advance_loc",
+		DW_CFA_offset:                       "DW_CFA_offset",
+		DW_CFA_restore:                      "DW_CFA_restore",
+	}
+})
 
 func (v CFA) String() string {
-	if s, ok := namesCFA[v]; ok {
+	if s, ok := namesCFA()[v]; ok {
 		return s
 	}
 	return "DW_CFA_0x" + strconv.FormatUint(uint64(v), 16)
@@ -678,17 +699,19 @@ const (
 	DW_UT_split_type    UT = 0x6
 )
 
-var namesUT = map[UT]string{
-	DW_UT_compile:       "DW_UT_compile",
-	DW_UT_type:          "DW_UT_type",
-	DW_UT_partial:       "DW_UT_partial",
-	DW_UT_skeleton:      "DW_UT_skeleton",
-	DW_UT_split_compile: "DW_UT_split_compile",
-	DW_UT_split_type:    "DW_UT_split_type",
-}
+var namesUT = sync.OnceValue(func() map[UT]string {
+	return map[UT]string{
+		DW_UT_compile:       "DW_UT_compile",
+		DW_UT_type:          "DW_UT_type",
+		DW_UT_partial:       "DW_UT_partial",
+		DW_UT_skeleton:      "DW_UT_skeleton",
+		DW_UT_split_compile: "DW_UT_split_compile",
+		DW_UT_split_type:    "DW_UT_split_type",
+	}
+})
 
 func (v UT) String() string {
-	if s, ok := namesUT[v]; ok {
+	if s, ok := namesUT()[v]; ok {
 		return s
 	}
 	return "DW_UT_0x" + strconv.FormatUint(uint64(v), 16)
@@ -710,20 +733,22 @@ const (
 	DW_LLE_start_length     LLE = 0x8
 )
 
-var namesLLE = map[LLE]string{
-	DW_LLE_end_of_list:      "DW_LLE_end_of_list",
-	DW_LLE_base_addressx:    "DW_LLE_base_addressx",
-	DW_LLE_startx_endx:      "DW_LLE_startx_endx",
-	DW_LLE_startx_length:    "DW_LLE_startx_length",
-	DW_LLE_offset_pair:      "DW_LLE_offset_pair",
-	DW_LLE_default_location: "DW_LLE_default_location",
-	DW_LLE_base_address:     "DW_LLE_base_address",
-	DW_LLE_start_end:        "DW_LLE_start_end",
-	DW_LLE_start_length:     "DW_LLE_start_length",
-}
+var namesLLE = sync.OnceValue(func() map[LLE]string {
+	return map[LLE]string{
+		DW_LLE_end_of_list:      "DW_LLE_end_of_list",
+		DW_LLE_base_addressx:    "DW_LLE_base_addressx",
+		DW_LLE_startx_endx:      "DW_LLE_startx_endx",
+		DW_LLE_startx_length:    "DW_LLE_startx_length",
+		DW_LLE_offset_pair:      "DW_LLE_offset_pair",
+		DW_LLE_default_location: "DW_LLE_default_location",
+		DW_LLE_base_address:     "DW_LLE_base_address",
+		DW_LLE_start_end:        "DW_LLE_start_end",
+		DW_LLE_start_length:     "DW_LLE_start_length",
+	}
+})
 
 func (v LLE) String() string {
-	if s, ok := namesLLE[v]; ok {
+	if s, ok := namesLLE()[v]; ok {
 		return s
 	}
 	return "DW_LLE_0x" + strconv.FormatUint(uint64(v), 16)
@@ -744,19 +769,21 @@ const (
 	DW_RLE_start_length  RLE = 0x7
 )
 
-var namesRLE = map[RLE]string{
-	DW_RLE_end_of_list:   "DW_RLE_end_of_list",
-	DW_RLE_base_addressx: "DW_RLE_base_addressx",
-	DW_RLE_startx_endx:   "DW_RLE_startx_endx",
-	DW_RLE_startx_length: "DW_RLE_startx_length",
-	DW_RLE_offset_pair:   "DW_RLE_offset_pair",
-	DW_RLE_base_address:  "DW_RLE_base_address",
-	DW_RLE_start_end:     "DW_RLE_start_end",
-	DW_RLE_start_length:  "DW_RLE_start_length",
-}
+var namesRLE = sync.OnceValue(func() map[RLE]string {
+	return map[RLE]string{
+		DW_RLE_end_of_list:   "DW_RLE_end_of_list",
+		DW_RLE_base_addressx: "DW_RLE_base_addressx",
+		DW_RLE_startx_endx:   "DW_RLE_startx_endx",
+		DW_RLE_startx_length: "DW_RLE_startx_length",
+		DW_RLE_offset_pair:   "DW_RLE_offset_pair",
+		DW_RLE_base_address:  "DW_RLE_base_address",
+		DW_RLE_start_end:     "DW_RLE_start_end",
+		DW_RLE_start_length:  "DW_RLE_start_length",
+	}
+})
 
 func (v RLE) String() string {
-	if s, ok := namesRLE[v]; ok {
+	if s, ok := namesRLE()[v]; ok {
 		return s
 	}
 	return "DW_RLE_0x" + strconv.FormatUint(uint64(v), 16)
@@ -778,20 +805,22 @@ const (
 	DW_ATE_UTF           ATE = 0x10
 )
 
-var namesATE = map[ATE]string{
-	DW_ATE_address:       "DW_ATE_address",
-	DW_ATE_boolean:       "DW_ATE_boolean",
-	DW_ATE_complex_float: "DW_ATE_complex_float",
-	DW_ATE_float:         "DW_ATE_float",
-	DW_ATE_signed:        "DW_ATE_signed",
-	DW_ATE_signed_char:   "DW_ATE_signed_char",
-	DW_ATE_unsigned:      "DW_ATE_unsigned",
-	DW_ATE_unsigned_char: "DW_ATE_unsigned_char",
-	DW_ATE_UTF:           "DW_ATE_UTF",
-}
+var namesATE = sync.OnceValue(func() map[ATE]string {
+	return map[ATE]string{
+		DW_ATE_address:       "DW_ATE_address",
+		DW_ATE_boolean:       "DW_ATE_boolean",
+		DW_ATE_complex_float: "DW_ATE_complex_float",
+		DW_ATE_float:         "DW_ATE_float",
+		DW_ATE_signed:        "DW_ATE_signed",
+		DW_ATE_signed_char:   "DW_ATE_signed_char",
+		DW_ATE_unsigned:      "DW_ATE_unsigned",
+		DW_ATE_unsigned_char: "DW_ATE_unsigned_char",
+		DW_ATE_UTF:           "DW_ATE_UTF",
+	}
+})
 
 func (v ATE) String() string {
-	if s, ok := namesATE[v]; ok {
+	if s, ok := namesATE()[v]; ok {
 		return s
 	}
 	return "DW_ATE_0x" + strconv.FormatUint(uint64(v), 16)
@@ -814,21 +843,23 @@ const (
 	DW_LANG_lo_user        Lang = 0x8000
 )
 
-var namesLang = map[Lang]string{
-	DW_LANG_C89:            "DW_LANG_C89",
-	DW_LANG_C:              "DW_LANG_C",
-	DW_LANG_C_plus_plus:    "DW_LANG_C_plus_plus",
-	DW_LANG_C99:            "DW_LANG_C99",
-	DW_LANG_Go:             "DW_LANG_Go",
-	DW_LANG_Rust:           "DW_LANG_Rust",
-	DW_LANG_C11:            "DW_LANG_C11",
-	DW_LANG_C_plus_plus_14: "DW_LANG_C_plus_plus_14",
-	DW_LANG_Mips_Assembler: "DW_LANG_Mips_Assembler",
-	DW_LANG_lo_user:        "DW_LANG_lo_user",
-}
+var namesLang = sync.OnceValue(func() map[Lang]string {
+	return map[Lang]string{
+		DW_LANG_C89:            "DW_LANG_C89",
+		DW_LANG_C:              "DW_LANG_C",
+		DW_LANG_C_plus_plus:    "DW_LANG_C_plus_plus",
+		DW_LANG_C99:            "DW_LANG_C99",
+		DW_LANG_Go:             "DW_LANG_Go",
+		DW_LANG_Rust:           "DW_LANG_Rust",
+		DW_LANG_C11:            "DW_LANG_C11",
+		DW_LANG_C_plus_plus_14: "DW_LANG_C_plus_plus_14",
+		DW_LANG_Mips_Assembler: "DW_LANG_Mips_Assembler",
+		DW_LANG_lo_user:        "DW_LANG_lo_user",
+	}
+})
 
 func (v Lang) String() string {
-	if s, ok := namesLang[v]; ok {
+	if s, ok := namesLang()[v]; ok {
 		return s
 	}
 	return "DW_LANG_0x" + strconv.FormatUint(uint64(v), 16)
@@ -858,28 +889,30 @@ const (
 	DW_EH_PE_omit     EHPE = 0xff
 )
 
-var namesEHPE = map[EHPE]string{
-	DW_EH_PE_absptr:   "DW_EH_PE_absptr",
-	DW_EH_PE_uleb128:  "DW_EH_PE_uleb128",
-	DW_EH_PE_udata2:   "DW_EH_PE_udata2",
-	DW_EH_PE_udata4:   "DW_EH_PE_udata4",
-	DW_EH_PE_udata8:   "DW_EH_PE_udata8",
-	DW_EH_PE_signed:   "DW_EH_PE_signed",
-	DW_EH_PE_sleb128:  "DW_EH_PE_sleb128",
-	DW_EH_PE_sdata2:   "DW_EH_PE_sdata2",
-	DW_EH_PE_sdata4:   "DW_EH_PE_sdata4",
-	DW_EH_PE_sdata8:   "DW_EH_PE_sdata8",
-	DW_EH_PE_pcrel:    "DW_EH_PE_pcrel",
-	DW_EH_PE_textrel:  "DW_EH_PE_textrel",
-	DW_EH_PE_datarel:  "DW_EH_PE_datarel",
-	DW_EH_PE_funcrel:  "DW_EH_PE_funcrel",
-	DW_EH_PE_aligned:  "DW_EH_PE_aligned",
-	DW_EH_PE_indirect: "DW_EH_PE_indirect",
-	DW_EH_PE_omit:     "DW_EH_PE_omit",
-}
+var namesEHPE = sync.OnceValue(func() map[EHPE]string {
+	return map[EHPE]string{
+		DW_EH_PE_absptr:   "DW_EH_PE_absptr",
+		DW_EH_PE_uleb128:  "DW_EH_PE_uleb128",
+		DW_EH_PE_udata2:   "DW_EH_PE_udata2",
+		DW_EH_PE_udata4:   "DW_EH_PE_udata4",
+		DW_EH_PE_udata8:   "DW_EH_PE_udata8",
+		DW_EH_PE_signed:   "DW_EH_PE_signed",
+		DW_EH_PE_sleb128:  "DW_EH_PE_sleb128",
+		DW_EH_PE_sdata2:   "DW_EH_PE_sdata2",
+		DW_EH_PE_sdata4:   "DW_EH_PE_sdata4",
+		DW_EH_PE_sdata8:   "DW_EH_PE_sdata8",
+		DW_EH_PE_pcrel:    "DW_EH_PE_pcrel",
+		DW_EH_PE_textrel:  "DW_EH_PE_textrel",
+		DW_EH_PE_datarel:  "DW_EH_PE_datarel",
+		DW_EH_PE_funcrel:  "DW_EH_PE_funcrel",
+		DW_EH_PE_aligned:  "DW_EH_PE_aligned",
+		DW_EH_PE_indirect: "DW_EH_PE_indirect",
+		DW_EH_PE_omit:     "DW_EH_PE_omit",
+	}
+})
 
 func (v EHPE) String() string {
-	if s, ok := namesEHPE[v]; ok {
+	if s, ok := namesEHPE()[v]; ok {
 		return s
 	}
 	return "DW_EH_PE_0x" + strconv.FormatUint(uint64(v), 16)

@@ -20,7 +20,9 @@ const (
 	DW_AT_elfimage_properties Attr = 0x3f71
 )
 
-func init() {
-	namesAttr[DW_AT_elfimage_default_source] = "DW_AT_elfimage_default_source"
-	namesAttr[DW_AT_elfimage_properties] = "DW_AT_elfimage_properties"
+// addVendorAttrNames adds the names of the vendor attributes to m (the
+// table Attr.String reads, built on first use).
+func addVendorAttrNames(m map[Attr]string) {
+	m[DW_AT_elfimage_default_source] = "DW_AT_elfimage_default_source"
+	m[DW_AT_elfimage_properties] = "DW_AT_elfimage_properties"
 }
