@@ -77,26 +77,17 @@ func (d *dwarfData) scanFrames(u *unit, addr uint64, frames []Frame) ([]Frame, e
 		sc.names = map[uint64][2][]byte{}
 	}
 	defer clear(sc.names)
-	var call *subr
-	for i := len(best) - 1; i >= 0; i-- {
-		s := &best[i].s
-		link, name := d.names(u, &best[i].refs, sc.names, 0)
+	i := len(best) - 1
+	return appendSubrFrames(frames, lines, addr, func() (*subr, string) {
+		if i < 0 {
+			return nil, ""
+		}
+		o := &best[i]
+		i--
+		link, name := d.names(u, &o.refs, sc.names, 0)
 		if len(link) == 0 {
 			link = name
 		}
-		f := Frame{Function: string(link)}
-		if call == nil {
-			f.File, f.Line, f.Column = lineAt(lines, addr)
-		} else {
-			f.File = lines.file(uint64(call.callFile))
-			f.Line, f.Column = call.callLine, call.callCol
-			frames[len(frames)-1].Inlined = true
-		}
-		frames = append(frames, f)
-		if !s.inlined {
-			break
-		}
-		call = s
-	}
-	return frames, nil
+		return &o.s, string(link)
+	}), nil
 }

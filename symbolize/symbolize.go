@@ -387,14 +387,31 @@ func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 	if leaf < 0 {
 		return appendLineFrame(frames, x.lines, addr)
 	}
+	i, n := leaf, 0
+	return appendSubrFrames(frames, x.lines, addr, func() (*subr, string) {
+		if i < 0 || n > len(x.subrs) { // n: no cycle through hostile parents
+			return nil, ""
+		}
+		s, name := &x.subrs[i], x.name(i)
+		i, n = s.parent, n+1
+		return s, name
+	})
+}
+
+// appendSubrFrames appends the frames of addr for a chain of subroutines
+// that next yields innermost first (nil after the last): each frame's
+// function is its subroutine's name; the innermost frame's position is
+// the line table's for addr, each outer frame's the call site recorded in
+// the frame inside it. The chain stops after its first subroutine that
+// was not inlined.
+func appendSubrFrames(frames []Frame, lines *lineTable, addr uint64, next func() (*subr, string)) []Frame {
 	var call *subr
-	for i, n := leaf, 0; i >= 0 && n <= len(x.subrs); n++ {
-		s := &x.subrs[i]
-		f := Frame{Function: x.name(i)}
+	for s, name := next(); s != nil; s, name = next() {
+		f := Frame{Function: name}
 		if call == nil {
-			f.File, f.Line, f.Column = lineAt(x.lines, addr)
+			f.File, f.Line, f.Column = lineAt(lines, addr)
 		} else {
-			f.File = x.lines.file(uint64(call.callFile))
+			f.File = lines.file(uint64(call.callFile))
 			f.Line, f.Column = call.callLine, call.callCol
 			frames[len(frames)-1].Inlined = true
 		}
@@ -403,7 +420,6 @@ func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 			break
 		}
 		call = s
-		i = s.parent
 	}
 	return frames
 }
