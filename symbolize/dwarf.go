@@ -126,7 +126,7 @@ type scratch struct {
 	best    []openSubr
 	// The cache of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
-	names map[uint64][2][]byte
+	names map[uint64]nameResult
 }
 
 // namePick is the name of one subroutine, in the sections, and the
@@ -513,7 +513,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// no larger than the sections; across units they are bounded by
 	// nameBudget (hostile files with many units naming one long string).
 	if sc.names == nil {
-		sc.names = map[uint64][2][]byte{}
+		sc.names = map[uint64]nameResult{}
 	}
 	names := sc.names
 	needed := 0
@@ -531,7 +531,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		if !x.subrs[i].needed {
 			continue
 		}
-		link, name := d.names(u, &refs[i], names, 0)
+		link, name, _, _ := d.names(u, &refs[i], names, 0)
 		if len(link) == 0 {
 			link = name
 		}
@@ -657,56 +657,78 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 
 // names resolves the linkage name and the name of a DIE with attributes a
 // in unit u, following DW_AT_specification, then DW_AT_abstract_origin,
-// depth first as LLVM's DWARFDie::findRecursively does. cache holds the
-// results for referenced DIEs by offset. The names point into the
+// depth first as LLVM's DWARFDie::findRecursively does, at most
+// maxNameHops references deep from the DIE asked at depth 0 (LLVM has no
+// such limit; compilers use two or three). The names point into the
 // sections.
-func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64][2][]byte, depth int) (link, name []byte) {
+//
+// cache holds the results for referenced DIEs by offset, with the depth of
+// references each needed, and only the results the limit did not cut: so
+// an answer never depends on which DIEs were resolved before it (a scan
+// and the unit's index agree). hops is how many references deep the
+// answer reached, cut whether the limit stopped it. Cost: a DIE read per
+// reference not cached; references that loop (hostile input) are followed
+// to the limit each time, at most 2^(maxNameHops+1) reads for one name.
+func (d *dwarfData) names(u *unit, a *nameRefs, cache map[uint64]nameResult, depth int) (link, name []byte, hops int, cut bool) {
 	link, _ = d.str(u, a.linkage)
 	name, _ = d.str(u, a.name)
-	if depth >= maxNameHops {
-		return link, name
-	}
 	for _, ref := range [2]uint64{a.spec, a.origin} {
 		if (len(link) != 0 && len(name) != 0) || ref == noRef {
 			continue
 		}
-		r, ok := cache[ref]
-		if !ok {
-			r[0], r[1] = d.namesAt(ref, cache, depth+1)
-			cache[ref] = r
+		if depth >= maxNameHops {
+			return link, name, hops, true
 		}
+		// A cached result is used where it would not be cut here.
+		r, ok := cache[ref]
+		if !ok || depth+1+r.hops > maxNameHops {
+			var rcut bool
+			r.link, r.name, r.hops, rcut = d.namesAt(ref, cache, depth+1)
+			if rcut {
+				cut = true
+			} else {
+				cache[ref] = r
+			}
+		}
+		hops = max(hops, 1+r.hops)
 		if len(link) == 0 {
-			link = r[0]
+			link = r.link
 		}
 		if len(name) == 0 {
-			name = r[1]
+			name = r.name
 		}
 	}
-	return link, name
+	return link, name, hops, cut
+}
+
+// nameResult is what names found for a referenced DIE.
+type nameResult struct {
+	link, name []byte
+	hops       int
 }
 
 // namesAt is names for the DIE at .debug_info offset off, in any unit.
 // A bad reference gives no names.
-func (d *dwarfData) namesAt(off uint64, cache map[uint64][2][]byte, depth int) (link, name []byte) {
+func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) (link, name []byte, hops int, cut bool) {
 	u := d.unitOf(off)
 	if u == nil {
-		return nil, nil
+		return nil, nil, 0, false
 	}
 	t, err := d.abbrevTable(u)
 	if err != nil {
-		return nil, nil
+		return nil, nil, 0, false
 	}
 	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
 	b.Seek(off, "reference")
 	b.SetEnd(int(u.hdr.End))
 	ab := t.lookup(b.Uleb("abbrev code"))
 	if b.Err() != nil || ab == nil {
-		return nil, nil
+		return nil, nil, 0, false
 	}
 	var a attrs
 	d.readAttrs(&b, u, ab, &a)
 	if b.Err() != nil {
-		return nil, nil
+		return nil, nil, 0, false
 	}
 	return d.names(u, &nameRefs{a.name, a.linkage, a.spec, a.origin}, cache, depth)
 }

@@ -114,11 +114,15 @@ func FuzzDebugSections(f *testing.F) {
 				}
 				frames = x.frames(st, frames[:0])
 				frames = x.frames(x.segs[j].end-1, frames[:0])
-				// The scan path answers as the index does.
+				// The scan path answers as the index does, at both
+				// ends of a segment and just outside it.
 				if j < 32 {
-					scanned, err := d.scanFrames(&d.units[i], x.segs[j].end-1, nil)
-					if err != nil || !slices.Equal(scanned, frames) {
-						t.Fatalf("unit %d, address %#x: scanned %v (error %v), indexed %v", i, x.segs[j].end-1, scanned, err, frames)
+					for _, a := range []uint64{st - 1, st, x.segs[j].end - 1, x.segs[j].end} {
+						indexed := x.frames(a, nil)
+						scanned, err := d.scanFrames(&d.units[i], a, nil)
+						if err != nil || !slices.Equal(scanned, indexed) {
+							t.Fatalf("unit %d, address %#x: scanned %v (error %v), indexed %v", i, a, scanned, err, indexed)
+						}
 					}
 				}
 			}

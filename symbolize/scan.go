@@ -74,7 +74,7 @@ func (d *dwarfData) scanFrames(u *unit, addr uint64, frames []Frame) ([]Frame, e
 		return appendLineFrame(frames, lines, addr), nil
 	}
 	if sc.names == nil {
-		sc.names = map[uint64][2][]byte{}
+		sc.names = map[uint64]nameResult{}
 	}
 	defer clear(sc.names)
 	i := len(best) - 1
@@ -84,7 +84,7 @@ func (d *dwarfData) scanFrames(u *unit, addr uint64, frames []Frame) ([]Frame, e
 		}
 		o := &best[i]
 		i--
-		link, name := d.names(u, &o.refs, sc.names, 0)
+		link, name, _, _ := d.names(u, &o.refs, sc.names, 0)
 		if len(link) == 0 {
 			link = name
 		}
