@@ -97,6 +97,15 @@ type subr struct {
 	needed   bool // on some address's chain: name resolved
 }
 
+// newSubr is the subr of a subroutine DIE with attributes a.
+func newSubr(a *attrs, inlined bool, parent int32) subr {
+	return subr{parent: parent, inlined: inlined,
+		callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))}
+}
+
+// nameRefs returns the attributes of a that lead to its name.
+func (a *attrs) nameRefs() nameRefs { return nameRefs{a.name, a.linkage, a.spec, a.origin} }
+
 // name returns the name of subrs[i].
 func (x *unitIndex) name(i int32) string {
 	s := &x.subrs[i]
@@ -482,10 +491,9 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		putScratch(sc)
 	}()
 	budget := d.rangeBudget(u)
-	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32, _ int) error {
-		subrs = append(subrs, subr{parent: parent, inlined: inlined,
-			callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))})
-		refs = append(refs, nameRefs{a.name, a.linkage, a.spec, a.origin})
+	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32) error {
+		subrs = append(subrs, newSubr(a, inlined, parent))
+		refs = append(refs, a.nameRefs())
 		var err error
 		rs, err = d.appendRanges(rs, u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
 		return err
@@ -587,11 +595,11 @@ func (d *dwarfData) rangeBudget(u *unit) uint64 {
 // all but the subroutines (DW_TAG_subprogram and
 // DW_TAG_inlined_subroutine, the unit's root excepted), and calls visit
 // for each subroutine with its attributes, its number in preorder among
-// the unit's subroutines, the number of the nearest subroutine enclosing
-// it (-1 for none) and its depth below the root. parents is a working
+// the unit's subroutines and the number of the nearest subroutine
+// enclosing it (-1 for none). parents is a working
 // array, returned for reuse. The walk stops at visit's first error, or
 // the first malformed DIE (a *dwarf.FormatError).
-func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit func(a *attrs, inlined bool, me, parent int32, depth int) error) ([]int32, error) {
+func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit func(a *attrs, inlined bool, me, parent int32) error) ([]int32, error) {
 	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
 	b.Seek(u.hdr.DataOffset, "unit")
 	b.SetEnd(int(u.hdr.End))
@@ -629,7 +637,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 				break
 			}
 			me, n = n, n+1
-			if err := visit(&a, ab.tag == dwarf.DW_TAG_inlined_subroutine, me, parent, len(parents)); err != nil {
+			if err := visit(&a, ab.tag == dwarf.DW_TAG_inlined_subroutine, me, parent); err != nil {
 				return parents, err
 			}
 		} else if ab.fixed >= 0 {
@@ -730,7 +738,7 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) 
 	if b.Err() != nil {
 		return nil, nil, 0, false
 	}
-	return d.names(u, &nameRefs{a.name, a.linkage, a.spec, a.origin}, cache, depth)
+	return d.names(u, new(a.nameRefs()), cache, depth)
 }
 
 // flattenSubrs turns the subroutine ranges, in DIE preorder, into

@@ -44,14 +44,13 @@ func (d *dwarfData) scanFrames(u *unit, addr uint64, frames []Frame) ([]Frame, e
 	rs := sc.rs[:0]
 	found, bestStart := false, uint64(0)
 	budget, total := d.rangeBudget(u), uint64(0)
-	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32, _ int) error {
+	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32) error {
 		// The chain is the enclosing subroutines: drop the ones whose
 		// subtrees have ended.
 		for len(chain) > 0 && chain[len(chain)-1].me != parent {
 			chain = chain[:len(chain)-1]
 		}
-		chain = append(chain, openSubr{me: me, refs: nameRefs{a.name, a.linkage, a.spec, a.origin}, s: subr{parent: parent, inlined: inlined,
-			callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))}})
+		chain = append(chain, openSubr{me: me, s: newSubr(a, inlined, parent), refs: a.nameRefs()})
 		var err error
 		rs, err = d.appendRanges(rs[:0], u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget-total)
 		total += uint64(len(rs))
