@@ -54,9 +54,10 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 //	Thread 4711 "elfimage":
 //	#0  0x00007f0000001042 in spin at spin.scm:1 [jit@0x7f0000000040]
 //	#1  0x00007f0000001026 in %start [spin.elf]
-//	#2  0x00007f0000001010 in %enter (signal frame) [spin.elf]
-//	#3  0x000000000056fea5 in github.com/elfimage/elfimage/native.call at /src/native/call_amd64.go:27 [/usr/bin/elfimage]
-//	#4  runtime.stopm at /go/src/runtime/proc.go:3008 [/usr/bin/elfimage]
+//	#2  0x00007f0000004007 in elfimage.entry (signal frame) [jit@0x7f0000003040]
+//	#3  0x000000000056feeb in github.com/elfimage/elfimage/native.trampoline at /src/native/call_amd64.s:46 [/usr/bin/elfimage]
+//	#4  0x000000000056fea5 in github.com/elfimage/elfimage/native.call at /src/native/call_amd64.go:35 [/usr/bin/elfimage]
+//	#5  runtime.stopm at /go/src/runtime/proc.go:3008 [/usr/bin/elfimage]
 func writeThread(w io.Writer, t *procview.Thread) {
 	fmt.Fprintf(w, "Thread %d %q:\n", t.TID, t.Name)
 	n := 0

@@ -14,8 +14,9 @@ import (
 
 // TestStack: `elfimage stack PID` on a child spinning in image code (run
 // -jit -gdb: the image is known only through the GDB JIT interface) prints
-// the spinning thread as gdb's bt would, spin to main.main, and --json the
-// same frames.
+// the spinning thread as gdb's bt would, spin to main.main through the
+// library's entry frame (a signal frame) and native.trampoline, and --json
+// the same frames.
 func TestStack(t *testing.T) {
 	f := setupGDB(t)
 	dir := t.TempDir()
@@ -25,7 +26,7 @@ func TestStack(t *testing.T) {
 	childPID := startReady(t, f.cli, dir, "run", "-jit", "-gdb", "spin.scm")
 	pid := strconv.Itoa(childPID)
 	// The main thread reaches spin just after printing "ready".
-	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin at \S*spin\.scm:[1-4] \[jit@0x[0-9a-f]+\]\n#1  0x[0-9a-f]{16} in %start \[jit@0x[0-9a-f]+\]\n#2  0x[0-9a-f]{16} in %enter \(signal frame\) \[jit@0x[0-9a-f]+\]\n#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call`)
+	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin at \S*spin\.scm:[1-4] \[jit@0x[0-9a-f]+\]\n#1  0x[0-9a-f]{16} in %start \[jit@0x[0-9a-f]+\]\n#2  0x[0-9a-f]{16} in elfimage\.entry \(signal frame\) \[jit@0x[0-9a-f]+\]\n#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? at \S+/native/call_amd64\.s:\d+ \[\S+\]\n#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call`)
 	var text string
 	for try := 0; try < 50; try++ {
 		var out, errb bytes.Buffer
@@ -59,7 +60,7 @@ func TestStack(t *testing.T) {
 		fs := th.Frames
 		if len(fs) > 3 && len(fs[0].Funcs) > 0 && fs[0].Funcs[0].Function == "spin" {
 			found = true
-			if !fs[2].Signal || fs[2].Funcs[0].Function != "%enter" || !strings.HasPrefix(fs[0].Module, "[jit@") {
+			if !fs[2].Signal || fs[2].Funcs[0].Function != "elfimage.entry" || !strings.HasPrefix(fs[0].Module, "[jit@") {
 				t.Errorf("spinning thread: %+v", fs[:3])
 			}
 		}
