@@ -113,10 +113,12 @@ func entryModule() *Module {
 }
 
 // entryImg is the loaded entry image, nil until EntryImage succeeds;
-// entryMu serializes its loading.
+// entryMu serializes its loading; entryErr, under entryMu, is a failure
+// that no retry can mend (another entry routine is installed).
 var (
 	entryMu  sync.Mutex
 	entryImg atomic.Pointer[Image]
+	entryErr error
 )
 
 // EntryImage returns the library's entry image, whose one procedure,
@@ -131,10 +133,13 @@ var (
 // no entry routine: EntryImage returns nil and an error matching
 // errors.ErrUnsupported.
 //
-// Errors: those of [Link], [Load] and native.SetEntry; a failed call is
-// retried by the next. Cost: the first call links and loads a
-// one-procedure image (tens of microseconds, a few pages of memory);
-// later calls cost one atomic load.
+// Errors: those of [Link] and [Load], retried by the next call, and
+// native.ErrEntrySet (wrapped, returned by every later call) when the
+// program installed an entry routine of its own with native.SetEntry
+// before: that one stays, and [Open] and [Load] go on without the entry
+// image. Cost: the first call links and loads a one-procedure image (tens
+// of microseconds, a few pages of memory); later calls cost one atomic
+// load.
 func EntryImage() (*Image, error) {
 	if im := entryImg.Load(); im != nil {
 		return im, nil
@@ -147,6 +152,9 @@ func EntryImage() (*Image, error) {
 	if im := entryImg.Load(); im != nil {
 		return im, nil
 	}
+	if entryErr != nil {
+		return nil, entryErr
+	}
 	b, err := Link(entryModule(), LinkOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("elfimage: entry image: %w", err)
@@ -157,7 +165,11 @@ func EntryImage() (*Image, error) {
 	}
 	if err := native.SetEntry(im.Entry()); err != nil {
 		im.Close()
-		return nil, fmt.Errorf("elfimage: entry image: %w", err)
+		err = fmt.Errorf("elfimage: entry image: %w", err)
+		if errors.Is(err, native.ErrEntrySet) {
+			entryErr = err
+		}
+		return nil, err
 	}
 	entryImg.Store(im)
 	return im, nil
@@ -171,10 +183,11 @@ var ErrEntryImage = errors.New("elfimage: the entry image cannot be closed")
 func (im *Image) isEntry() bool { return im == entryImg.Load() }
 
 // installEntry makes sure the entry image is loaded and installed before
-// an image is loaded; outside amd64 there is nothing to install.
+// an image is loaded; outside amd64 there is nothing to install, and a
+// routine the program installed itself stays in charge.
 func installEntry() error {
 	_, err := EntryImage()
-	if errors.Is(err, errors.ErrUnsupported) {
+	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, native.ErrEntrySet) {
 		return nil
 	}
 	return err

@@ -3,11 +3,14 @@ package elfimage
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/frame"
@@ -287,5 +290,69 @@ func TestEntryPublished(t *testing.T) {
 	// The entry image's own lists name it once.
 	if own, err := ent.PerfMapEntries(); err != nil || len(own) != 1 {
 		t.Errorf("the entry image's perf map entries: %+v, %v", own, err)
+	}
+}
+
+// TestEntryOwnRoutine: a program that installed an entry routine of its
+// own before loading images keeps it; Open and Load work without the entry
+// image, and EntryImage says why. Runs in a child process (an entry
+// routine is installed once per process).
+func TestEntryOwnRoutine(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("entry routines need amd64")
+	}
+	if os.Getenv("ELFIMAGE_TEST_OWN_ENTRY") != "1" {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^TestEntryOwnRoutine$", "-test.v")
+		cmd.Env = append(os.Environ(), "ELFIMAGE_TEST_OWN_ENTRY=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestEntryOwnRoutine") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	code := append([]byte(nil), entryCode...)
+	mem, err := unix.Mmap(-1, 0, len(code), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(mem, code)
+	if err := unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		t.Fatal(err)
+	}
+	own := uintptr(unsafe.Pointer(&mem[0]))
+	if err := native.SetEntry(own); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Link(captureModule(), LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := Load("capture.elf", b, nil)
+	if err != nil {
+		t.Fatalf("Load with the program's own entry routine: %v", err)
+	}
+	defer im.Close()
+	if ent, err := EntryImage(); ent != nil || !errors.Is(err, native.ErrEntrySet) {
+		t.Errorf("EntryImage: %v, %v; want ErrEntrySet", ent, err)
+	}
+	if native.Entry() != own {
+		t.Errorf("native.Entry() = %#x, want the program's %#x", native.Entry(), own)
+	}
+	s, err := native.NewStack(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	buf, err := native.Alloc(24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer native.Free(buf)
+	native.Call(im.Entry(), s, uintptr(unsafe.Pointer(&buf[0])))
+	if ra := binary.LittleEndian.Uint64(buf[16:]); ra != uint64(im.Entry())+9 {
+		t.Errorf("capture's return address %#x, want outer+9 %#x", ra, im.Entry()+9)
 	}
 }
