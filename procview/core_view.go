@@ -10,16 +10,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/elfimage/elfimage/symbolize"
 )
 
-// ErrExeMismatch is wrapped by NewCoreView's error when the executable it
-// was given is not the one the core was dumped from (their build IDs
-// differ).
-var ErrExeMismatch = errors.New("procview: the executable does not match the core")
+// ErrBuildIDMismatch is wrapped by NewCoreView's error when the executable
+// it was given is not the one the core was dumped from, and by its
+// warnings for other mapped files: the build ID of the file differs from
+// the one in the core's copy of the file's first page.
+var ErrBuildIDMismatch = errors.New("procview: the file is not the one the core was dumped from")
 
 // CoreOptions tune CoreStacks. The zero value is the default.
 type CoreOptions struct {
@@ -90,7 +92,7 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 //
 // Errors: exe was given but the core names no executable mapping
 // (no NT_FILE, or none that AT_ENTRY points into), or exe's build ID
-// differs from the core's (wrapping ErrExeMismatch); exe cannot be read.
+// differs from the core's (wrapping ErrBuildIDMismatch); exe cannot be read.
 // Other problems are listed by View.Warnings, with c.Warnings. Cost:
 // reads the program headers and notes of every mapped file; module files
 // are opened for symbols and CFI on first use.
@@ -247,9 +249,10 @@ func (c *Core) executable(m CoreFile, phdrs []ProgHeader) bool {
 // phdrs), used for the core's mapping of path, with those in the core's
 // copy of the mapping of path at file offset 0 (the ELF header and, in
 // the first page, usually the notes: the kernel dumps that page of every
-// ELF mapping, coredump_filter bit 4). Nothing to compare (the page or the
-// notes were not dumped, or no build ID) is no error; a difference is an
-// error wrapping ErrExeMismatch.
+// ELF mapping, coredump_filter bit 4), or, when they have no kind of build
+// ID in common, the program headers. Nothing to compare (the page was not
+// dumped) is no error; a difference is an error wrapping
+// ErrBuildIDMismatch.
 func (c *Core) checkFile(path, open string, phdrs []ProgHeader) error {
 	var start, end uint64
 	found := false
@@ -267,19 +270,33 @@ func (c *Core) checkFile(path, open string, phdrs []ProgHeader) error {
 	if err != nil {
 		return nil
 	}
-	inCore := buildIDs(img, memPhdrs)
-	if len(inCore) == 0 {
-		return nil
-	}
 	f, err := os.Open(open)
 	if err != nil {
 		return nil // reported by the caller's later opening
 	}
 	defer f.Close()
-	inFile := buildIDs(f, phdrs)
+	inCore, inFile := buildIDs(img, memPhdrs), buildIDs(f, phdrs)
+	common := false
+	for k := range inCore {
+		_, ok := inFile[k]
+		common = common || ok
+	}
+	if !common {
+		// No build ID to compare: the program headers must be the same.
+		if !slices.Equal(memPhdrs, phdrs) {
+			return fmt.Errorf("%w: %s: its program headers differ from those in the core's copy of its first page", ErrBuildIDMismatch, open)
+		}
+		return nil
+	}
 	for k, id := range inCore {
 		if fid, ok := inFile[k]; ok && fid != id {
-			return fmt.Errorf("%w: %s: %s build ID %s in the core, %s in the file", ErrExeMismatch, open, k, hex.EncodeToString([]byte(id)), hex.EncodeToString([]byte(fid)))
+			show := func(id string) string {
+				if k == "Go" {
+					return id // Go's build ID is text
+				}
+				return hex.EncodeToString([]byte(id))
+			}
+			return fmt.Errorf("%w: %s: %s build ID %s in the core, %s in the file", ErrBuildIDMismatch, open, k, show(id), show(fid))
 		}
 	}
 	return nil
