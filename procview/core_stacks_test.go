@@ -269,6 +269,17 @@ func frozenInSpin(t *testing.T, pid int) []procview.Thread {
 // keeps them out of reach, or when the hard limit is 0.
 func crashCore(t *testing.T, cmd *exec.Cmd) string {
 	t.Helper()
+	return crashCoreAfter(t, cmd, syscall.SIGABRT, func() {
+		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGABRT); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// crashCoreAfter is crashCore with crash, instead of a SIGABRT, making the
+// child die of signal sig.
+func crashCoreAfter(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, crash func()) string {
+	t.Helper()
 	pattern, usesPID := corePattern(t)
 	pid := cmd.Process.Pid
 	var lim unix.Rlimit
@@ -282,16 +293,14 @@ func crashCore(t *testing.T, cmd *exec.Cmd) string {
 	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &lim, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGABRT); err != nil {
-		t.Fatal(err)
-	}
+	crash()
 	err := cmd.Wait()
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGABRT {
-		t.Fatalf("child: %v, want killed by SIGABRT", err)
+	if !ok || !ws.Signaled() || ws.Signal() != sig {
+		t.Fatalf("child: %v, want killed by %v", err, sig)
 	}
 	if !ws.CoreDump() {
-		t.Fatalf("child died of SIGABRT without a core (core_pattern %q, RLIMIT_CORE %d)", pattern, lim.Cur)
+		t.Fatalf("child died of %v without a core (core_pattern %q, RLIMIT_CORE %d)", sig, pattern, lim.Cur)
 	}
 	glob := expandCorePattern(pattern, pid, usesPID)
 	if !filepath.IsAbs(glob) {
@@ -478,6 +487,142 @@ func TestCoreStacksCrash(t *testing.T) {
 		}
 		if _, err := procview.NewCore(f, notesEnd/2); err == nil || !strings.Contains(err.Error(), "truncated") {
 			t.Errorf("core cut in its notes: %v", err)
+		}
+	})
+}
+
+// cCrashProg is a C program with two threads: main calls middle, which
+// calls leaf, which blocks in pause(2); the second thread blocks in
+// pause from worker. With an argument, leaf waits for a byte on standard
+// input, then stores to address 0 (SIGSEGV).
+const cCrashProg = `#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void *worker(void *arg) {
+	for (;;)
+		pause();
+	return arg;
+}
+
+__attribute__((noinline)) static void leaf(int crash) {
+	if (crash) {
+		char c;
+		if (read(0, &c, 1) >= 0)
+			*(volatile int *)0 = c;
+	}
+	for (;;)
+		pause();
+}
+
+__attribute__((noinline)) static void middle(int crash) {
+	leaf(crash);
+	__asm__ volatile("");
+}
+
+int main(int argc, char **argv) {
+	pthread_t t;
+	(void)argv;
+	pthread_create(&t, 0, worker, 0);
+	printf("ready\n");
+	fflush(stdout);
+	middle(argc > 1);
+	return 0;
+}
+`
+
+// TestCoreStacksC: cores of a C program (a PIE executable, libc and the
+// dynamic loader from NT_FILE with their build IDs checked, libc's
+// separate debug information, the vDSO), one from gcore while its threads
+// block in pause(2), one the kernel writes when it stores to address 0:
+// every thread agrees with gdb and, frame by frame and pc by pc, with
+// eu-stack, which unwinds such a program completely; the crash's siginfo
+// is SIGSEGV at address 0.
+func TestCoreStacksC(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	euStack := tooltest.Require(t, "eu-stack")
+	gcc := tooltest.Require(t, "gcc")
+	dir := t.TempDir()
+	src, exe := filepath.Join(dir, "cabort.c"), filepath.Join(dir, "cabort")
+	if err := os.WriteFile(src, []byte(cCrashProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gcc, "-g", "-O1", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	check := func(t *testing.T, corePath string, pid int, want string) *procview.Core {
+		t.Helper()
+		c, err := procview.OpenCore(corePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		threads, view, err := procview.CoreStacks(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer view.Close()
+		for _, w := range view.Warnings() {
+			t.Logf("warning: %v", w)
+		}
+		if len(threads) != 2 || threads[0].TID != pid {
+			t.Fatalf("threads:\n%s", dumpThreads(threads))
+		}
+		main := threadWith(threads, "middle")
+		if main == nil {
+			t.Fatalf("no thread in middle:\n%s", dumpThreads(threads))
+		}
+		seq := strings.Join(funcSeq(main), " ")
+		if !strings.HasPrefix(seq, want) {
+			t.Errorf("main thread: %s, want it to start with %s", seq, want)
+		}
+		if threadWith(threads, "worker") == nil {
+			t.Errorf("no thread in worker:\n%s", dumpThreads(threads))
+		}
+		var vdso bool
+		for _, m := range view.Modules() {
+			vdso = vdso || m.Kind == procview.ModuleVDSO
+		}
+		if !vdso {
+			t.Errorf("no vDSO module: %+v", view.Modules())
+		}
+		g := gdbCoreStacks(t, gdb, dir, exe, corePath)
+		e := euStacks(t, euStack, corePath, exe)
+		for i := range threads {
+			th := &threads[i]
+			n := compareWithGDB(t, th.TID, th, g[th.TID])
+			m := compareWithEUStack(t, th.TID, th, e[th.TID])
+			t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", th.TID, len(th.Frames), n, m)
+			if m != len(th.Frames) && m < len(e[th.TID]) || n < 3 {
+				t.Errorf("thread %d: compared %d frames with gdb, %d of eu-stack's %d", th.TID, n, m, len(e[th.TID]))
+			}
+		}
+		if t.Failed() {
+			t.Logf("ours:\n%s", dumpThreads(threads))
+		}
+		return c
+	}
+	t.Run("gcore", func(t *testing.T) {
+		cmd := exec.Command(exe)
+		tooltest.StartReady(t, cmd)
+		waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_PAUSE))
+		check(t, gcore(t, gdb, t.TempDir(), cmd.Process.Pid), cmd.Process.Pid, "pause leaf middle main")
+	})
+	t.Run("crash", func(t *testing.T) {
+		corePattern(t)
+		cmd := exec.Command(exe, "crash")
+		cmd.Dir = t.TempDir()
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tooltest.StartReady(t, cmd)
+		waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_READ))
+		corePath := crashCoreAfter(t, cmd, syscall.SIGSEGV, func() { stdin.Write([]byte{'x'}) })
+		c := check(t, corePath, cmd.Process.Pid, "leaf middle main")
+		if si := c.Siginfo; si == nil || si.Signo != int32(syscall.SIGSEGV) || si.Addr != 0 || c.Threads[0].Signal != int(syscall.SIGSEGV) {
+			t.Errorf("siginfo %+v, thread signal %d; want SIGSEGV at 0", si, c.Threads[0].Signal)
 		}
 	})
 }

@@ -5,9 +5,12 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -344,6 +347,25 @@ func TestCoreViewSynthetic(t *testing.T) {
 	if len(threads) != 2 || threads[0].TID != 4242 || threads[0].Name != "prog" || threads[1].Name != "" || len(threads[0].Frames) != 1 || threads[0].Frames[0].PC != tc.Threads[0].Regs.Rip {
 		t.Errorf("threads %+v", threads)
 	}
+	// A hostile core may name a FIFO or a device: never opened.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tc.Files = []procview.CoreFile{{Start: 0x400000, End: 0x401000, Path: fifo}, {Start: 0x401000, End: 0x402000, Path: "/dev/zero"}}
+	b = writeCore(tc)
+	if c, err = procview.NewCore(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := procview.NewCoreView(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := fmt.Sprint(v2.Warnings()); len(v2.Modules()) != 0 || strings.Count(ws, "not a regular file") != 2 {
+		t.Errorf("modules %+v, warnings %s", v2.Modules(), ws)
+	}
+	v2.Close()
+
 	tc.Files = nil
 	b = writeCore(tc)
 	if c, err = procview.NewCore(bytes.NewReader(b), int64(len(b))); err != nil {

@@ -132,7 +132,12 @@ func newCoreView(c *Core, exe string) (*View, map[string]string, error) {
 			fi.open = strings.TrimSuffix(path, " (deleted)")
 		}
 		var err error
-		fi.phdrs, err = filePhdrs(fi.open)
+		if st, serr := os.Stat(fi.open); serr == nil && !st.Mode().IsRegular() {
+			// A core names any path: never open a FIFO or a device.
+			err = fmt.Errorf("not a regular file (%v)", st.Mode().Type())
+		} else {
+			fi.phdrs, err = filePhdrs(fi.open)
+		}
 		if err != nil {
 			if given {
 				return nil, fmt.Errorf("procview: executable %s: %w", exe, err)
@@ -160,6 +165,9 @@ func newCoreView(c *Core, exe string) (*View, map[string]string, error) {
 	for _, m := range c.Files {
 		if m.Start >= m.End || m.Path == "" {
 			continue
+		}
+		if s := c.Segment(m.Start); s != nil && s.Flags&elf.PF_X == 0 {
+			continue // data, not code: not opened (it may not be ELF)
 		}
 		fi, err := info(m.Path)
 		if err != nil {

@@ -77,18 +77,20 @@ func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, stdo
 	return nil
 }
 
-// coreSignal returns the signal that caused the dump (NT_SIGINFO, else
-// the first thread's pr_cursig; 0 for none, as in a gcore of a live
-// process) and the fault address when the signal has one.
+// coreSignal returns the signal that caused the dump, as gdb's "Program
+// terminated with signal" takes it: pr_cursig of the first thread (0 in a
+// gcore of a live process, whose NT_SIGINFO only says how gdb stopped
+// it), and the fault address of NT_SIGINFO when that is the same signal
+// and has one (SIGSEGV, SIGBUS, SIGILL, SIGFPE).
 func coreSignal(c *procview.Core) (int, *uint64) {
-	if si := c.Siginfo; si != nil && si.Signo != 0 {
-		switch syscall.Signal(si.Signo) {
+	sig := c.Threads[0].Signal
+	if si := c.Siginfo; sig != 0 && si != nil && int(si.Signo) == sig {
+		switch syscall.Signal(sig) {
 		case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGILL, syscall.SIGFPE:
-			return int(si.Signo), &si.Addr
+			return sig, &si.Addr
 		}
-		return int(si.Signo), nil
 	}
-	return c.Threads[0].Signal, nil
+	return sig, nil
 }
 
 type coreJSON struct {

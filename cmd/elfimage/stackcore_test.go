@@ -90,8 +90,8 @@ func TestStackCore(t *testing.T) {
 		t.Fatalf("stack --core: exit %d: %s", code, errb.String())
 	}
 	text := out.String()
-	if !strings.HasPrefix(text, "Core of process "+pid) {
-		t.Errorf("no header naming the process:\n%s", text)
+	if !strings.HasPrefix(text, "Core of process "+pid) || strings.Contains(text, "Program terminated") {
+		t.Errorf("want a header naming the process and no signal (gcore of a live process):\n%s", text)
 	}
 	s = &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true, Program: f.cli,
 		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}}
