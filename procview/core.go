@@ -185,7 +185,8 @@ func (c *Core) Close() error {
 }
 
 // Warnings returns what NewCore found wrong without failing: PT_LOAD
-// segments that the file, truncated, holds only in part.
+// segments that the file, truncated, holds only in part (one warning for
+// all of them).
 func (c *Core) Warnings() []error { return c.warn }
 
 // Aux returns the value of the first auxiliary vector entry of type typ.
@@ -283,6 +284,7 @@ func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 		return nil, coreErr("core program headers", phoff, "e_phoff", fmt.Sprintf("read %d of %d bytes: %v", n, len(ph), err))
 	}
 	var notes []byte
+	cut, firstCut := 0, ""                      // segments cut by the end of the file
 	type noteSeg struct{ off, start, n uint64 } // file offset, position in notes, length
 	var noteSegs []noteSeg
 	for i := uint64(0); i < phnum; i++ {
@@ -310,7 +312,10 @@ func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 				if pOff < uint64(size) {
 					s.Present = uint64(size) - pOff
 				}
-				c.warn = append(c.warn, fmt.Errorf("procview: core file truncated: segment [%#x, %#x) needs file bytes [%#x, %#x), the file has %d bytes", vaddr, vaddr+memsz, pOff, pOff+filesz, size))
+				cut++
+				if cut == 1 {
+					firstCut = fmt.Sprintf("[%#x, %#x), which needs file bytes [%#x, %#x)", vaddr, vaddr+memsz, pOff, pOff+filesz)
+				}
 			}
 			c.Segments = append(c.Segments, s)
 		case elf.PT_NOTE:
@@ -330,6 +335,9 @@ func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 			}
 			noteSegs = append(noteSegs, noteSeg{pOff, start, filesz})
 		}
+	}
+	if cut > 0 {
+		c.warn = append(c.warn, fmt.Errorf("procview: core file truncated at %d bytes: %d of %d segments are cut, the first %s; what they lack reads as not dumped", size, cut, len(c.Segments), firstCut))
 	}
 	sort.SliceStable(c.Segments, func(i, j int) bool { return c.Segments[i].Addr < c.Segments[j].Addr })
 	for i := 1; i < len(c.Segments); i++ {
