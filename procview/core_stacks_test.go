@@ -132,15 +132,21 @@ func euStacks(t *testing.T, euStack, core, exe string) map[int][]euFrame {
 // the same function (its symbol table name, the outermost of our
 // physical frame's functions). eu-stack stops at frames it cannot unwind
 // (Go's signal return trampoline has no CFI): we must go at least as far.
-// It returns the number of frames compared.
+// Past a pc outside every module (a thread just cloned, whose stack is
+// not set up yet, returns there) eu-stack goes on guessing where gdb and
+// we stop: the comparison ends at that frame. It returns the number of
+// frames compared.
 func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFrame) int {
 	t.Helper()
-	if len(eu) > len(ours.Frames) {
-		t.Errorf("thread %d: eu-stack has %d frames, we %d\neu-stack %v\nours %s", tid, len(eu), len(ours.Frames), eu, dumpThreads([]procview.Thread{*ours}))
-		return 0
-	}
 	for i, e := range eu {
+		if i == len(ours.Frames) {
+			t.Errorf("thread %d: eu-stack has %d frames, we %d\neu-stack %v\nours %s", tid, len(eu), len(ours.Frames), eu, dumpThreads([]procview.Thread{*ours}))
+			return i
+		}
 		f := ours.Frames[i]
+		if f.PC == e.pc && e.fn == "" && f.Module == "" {
+			return i + 1
+		}
 		if f.PC != e.pc {
 			t.Errorf("thread %d frame %d: pc %#x, eu-stack %#x\neu-stack %v\nours %s", tid, i, f.PC, e.pc, eu, dumpThreads([]procview.Thread{*ours}))
 			return i
@@ -437,8 +443,8 @@ func TestCoreStacksCrash(t *testing.T) {
 		}
 		m := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
 		t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", threads[i].TID, len(threads[i].Frames), n, m)
-		if m < 4 {
-			t.Errorf("thread %d: only %d frames compared with eu-stack", threads[i].TID, m)
+		if &threads[i] == th && m < 4 {
+			t.Errorf("spinning thread: only %d frames compared with eu-stack", m)
 		}
 	}
 	if t.Failed() {
@@ -594,7 +600,7 @@ func TestCoreStacksC(t *testing.T) {
 			n := compareWithGDB(t, th.TID, th, g[th.TID])
 			m := compareWithEUStack(t, th.TID, th, e[th.TID])
 			t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", th.TID, len(th.Frames), n, m)
-			if m != len(th.Frames) && m < len(e[th.TID]) || n < 3 {
+			if n < 3 || m < min(3, len(e[th.TID])) {
 				t.Errorf("thread %d: compared %d frames with gdb, %d of eu-stack's %d", th.TID, n, m, len(e[th.TID]))
 			}
 		}

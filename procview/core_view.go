@@ -35,8 +35,11 @@ type CoreOptions struct {
 // CoreStacks unwinds every thread of the core c as Stacks does for a live
 // process: the View of c's modules (NewCoreView with opts.Exe), then each
 // thread from its NT_PRSTATUS registers over the core's memory, with the
-// same walk (View.Backtrace), and, unless opts.NoSymbolize, every frame
-// symbolized. The threads are in the core's order (the one that received
+// same walk as View.Backtrace, carried across signal frames that have no
+// CFI: a frame whose code is the x86-64 rt_sigreturn trampoline (mov $15,
+// %rax; syscall, as gdb recognises it) is a signal frame, and the walk
+// goes on from the registers the kernel saved in its struct rt_sigframe;
+// and, unless opts.NoSymbolize, every frame symbolized. The threads are in the core's order (the one that received
 // the signal first); a thread's Name is c.Command for the main thread (tid
 // equal to the pid: NT_PRPSINFO names only the process) and empty for the
 // others. A read of memory the core does not hold ends that thread's walk

@@ -160,8 +160,11 @@ func TestStackCore(t *testing.T) {
 	notCore := filepath.Join(dir, "notcore")
 	os.WriteFile(notCore, []byte("hello"), 0o644)
 	cut := filepath.Join(dir, "core.cut")
-	if b, err := os.ReadFile(core); err == nil {
-		os.WriteFile(cut, b[:2000], 0o644)
+	if fc, err := os.Open(core); err == nil {
+		b := make([]byte, 2000)
+		fc.ReadAt(b, 0)
+		fc.Close()
+		os.WriteFile(cut, b, 0o644)
 	}
 	for _, c := range []struct {
 		args []string
