@@ -1,8 +1,9 @@
-// Package procview gives a process-wide view of a live Linux process for
-// debuggers, profilers and crash reporters: which module holds a code
-// address, how to unwind through it and what source it comes from, and the
-// symbolized backtrace of every thread, crossing elfimage images, Go frames
-// and C library frames, each unwound with its own call frame information.
+// Package procview gives a process-wide view of a live Linux process, or of
+// one that left a core file, for debuggers, profilers and crash reporters:
+// which module holds a code address, how to unwind through it and what
+// source it comes from, and the symbolized backtrace of every thread,
+// crossing elfimage images, Go frames and C library frames, each unwound
+// with its own call frame information.
 //
 // # Modules
 //
@@ -52,9 +53,36 @@
 // a return address of 0), at a pc outside every module (that frame is
 // kept, unsymbolized), at a frame without CFI, or after MaxFrames frames.
 //
+// # Core files
+//
+// OpenCore (or NewCore over any io.ReaderAt) decodes an ELF core file of
+// an x86-64 Linux process, as the kernel writes it on a fatal signal
+// (core(5)) or gdb's gcore writes it of a live process: a thread per
+// NT_PRSTATUS note (struct elf_prstatus: pr_pid, pr_cursig, pr_reg in
+// struct user_regs_struct order, RegsFromUserRegs), the process from
+// NT_PRPSINFO, the auxiliary vector (NT_AUXV), the mapped files
+// (NT_FILE), the signal (NT_SIGINFO), and the memory of the PT_LOAD
+// segments, read on demand: a Core is the io.ReaderAt and
+// unwind.SizedMemory of the dead process. Bytes of a segment beyond its
+// p_filesz (pages the kernel did not dump, such as unwritten file-backed
+// text) or cut off by a truncated file fail that read with ErrNotDumped.
+//
+// CoreStacks unwinds every thread of a core as Stacks does a live process,
+// over a View that NewCoreView builds from it: the executable mappings of
+// NT_FILE, opened by path (the executable may be given instead) and
+// refused when their build ID differs from the core's copy of their first
+// page, the vDSO from AT_SYSINFO_EHDR, and the GDB JIT symbol files found
+// through __jit_debug_descriptor in the core's memory. Signal frames
+// without CFI (Go's runtime.sigreturn__sigaction: every thread of a
+// GOTRACEBACK=crash core is in one) are recognised by the rt_sigreturn
+// trampoline's code, as gdb does, and the walk continues from the
+// registers saved in the signal frame.
+//
 // The process's memory and files are untrusted: the maps file, the JIT list
 // (at most MaxJITEntries entries of at most MaxSymfileSize bytes), the
-// program headers and the debug information are read with bounds, and
+// program headers, core files (at most MaxCoreSegments segments,
+// MaxCoreNoteBytes of notes, MaxThreads threads) and the debug information
+// are read with bounds, and
 // malformed input yields errors (a *dwarf.FormatError where a decoder of
 // this package finds it), never a panic.
 //

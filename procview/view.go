@@ -226,8 +226,9 @@ func (f *indexFinder) FindFDE(pc uint64, fde *frame.ParsedFDE) error {
 type View struct {
 	// PID is the process's id.
 	PID int
-	// Mem reads the process's memory.
-	Mem  Memory
+	// Mem reads the process's memory at run-time addresses: a Memory for
+	// a live process (Open), the *Core for a core file (NewCoreView).
+	Mem  io.ReaderAt
 	mods []Module // sorted by Start, disjoint
 	objs []*object
 	warn []error

@@ -18,8 +18,12 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stack", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object with every thread's frames")
 	maxFrames := fs.Int("max", procview.DefaultMaxFrames, "at most `N` frames per thread")
+	cf := addCoreFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if cf.core != "" || cf.exe != "" {
+		return runStackCore(cf, fs.Args(), *asJSON, *maxFrames, stdout, stderr)
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one PID", errUsage)
