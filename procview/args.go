@@ -87,20 +87,22 @@ func (v *View) args(o *object) *argIndex {
 	if v.ext.args == nil {
 		v.ext.args = map[*object]*argIndex{}
 	}
-	x := newArgIndex(o.debug())
-	v.ext.args[o] = x
-	return x
-}
-
-func newArgIndex(s *symbolize.Symbolizer) *argIndex {
-	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, types: map[uint64]typeDesc{}}
-	sect := func(name string) []byte {
+	s := o.debug()
+	x := newArgIndex(func(name string) []byte {
 		b, _, err := s.Section(name)
 		if err != nil {
 			return nil
 		}
 		return b
-	}
+	})
+	v.ext.args[o] = x
+	return x
+}
+
+// newArgIndex indexes the DWARF whose sections sect returns (nil when
+// absent): the compile units' ranges.
+func newArgIndex(sect func(name string) []byte) *argIndex {
+	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, types: map[uint64]typeDesc{}}
 	var sec info.Sections
 	sec.Info, sec.Abbrev = sect(".debug_info"), sect(".debug_abbrev")
 	if len(sec.Info) == 0 || len(sec.Abbrev) == 0 {
@@ -658,8 +660,12 @@ func (v *View) frameArgs(f *Frame, m *Module, pc uint64, mem unwind.Memory) {
 	if o.err != nil || len(f.Funcs) == 0 {
 		return
 	}
-	x := v.args(o)
-	scopes, u, err := x.scopes(pc - m.Bias)
+	v.args(o).frameArgs(f, pc-m.Bias, mem)
+}
+
+// frameArgs sets f.Args for the link-time address addr of f's pc.
+func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory) {
+	scopes, u, err := x.scopes(addr)
 	if err != nil || len(scopes) == 0 {
 		return
 	}
@@ -792,11 +798,11 @@ func format(t typeDesc, raw uint64) string {
 		}
 		return strconv.FormatFloat(math.Float64frombits(raw), 'g', 17, 64)
 	case typeChar:
-		n := int64(raw)
+		n := strconv.FormatUint(raw, 10)
 		if t.signed {
-			n = sext()
+			n = strconv.FormatInt(sext(), 10)
 		}
-		return fmt.Sprintf("%d %s", n, charLiteral(byte(raw)))
+		return n + " " + charLiteral(byte(raw))
 	case typePointer:
 		return fmt.Sprintf("%#x", raw)
 	case typeEnum:
