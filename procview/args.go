@@ -517,16 +517,19 @@ func (x *argIndex) typeOf(off uint64, addrSize int) typeDesc {
 	if ok {
 		return t
 	}
-	t = x.readType(off, addrSize)
+	t = x.readType(off, addrSize, 0)
 	x.mu.Lock()
 	x.types[off] = t
 	x.mu.Unlock()
 	return t
 }
 
-func (x *argIndex) readType(off uint64, addrSize int) typeDesc {
+// readType reads the type at off; hops counts the DIEs followed so far
+// (typedefs, qualifiers, an enumeration's underlying type), at most
+// maxTypeHops.
+func (x *argIndex) readType(off uint64, addrSize, hops int) typeDesc {
 	r := x.data.Reader()
-	for hop := 0; hop < maxTypeHops && off != 0; hop++ {
+	for ; hops < maxTypeHops && off != 0; hops++ {
 		r.Seek(off)
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -586,7 +589,7 @@ func (x *argIndex) readType(off uint64, addrSize int) typeDesc {
 				return typeDesc{kind: typeAggregate}
 			}
 			if under, ok := refOf(e, dwarf.DW_AT_type); ok {
-				ut := x.readType(under, addrSize)
+				ut := x.readType(under, addrSize, hops+1)
 				t.signed = ut.signed
 			}
 			if e.Children {

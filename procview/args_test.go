@@ -299,3 +299,39 @@ func FuzzArgIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestArgTypeCycles: types that refer to themselves (a typedef cycle, an
+// enumeration whose underlying type is itself) end after maxTypeHops.
+func TestArgTypeCycles(t *testing.T) {
+	enum := &info.DIE{Tag: dwarf.DW_TAG_enumeration_type, Attrs: []info.Attr{{Name: dwarf.DW_AT_byte_size, Value: info.Udata(4)}}}
+	enum.Attrs = append(enum.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(enum)})
+	t1 := &info.DIE{Tag: dwarf.DW_TAG_typedef}
+	t2 := &info.DIE{Tag: dwarf.DW_TAG_typedef, Attrs: []info.Attr{{Name: dwarf.DW_AT_type, Value: info.Ref(t1)}}}
+	t1.Attrs = []info.Attr{{Name: dwarf.DW_AT_type, Value: info.Ref(t2)}}
+	param := func(name string, typ *info.DIE) *info.DIE {
+		return &info.DIE{Tag: dwarf.DW_TAG_formal_parameter, Attrs: []info.Attr{
+			{Name: dwarf.DW_AT_name, Value: info.String(name)},
+			{Name: dwarf.DW_AT_type, Value: info.Ref(typ)},
+			{Name: dwarf.DW_AT_location, Value: info.Exprloc([]byte{byte(dwarf.DW_OP_reg0)})}}}
+	}
+	f := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_low_pc, Value: info.Addr(argLow)},
+		{Name: dwarf.DW_AT_high_pc, Value: info.Udata(argHigh - argLow)}},
+		Children: []*info.DIE{param("e", enum), param("c", t1)}}
+	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_low_pc, Value: info.Addr(argLow)},
+		{Name: dwarf.DW_AT_high_pc, Value: info.Udata(argHigh - argLow)}}, Children: []*info.DIE{enum, t1, t2, f}}
+	str := dwarf.NewStrTab()
+	infoSec, abbrev, err := info.Encode([]*info.Unit{{Enc: dwarf.Default64, Root: cu}}, str)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := map[string][]byte{".debug_info": infoSec, ".debug_abbrev": abbrev, ".debug_str": str.Bytes()}
+	x := newArgIndex(func(n string) []byte { return secs[n] })
+	fr := &Frame{Funcs: []symbolize.Frame{{Function: "f"}}}
+	fr.Regs.Set(arch.X86_64_RAX, 5)
+	x.frameArgs(fr, argPC, &unwind.Snapshot{})
+	if len(fr.Args) != 1 || len(fr.Args[0]) != 2 || fr.Args[0][0].Value != "5" || fr.Args[0][1].Value != "5" {
+		t.Errorf("arguments %+v", fr.Args)
+	}
+}
