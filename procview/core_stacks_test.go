@@ -98,12 +98,14 @@ var (
 	euFrameRE  = regexp.MustCompile(`^#(\d+)\s+0x([0-9a-f]+)\s*(\S*)`)
 )
 
-// euStacks runs `eu-stack --core CORE -e EXE` and returns each thread's
-// frames by thread id. eu-stack exits non-zero when it cannot finish a
-// thread; what it printed up to there is kept.
-func euStacks(t *testing.T, euStack, core, exe string) map[int][]euFrame {
+// euStacks runs eu-stack with args (`-p PID`, or `--core CORE -e EXE`)
+// and returns each thread's frames by thread id. eu-stack exits non-zero
+// when it cannot finish a thread (it stops at the first frame without CFI
+// that it cannot unwind by frame pointer); what it printed up to there is
+// kept.
+func euStacks(t *testing.T, euStack string, args ...string) map[int][]euFrame {
 	t.Helper()
-	cmd := exec.Command(euStack, "--core", core, "-e", exe)
+	cmd := exec.Command(euStack, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Run()
@@ -223,7 +225,7 @@ func TestCoreStacksGcore(t *testing.T) {
 				t.Errorf("frame 0 in %q, want a JIT symbol file", th.Frames[0].Module)
 			}
 			g := gdbCoreStacks(t, gdb, dir, cli, corePath)
-			e := euStacks(t, euStack, corePath, cli)
+			e := euStacks(t, euStack, "--core", corePath, "-e", cli)
 			for i := range threads {
 				n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
 				if &threads[i] == th && n < 8 {
@@ -435,7 +437,7 @@ func TestCoreStacksCrash(t *testing.T) {
 		t.Errorf("spinning thread: %s\nwant it to contain %s ... main.main", seq, want)
 	}
 	g := gdbCoreStacks(t, gdb, dir, cli, corePath)
-	e := euStacks(t, euStack, corePath, cli)
+	e := euStacks(t, euStack, "--core", corePath, "-e", cli)
 	for i := range threads {
 		n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
 		if &threads[i] == th && n < 14 {
@@ -594,7 +596,7 @@ func TestCoreStacksC(t *testing.T) {
 			t.Errorf("no vDSO module: %+v", view.Modules())
 		}
 		g := gdbCoreStacks(t, gdb, dir, exe, corePath)
-		e := euStacks(t, euStack, corePath, exe)
+		e := euStacks(t, euStack, "--core", corePath, "-e", exe)
 		for i := range threads {
 			th := &threads[i]
 			n := compareWithGDB(t, th.TID, th, g[th.TID])

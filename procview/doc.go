@@ -44,14 +44,39 @@
 // PTRACE_INTERRUPT (ptrace(2)), reads its registers (PTRACE_GETREGS, mapped
 // to x86-64 DWARF register numbers, AMD64 psABI section 3.6.2), unwinds it
 // with package unwind over the View and unwind.Remote (process_vm_readv),
-// symbolizes every frame (the return address minus one for callers, so
-// that a call at the end of a function or inlined range is attributed to
-// it; the exact pc for the innermost frame and for a frame a signal frame
-// interrupted) and detaches from every thread it stopped, also on error.
-// All ptrace calls run on one locked OS thread, as the kernel requires.
-// A walk ends cleanly at the outermost frame (undefined return address or
-// a return address of 0), at a pc outside every module (that frame is
-// kept, unsymbolized), at a frame without CFI, or after MaxFrames frames.
+// copies the stack around its frames, detaches from every thread it
+// stopped, also on error, and then describes every frame: symbolized at
+// the return address minus one for callers, so that a call at the end of
+// a function or inlined range is attributed to it, at the exact pc for
+// the innermost frame and for a frame a signal frame interrupted; and
+// with its arguments, read from the module's DWARF against the frame's
+// registers and the stack copy (View.DescribeFrames). All ptrace calls
+// run on one locked OS thread, as the kernel requires.
+//
+// A frame is unwound with the CFI of its module. A frame without CFI
+// (code outside every module, such as code a JIT made without publishing
+// it, or a module without an FDE for the pc) is unwound by frame pointer
+// (unwind.StepFP: aligned, not below the stack pointer, on the stack
+// pointer's mapping, a return address in executable memory just after a
+// call; an innermost frame in its prologue or epilogue by the function
+// start that /tmp/perf-PID.map or the symbol table gives). The switch
+// package native's trampoline makes from the Go stack to a native stack
+// is crossed through the Go stack and frame pointers it saved at the top
+// of the native stack (the rule the Scheme runtime's %enter FDE states
+// in CFI), both from the trampoline's return address and from a frame
+// without a frame record just below it (%enter when it is not
+// published). Each Frame says how it was found (Frame.Method). Code
+// outside every module is named from the perf map (View.LoadPerfMap,
+// which trusts it only when owned by root or the process's user).
+//
+// A walk ends cleanly (Thread.Err nil) only at the outermost frame: an
+// undefined return address, a return address of 0, or a zero frame
+// pointer. Otherwise Thread.Err says why it stopped: no CFI and no
+// plausible frame pointer (wrapping unwind.ErrNoFDE and
+// unwind.ErrImplausible), a return address the CFI gives outside
+// executable memory (ErrNotExecutable; that frame is kept, as gdb keeps
+// it), unreadable memory, malformed CFI, or MaxFrames frames
+// (ErrMaxFrames).
 //
 // # Core files
 //

@@ -232,6 +232,11 @@ type View struct {
 	mods []Module // sorted by Start, disjoint
 	objs []*object
 	warn []error
+	// maps is the address space the frame-pointer fallback checks
+	// (every mapping, sorted by Start); ext what walks and frame
+	// descriptions keep beside the modules (fallback.go).
+	maps []Mapping
+	ext  extras
 }
 
 // Open takes a snapshot of the modules of process pid (os.Getpid() for the
@@ -259,7 +264,7 @@ func Open(pid int) (*View, error) {
 }
 
 func newView(pid int, maps []Mapping) *View {
-	v := &View{PID: pid, Mem: Memory{PID: pid}}
+	v := &View{PID: pid, Mem: Memory{PID: pid}, maps: maps}
 	exe := fmt.Sprintf("/proc/%d/exe", pid)
 	var exeIno uint64
 	var exeDev uint64
