@@ -420,12 +420,21 @@ var entryRoutine = sync.OnceValue(func() uintptr {
 // codeLoad: mov rax, [rdi]; ret — returns the word at its argument.
 var codeLoad = []byte{0x48, 0x8b, 0x07, 0xc3}
 
+// TestDefaultEntry: without an installed routine, the trampoline calls
+// its own, defaultEntry, and the top of the stack is laid out the same.
+func TestDefaultEntry(t *testing.T) {
+	if Entry() != 0 {
+		t.Skip("an entry routine is installed (TestEntryRoutine ran before)")
+	}
+	checkTop(t, func(ra uintptr) bool {
+		f := runtime.FuncForPC(ra - 1)
+		return f != nil && strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.defaultEntry")
+	})
+}
+
 // TestEntryRoutine installs an entry routine and checks that calls keep
 // their contract through it (arguments, result, entry SP, abort) and that
-// the top of the stack holds what the routine's CFI reads: the
-// trampoline's SP and BP, whose frame record returns into native.call,
-// the return address into the trampoline, and the frame record the
-// routine pushed.
+// the top of the stack holds what the routine's CFI reads (checkTop).
 func TestEntryRoutine(t *testing.T) {
 	if err := SetEntry(0); err == nil {
 		t.Error("SetEntry(0) succeeded")
@@ -447,7 +456,15 @@ func TestEntryRoutine(t *testing.T) {
 	TestCallArgs(t)
 	TestEntryAlignment(t)
 	TestAbort(t)
+	checkTop(t, func(ra uintptr) bool { return ra == pc+7 })
+}
 
+// checkTop checks the top of a Stack during a call: the trampoline's SP
+// and BP, whose frame record returns into native.call, the return address
+// into the trampoline, the frame record the entry routine pushed, and its
+// return address at EntrySP, which entryRA must accept.
+func checkTop(t *testing.T, entryRA func(uintptr) bool) {
+	t.Helper()
 	s := newStack(t, 64<<10)
 	load := loadCode(t, codeLoad)
 	word := func(off uintptr) uintptr { return Call(load, s, s.Top()-off) }
@@ -473,8 +490,8 @@ func TestEntryRoutine(t *testing.T) {
 	if got := word(EntrySPOffset - 8); got != goBP {
 		t.Errorf("frame pointer pushed by the entry routine %#x, want the trampoline's %#x", got, goBP)
 	}
-	if got := word(EntrySPOffset); got != pc+7 {
-		t.Errorf("return address at EntrySP %#x, want the entry routine's %#x", got, pc+7)
+	if got := word(EntrySPOffset); !entryRA(got) {
+		t.Errorf("return address at EntrySP %#x is not into the entry routine", got)
 	}
 }
 

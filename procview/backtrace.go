@@ -23,8 +23,10 @@ type Frame struct {
 	// frame and for a frame a signal frame interrupted (Exact), a return
 	// address for the others.
 	PC uint64
-	// SP is the frame's stack pointer; CFA its canonical frame address (0
-	// when its call frame information was not found).
+	// SP is the frame's stack pointer; CFA its canonical frame address: by
+	// its call frame information, or, for a frame unwound by frame
+	// pointer, its caller's stack pointer (0 when the walk stopped before
+	// finding it).
 	SP, CFA uint64
 	// Exact reports whether PC is the exact instruction (it is then
 	// symbolized at PC, and otherwise at PC-1, the call instruction).
@@ -33,61 +35,90 @@ type Frame struct {
 	// (augmentation "S"): gdb prints such a frame as "<signal handler
 	// called>".
 	Signal bool
-	// Module is the name of the module holding the frame's code ("" when
-	// none does).
+	// Method says how the frame's registers were found:
+	// unwind.MethodRegisters for the innermost frame (read from the
+	// thread), MethodCFI or MethodSignal from the call frame information
+	// of the frame before, MethodFramePointer, MethodPrologue or
+	// MethodEpilogue by the frame-pointer fallback, MethodStackSwitch
+	// across native.Call's trampoline.
+	Method unwind.Method
+	// Regs are the frame's registers as unwinding recovered them (what
+	// argument locations read); registers no rule recovered are unknown.
+	Regs unwind.Regs
+	// Module is the name of the module holding the frame's code, or, for
+	// code outside every module that a perf map names, the perf map's
+	// path ("" when neither).
 	Module string
 	// Funcs are the source frames at the pc, innermost first: every one
 	// but the last was inlined into the next (symbolize.Frame.Inlined).
 	// Empty when nothing is known about the address.
 	Funcs []symbolize.Frame
+	// Args[i] are the formal parameters of Funcs[i] with their values in
+	// this frame, from the module's DWARF (View.DescribeFrames); Args is
+	// nil when they were not read, and Args[i] nil when the DWARF has no
+	// function for Funcs[i].
+	Args [][]Arg
 }
 
 // Backtrace unwinds a stack from the frame start (usually
 // unwind.FirstFrame of a thread's registers) with the View as FDE finder
-// and mem as the memory of the View's process, and symbolizes each frame.
-// It returns at most maxFrames frames (DefaultMaxFrames when maxFrames <=
-// 0) and the reason the walk stopped: nil at the outermost frame (an
-// undefined return address or a return address of 0) or at a frame whose
-// pc is outside every module (that frame is the last one returned,
-// without Funcs); an error wrapping ErrMaxFrames at the bound; otherwise
-// the unwinder's error (unwind.ErrNoFDE for code without call frame
-// information, unreadable memory, malformed CFI), with the frames before
-// it. Cost: one unwind step and one symbolization per frame; the first use
-// of a module opens it.
+// and mem as the memory of the View's process, and describes each frame
+// (DescribeFrames, with mem). Frames without call frame information are
+// unwound by frame pointer (unwind.StepFP, with the View's mappings as
+// address space and the function starts its perf map and symbol tables
+// give), and native.Call's stack switch by the layout its trampoline
+// leaves at the top of the native stack. It returns at most maxFrames
+// frames (DefaultMaxFrames when maxFrames <= 0) and the reason the walk
+// stopped: nil at the outermost frame only (an undefined return address,
+// a return address of 0, a zero frame pointer); otherwise an error
+// wrapping ErrMaxFrames at the bound, ErrNotExecutable when the call
+// frame information of a frame gives a pc outside executable memory (that
+// frame is the last one returned), unwind.ErrNoFDE and
+// unwind.ErrImplausible for a frame without CFI whose frame pointer is not
+// plausible, or the unwinder's error (unreadable memory, malformed CFI),
+// with the frames before it. Cost: one unwind step and one description
+// per frame; the first use of a module opens it.
 func (v *View) Backtrace(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Frame, error) {
 	frames, err := v.walk(mem, start, maxFrames)
-	v.SymbolizeFrames(frames)
+	v.DescribeFrames(frames, mem)
 	return frames, err
 }
 
-// walk is Backtrace without symbolization (Module is set).
+// walk is Backtrace without descriptions (Module is set).
 func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Frame, error) {
 	if maxFrames <= 0 {
 		maxFrames = DefaultMaxFrames
 	}
 	u := unwind.New(arch.X86_64, v, mem)
+	space := addressSpace{v}
 	cur := start
 	var caller unwind.Frame
 	var out []Frame
 	for {
-		f := Frame{PC: cur.PC, SP: cur.SP, Exact: cur.First || cur.AfterSignal}
+		f := Frame{PC: cur.PC, SP: cur.SP, Exact: cur.First || cur.AfterSignal, Method: cur.Method, Regs: cur.Regs}
 		lookup := f.PC
 		if !f.Exact && lookup > 0 {
 			lookup--
 		}
-		m, merr := v.Lookup(lookup)
-		if merr == nil {
+		if m, err := v.Lookup(lookup); err == nil {
 			f.Module = m.Name
 		}
-		err := u.Step(&cur, &caller)
+		if len(out) > 0 && !space.Executable(lookup) {
+			// Where the call frame information of the frame before says
+			// it returns: shown, as gdb does, but not code.
+			out = append(out, f)
+			p := out[len(out)-2]
+			return out, fmt.Errorf("%w: %#x, the return address the call frame information of the frame at %#x gives (a corrupt stack, or the end of a stack whose outermost frame is not marked)", ErrNotExecutable, f.PC, p.PC)
+		}
+		err := v.step(u, &cur, &caller, lookup)
 		f.CFA, f.Signal = cur.CFA, cur.Signal
 		out = append(out, f)
 		switch {
 		case err == nil:
-		case errors.Is(err, unwind.ErrOutermost), errors.Is(err, ErrNoModule):
+		case errors.Is(err, unwind.ErrOutermost):
 			return out, nil
 		default:
-			return out, err
+			return out, fmt.Errorf("procview: unwinding the frame at %#x: %w", f.PC, err)
 		}
 		if len(out) == maxFrames {
 			return out, fmt.Errorf("%w: %d frames", ErrMaxFrames, maxFrames)
@@ -97,9 +128,25 @@ func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Fra
 }
 
 // SymbolizeFrames fills in the Module and Funcs of each frame from its PC
-// (PC-1 unless Exact). Addresses nothing covers are left without Funcs.
-// Cost: one symbolization per frame.
-func (v *View) SymbolizeFrames(frames []Frame) {
+// (PC-1 unless Exact): from the module's symbolizer, or, outside every
+// module, from the perf map (LoadPerfMap). Addresses nothing covers are
+// left without Funcs. Cost: one symbolization per frame.
+func (v *View) SymbolizeFrames(frames []Frame) { v.DescribeFrames(frames, nil) }
+
+// DescribeFrames is SymbolizeFrames that also reads, when mem is not nil,
+// each function's formal parameters from its module's DWARF (the image
+// file, a GDB JIT symbol file, any ELF file with DW_TAG_formal_parameter
+// entries) and their values in the frame (Frame.Args): the location
+// expression or location list entry at the pc is evaluated with
+// dwarf/expr against the frame's registers, its CFA, the subprogram's
+// DW_AT_frame_base and mem, the memory of the process as it was when the
+// frames were unwound. Scalars are read (see Arg); aggregates are shown
+// as "...", and composite locations (more than one DW_OP_piece), typed
+// DWARF 5 operations and entry values are not supported (an Arg with an
+// error). Cost: one symbolization and, per function with parameters, the
+// decode of its DIEs; the first frame in a compile unit indexes the
+// unit's subprograms.
+func (v *View) DescribeFrames(frames []Frame, mem unwind.Memory) {
 	for i := range frames {
 		f := &frames[i]
 		pc := f.PC
@@ -107,9 +154,17 @@ func (v *View) SymbolizeFrames(frames []Frame) {
 			pc--
 		}
 		funcs, m, _ := v.Symbolize(pc, nil)
-		f.Funcs = funcs
+		f.Funcs, f.Args = funcs, nil
 		if m != nil {
 			f.Module = m.Name
+			if mem != nil && len(funcs) > 0 {
+				v.frameArgs(f, m, pc, mem)
+			}
+			continue
+		}
+		if e, ok := v.perfEntry(pc); ok {
+			f.Module = v.ext.perfPath
+			f.Funcs = []symbolize.Frame{{Function: e.Name}}
 		}
 	}
 }

@@ -1,8 +1,9 @@
-// Package procview gives a process-wide view of a live Linux process for
-// debuggers, profilers and crash reporters: which module holds a code
-// address, how to unwind through it and what source it comes from, and the
-// symbolized backtrace of every thread, crossing elfimage images, Go frames
-// and C library frames, each unwound with its own call frame information.
+// Package procview gives a process-wide view of a live Linux process, or of
+// one that left a core file, for debuggers, profilers and crash reporters:
+// which module holds a code address, how to unwind through it and what
+// source it comes from, and the symbolized backtrace of every thread,
+// crossing elfimage images, Go frames and C library frames, each unwound
+// with its own call frame information.
 //
 // # Modules
 //
@@ -43,18 +44,71 @@
 // PTRACE_INTERRUPT (ptrace(2)), reads its registers (PTRACE_GETREGS, mapped
 // to x86-64 DWARF register numbers, AMD64 psABI section 3.6.2), unwinds it
 // with package unwind over the View and unwind.Remote (process_vm_readv),
-// symbolizes every frame (the return address minus one for callers, so
-// that a call at the end of a function or inlined range is attributed to
-// it; the exact pc for the innermost frame and for a frame a signal frame
-// interrupted) and detaches from every thread it stopped, also on error.
-// All ptrace calls run on one locked OS thread, as the kernel requires.
-// A walk ends cleanly at the outermost frame (undefined return address or
-// a return address of 0), at a pc outside every module (that frame is
-// kept, unsymbolized), at a frame without CFI, or after MaxFrames frames.
+// copies the stack around its frames, detaches from every thread it
+// stopped, also on error, and then describes every frame: symbolized at
+// the return address minus one for callers, so that a call at the end of
+// a function or inlined range is attributed to it, at the exact pc for
+// the innermost frame and for a frame a signal frame interrupted; and
+// with its arguments, read from the module's DWARF against the frame's
+// registers and the stack copy (View.DescribeFrames). All ptrace calls
+// run on one locked OS thread, as the kernel requires.
+//
+// A frame is unwound with the CFI of its module. A frame without CFI
+// (code outside every module, such as code a JIT made without publishing
+// it, or a module without an FDE for the pc) is unwound by frame pointer
+// (unwind.StepFP: aligned, not below the stack pointer, on the stack
+// pointer's mapping, a return address in executable memory just after a
+// call; an innermost frame in its prologue or epilogue by the function
+// start that /tmp/perf-PID.map or the symbol table gives). The switch
+// package native's trampoline makes from the Go stack to a native stack
+// is crossed through the Go stack and frame pointers it saved at the top
+// of the native stack (the rule the library's entry routine,
+// elfimage.entry, states in CFI when its image is published), both from
+// the trampoline's return address and from a frame without a frame
+// record just below it (the entry routine or the code it calls, when not
+// published). Each Frame says how it was found (Frame.Method). Code
+// outside every module is named from the perf map (View.LoadPerfMap,
+// which trusts it only when owned by root or the process's user).
+//
+// A walk ends cleanly (Thread.Err nil) only at the outermost frame: an
+// undefined return address, a return address of 0, or a zero frame
+// pointer. Otherwise Thread.Err says why it stopped: no CFI and no
+// plausible frame pointer (wrapping unwind.ErrNoFDE and
+// unwind.ErrImplausible), a return address the CFI gives outside
+// executable memory (ErrNotExecutable; that frame is kept, as gdb keeps
+// it), unreadable memory, malformed CFI, or MaxFrames frames
+// (ErrMaxFrames).
+//
+// # Core files
+//
+// OpenCore (or NewCore over any io.ReaderAt) decodes an ELF core file of
+// an x86-64 Linux process, as the kernel writes it on a fatal signal
+// (core(5)) or gdb's gcore writes it of a live process: a thread per
+// NT_PRSTATUS note (struct elf_prstatus: pr_pid, pr_cursig, pr_reg in
+// struct user_regs_struct order, RegsFromUserRegs), the process from
+// NT_PRPSINFO, the auxiliary vector (NT_AUXV), the mapped files
+// (NT_FILE), the signal (NT_SIGINFO), and the memory of the PT_LOAD
+// segments, read on demand: a Core is the io.ReaderAt and
+// unwind.SizedMemory of the dead process. Bytes of a segment beyond its
+// p_filesz (pages the kernel did not dump, such as unwritten file-backed
+// text) or cut off by a truncated file fail that read with ErrNotDumped.
+//
+// CoreStacks unwinds every thread of a core as Stacks does a live process,
+// over a View that NewCoreView builds from it: the executable mappings of
+// NT_FILE, opened by path (the executable may be given instead) and
+// refused when their build ID differs from the core's copy of their first
+// page, the vDSO from AT_SYSINFO_EHDR, and the GDB JIT symbol files found
+// through __jit_debug_descriptor in the core's memory. Signal frames
+// without CFI (Go's runtime.sigreturn__sigaction: every thread of a
+// GOTRACEBACK=crash core is in one) are recognised by the rt_sigreturn
+// trampoline's code, as gdb does, and the walk continues from the
+// registers saved in the signal frame.
 //
 // The process's memory and files are untrusted: the maps file, the JIT list
 // (at most MaxJITEntries entries of at most MaxSymfileSize bytes), the
-// program headers and the debug information are read with bounds, and
+// program headers, core files (at most MaxCoreSegments segments,
+// MaxCoreNoteBytes of notes, MaxThreads threads) and the debug information
+// are read with bounds, and
 // malformed input yields errors (a *dwarf.FormatError where a decoder of
 // this package finds it), never a panic.
 //

@@ -1,7 +1,10 @@
 package procview
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"sort"
@@ -22,8 +25,12 @@ type Options struct {
 	// MaxFrames bounds the frames of each thread's backtrace
 	// (DefaultMaxFrames when <= 0).
 	MaxFrames int
-	// NoSymbolize leaves Frame.Funcs empty.
+	// NoSymbolize leaves Frame.Funcs and Frame.Args empty.
 	NoSymbolize bool
+	// NoArgs leaves Frame.Args empty (and copies no stack).
+	NoArgs bool
+	// NoPerfMap does not read /tmp/perf-PID.map.
+	NoPerfMap bool
 }
 
 // Thread is the backtrace of one thread.
@@ -33,10 +40,14 @@ type Thread struct {
 	Name string
 	// Frames are its frames, innermost first.
 	Frames []Frame
-	// Err is why the walk stopped early (see View.Backtrace), or why the
-	// thread could not be stopped or its registers read; nil when the
-	// walk reached the outermost frame or left every module.
+	// Err is why the walk stopped before the outermost frame (see
+	// View.Backtrace), or why the thread could not be stopped or its
+	// registers read; nil only when the walk reached the outermost frame.
 	Err error
+
+	// stack is the copy of the thread's stacks taken while it was
+	// stopped, which argument values are read from.
+	stack stackCopy
 }
 
 // Stacks stops every thread of process pid, unwinds each, resumes them
@@ -46,9 +57,16 @@ type Thread struct {
 // that appear while Stacks attaches are stopped too; a thread that exits
 // meanwhile is left out), unwound while all are stopped, then detached
 // (also on error; a signal that arrived meanwhile is delivered on detach)
-// and only then symbolized. Every ptrace call is made from one locked OS
-// thread, which exits afterwards (so that the kernel detaches anything
-// left).
+// and only then symbolized, arguments included (View.DescribeFrames),
+// from a copy of each thread's stacks taken while it was stopped: the
+// bytes around the stack pointers of its frames, in each mapping they lie
+// in (from 128 bytes below the lowest, the red zone, to 4 KiB above the
+// highest, at most MaxStackCopy bytes per mapping); values elsewhere are
+// "<error: ...>". Code outside every module is named from
+// /tmp/perf-PID.map when there is one owned by the process's user or
+// root (View.LoadPerfMap; a problem with it is one of the View's
+// Warnings). Every ptrace call is made from one locked OS thread, which
+// exits afterwards (so that the kernel detaches anything left).
 //
 // Errors: ErrSelf for the calling process; the errno of PTRACE_SEIZE
 // (EPERM without ptrace access: another user, Yama ptrace_scope, or a
@@ -86,7 +104,13 @@ func Stacks(pid int, opts *Options) ([]Thread, *View, error) {
 	}
 	if !opts.NoSymbolize {
 		for i := range r.threads {
-			r.view.SymbolizeFrames(r.threads[i].Frames)
+			t := &r.threads[i]
+			var mem unwind.Memory
+			if !opts.NoArgs {
+				mem = t.stack
+			}
+			r.view.DescribeFrames(t.Frames, mem)
+			t.stack = nil
 		}
 	}
 	return r.threads, r.view, nil
@@ -147,6 +171,12 @@ func stacksLocked(pid int, opts *Options) (threads []Thread, v *View, err error)
 	if v, err = Open(pid); err != nil {
 		return nil, nil, err
 	}
+	if !opts.NoPerfMap {
+		path := fmt.Sprintf("/tmp/perf-%d.map", pid)
+		if err := v.LoadPerfMap(path, processUID(pid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			v.warn = append(v.warn, err)
+		}
+	}
 	mem := unwind.NewRemote(pid)
 	for _, t := range ts {
 		th := Thread{TID: t.tid, Name: threadName(pid, t.tid)}
@@ -160,6 +190,9 @@ func stacksLocked(pid int, opts *Options) (threads []Thread, v *View, err error)
 			th.Err = err
 		} else {
 			th.Frames, th.Err = v.walk(mem, start, opts.MaxFrames)
+			if !opts.NoSymbolize && !opts.NoArgs {
+				th.stack = v.copyStacks(th.Frames)
+			}
 		}
 		threads = append(threads, th)
 	}
@@ -246,4 +279,86 @@ func threadName(pid, tid int) string {
 		return ""
 	}
 	return strings.TrimSuffix(string(b), "\n")
+}
+
+// processUID returns the effective user id of process pid
+// (/proc/PID/status, "Uid:" real, effective, saved, filesystem), or -1.
+func processUID(pid int) int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) >= 2 {
+				if uid, err := strconv.Atoi(f[1]); err == nil {
+					return uid
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// MaxStackCopy bounds the bytes Stacks copies from one mapping of one
+// thread's stacks for reading argument values.
+const MaxStackCopy = 1 << 20
+
+// stackCopy is a copy of parts of a stopped thread's stacks: an
+// unwind.SizedMemory whose reads outside the copy fail.
+type stackCopy []unwind.Snapshot
+
+// ReadUint64 implements unwind.Memory.
+func (c stackCopy) ReadUint64(addr uint64) (uint64, error) { return c.ReadSized(addr, 8) }
+
+// ReadSized implements unwind.SizedMemory.
+func (c stackCopy) ReadSized(addr uint64, size int) (uint64, error) {
+	for i := range c {
+		s := &c[i]
+		if addr >= s.Base && addr-s.Base < uint64(len(s.Data)) {
+			return s.ReadSized(addr, size)
+		}
+	}
+	return 0, fmt.Errorf("%w: %d bytes at %#x: not in the copy of the stack taken while the thread was stopped", unwind.ErrMemory, size, addr)
+}
+
+// copyStacks copies, for frames just unwound while their thread is
+// stopped, the bytes around their stack pointers in each mapping they lie
+// in.
+func (v *View) copyStacks(frames []Frame) stackCopy {
+	type rng struct{ lo, hi, mlo, mhi uint64 }
+	var rs []rng
+	space := addressSpace{v}
+	for _, f := range frames {
+		mlo, mhi, ok := space.Mapping(f.SP)
+		if !ok {
+			continue
+		}
+		found := false
+		for i := range rs {
+			if rs[i].mlo == mlo {
+				rs[i].lo, rs[i].hi = min(rs[i].lo, f.SP), max(rs[i].hi, f.SP)
+				found = true
+			}
+		}
+		if !found {
+			rs = append(rs, rng{f.SP, f.SP, mlo, mhi})
+		}
+	}
+	var out stackCopy
+	for _, r := range rs {
+		lo := max(r.mlo, r.lo-min(r.lo, 128))
+		hi := min(r.mhi, r.hi+4096, lo+MaxStackCopy)
+		if lo >= hi {
+			continue
+		}
+		b := make([]byte, hi-lo)
+		n, _ := v.Mem.ReadAt(b, int64(lo))
+		if n > 0 {
+			out = append(out, unwind.Snapshot{Base: lo, Data: b[:n]})
+		}
+	}
+	return out
 }

@@ -226,11 +226,17 @@ func (f *indexFinder) FindFDE(pc uint64, fde *frame.ParsedFDE) error {
 type View struct {
 	// PID is the process's id.
 	PID int
-	// Mem reads the process's memory.
-	Mem  Memory
+	// Mem reads the process's memory at run-time addresses: a Memory for
+	// a live process (Open), the *Core for a core file (NewCoreView).
+	Mem  io.ReaderAt
 	mods []Module // sorted by Start, disjoint
 	objs []*object
 	warn []error
+	// maps is the address space the frame-pointer fallback checks
+	// (every mapping, sorted by Start); ext what walks and frame
+	// descriptions keep beside the modules (fallback.go).
+	maps []Mapping
+	ext  extras
 }
 
 // Open takes a snapshot of the modules of process pid (os.Getpid() for the
@@ -258,7 +264,7 @@ func Open(pid int) (*View, error) {
 }
 
 func newView(pid int, maps []Mapping) *View {
-	v := &View{PID: pid, Mem: Memory{PID: pid}}
+	v := &View{PID: pid, Mem: Memory{PID: pid}, maps: maps}
 	exe := fmt.Sprintf("/proc/%d/exe", pid)
 	var exeIno uint64
 	var exeDev uint64

@@ -18,6 +18,10 @@
 // pointer authentication (DW_CFA_AARCH64_negate_ra_state) are stripped
 // ([Unwinder.PACMask]). A walk ends cleanly with [ErrOutermost] at a frame
 // whose return-address rule is undefined or whose return address is 0.
+// [Unwinder.StepFP] is the fallback for frames without CFI: it follows the
+// frame-pointer chain (with prologue and epilogue analysis for an
+// innermost x86-64 frame) and checks every candidate caller for
+// plausibility; each frame records how it was found ([Frame.Method]).
 // FDEs are found through a [Finder]: [Source] serves one module's
 // .eh_frame_hdr and .eh_frame at their run-time addresses, [Sources] tries
 // several modules; a process-wide registry can implement Finder itself.
@@ -162,13 +166,17 @@ type Frame struct {
 	AfterSignal bool
 	// Signal is set by Step when the frame's CIE has augmentation "S".
 	Signal bool
+	// Method says how the frame's registers were found: MethodRegisters
+	// for FirstFrame, MethodCFI or MethodSignal for a caller made by Step,
+	// a frame-pointer method for one made by StepFP.
+	Method Method
 }
 
 // FirstFrame returns the innermost frame for the registers regs of ABI a,
 // with PC = pc and SP from regs.
 func FirstFrame(a *arch.Arch, pc uint64, regs Regs) Frame {
 	sp, _ := regs.Get(a.SP)
-	return Frame{PC: pc, SP: sp, Regs: regs, First: true}
+	return Frame{PC: pc, SP: sp, Regs: regs, First: true, Method: MethodRegisters}
 }
 
 // Unwinder computes caller frames. It holds the reusable state of the CFA
@@ -363,6 +371,10 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 	sp, _ := caller.Regs.Get(a.SP)
 	caller.PC, caller.SP, caller.CFA = ra, sp, 0
 	caller.First, caller.AfterSignal, caller.Signal = false, cur.Signal, false
+	caller.Method = MethodCFI
+	if cur.Signal {
+		caller.Method = MethodSignal
+	}
 	if caller.PC == cur.PC && caller.SP == cur.SP {
 		return fmt.Errorf("%w at pc %#x sp %#x", ErrNoProgress, cur.PC, cur.SP)
 	}

@@ -96,6 +96,15 @@ var (
 func setupGDB(t *testing.T) *gdbFixture {
 	t.Helper()
 	gdb := tooltest.Require(t, "gdb")
+	f := *setupCLI(t)
+	f.gdb = gdb
+	return &f
+}
+
+// setupCLI builds the fixture but for gdb (empty), once per test run: the
+// lldb tests share it.
+func setupCLI(t *testing.T) *gdbFixture {
+	t.Helper()
 	goTool := tooltest.Require(t, "go")
 	gdbOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "elfimage-gdbtest-")
@@ -103,7 +112,7 @@ func setupGDB(t *testing.T) *gdbFixture {
 			gdbErr = err
 			return
 		}
-		f := &gdbFixture{gdb: gdb, dir: dir, cli: filepath.Join(dir, "elfimage"), img: filepath.Join(dir, "prog.elf")}
+		f := &gdbFixture{dir: dir, cli: filepath.Join(dir, "elfimage"), img: filepath.Join(dir, "prog.elf")}
 		out, err := exec.Command(goTool, "build", "-o", f.cli, "github.com/elfimage/elfimage/cmd/elfimage").CombinedOutput()
 		if err != nil {
 			gdbErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -36,7 +36,7 @@ func init() {
 		{"dump", "[-headers] [-sections] [-symbols] [-procs] [-info] [-lines] [-frames] [-frames-interp] [-read] prog.elf|jit-PID.dump|perf-PID.map", "print an image's headers, segments, sections, symbols, procedure table, DIE tree, line table and CFI rows (all when no flag is given), the CFA rules of any ELF file (-frames-interp), or the records of a jitdump file or the entries of a perf map", runDump},
 		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses: procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},
 		{"symbolize", "-e FILE [-f] [-i] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (addresses from stdin when none are given; --json: llvm-symbolizer's JSON)", runSymbolize},
-		{"stack", "[--json] [-max N] PID", "print the symbolized backtrace of every thread of a live process, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
+		{"stack", "[--json] [-max N] PID | --core CORE [--exe BINARY]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
 	}
 }
 

@@ -7,9 +7,39 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/elfimage/elfimage/procview"
 )
+
+// stackHelp is the part of `stack -h` after the flags.
+const stackHelp = `
+Each frame is unwound with its module's call frame information (.eh_frame,
+or Go's .debug_frame). A frame without any (code outside every module, such
+as code linked in memory by run -jit without -gdb, or a module without an
+FDE for its pc) is unwound by frame pointer when the chain is plausible: the
+frame pointer is aligned and not below the stack pointer, the frame record
+lies on the same stack, so frames grow toward higher addresses, and the
+return address is in executable memory just after a call instruction; an
+innermost frame at its function's entry or in its epilogue (the function
+start comes from the perf map or the symbol table) has its return address
+at the stack pointer. native.Call's switch from the native stack to the Go
+stack is crossed through the values its trampoline saved at the top of the
+native stack. Code outside every module is named from /tmp/perf-PID.map
+(run -perf-map) when it is owned by the process's user or root, and images
+published with -gdb from the GDB JIT interface's list.
+
+Every frame ends with how it was found ("via registers" for the innermost
+frame, "via cfi", "via signal" for the caller of a signal frame, "via fp",
+"via prologue", "via epilogue", "via stack-switch"); frames with DWARF show
+their arguments as gdb's bt does and their file:line:column. A walk that
+ends before the outermost frame says why ("Backtrace stopped: ...", and
+"error" in --json): no plausible frame pointer, a return address outside
+executable memory, unreadable memory, malformed CFI; at the -max limit the
+text ends with "(More stack frames follow...)". As with gdb's bt,
+the exit status is 0 whenever stacks were printed (eu-stack exits 1 when
+a walk stopped early); it is 1 when the process could not be examined.
+`
 
 // runStack is `elfimage stack [--json] [-max N] PID`: the symbolized
 // backtrace of every thread of a live process, like gdb's `thread apply
@@ -18,8 +48,17 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stack", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object with every thread's frames")
 	maxFrames := fs.Int("max", procview.DefaultMaxFrames, "at most `N` frames per thread")
+	cf := addCoreFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, stackHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if cf.core != "" || cf.exe != "" {
+		return runStackCore(cf, fs.Args(), *asJSON, *maxFrames, stdout, stderr)
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one PID", errUsage)
@@ -49,15 +88,17 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 
 // writeThread prints one thread as gdb's bt does: one line per source
 // frame, inlined frames numbered separately and printed without a pc,
-// then the module in brackets.
+// the arguments, file:line:column, the module in brackets, and how the
+// frame was found; then why the walk stopped, if it did before the
+// outermost frame.
 //
 //	Thread 4711 "elfimage":
-//	#0  0x00007f0000001042 in spin at spin.scm:1 [jit@0x7f0000000040]
-//	#1  0x00007f0000001026 in %start [spin.elf]
-//	#2  0x00007f0000004007 in elfimage.entry (signal frame) [jit@0x7f0000003040]
-//	#3  0x000000000056feeb in github.com/elfimage/elfimage/native.trampoline at /src/native/call_amd64.s:46 [/usr/bin/elfimage]
-//	#4  0x000000000056fea5 in github.com/elfimage/elfimage/native.call at /src/native/call_amd64.go:35 [/usr/bin/elfimage]
-//	#5  runtime.stopm at /go/src/runtime/proc.go:3008 [/usr/bin/elfimage]
+//	#0  0x00007f0000001042 in spin (n=99) at /src/spin.scm:4:7 [jit@0x7f0000000040] via registers
+//	#1  0x00007f0000001026 in %start () [jit@0x7f0000000040] via cfi
+//	#2  0x00007f0000004007 in elfimage.entry () (signal frame) [jit@0x7f0000003040] via cfi
+//	#3  0x000000000056feeb in github.com/elfimage/elfimage/native.trampoline.abi0 () at /src/native/call_amd64.s:46 [/usr/bin/elfimage] via signal
+//	#4  0x000000000056fea5 in github.com/elfimage/elfimage/native.call (fn=139993475543040, ...) at /src/native/call_amd64.go:35:2 [/usr/bin/elfimage] via cfi
+//	#5  runtime.stopm () at /go/src/runtime/proc.go:3008:8 [/usr/bin/elfimage]
 func writeThread(w io.Writer, t *procview.Thread) {
 	fmt.Fprintf(w, "Thread %d %q:\n", t.TID, t.Name)
 	n := 0
@@ -72,8 +113,9 @@ func writeThread(w io.Writer, t *procview.Thread) {
 		if f.Signal {
 			sig = " (signal frame)"
 		}
+		via := " via " + f.Method.String()
 		if len(f.Funcs) == 0 {
-			fmt.Fprintf(w, "#%-2d 0x%016x in ??%s%s\n", n, f.PC, sig, mod)
+			fmt.Fprintf(w, "#%-2d 0x%016x in ??%s%s%s\n", n, f.PC, sig, mod, via)
 			n++
 			continue
 		}
@@ -82,12 +124,18 @@ func writeThread(w io.Writer, t *procview.Thread) {
 			if name == "" {
 				name = "??"
 			}
+			if j < len(f.Args) && f.Args[j] != nil {
+				name += " (" + argList(f.Args[j]) + ")"
+			}
 			loc := ""
 			if fn.File != "" {
 				loc = fmt.Sprintf(" at %s:%d", fn.File, fn.Line)
+				if fn.Column != 0 {
+					loc += fmt.Sprintf(":%d", fn.Column)
+				}
 			}
 			if j == 0 {
-				fmt.Fprintf(w, "#%-2d 0x%016x in %s%s%s%s\n", n, f.PC, name, loc, sig, mod)
+				fmt.Fprintf(w, "#%-2d 0x%016x in %s%s%s%s%s\n", n, f.PC, name, loc, sig, mod, via)
 			} else {
 				fmt.Fprintf(w, "#%-2d %s%s%s\n", n, name, loc, mod)
 			}
@@ -97,8 +145,22 @@ func writeThread(w io.Writer, t *procview.Thread) {
 	if t.Err != nil && !errors.Is(t.Err, procview.ErrMaxFrames) {
 		fmt.Fprintf(w, "Backtrace stopped: %v\n", t.Err)
 	} else if t.Err != nil {
-		fmt.Fprintf(w, "(more frames not shown: %v)\n", t.Err)
+		fmt.Fprintf(w, "(More stack frames follow...: %v)\n", t.Err)
 	}
+}
+
+// argList formats arguments as gdb's bt: "n=3, s=0x1234".
+func argList(args []procview.Arg) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.Name)
+		b.WriteByte('=')
+		b.WriteString(a.Value)
+	}
+	return b.String()
 }
 
 type stackJSON struct {
@@ -110,23 +172,32 @@ type threadJSON struct {
 	TID    int         `json:"tid"`
 	Name   string      `json:"name"`
 	Frames []frameJSON `json:"frames"`
-	Error  string      `json:"error,omitempty"`
+	// Error is why the walk stopped before the outermost frame.
+	Error string `json:"error,omitempty"`
 }
 
 type frameJSON struct {
 	PC     string     `json:"pc"`
 	SP     string     `json:"sp"`
+	CFA    string     `json:"cfa,omitempty"`
 	Module string     `json:"module,omitempty"`
 	Signal bool       `json:"signal,omitempty"`
+	Method string     `json:"unwound"`
 	Funcs  []funcJSON `json:"functions"`
 }
 
 type funcJSON struct {
-	Function string `json:"function"`
-	File     string `json:"file,omitempty"`
-	Line     uint32 `json:"line,omitempty"`
-	Column   uint32 `json:"column,omitempty"`
-	Inlined  bool   `json:"inlined,omitempty"`
+	Function string     `json:"function"`
+	File     string     `json:"file,omitempty"`
+	Line     uint32     `json:"line,omitempty"`
+	Column   uint32     `json:"column,omitempty"`
+	Inlined  bool       `json:"inlined,omitempty"`
+	Args     *[]argJSON `json:"args,omitempty"` // absent when the DWARF has no function here
+}
+
+type argJSON struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 func writeStackJSON(w io.Writer, pid int, threads []procview.Thread) error {
@@ -137,9 +208,20 @@ func writeStackJSON(w io.Writer, pid int, threads []procview.Thread) error {
 			tj.Error = t.Err.Error()
 		}
 		for _, f := range t.Frames {
-			fj := frameJSON{PC: fmt.Sprintf("0x%x", f.PC), SP: fmt.Sprintf("0x%x", f.SP), Module: f.Module, Signal: f.Signal, Funcs: []funcJSON{}}
-			for _, fn := range f.Funcs {
-				fj.Funcs = append(fj.Funcs, funcJSON{fn.Function, fn.File, fn.Line, fn.Column, fn.Inlined})
+			fj := frameJSON{PC: fmt.Sprintf("0x%x", f.PC), SP: fmt.Sprintf("0x%x", f.SP), Module: f.Module, Signal: f.Signal, Method: f.Method.String(), Funcs: []funcJSON{}}
+			if f.CFA != 0 {
+				fj.CFA = fmt.Sprintf("0x%x", f.CFA)
+			}
+			for j, fn := range f.Funcs {
+				fu := funcJSON{Function: fn.Function, File: fn.File, Line: fn.Line, Column: fn.Column, Inlined: fn.Inlined}
+				if j < len(f.Args) && f.Args[j] != nil {
+					args := []argJSON{}
+					for _, a := range f.Args[j] {
+						args = append(args, argJSON{a.Name, a.Value})
+					}
+					fu.Args = &args
+				}
+				fj.Funcs = append(fj.Funcs, fu)
 			}
 			tj.Frames = append(tj.Frames, fj)
 		}

@@ -7,10 +7,11 @@
 // how the section ends.
 //
 // Writing is semantic: a [CIE] and [FDE]s carry [Insn]s (define the CFA,
-// register saved at an offset, ...) with byte offsets; [EncodeEHFrame] and
-// [EncodeDebugFrame] choose the shortest encodings, factor offsets by the
-// CIE's alignment factors, pad entries with DW_CFA_nop and deduplicate
-// CIEs. [EncodeEHFrameHdr] writes the sorted binary-search table.
+// register saved at an offset, ...) with byte offsets; [EncodeEHFrame],
+// [EncodeEHFrameAbsolute] (absolute FDE pointers, for an .eh_frame that is
+// not loaded) and [EncodeDebugFrame] choose the shortest encodings, factor
+// offsets by the CIE's alignment factors, pad entries with DW_CFA_nop and
+// deduplicate CIEs. [EncodeEHFrameHdr] writes the sorted binary-search table.
 //
 // Reading is in three separate steps:
 //

@@ -91,7 +91,10 @@ type flavor interface {
 	idSize(f dwarf.Format) int
 }
 
-type ehFlavor struct{}
+// ehFlavor is .eh_frame; abs selects the FDE pointer encoding
+// DW_EH_PE_absptr instead of ehPtrEnc (the reader ignores it: it decodes
+// whatever encoding each CIE gives).
+type ehFlavor struct{ abs bool }
 
 func (ehFlavor) name() string                         { return ".eh_frame" }
 func (ehFlavor) cieID(dwarf.Format) uint64            { return 0 }
@@ -148,6 +151,23 @@ const ehPtrEnc = dwarf.DW_EH_PE_pcrel | dwarf.DW_EH_PE_sdata4
 // output.
 func EncodeEHFrame(cie CIE, fdes []FDE, sectionAddr uint64, enc dwarf.Encoding) (data []byte, fdeOffsets []uint64, err error) {
 	return encode(ehFlavor{}, cie, fdes, sectionAddr, enc)
+}
+
+// EncodeEHFrameAbsolute encodes an .eh_frame section as [EncodeEHFrame]
+// does, except that the FDE pointer encoding (augmentation "R") is
+// DW_EH_PE_absptr: each FDE's pc_begin and pc_range are enc.AddrSize-byte
+// absolute values. The bytes then depend on no section address, which
+// suits an .eh_frame that is read from a file but never loaded (not
+// SHF_ALLOC), such as that of an in-memory symbol file registered through
+// the GDB JIT interface (package jit/gdbjit), and cannot have an
+// .eh_frame_hdr (whose table is relative to its own address). Every
+// reader of .eh_frame decodes DW_EH_PE_absptr, the encoding FDEs have
+// when a CIE has no "R" augmentation.
+//
+// Errors wrap [ErrInvalid]. Cost: O(total instructions); allocates the
+// output.
+func EncodeEHFrameAbsolute(cie CIE, fdes []FDE, enc dwarf.Encoding) (data []byte, fdeOffsets []uint64, err error) {
+	return encode(ehFlavor{abs: true}, cie, fdes, 0, enc)
 }
 
 // EncodeDebugFrame encodes a .debug_frame section (DWARF 5 sections 6.4.1
@@ -302,8 +322,12 @@ func (w *writer) cieBody(c *CIE) ([]byte, error) {
 		b = dwarf.AppendUleb128(b, uint64(c.RA))
 	}
 	if eh {
+		enc := byte(ehPtrEnc)
+		if w.fl.(ehFlavor).abs {
+			enc = byte(dwarf.DW_EH_PE_absptr)
+		}
 		b = dwarf.AppendUleb128(b, 1) // augmentation data length
-		b = append(b, byte(ehPtrEnc)) // R: FDE pointer encoding
+		b = append(b, enc)            // R: FDE pointer encoding
 	}
 	for i, in := range c.Initial {
 		if in.PC != 0 {
@@ -327,7 +351,11 @@ func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {
 	idOff := start + uint64(w.lenFieldSize())
 	bodyOff := idOff + uint64(w.enc.Format.OffsetSize())
 	var b []byte
-	if _, eh := w.fl.(ehFlavor); eh {
+	if fl, eh := w.fl.(ehFlavor); eh && fl.abs {
+		b = w.appendAddr(b, f.Start)  // pc_begin (absptr)
+		b = w.appendAddr(b, f.Size)   // pc_range
+		b = dwarf.AppendUleb128(b, 0) // augmentation data length
+	} else if eh {
 		field := w.addr + bodyOff
 		rel := int64(f.Start - field)
 		if rel < math.MinInt32 || rel > math.MaxInt32 {
@@ -340,13 +368,8 @@ func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {
 		b = w.order.AppendUint32(b, uint32(f.Size))     // pc_range
 		b = dwarf.AppendUleb128(b, 0)                   // augmentation data length
 	} else {
-		if w.enc.AddrSize == 8 {
-			b = w.order.AppendUint64(b, f.Start) // initial_location
-			b = w.order.AppendUint64(b, f.Size)  // address_range
-		} else {
-			b = w.order.AppendUint32(b, uint32(f.Start))
-			b = w.order.AppendUint32(b, uint32(f.Size))
-		}
+		b = w.appendAddr(b, f.Start) // initial_location
+		b = w.appendAddr(b, f.Size)  // address_range
 	}
 	b, err := appendInsns(b, w.order, c, f.Insns, f.Size)
 	if err != nil {
@@ -354,6 +377,15 @@ func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {
 	}
 	w.entry(w.fl.ciePointer(idOff, cieOff), b)
 	return nil
+}
+
+// appendAddr appends v as an enc.AddrSize-byte value (the range check
+// of fde makes it fit).
+func (w *writer) appendAddr(b []byte, v uint64) []byte {
+	if w.enc.AddrSize == 8 {
+		return w.order.AppendUint64(b, v)
+	}
+	return w.order.AppendUint32(b, uint32(v))
 }
 
 // appendInsns encodes insns with the shortest encodings, advancing the

@@ -136,25 +136,26 @@ func NewPublisher(opt PublisherOptions) *Publisher {
 // registers them. Add never waits for a debugger: it only takes the
 // Publisher's lock, which no notification holds.
 //
-// Each procedure is checked as [Symfile] checks it, and its Addr must not
-// be the Addr of a live (added, not removed) procedure; procedures whose
-// ranges overlap live ones in other ways are detected at the flush, left
-// out, and reported by the next Flush or Close. Add keeps copies of procs
-// (the Lines slices are copied too).
+// Each procedure is checked as [Symfile] checks it (its CFI included, so
+// that no flush fails on it), and its Addr must not be the Addr of a live
+// (added, not removed) procedure; procedures whose ranges overlap live
+// ones in other ways are detected at the flush, left out, and reported by
+// the next Flush or Close. Add keeps deep copies of procs (Lines, CFI and
+// CIE, with their expressions).
 //
 // Errors: wrapping [ErrInvalidProc] (nothing of procs is added then), or
 // [ErrClosed]. Cost: O(len(procs)) amortized (an allocation per procedure
-// plus its Lines), independent of how many procedures are published; the
-// flushes' work, amortized per procedure, is O(log MaxObjectProcs)
-// re-encodings of it into symbol files.
+// plus its Lines and CFI, and an encoding of its FDE to check it),
+// independent of how many procedures are published; the flushes' work,
+// amortized per procedure, is O(log MaxObjectProcs) re-encodings of it
+// into symbol files.
 func (p *Publisher) Add(procs ...Proc) error {
 	recs := make([]procRec, len(procs))
 	for i := range procs {
 		if err := procs[i].validate(); err != nil {
 			return err
 		}
-		recs[i].p = procs[i]
-		recs[i].p.Lines = slices.Clone(procs[i].Lines)
+		recs[i].p = procs[i].clone()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

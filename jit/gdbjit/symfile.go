@@ -1,12 +1,15 @@
 package gdbjit
 
 import (
+	"crypto/sha1"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"slices"
 
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 )
@@ -28,6 +31,21 @@ type Proc struct {
 	// Lines are further line-table rows at byte offsets from Addr, sorted
 	// by Offset, each in (0, Size) (used only with File).
 	Lines []Line
+	// CFI, if not nil, gives the procedure an FDE in the symbol file's
+	// .eh_frame: the call frame instructions (DWARF 5 section 6.4.2,
+	// package dwarf/frame) after the CIE's initial ones, each PC a byte
+	// offset from Addr in [0, Size], sorted by PC. An empty non-nil slice
+	// describes code in which the CIE's initial row holds throughout
+	// (code that never moves rsp). Debuggers unwind out of the procedure
+	// with these rules, so they must be exact at every instruction. With
+	// nil CFI there is no FDE: gdb then guesses from the procedure's
+	// prologue (it recognises push %rbp; mov %rsp,%rbp) and LLDB from
+	// its instructions.
+	CFI []frame.Insn
+	// CIE is the CIE for CFI; nil means frame.StandardCIE(arch.X86_64):
+	// CFA = rsp+8 and the return address at CFA-8, the state at the first
+	// instruction of a procedure entered by a call.
+	CIE *frame.CIE
 }
 
 // Line is a line-table row of a [Proc]: from byte Offset of the procedure
@@ -47,16 +65,25 @@ type Line struct {
 //     one PT_LOAD (R+X, no file bytes) over the same range;
 //   - .symtab/.strtab: one STB_GLOBAL STT_FUNC symbol per procedure with its
 //     address and size;
+//   - when some procedure has CFI: .eh_frame (SHT_X86_64_UNWIND) with one
+//     CIE per distinct CIE and one FDE per such procedure (LSB 5.0 section
+//     10.6.1), its FDE pointers DW_EH_PE_absptr (absolute 8-byte
+//     addresses: the section is not loaded and has no address of its own
+//     to be relative to), so that gdb and LLDB unwind out of the
+//     procedure at every instruction; no .eh_frame_hdr (neither debugger
+//     reads one from a JIT symbol file; they index .eh_frame themselves);
+//   - .note.gnu.build-id (SHT_NOTE): an NT_GNU_BUILD_ID note whose
+//     descriptor is the SHA-1 of the whole file with the descriptor
+//     zeroed, as elfimage's linker computes it; LLDB shows it as the JIT
+//     module's UUID and gdb as the objfile's build ID. Files that differ
+//     in any byte (names, addresses, lines, CFI) get different IDs;
 //   - when some procedure has a File: DWARF 5 .debug_info (one compile
 //     unit with DW_AT_low_pc/high_pc over .text and one DW_TAG_subprogram
 //     per procedure), .debug_abbrev, .debug_str, .debug_line (one sequence
 //     per procedure with a File, its first row at its first byte) and
-//     .debug_line_str; all non-ALLOC at address 0.
+//     .debug_line_str.
 //
-// There is no call frame information: gdb unwinds out of the described
-// code by its prologue analyser, which is right for leaf code that does
-// not move SP; code that does should be registered as a full elfimage
-// image with .eh_frame instead.
+// Every section but .text is non-ALLOC at address 0.
 //
 // Batching: one symbol file may hold any number of procedures and costs
 // one debugger notification when registered, so a JIT that publishes
@@ -67,8 +94,11 @@ type Line struct {
 //
 // Errors wrap [ErrInvalidProc] (empty name, Size 0, a range that wraps,
 // overlapping procedures, a Line row out of order or out of range, a
-// non-positive Line with a File). Cost: linear in the procedures and their
-// names, plus a sort.
+// non-positive Line with a File, CFI that package dwarf/frame refuses to
+// encode: unsorted or out-of-range PCs, offsets that are not multiples of
+// the data alignment factor; then also [frame.ErrInvalid]). Cost: linear
+// in the procedures, their names and CFI, plus a sort and a SHA-1 of the
+// file.
 func Symfile(procs []Proc) ([]byte, error) {
 	if len(procs) == 0 {
 		return nil, fmt.Errorf("%w: no procedures", ErrInvalidProc)
@@ -137,6 +167,13 @@ func symfileGroups(groups [][]Proc) ([]byte, error) {
 		section{name: ".symtab", typ: elf.SHT_SYMTAB, data: symtab, align: 8, link: strIndex, info: 1, entsize: 24},
 		section{name: ".strtab", typ: elf.SHT_STRTAB, data: strtab.Bytes(), align: 1})
 
+	if eh, err := symfileEHFrame(groups); err != nil {
+		return nil, err
+	} else if eh != nil {
+		secs = append(secs, section{name: ".eh_frame", typ: shtX86_64Unwind, data: eh, align: 8})
+	}
+	noteIndex := len(secs)
+	secs = append(secs, section{name: ".note.gnu.build-id", typ: elf.SHT_NOTE, data: make([]byte, buildIDNoteSize), align: 4})
 	if hasLines {
 		dw, err := symfileDWARF(groups, loads)
 		if err != nil {
@@ -144,7 +181,109 @@ func symfileGroups(groups [][]Proc) ([]byte, error) {
 		}
 		secs = append(secs, dw...)
 	}
-	return writeSymfile(secs, loads), nil
+	out := writeSymfile(secs, loads)
+	putBuildID(out, secs[noteIndex].off)
+	return out, nil
+}
+
+// shtX86_64Unwind is SHT_X86_64_UNWIND, the section type the x86-64
+// psABI gives .eh_frame (debug/elf has no name for it).
+const shtX86_64Unwind = elf.SectionType(0x70000001)
+
+// ehEnc is the encoding of the symbol files' .eh_frame: 8-byte
+// addresses, little-endian (the version and offset format are ignored
+// for .eh_frame).
+var ehEnc = dwarf.Default64
+
+// cie returns the CIE of p's FDE.
+func (p *Proc) cie() frame.CIE {
+	if p.CIE != nil {
+		return *p.CIE
+	}
+	return frame.StandardCIE(arch.X86_64)
+}
+
+// symfileEHFrame returns the .eh_frame of the procedures of groups that
+// have CFI (nil when none has): one FDE each, in address order, with the
+// FDE pointer encoding DW_EH_PE_absptr. The section is not SHF_ALLOC:
+// it has no run-time address of its own (the bytes are read from the
+// symbol file, wherever its copy lies), so its pointers may not be
+// relative to one; absolute pc_begin values need none, and gdb and LLDB
+// both read such an .eh_frame from a JIT symbol file (tested).
+func symfileEHFrame(groups [][]Proc) ([]byte, error) {
+	var fdes []frame.FDE
+	std := frame.StandardCIE(arch.X86_64)
+	for _, g := range groups {
+		for i := range g {
+			p := &g[i]
+			if p.CFI == nil {
+				continue
+			}
+			f := frame.FDE{Start: p.Addr, Size: p.Size, Insns: p.CFI}
+			if p.CIE != nil {
+				f.CIE = p.CIE
+			}
+			fdes = append(fdes, f)
+		}
+	}
+	if len(fdes) == 0 {
+		return nil, nil
+	}
+	eh, _, err := frame.EncodeEHFrameAbsolute(std, fdes, ehEnc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: call frame information: %w", ErrInvalidProc, err)
+	}
+	return eh, nil
+}
+
+// ntGNUBuildID is NT_GNU_BUILD_ID (debug/elf has no name for it).
+const ntGNUBuildID = 3
+
+// buildIDNoteSize is the size of the NT_GNU_BUILD_ID note: namesz,
+// descsz, type, "GNU\0" and a 20-byte SHA-1.
+const buildIDNoteSize = 16 + sha1.Size
+
+// putBuildID fills the NT_GNU_BUILD_ID note at file offset off of the
+// symbol file out as elfimage's linker does (link.go): the note header,
+// then as descriptor the SHA-1 of the whole file with the descriptor
+// zeroed. The ID thus changes with any byte of the file: names, lines,
+// addresses, CFI.
+func putBuildID(out []byte, off uint64) {
+	le := binary.LittleEndian
+	n := out[off : off+buildIDNoteSize]
+	le.PutUint32(n[0:], 4)         // namesz
+	le.PutUint32(n[4:], sha1.Size) // descsz
+	le.PutUint32(n[8:], ntGNUBuildID)
+	copy(n[12:], "GNU\x00")
+	clear(n[16:])
+	sum := sha1.Sum(out)
+	copy(n[16:], sum[:])
+}
+
+// clone returns a deep copy of p: its slices, CIE and instruction
+// expressions are its own (a nil CFI stays nil, an empty one empty).
+func (p *Proc) clone() Proc {
+	q := *p
+	q.Lines = slices.Clone(p.Lines)
+	q.CFI = cloneInsns(p.CFI)
+	if p.CIE != nil {
+		c := *p.CIE
+		c.Initial = cloneInsns(c.Initial)
+		q.CIE = &c
+	}
+	return q
+}
+
+func cloneInsns(in []frame.Insn) []frame.Insn {
+	if in == nil {
+		return nil
+	}
+	out := make([]frame.Insn, len(in))
+	for i, x := range in {
+		x.Expr = slices.Clone(x.Expr)
+		out[i] = x
+	}
+	return out
 }
 
 func (p *Proc) validate() error {
@@ -155,6 +294,14 @@ func (p *Proc) validate() error {
 		return fmt.Errorf("%w: %q has size 0", ErrInvalidProc, p.Name)
 	case p.Addr+p.Size < p.Addr:
 		return fmt.Errorf("%w: %q [%#x, +%#x) wraps around", ErrInvalidProc, p.Name, p.Addr, p.Size)
+	}
+	if p.CFI != nil {
+		// The encoder's checks (sorted PCs within [0, Size], offsets
+		// that factor, registers that fit), made here so that a flush
+		// never fails on a procedure Add accepted.
+		if _, _, err := frame.EncodeEHFrameAbsolute(p.cie(), []frame.FDE{{Start: p.Addr, Size: p.Size, Insns: p.CFI}}, ehEnc); err != nil {
+			return fmt.Errorf("%w: %q: call frame information: %w", ErrInvalidProc, p.Name, err)
+		}
 	}
 	if p.File == "" {
 		return nil

@@ -13,6 +13,12 @@
 //	                       latencies
 //	pubprog naive N        register N procedures one symbol file each
 //	                       (Register per procedure) and report rates
+//	pubprog frames         publish pub_inner and pub_outer, which calls it
+//	                       from a frame of its own described only by its
+//	                       CFI, through a Publisher, and call pub_outer;
+//	                       with PUBPROG_DUMP=DIR in the environment, first
+//	                       copy every registered symbol file to
+//	                       DIR/symfile-ADDR.elf (ADDR: its address in hex)
 //
 // Reports are lines "result KEY VALUE..." on standard output.
 package main
@@ -27,6 +33,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/jit/gdbjit"
 	"github.com/elfimage/elfimage/native"
 	"golang.org/x/sys/unix"
@@ -93,6 +100,8 @@ func main() {
 		err = publish(atoi(2), pace)
 	case "naive":
 		err = naive(atoi(2))
+	case "frames":
+		err = frames()
 	default:
 		os.Exit(2)
 	}
@@ -290,6 +299,118 @@ func naive(n int) error {
 	latencies(added, visible, 1)
 	for _, e := range es {
 		if err := e.Unregister(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Code of the frames scenario: pub_inner is "mov eax, 42; ret" and keeps
+// the CIE's initial row (CFA = rsp+8) throughout; pub_outer moves rsp
+// without a frame pointer, which no prologue analyser recognises, so only
+// its CFI tells a debugger where its return address is.
+var (
+	innerCode = []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3} // mov eax, 42; ret
+	outerCode = []byte{
+		0x48, 0x83, 0xec, 0x18, // sub rsp, 24
+		0xe8, 0, 0, 0, 0, // call pub_inner (rel32 patched in)
+		0x48, 0x83, 0xc4, 0x18, // add rsp, 24
+		0xc3, // ret
+	}
+	outerCFI = []frame.Insn{
+		{PC: 4, Op: frame.OpDefCFAOffset, Offset: 32}, // after sub rsp, 24
+		{PC: 13, Op: frame.OpDefCFAOffset, Offset: 8}, // after add rsp, 24
+	}
+)
+
+// Lines of the frames scenario in srcFile.
+const (
+	innerLine = 10 // pub_inner
+	outerLine = 20 // pub_outer; +1 from its call on
+)
+
+func frames() error {
+	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
+	inner, outer := base, base+16
+	copy(mem, innerCode)
+	copy(mem[16:], outerCode)
+	binary.LittleEndian.PutUint32(mem[16+5:], uint32(int32(int64(inner)-int64(outer+9))))
+	if err := unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		return err
+	}
+	fmt.Printf("pubprog: pub_inner at %#x, pub_outer at %#x\n", inner, outer)
+	published := make(chan int, 4)
+	p := gdbjit.NewPublisher(gdbjit.PublisherOptions{OnPublish: func(n int) { published <- n }})
+	if err := p.Add(gdbjit.Proc{Name: "pub_inner", Addr: inner, Size: uint64(len(innerCode)),
+		File: srcFile, Line: innerLine, Lines: []gdbjit.Line{{Offset: 5, Line: innerLine + 1}},
+		CFI: []frame.Insn{}}); err != nil {
+		return err
+	}
+	<-published // two flushes: two symbol files, one procedure each
+	if err := p.Add(gdbjit.Proc{Name: "pub_outer", Addr: outer, Size: uint64(len(outerCode)),
+		File: srcFile, Line: outerLine, Lines: []gdbjit.Line{{Offset: 4, Line: outerLine + 1}, {Offset: 9, Line: outerLine + 2}},
+		CFI: outerCFI}); err != nil {
+		return err
+	}
+	<-published
+	if dir := os.Getenv("PUBPROG_DUMP"); dir != "" {
+		if err := dumpSymfiles(dir); err != nil {
+			return err
+		}
+	}
+	r, err := call(outer)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pubprog: pub_outer returned %d\n", r)
+	if err := p.Close(); err != nil {
+		return err
+	}
+	fmt.Println("pubprog: done")
+	return nil
+}
+
+// dumpSymfiles copies every symbol file registered now to
+// dir/symfile-ADDR.elf, found as a debugger finds them: from
+// __jit_debug_descriptor's first_entry along next_entry, each
+// jit_code_entry giving symfile_addr and symfile_size, read from
+// /proc/self/mem.
+func dumpSymfiles(dir string) error {
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	read := func(addr uint64, n uint64) ([]byte, error) {
+		if n > 64<<20 {
+			return nil, fmt.Errorf("symbol file of %d bytes", n)
+		}
+		b := make([]byte, n)
+		_, err := mem.ReadAt(b, int64(addr))
+		return b, err
+	}
+	le := binary.LittleEndian
+	d, err := read(uint64(gdbjit.DescriptorAddr()), 24)
+	if err != nil {
+		return err
+	}
+	for entry, i := le.Uint64(d[16:]), 0; entry != 0; entry, i = le.Uint64(d[0:]), i+1 {
+		if i == 1000 {
+			return fmt.Errorf("JIT list longer than %d entries", i)
+		}
+		if d, err = read(entry, 32); err != nil {
+			return err
+		}
+		addr, size := le.Uint64(d[16:]), le.Uint64(d[24:])
+		f, err := read(addr, size)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(fmt.Sprintf("%s/symfile-%x.elf", dir, addr), f, 0o644); err != nil {
 			return err
 		}
 	}

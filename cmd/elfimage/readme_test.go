@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+// readmeSection returns the commands of the code blocks (lines indented
+// by four spaces) of the README section whose heading is title, as a user
+// pastes them into a shell: continuation lines joined, comments and blank
+// lines dropped.
+func readmeSection(t *testing.T, title string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## "+title+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", title)
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	var cmds []string
+	cur := ""
+	for _, line := range strings.Split(sec, "\n") {
+		code, ok := strings.CutPrefix(line, "    ")
+		if !ok {
+			continue
+		}
+		code = strings.TrimSpace(code)
+		if cur == "" && (code == "" || strings.HasPrefix(code, "#")) {
+			continue
+		}
+		if c, more := strings.CutSuffix(code, `\`); more {
+			cur += c
+			continue
+		}
+		cmds = append(cmds, cur+code)
+		cur = ""
+	}
+	return cmds
+}
+
+// TestREADMEDebuggerRecipes runs the commands of the README's "Debuggers
+// and profilers" section as written, from the repository root, in bash
+// with standard input closed (the debuggers run their -ex/-o commands,
+// then quit at the end of input), /tmp/ replaced by a test directory.
+// Each must exit 0 and print no warning but LLDB's for a breakpoint that
+// is pending; the gdb recipe must stop in fib with n = 10 and unwind to
+// main.main, each LLDB recipe the same in LLDB's words, never stopping on
+// SIGURG.
+func TestREADMEDebuggerRecipes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gdb and lldb-19 on a fresh build of the CLI; skipped with -short")
+	}
+	cmds := readmeSection(t, "Debuggers and profilers")
+	dir := t.TempDir()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ngdb, nlldb int
+	for _, c := range cmds {
+		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
+		tool, _, _ := strings.Cut(c, " ")
+		switch tool {
+		case "gdb":
+			tooltest.Require(t, "gdb")
+			ngdb++
+		case "lldb-19":
+			tooltest.Require(t, lldbtest.Names...)
+			nlldb++
+		case "go":
+			tooltest.Require(t, "go")
+		}
+		out := runRecipe(t, root, c)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(strings.ToLower(line), "warning") && !(tool == "lldb-19" && line == "WARNING:  Unable to resolve breakpoint to any actual locations.") {
+				t.Errorf("%s: prints a warning: %q", c, line)
+			}
+		}
+		var want []string
+		switch tool {
+		case "gdb":
+			want = []string{"hit Breakpoint 1, fib (n=10) at " + dir + "/prog.scm:1", " n = 10 ",
+				"in main () at " + dir + "/prog.scm:2", " in main.main () at "}
+		case "lldb-19":
+			want = []string{"1 location added to breakpoint 1", "stop reason = breakpoint 1.1",
+				"`fib(n=10) at prog.scm:1:17", "`main at prog.scm:2:25", "elfimage`main.main at main.go:", " (long) n = 10 "}
+			if strings.Contains(out, "stop reason = signal SIGURG") {
+				t.Errorf("%s: LLDB stopped on SIGURG", c)
+			}
+		}
+		// gdb wraps long lines at 80 columns when not on a terminal:
+		// compare with every run of white space made one space.
+		flat := " " + strings.Join(strings.Fields(out), " ") + " "
+		for _, w := range want {
+			if !strings.Contains(flat, strings.Join(strings.Fields(w), " ")) {
+				t.Errorf("%s: output lacks %q", c, w)
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("output of %s:\n%s", c, out)
+		}
+	}
+	if ngdb < 1 || nlldb < 2 {
+		t.Errorf("README recipes: %d gdb and %d lldb-19 commands, want at least 1 and 2 (run -jit -gdb and run -gdb FILE):\n%q", ngdb, nlldb, cmds)
+	}
+}
+
+// runRecipe runs one shell command line in dir with bash, standard input
+// closed, and returns its output (standard output and error merged); a
+// non-zero exit or a run over 2 minutes fails the test.
+func runRecipe(t *testing.T, dir, line string) string {
+	t.Helper()
+	bash := tooltest.Require(t, "bash")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-c", line)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out.String())
+	}
+	return out.String()
+}

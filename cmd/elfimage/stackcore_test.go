@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elfimage/elfimage/internal/gdbtest"
+)
+
+var (
+	btThreadRE = regexp.MustCompile(`^Thread (\d+)`)
+	gdbLWPRE   = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
+	btFrameRE  = regexp.MustCompile(`^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+)(.*)$`)
+)
+
+// btNames returns, by thread id, the function of every line of a
+// backtrace as `stack` prints it (gdbLWP false) or as gdb's `thread apply
+// all bt` does: one line per source frame, inlined ones included; a signal
+// frame as gdb names it, "<signal handler called>"; Go's ABI wrapper
+// suffix dropped.
+func btNames(text string, gdbLWP bool) map[int][]string {
+	out := map[int][]string{}
+	tid := 0
+	for _, line := range strings.Split(text, "\n") {
+		re := btThreadRE
+		if gdbLWP {
+			re = gdbLWPRE
+		}
+		if m := re.FindStringSubmatch(line); m != nil {
+			tid, _ = strconv.Atoi(m[1])
+			continue
+		}
+		m := btFrameRE.FindStringSubmatch(line)
+		if m == nil || tid == 0 {
+			continue
+		}
+		fn := m[1]
+		if strings.HasPrefix(m[0][strings.Index(m[0], m[1]):], "<signal handler called>") || strings.Contains(m[2], "(signal frame)") {
+			fn = "<signal handler called>"
+		}
+		out[tid] = append(out[tid], strings.TrimSuffix(fn, ".abi0"))
+	}
+	return out
+}
+
+// TestStackCore: `elfimage stack --core` on a core that gdb's gcore wrote
+// of `run -gdb spin.scm` (the image file mapped and published through the
+// GDB JIT interface) names, thread by thread and line by line, the same
+// functions as gdb's `thread apply all bt` on the same core, up to where
+// gdb stops (main.main, or a frame it cannot name); --json has the same
+// frames and the core's facts; bad invocations and bad cores fail with a
+// clear message.
+func TestStackCore(t *testing.T) {
+	f := setupGDB(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	childPID := startReady(t, f.cli, dir, "run", "-gdb", "spin.scm")
+	pid := strconv.Itoa(childPID)
+	for try := 0; ; try++ {
+		var out, errb bytes.Buffer
+		if code := run([]string{"stack", pid}, &out, &errb); code != 0 {
+			t.Fatalf("stack: exit %d: %s", code, errb.String())
+		}
+		if strings.Contains(out.String(), " in spin (") {
+			break
+		}
+		if try == 50 {
+			t.Fatalf("no thread in spin:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	core := filepath.Join(dir, "core")
+	s := &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true, Timeout: 5 * time.Minute,
+		Args: []string{"-p", pid}, Cmds: []string{"gcore " + core, "detach"}}
+	if r, err := s.Run(); err != nil {
+		t.Fatalf("gcore: %v\n%s", err, r.Output)
+	}
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"stack", "--core", core, "--exe", f.cli}, &out, &errb); code != 0 {
+		t.Fatalf("stack --core: exit %d: %s", code, errb.String())
+	}
+	text := out.String()
+	if !strings.HasPrefix(text, "Core of process "+pid) || strings.Contains(text, "Program terminated") {
+		t.Errorf("want a header naming the process and no signal (gcore of a live process):\n%s", text)
+	}
+	s = &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true, Program: f.cli,
+		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, r.Output)
+	}
+	ours, theirs := btNames(text, false), btNames(r.Blocks[0], true)
+	if len(ours) != len(theirs) || len(ours) < 2 {
+		t.Fatalf("%d threads, gdb %d\nours:\n%s\ngdb:\n%s", len(ours), len(theirs), text, r.Blocks[0])
+	}
+	spinning := 0
+	for tid, g := range theirs {
+		o := ours[tid]
+		n := 0
+		for ; n < len(g) && g[n] != "??"; n++ {
+			if n >= len(o) || o[n] != g[n] {
+				t.Errorf("thread %d line %d: ours %v, gdb %v", tid, n, o, g)
+				break
+			}
+		}
+		t.Logf("thread %d: %d lines compared with gdb's %d", tid, n, len(g))
+		if len(o) > 0 && o[0] == "spin" {
+			spinning++
+			if n < 10 || !strings.Contains(strings.Join(o, " "), "spin %start <signal handler called> github.com/elfimage/elfimage/native.trampoline github.com/elfimage/elfimage/native.call") {
+				t.Errorf("spinning thread: %d lines compared: ours %v, gdb %v", n, o, g)
+			}
+		}
+	}
+	if spinning != 1 {
+		t.Errorf("%d threads in spin", spinning)
+	}
+	if t.Failed() {
+		t.Logf("ours:\n%s\ngdb:\n%s", text, r.Blocks[0])
+	}
+
+	out.Reset()
+	if code := run([]string{"stack", "--json", "--core", core, "-max", "5"}, &out, &errb); code != 0 {
+		t.Fatalf("stack --json --core: exit %d: %s", code, errb.String())
+	}
+	var j struct {
+		stackJSON
+		Core coreJSON `json:"core"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if strconv.Itoa(j.PID) != pid || j.Core.File != core || j.Core.Command != "elfimage" || len(j.Threads) != len(ours) {
+		t.Errorf("json: pid %d, core %+v, %d threads", j.PID, j.Core, len(j.Threads))
+	}
+	for _, th := range j.Threads {
+		if len(th.Frames) > 5 {
+			t.Errorf("thread %d: %d frames with -max 5", th.TID, len(th.Frames))
+		}
+		if fs := th.Frames; len(fs) > 2 && len(fs[0].Funcs) > 0 && fs[0].Funcs[0].Function == "spin" {
+			if !fs[2].Signal || fs[2].Funcs[0].Function != "elfimage.entry" || fs[0].Funcs[0].Line < 1 || fs[0].Funcs[0].Column < 1 {
+				t.Errorf("spinning thread: %+v", fs[:3])
+			}
+			if th.Error == "" {
+				t.Errorf("spinning thread cut at 5 frames without an error")
+			}
+		}
+	}
+
+	// Bad invocations and bad cores.
+	notCore := filepath.Join(dir, "notcore")
+	os.WriteFile(notCore, []byte("hello"), 0o644)
+	cut := filepath.Join(dir, "core.cut")
+	if fc, err := os.Open(core); err == nil {
+		b := make([]byte, 2000)
+		fc.ReadAt(b, 0)
+		fc.Close()
+		os.WriteFile(cut, b, 0o644)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"stack", "--core", core, pid}, 2, "takes no PID"},
+		{[]string{"stack", "--exe", f.cli, pid}, 2, "--exe needs --core"},
+		{[]string{"stack", "--core", filepath.Join(dir, "missing")}, 1, "no such file"},
+		{[]string{"stack", "--core", notCore}, 1, "ELF header"},
+		{[]string{"stack", "--core", f.cli}, 1, "not a core file"},
+		{[]string{"stack", "--core", cut}, 1, "truncated"},
+		{[]string{"stack", "--core", core, "--exe", "/bin/true"}, 1, "not the one the core was dumped from"},
+	} {
+		var o, e bytes.Buffer
+		code := run(c.args, &o, &e)
+		if code != c.code || !strings.Contains(e.String(), c.msg) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, code, e.String(), c.code, c.msg)
+		}
+	}
+	var h bytes.Buffer
+	run([]string{"stack", "-h"}, &h, &h)
+	if !strings.Contains(h.String(), "--core CORE [--exe BINARY]") || !strings.Contains(h.String(), "-core CORE") {
+		t.Errorf("stack -h does not document --core:\n%s", h.String())
+	}
+}

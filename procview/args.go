@@ -1,0 +1,854 @@
+package procview
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/expr"
+	"github.com/elfimage/elfimage/dwarf/info"
+	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/symbolize"
+	"github.com/elfimage/elfimage/unwind"
+)
+
+// Arg is one formal parameter of a frame's function and its value in the
+// frame, as gdb's backtrace prints it.
+type Arg struct {
+	Name string
+	// Value is formatted as gdb's bt does by default (print
+	// frame-arguments scalars): integers in decimal (signed or unsigned
+	// per DW_ATE_*), characters as 97 'a', booleans true or false,
+	// floating-point values with 9 or 17 significant digits, pointers as
+	// 0x hexadecimal, enumerations by enumerator name, and "..." for
+	// aggregates (structures, unions, classes, arrays), which are not
+	// read. Where there is no value it says why in gdb's words:
+	// "<optimized out>" (no location at the pc), "<not saved>" (a
+	// register the unwinding did not recover), "<error: ...>".
+	Value string
+	// Err is why no value was read (nil for a value and for "...").
+	Err error
+}
+
+// Limits of the argument reader (the debug information is untrusted).
+const (
+	// MaxArgs bounds the parameters read for one function.
+	MaxArgs = 256
+	// maxTypeHops bounds the typedef/const/volatile/abstract_origin chains
+	// followed.
+	maxTypeHops = 16
+	// maxArgRanges bounds the compile-unit ranges indexed per module.
+	maxArgRanges = 1 << 20
+)
+
+// DWARF tags and operations the dwarf package does not name.
+const (
+	tagReferenceType       dwarf.Tag = 0x10
+	tagPtrToMemberType     dwarf.Tag = 0x1f
+	tagRvalueReferenceType dwarf.Tag = 0x42
+	tagClassType           dwarf.Tag = 0x02
+	tagStringType          dwarf.Tag = 0x12
+	tagSharedType          dwarf.Tag = 0x40
+	opEntryValue           dwarf.Op  = 0xa3
+	opGNUEntryValue        dwarf.Op  = 0xf3
+)
+
+// argIndex reads formal parameters from one module's DWARF: the compile
+// unit covering an address (through .debug_aranges, else the units' root
+// ranges), and per unit, on first use, its subprograms' ranges.
+type argIndex struct {
+	data *info.Data
+	sec  loc.Sections
+	cus  []span // sorted by lo
+	err  error
+
+	mu    sync.Mutex
+	subs  map[uint64][]span // unit offset -> subprograms (off: DIE offset), sorted by lo
+	bases map[uint64]uint64 // unit offset -> base address (root DW_AT_low_pc)
+	types map[uint64]typeDesc
+}
+
+// span is [lo, hi) -> off.
+type span struct{ lo, hi, off uint64 }
+
+// args returns the argument index of o, built on first use.
+func (v *View) args(o *object) *argIndex {
+	v.ext.argsMu.Lock()
+	defer v.ext.argsMu.Unlock()
+	if x := v.ext.args[o]; x != nil {
+		return x
+	}
+	if v.ext.args == nil {
+		v.ext.args = map[*object]*argIndex{}
+	}
+	s := o.debug()
+	x := newArgIndex(func(name string) []byte {
+		b, _, err := s.Section(name)
+		if err != nil {
+			return nil
+		}
+		return b
+	})
+	v.ext.args[o] = x
+	return x
+}
+
+// newArgIndex indexes the DWARF whose sections sect returns (nil when
+// absent): the compile units' ranges.
+func newArgIndex(sect func(name string) []byte) *argIndex {
+	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, types: map[uint64]typeDesc{}}
+	var sec info.Sections
+	sec.Info, sec.Abbrev = sect(".debug_info"), sect(".debug_abbrev")
+	if len(sec.Info) == 0 || len(sec.Abbrev) == 0 {
+		x.err = symbolize.ErrNoInfo
+		return x
+	}
+	sec.Str, sec.LineStr, sec.StrOffsets = sect(".debug_str"), sect(".debug_line_str"), sect(".debug_str_offsets")
+	sec.Addr, sec.RngLists, sec.LocLists = sect(".debug_addr"), sect(".debug_rnglists"), sect(".debug_loclists")
+	sec.Order = binary.LittleEndian
+	if x.data, x.err = info.New(sec); x.err != nil {
+		return x
+	}
+	x.sec = loc.Sections{Loc: sect(".debug_loc"), LocLists: sec.LocLists, Ranges: sect(".debug_ranges"), RngLists: sec.RngLists, Addr: sec.Addr}
+	if ar := sect(".debug_aranges"); len(ar) > 0 {
+		if sets, err := loc.ReadAranges(ar, binary.LittleEndian); err == nil {
+			for _, s := range sets {
+				for _, r := range s.Ranges {
+					if len(x.cus) < maxArgRanges && r.Start < r.End {
+						x.cus = append(x.cus, span{r.Start, r.End, s.CUOffset})
+					}
+				}
+			}
+		}
+	}
+	if len(x.cus) == 0 {
+		units := x.data.Units()
+		for i := range units {
+			u := &units[i]
+			x.cus = append(x.cus, x.ranges(u, u.Offset, nil)...)
+		}
+	}
+	sort.Slice(x.cus, func(i, j int) bool { return x.cus[i].lo < x.cus[j].lo })
+	return x
+}
+
+// ranges returns the ranges of the DIE at off in unit u (DW_AT_low_pc and
+// DW_AT_high_pc, or DW_AT_ranges), each tagged with tag; e is the DIE when
+// the caller has it.
+func (x *argIndex) ranges(u *info.UnitHeader, tag uint64, e *info.Entry) []span {
+	if e == nil {
+		r := x.data.Reader()
+		r.Seek(u.Offset)
+		var err error
+		if e, err = r.Next(); err != nil || e == nil {
+			return nil
+		}
+	}
+	if lo, hi, ok := e.PCRange(); ok {
+		if lo < hi {
+			return []span{{lo, hi, tag}}
+		}
+		return nil
+	}
+	f, ok := e.Val(dwarf.DW_AT_ranges)
+	if !ok || f.Class != info.ClassSecOffset {
+		return nil
+	}
+	rs, err := loc.ReadRangeList(x.sec4(u), u.Enc, f.Val, x.base(u))
+	if err != nil {
+		return nil
+	}
+	out := make([]span, 0, len(rs))
+	for _, r := range rs {
+		if r.Start < r.End {
+			out = append(out, span{r.Start, r.End, tag})
+		}
+	}
+	return out
+}
+
+// sec4 returns the list sections for unit u (its DW_AT_addr_base).
+func (x *argIndex) sec4(u *info.UnitHeader) loc.Sections {
+	s := x.sec
+	s.AddrBase = u.AddrBase
+	return s
+}
+
+// base returns the base address of unit u's lists: its root DIE's
+// DW_AT_low_pc, or 0.
+func (x *argIndex) base(u *info.UnitHeader) uint64 {
+	x.mu.Lock()
+	b, ok := x.bases[u.Offset]
+	x.mu.Unlock()
+	if ok {
+		return b
+	}
+	r := x.data.Reader()
+	r.Seek(u.Offset)
+	if e, err := r.Next(); err == nil && e != nil {
+		b, _ = e.Uint(dwarf.DW_AT_low_pc)
+	}
+	x.mu.Lock()
+	x.bases[u.Offset] = b
+	x.mu.Unlock()
+	return b
+}
+
+// contains reports whether the DIE e of unit u covers addr.
+func (x *argIndex) contains(u *info.UnitHeader, e *info.Entry, addr uint64) bool {
+	if lo, hi, ok := e.PCRange(); ok {
+		return lo <= addr && addr < hi
+	}
+	f, ok := e.Val(dwarf.DW_AT_ranges)
+	if !ok || f.Class != info.ClassSecOffset {
+		return false
+	}
+	in, err := loc.RangeContains(x.sec4(u), u.Enc, f.Val, x.base(u), addr)
+	return err == nil && in
+}
+
+// subprograms returns the subprograms of the unit at off, indexed on
+// first use: every DW_TAG_subprogram DIE with code, at any depth.
+func (x *argIndex) subprograms(off uint64) ([]span, *info.UnitHeader, error) {
+	u, ok := x.data.UnitAt(off)
+	if !ok {
+		return nil, nil, fmt.Errorf("procview: no unit at .debug_info offset %#x", off)
+	}
+	x.mu.Lock()
+	subs, ok := x.subs[u.Offset]
+	x.mu.Unlock()
+	if ok {
+		return subs, u, nil
+	}
+	r := x.data.Reader()
+	r.Seek(u.Offset)
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if e == nil || r.Unit() != u {
+			break
+		}
+		if e.Tag == dwarf.DW_TAG_subprogram {
+			subs = append(subs, x.ranges(u, e.Offset, e)...)
+			r.SkipChildren()
+		}
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].lo < subs[j].lo })
+	x.mu.Lock()
+	x.subs[u.Offset] = subs
+	x.mu.Unlock()
+	return subs, u, nil
+}
+
+// scope is one function (a subprogram, or an inlined subroutine in it) at
+// an address: its parameters and the frame base of its subprogram.
+type scope struct {
+	params    []param
+	frameBase []byte
+	origin    uint64 // DW_AT_abstract_origin of its DIE, 0 if none
+}
+
+type param struct {
+	origin   uint64 // DW_AT_abstract_origin of its DIE, 0 if none
+	name     string
+	typ      uint64 // .debug_info offset of its type, 0 if none
+	location []byte // the expression at the address; nil: optimized out
+	constant *info.Field
+}
+
+// scopes returns the functions covering the link-time address addr,
+// outermost (the subprogram) first, each with its parameters.
+func (x *argIndex) scopes(addr uint64) ([]scope, *info.UnitHeader, error) {
+	if x.err != nil {
+		return nil, nil, x.err
+	}
+	i := sort.Search(len(x.cus), func(i int) bool { return x.cus[i].hi > addr })
+	var subs []span
+	var u *info.UnitHeader
+	for ; i < len(x.cus) && x.cus[i].lo <= addr; i++ {
+		s, uu, err := x.subprograms(x.cus[i].off)
+		if err != nil {
+			return nil, nil, err
+		}
+		if j := sort.Search(len(s), func(j int) bool { return s[j].hi > addr }); j < len(s) && s[j].lo <= addr {
+			subs, u = s[j:j+1], uu
+			break
+		}
+	}
+	if len(subs) == 0 {
+		return nil, nil, fmt.Errorf("%w: no subprogram covers %#x", symbolize.ErrNoInfo, addr)
+	}
+	r := x.data.Reader()
+	r.Seek(subs[0].off)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return nil, nil, err
+	}
+	fb := exprOf(e, dwarf.DW_AT_frame_base)
+	origin, _ := refOf(e, dwarf.DW_AT_abstract_origin)
+	out := []scope{{frameBase: fb, origin: origin}}
+	if !e.Children {
+		return x.abstractParams(out), u, nil
+	}
+	// owner[d] is the index in out of the function whose DIE is at depth
+	// d (the subprogram at 0), or -1 for a lexical block.
+	owner := []int{0}
+	for depth := 1; depth > 0; {
+		c, err := r.Next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if c == nil || r.Unit() != u {
+			break
+		}
+		if c.Tag == 0 {
+			depth--
+			owner = owner[:depth]
+			continue
+		}
+		switch {
+		case c.Tag == dwarf.DW_TAG_formal_parameter && owner[depth-1] >= 0:
+			s := &out[owner[depth-1]]
+			if len(s.params) < MaxArgs {
+				s.params = append(s.params, x.param(u, c, addr))
+			}
+		case (c.Tag == dwarf.DW_TAG_inlined_subroutine || c.Tag == dwarf.DW_TAG_lexical_block) && c.Children && x.contains(u, c, addr):
+			if c.Tag == dwarf.DW_TAG_inlined_subroutine {
+				origin, _ := refOf(c, dwarf.DW_AT_abstract_origin)
+				out = append(out, scope{frameBase: fb, origin: origin})
+				owner = append(owner, len(out)-1)
+			} else {
+				owner = append(owner, -1)
+			}
+			depth++
+			continue
+		}
+		if c.Children {
+			r.SkipChildren()
+		}
+	}
+	return x.abstractParams(out), u, nil
+}
+
+// abstractParams gives each scope that is a concrete instance of an
+// abstract function (DW_AT_abstract_origin: an inlined subroutine, or
+// an out-of-line copy) the parameters of the abstract function, in its
+// order, as gdb does: those without a concrete DIE have no location
+// (optimized out). Concrete parameters without an abstract one follow.
+func (x *argIndex) abstractParams(scopes []scope) []scope {
+	for i := range scopes {
+		s := &scopes[i]
+		if s.origin == 0 {
+			continue
+		}
+		abs := x.originParams(s.origin)
+		if len(abs) == 0 {
+			continue
+		}
+		var out []param
+		used := make([]bool, len(s.params))
+		for _, a := range abs {
+			p := a
+			for j, c := range s.params {
+				if !used[j] && c.origin == a.origin {
+					p, used[j] = c, true
+					break
+				}
+			}
+			out = append(out, p)
+		}
+		for j, c := range s.params {
+			if !used[j] && len(out) < MaxArgs {
+				out = append(out, c)
+			}
+		}
+		s.params = out
+	}
+	return scopes
+}
+
+// originParams returns the formal parameters of the abstract function at
+// off (following DW_AT_abstract_origin and DW_AT_specification chains
+// to one with children), each with origin set to its own DIE offset and
+// no location.
+func (x *argIndex) originParams(off uint64) []param {
+	r := x.data.Reader()
+	for hop := 0; hop < maxTypeHops; hop++ {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return nil
+		}
+		if !e.Children {
+			next, ok := refOf(e, dwarf.DW_AT_abstract_origin)
+			if !ok {
+				next, ok = refOf(e, dwarf.DW_AT_specification)
+			}
+			if !ok {
+				return nil
+			}
+			off = next
+			continue
+		}
+		var out []param
+		for len(out) < MaxArgs {
+			c, err := r.Next()
+			if err != nil || c == nil || c.Tag == 0 {
+				break
+			}
+			if c.Tag == dwarf.DW_TAG_formal_parameter {
+				p := param{origin: c.Offset}
+				p.name, _ = c.String(dwarf.DW_AT_name)
+				p.typ, _ = refOf(c, dwarf.DW_AT_type)
+				out = append(out, p)
+			}
+			if c.Children {
+				r.SkipChildren()
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// exprOf returns attribute a of e when it is an expression.
+func exprOf(e *info.Entry, a dwarf.Attr) []byte {
+	f, ok := e.Val(a)
+	if ok && (f.Class == info.ClassExprloc || f.Class == info.ClassBlock) && len(f.Block) > 0 {
+		return f.Block
+	}
+	return nil
+}
+
+// param reads a formal parameter DIE: name and type (through
+// DW_AT_abstract_origin when it has none), and its location at addr.
+func (x *argIndex) param(u *info.UnitHeader, e *info.Entry, addr uint64) param {
+	var p param
+	p.name, _ = e.String(dwarf.DW_AT_name)
+	p.typ, _ = refOf(e, dwarf.DW_AT_type)
+	p.origin, _ = refOf(e, dwarf.DW_AT_abstract_origin)
+	origin := e
+	for hop := 0; (p.name == "" || p.typ == 0) && hop < maxTypeHops; hop++ {
+		off, ok := refOf(origin, dwarf.DW_AT_abstract_origin)
+		if !ok {
+			break
+		}
+		r := x.data.Reader()
+		r.Seek(off)
+		o, err := r.Next()
+		if err != nil || o == nil {
+			break
+		}
+		origin = o
+		if p.name == "" {
+			p.name, _ = o.String(dwarf.DW_AT_name)
+		}
+		if p.typ == 0 {
+			p.typ, _ = refOf(o, dwarf.DW_AT_type)
+		}
+	}
+	if c, ok := e.Val(dwarf.DW_AT_const_value); ok {
+		p.constant = &c
+		return p
+	}
+	f, ok := e.Val(dwarf.DW_AT_location)
+	switch {
+	case !ok:
+	case f.Class == info.ClassExprloc || f.Class == info.ClassBlock:
+		if len(f.Block) > 0 {
+			p.location = f.Block
+		}
+	case f.Class == info.ClassSecOffset:
+		if ex, ok, err := loc.LocationAt(x.sec4(u), u.Enc, f.Val, x.base(u), addr); err == nil && ok && len(ex) > 0 {
+			p.location = ex
+		}
+	}
+	return p
+}
+
+func refOf(e *info.Entry, a dwarf.Attr) (uint64, bool) {
+	f, ok := e.Val(a)
+	if !ok || f.Class != info.ClassReference {
+		return 0, false
+	}
+	return f.Val, true
+}
+
+// typeKind is how a value of a type is printed.
+type typeKind uint8
+
+const (
+	typeUnknown typeKind = iota
+	typeSigned
+	typeUnsigned
+	typeBool
+	typeFloat
+	typeChar // signed or unsigned per signed
+	typePointer
+	typeEnum
+	typeAggregate
+)
+
+type typeDesc struct {
+	kind   typeKind
+	size   int // bytes, 1 to 8 for scalars
+	signed bool
+	enums  []enumerator
+}
+
+type enumerator struct {
+	name string
+	val  int64
+}
+
+// typeOf describes the type at off, following typedefs and qualifiers.
+func (x *argIndex) typeOf(off uint64, addrSize int) typeDesc {
+	x.mu.Lock()
+	t, ok := x.types[off]
+	x.mu.Unlock()
+	if ok {
+		return t
+	}
+	t = x.readType(off, addrSize, 0)
+	x.mu.Lock()
+	x.types[off] = t
+	x.mu.Unlock()
+	return t
+}
+
+// readType reads the type at off; hops counts the DIEs followed so far
+// (typedefs, qualifiers, an enumeration's underlying type), at most
+// maxTypeHops.
+func (x *argIndex) readType(off uint64, addrSize, hops int) typeDesc {
+	r := x.data.Reader()
+	for ; hops < maxTypeHops && off != 0; hops++ {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return typeDesc{}
+		}
+		size := 0
+		if s, ok := e.Uint(dwarf.DW_AT_byte_size); ok && s <= 8 {
+			size = int(s)
+		} else if ok {
+			size = -1 // larger than a scalar
+		}
+		switch e.Tag {
+		case dwarf.DW_TAG_typedef, dwarf.DW_TAG_const_type, dwarf.DW_TAG_volatile_type, dwarf.DW_TAG_restrict_type, dwarf.DW_TAG_atomic_type, tagSharedType:
+			next, ok := refOf(e, dwarf.DW_AT_type)
+			if !ok {
+				return typeDesc{}
+			}
+			off = next
+			continue
+		case dwarf.DW_TAG_base_type:
+			if size <= 0 {
+				return typeDesc{kind: typeAggregate} // a 16-byte integer, a complex number: not read
+			}
+			enc, _ := e.Uint(dwarf.DW_AT_encoding)
+			switch dwarf.ATE(enc) {
+			case dwarf.DW_ATE_signed:
+				return typeDesc{kind: typeSigned, size: size, signed: true}
+			case dwarf.DW_ATE_unsigned, dwarf.DW_ATE_address, dwarf.DW_ATE_UTF:
+				return typeDesc{kind: typeUnsigned, size: size}
+			case dwarf.DW_ATE_signed_char:
+				return typeDesc{kind: typeChar, size: size, signed: true}
+			case dwarf.DW_ATE_unsigned_char:
+				return typeDesc{kind: typeChar, size: size}
+			case dwarf.DW_ATE_boolean:
+				return typeDesc{kind: typeBool, size: size}
+			case dwarf.DW_ATE_float:
+				if size == 4 || size == 8 {
+					return typeDesc{kind: typeFloat, size: size}
+				}
+			}
+			return typeDesc{kind: typeAggregate}
+		case dwarf.DW_TAG_pointer_type, tagReferenceType, tagRvalueReferenceType, tagPtrToMemberType:
+			if size <= 0 {
+				size = addrSize
+			}
+			return typeDesc{kind: typePointer, size: size}
+		case dwarf.DW_TAG_subroutine_type:
+			// A function value (Go's func types: a pointer-sized
+			// closure pointer) is printed as a pointer.
+			if size == addrSize {
+				return typeDesc{kind: typePointer, size: size}
+			}
+			return typeDesc{kind: typeAggregate}
+		case dwarf.DW_TAG_enumeration_type:
+			t := typeDesc{kind: typeEnum, size: size, signed: true}
+			if size <= 0 {
+				return typeDesc{kind: typeAggregate}
+			}
+			if under, ok := refOf(e, dwarf.DW_AT_type); ok {
+				ut := x.readType(under, addrSize, hops+1)
+				t.signed = ut.signed
+			}
+			if e.Children {
+				for len(t.enums) < MaxArgs {
+					c, err := r.Next()
+					if err != nil || c == nil || c.Tag == 0 {
+						break
+					}
+					if c.Tag == dwarf.DW_TAG_enumerator {
+						n, _ := c.String(dwarf.DW_AT_name)
+						f, _ := c.Val(dwarf.DW_AT_const_value)
+						t.enums = append(t.enums, enumerator{n, f.Int})
+					}
+					if c.Children {
+						r.SkipChildren()
+					}
+				}
+			}
+			return t
+		default: // structures, unions, classes, arrays, strings, ...
+			return typeDesc{kind: typeAggregate}
+		}
+	}
+	return typeDesc{}
+}
+
+// argContext is the expr.Context of one frame.
+// A register, the CFA or the frame base it did not know sets missing.
+type argContext struct {
+	f       *Frame
+	mem     unwind.Memory
+	fb      uint64
+	hasFB   bool
+	missing bool
+}
+
+func (c *argContext) Reg(r arch.Reg) (uint64, bool) {
+	v, ok := c.f.Regs.Get(r)
+	c.missing = c.missing || !ok
+	return v, ok
+}
+func (c *argContext) ReadMemory(a uint64, n int) (uint64, error) {
+	return readSized(c.mem, a, n)
+}
+func (c *argContext) CFA() (uint64, bool) {
+	c.missing = c.missing || c.f.CFA == 0
+	return c.f.CFA, c.f.CFA != 0
+}
+func (c *argContext) FrameBase() (uint64, bool) {
+	c.missing = c.missing || !c.hasFB
+	return c.fb, c.hasFB
+}
+
+// readSized reads n (1 to 8) bytes at a as a little-endian integer.
+func readSized(m unwind.Memory, a uint64, n int) (uint64, error) {
+	if sm, ok := m.(unwind.SizedMemory); ok {
+		return sm.ReadSized(a, n)
+	}
+	v, err := m.ReadUint64(a)
+	if n < 8 {
+		v &= 1<<(8*n) - 1
+	}
+	return v, err
+}
+
+// frameArgs reads the parameters of the functions of f (Funcs, innermost
+// first) from its module's DWARF: Args[i] for Funcs[i], nil where the
+// DWARF has no function for it.
+func (v *View) frameArgs(f *Frame, m *Module, pc uint64, mem unwind.Memory) {
+	o := m.obj.get()
+	if o.err != nil || len(f.Funcs) == 0 {
+		return
+	}
+	v.args(o).frameArgs(f, pc-m.Bias, mem)
+}
+
+// frameArgs sets f.Args for the link-time address addr of f's pc.
+func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory) {
+	scopes, u, err := x.scopes(addr)
+	if err != nil || len(scopes) == 0 {
+		return
+	}
+	addrSize := int(u.Enc.AddrSize)
+	ctx := &argContext{f: f, mem: mem}
+	if fb := scopes[0].frameBase; fb != nil {
+		ep := expr.Params{Section: ".debug_info", AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian}
+		if r, err := expr.Eval(fb, ep, ctx); err == nil && r.Kind == expr.Memory {
+			ctx.fb, ctx.hasFB = r.Addr, true
+		} else if err == nil && r.Kind == expr.Register {
+			ctx.fb, ctx.hasFB = ctx.f.Regs.Get(r.Reg)
+		}
+	}
+	// scopes[0] is the subprogram, the last of Funcs; each inlined
+	// subroutine in it the one before.
+	f.Args = make([][]Arg, len(f.Funcs))
+	for k := 0; k < len(f.Funcs) && k < len(scopes); k++ {
+		s := scopes[k]
+		args := make([]Arg, 0, len(s.params))
+		for _, p := range s.params {
+			a := Arg{Name: p.name}
+			a.Value, a.Err = x.value(&p, ctx, u.Enc.AddrSize, addrSize)
+			args = append(args, a)
+		}
+		f.Args[len(f.Funcs)-1-k] = args
+	}
+}
+
+// errOptimizedOut and errNotSaved are the Err of Args without a value.
+var (
+	errOptimizedOut = errors.New("procview: no location at this pc (optimized out)")
+	errNotSaved     = errors.New("procview: register not recovered in this frame")
+)
+
+// value reads and formats one parameter.
+func (x *argIndex) value(p *param, ctx *argContext, as uint8, addrSize int) (string, error) {
+	t := typeDesc{kind: typeSigned, size: 8, signed: true}
+	if p.typ != 0 {
+		t = x.typeOf(p.typ, addrSize)
+	}
+	if t.kind == typeAggregate {
+		return "...", nil
+	}
+	if t.kind == typeUnknown {
+		t = typeDesc{kind: typeSigned, size: 8, signed: true}
+	}
+	if p.constant != nil {
+		c := p.constant
+		if c.Class == info.ClassConstant {
+			return format(t, c.Val), nil
+		}
+		return "<error: unsupported constant form>", fmt.Errorf("procview: %s: DW_AT_const_value of class %d", p.name, c.Class)
+	}
+	if p.location == nil {
+		return "<optimized out>", errOptimizedOut
+	}
+	if op := dwarf.Op(p.location[0]); op == opEntryValue || op == opGNUEntryValue {
+		// The value on entry, which only the caller's call site
+		// (DW_TAG_call_site_parameter) could give: gdb prints
+		// <optimized out> when it cannot find it either.
+		return "<optimized out>", fmt.Errorf("%w: DW_OP_entry_value is not supported", errOptimizedOut)
+	}
+	ep := expr.Params{Section: ".debug_info", AddrSize: as, Order: binary.LittleEndian}
+	ctx.missing = false
+	r, err := expr.Eval(p.location, ep, ctx)
+	if err != nil {
+		if errors.Is(err, expr.ErrUnsupported) {
+			return "<error: unsupported location>", err
+		}
+		if ctx.missing { // a register, the CFA or the frame base
+			return "<not saved>", fmt.Errorf("%w: %w", errNotSaved, err)
+		}
+		return "<error: " + err.Error() + ">", err
+	}
+	var raw uint64
+	switch r.Kind {
+	case expr.Memory:
+		raw, err = readSized(ctx.mem, r.Addr, t.size)
+		if err != nil {
+			return fmt.Sprintf("<error: Cannot access memory at address %#x>", r.Addr), err
+		}
+	case expr.Register:
+		v, ok := ctx.f.Regs.Get(r.Reg)
+		if !ok {
+			return "<not saved>", errNotSaved
+		}
+		raw = v
+	case expr.Value:
+		raw = r.Value
+	case expr.Implicit:
+		for i := len(r.Bytes) - 1; i >= 0; i-- {
+			if i < 8 {
+				raw = raw<<8 | uint64(r.Bytes[i])
+			}
+		}
+	default:
+		return "<error: unsupported location>", fmt.Errorf("procview: location kind %v", r.Kind)
+	}
+	if t.size < 8 {
+		raw &= 1<<(8*t.size) - 1
+	}
+	return format(t, raw), nil
+}
+
+// format prints raw (t.size bytes, zero-extended) as gdb does.
+func format(t typeDesc, raw uint64) string {
+	sext := func() int64 {
+		if t.size >= 8 {
+			return int64(raw)
+		}
+		sh := 64 - 8*uint(t.size)
+		return int64(raw<<sh) >> sh
+	}
+	switch t.kind {
+	case typeSigned:
+		return strconv.FormatInt(sext(), 10)
+	case typeUnsigned:
+		return strconv.FormatUint(raw, 10)
+	case typeBool:
+		switch raw {
+		case 0:
+			return "false"
+		case 1:
+			return "true"
+		}
+		return strconv.FormatUint(raw, 10)
+	case typeFloat:
+		if t.size == 4 {
+			return strconv.FormatFloat(float64(math.Float32frombits(uint32(raw))), 'g', 9, 32)
+		}
+		return strconv.FormatFloat(math.Float64frombits(raw), 'g', 17, 64)
+	case typeChar:
+		n := strconv.FormatUint(raw, 10)
+		if t.signed {
+			n = strconv.FormatInt(sext(), 10)
+		}
+		return n + " " + charLiteral(byte(raw))
+	case typePointer:
+		return fmt.Sprintf("%#x", raw)
+	case typeEnum:
+		n := int64(raw)
+		if t.signed {
+			n = sext()
+		}
+		for _, e := range t.enums {
+			if e.val == n {
+				return e.name
+			}
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	return strconv.FormatUint(raw, 10)
+}
+
+// charLiteral quotes c as gdb prints a char: 'a', '\n', '\000'.
+func charLiteral(c byte) string {
+	switch c {
+	case '\a':
+		return `'\a'`
+	case '\b':
+		return `'\b'`
+	case '\f':
+		return `'\f'`
+	case '\n':
+		return `'\n'`
+	case '\r':
+		return `'\r'`
+	case '\t':
+		return `'\t'`
+	case '\v':
+		return `'\v'`
+	case '\\':
+		return `'\\'`
+	case '\'':
+		return `'\''`
+	case 033:
+		return `'\033'`
+	}
+	if c >= 0x20 && c < 0x7f {
+		return "'" + string(rune(c)) + "'"
+	}
+	return fmt.Sprintf(`'\%03o'`, c)
+}

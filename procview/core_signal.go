@@ -1,0 +1,134 @@
+package procview
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/unwind"
+)
+
+// rtSigreturn is the x86-64 Linux signal return trampoline, the code a
+// signal handler returns to (sa_restorer): mov $15 (__NR_rt_sigreturn),
+// %rax; syscall. glibc's __restore_rt and Go's runtime.sigreturn__sigaction
+// are this sequence; Go's has no CFI, so the walk stops there (as
+// eu-stack's does) unless the frame is recognised by its code, as gdb
+// does (amd64_linux_sigtramp_p).
+var rtSigreturn = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
+
+// Layout of the kernel's x86-64 struct rt_sigframe (arch/x86/include/asm/
+// sigframe.h) as the trampoline sees it: the handler's ret has popped
+// pretcode, so the stack pointer is the address of the struct ucontext,
+// whose uc_mcontext (struct sigcontext) is at byte 40 and holds r8..r15,
+// rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, 8 bytes each, in that
+// order (arch/x86/include/uapi/asm/sigcontext.h).
+const ucMcontext = 40
+
+var sigcontextRegs = [...]arch.Reg{
+	arch.X86_64_R8, arch.X86_64_R9, arch.X86_64_R10, arch.X86_64_R11,
+	arch.X86_64_R12, arch.X86_64_R13, arch.X86_64_R14, arch.X86_64_R15,
+	arch.X86_64_RDI, arch.X86_64_RSI, arch.X86_64_RBP, arch.X86_64_RBX,
+	arch.X86_64_RDX, arch.X86_64_RAX, arch.X86_64_RCX, arch.X86_64_RSP,
+	arch.X86_64_RA, // rip
+}
+
+// codeReader reads code at run-time addresses of a core's process: from
+// the core, and, where the core did not dump it (the kernel leaves out
+// file-backed pages never written, such as text), from the file mapped
+// there (NT_FILE), at the mapping's offset.
+type codeReader struct {
+	c      *Core
+	opened map[string]string // NT_FILE path → the file opened for it
+	files  map[string]*os.File
+}
+
+func (r *codeReader) read(p []byte, addr uint64) bool {
+	if n, err := r.c.read(p, addr); err == nil && n == len(p) {
+		return true
+	}
+	for _, m := range r.c.Files {
+		if addr < m.Start || addr >= m.End || m.End-addr < uint64(len(p)) {
+			continue
+		}
+		path, ok := r.opened[m.Path]
+		if !ok {
+			return false
+		}
+		f := r.files[path]
+		if f == nil {
+			var err error
+			if f, err = os.Open(path); err != nil {
+				return false
+			}
+			r.files[path] = f
+		}
+		off := m.Offset + (addr - m.Start)
+		if off >= 1<<62 {
+			return false
+		}
+		n, _ := f.ReadAt(p, int64(off))
+		return n == len(p)
+	}
+	return false
+}
+
+func (r *codeReader) close() {
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+// isSigreturn reports whether the code at pc is the signal return
+// trampoline.
+func (r *codeReader) isSigreturn(pc uint64) bool {
+	var b [9]byte // len(rtSigreturn)
+	return r.read(b[:], pc) && bytes.Equal(b[:], rtSigreturn)
+}
+
+// walkCore is View.walk over a core's memory that also crosses signal
+// frames without CFI: a frame whose pc is the signal return trampoline
+// (and that its CFI did not already mark a signal frame) becomes a signal
+// frame (Signal, symbolized at its exact pc), frames the walk found past
+// it are dropped, and the walk goes on from the registers the kernel
+// saved in the struct rt_sigframe at its stack pointer, with an exact pc
+// (unwind.Frame.AfterSignal). Errors are those of walk, or of reading the
+// saved registers.
+func (v *View) walkCore(c *Core, code *codeReader, start unwind.Frame, maxFrames int) ([]Frame, error) {
+	if maxFrames <= 0 {
+		maxFrames = DefaultMaxFrames
+	}
+	var out []Frame
+	cur := start
+	for {
+		frames, err := v.walk(c, cur, maxFrames-len(out))
+		cut := -1
+		for i := range frames {
+			if f := &frames[i]; !f.Signal && code.isSigreturn(f.PC) {
+				cut = i
+				break
+			}
+		}
+		if cut < 0 {
+			return append(out, frames...), err
+		}
+		tramp := frames[cut]
+		tramp.Signal, tramp.Exact = true, true
+		out = append(out, frames[:cut]...)
+		out = append(out, tramp)
+		var regs unwind.Regs
+		for i, reg := range sigcontextRegs {
+			val, rerr := c.ReadUint64(tramp.SP + ucMcontext + uint64(i)*8)
+			if rerr != nil {
+				return out, fmt.Errorf("procview: reading the registers saved by the signal frame at %#x: %w", tramp.SP, rerr)
+			}
+			regs.Set(reg, val)
+		}
+		if len(out) >= maxFrames {
+			return out, fmt.Errorf("%w: %d frames", ErrMaxFrames, maxFrames)
+		}
+		pc, _ := regs.Get(arch.X86_64_RA)
+		cur = unwind.FirstFrame(arch.X86_64, pc, regs)
+		cur.First, cur.AfterSignal = false, true
+	}
+}
