@@ -52,14 +52,22 @@ func Track(path string) (untrack func()) {
 // them, every tracked path is removed, the signal's default action is
 // restored and the signal is raised again, which ends the process (status
 // 128+signal number as a shell reports it). Should the process survive
-// that, it exits with status 128+signal number. Call it once, early in
-// main; later calls do nothing.
+// that, it exits with status 128+signal number. A signal that was ignored
+// when the process started is left ignored. Call it once, early in main;
+// later calls do nothing.
 func Catch() {
 	if !caught.CompareAndSwap(false, true) {
 		return
 	}
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		// A signal ignored at start (a shell's background job ignores
+		// SIGINT, nohup SIGHUP) stays ignored: catching it would make
+		// the process die of what its parent meant it to survive.
+		if !signal.Ignored(sig) {
+			signal.Notify(ch, sig)
+		}
+	}
 	go func() {
 		sig := (<-ch).(syscall.Signal)
 		// Hold the lock to the end: a goroutine that creates files
