@@ -84,6 +84,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		{Name: dwarf.DW_AT_byte_size, Value: info.Udata(8)},
 	}}
 	cu.Children = append(cu.Children, intType)
+	types := newTypeWriter(l, cu, intType)
 	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
 	lists, err := newDebugLists(l.enc, l.textStart)
 	if err != nil {
@@ -102,13 +103,27 @@ func (l *linker) buildDWARF() ([]*section, error) {
 				sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(p.Column))})
 			}
 		}
+		switch {
+		case p.Result != nil && p.Result.Kind != KindVoid:
+			if err := types.check(p.Result, false); err != nil {
+				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			if _, err := types.size(p.Result); err != nil {
+				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			d, err := types.die(p.Result, nil)
+			if err != nil {
+				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(d)})
+		case p.Result == nil && !p.Internal:
+			// Procedures of the language return its integers.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+		}
 		if p.Internal {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
 		} else {
-			// Procedures of the language return its integers.
-			sp.Attrs = append(sp.Attrs,
-				info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)},
-				info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
 		}
 		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
@@ -126,20 +141,33 @@ func (l *linker) buildDWARF() ([]*section, error) {
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
+		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists}
+		params := map[string]*info.DIE{}
+		pv.env = []map[string]*info.DIE{params}
 		for _, v := range p.Params {
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, intType, l.procAddr[i], uint32(len(p.Code)), lists)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, err.Error()}
+			if params[v.Name] != nil {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
 			}
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
+			if err != nil {
+				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
+			}
+			params[v.Name] = param
 			sp.Children = append(sp.Children, param)
 		}
 		whole := []CodeRange{{0, uint32(len(p.Code))}}
+		if err := checkSiblings(p.Scopes); err != nil {
+			return nil, &LinkError{"proc " + p.Name, err.Error()}
+		}
 		for _, sc := range p.Scopes {
-			b, err := l.scopeDIE(sc, whole, intType, l.procAddr[i], uint32(len(p.Code)), lists)
+			b, err := l.scopeDIE(sc, whole, pv)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, err.Error()}
 			}
 			sp.Children = append(sp.Children, b)
+		}
+		if err := pv.resolveCounts(); err != nil {
+			return nil, &LinkError{"proc " + p.Name, err.Error()}
 		}
 		cu.Children = append(cu.Children, sp)
 	}
@@ -224,11 +252,65 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	return secs, nil
 }
 
+// procVars is what building the variables of one procedure needs: the
+// unit's types, the procedure's code, the unit's lists, the variables
+// visible so far (parameters, then each enclosing scope's) and the
+// variable-length arrays whose length variable is found once the
+// procedure's variables all exist.
+type procVars struct {
+	types    *typeWriter
+	procAddr uint64
+	codeLen  uint32
+	lists    *debugLists
+	env      []map[string]*info.DIE
+	pending  []pendingCount
+}
+
+// pendingCount is a variable whose type is an array of v.Type.CountVar
+// elements, resolved among the variables visible in env.
+type pendingCount struct {
+	die  *info.DIE
+	kind string // "parameter" or "variable"
+	v    Var
+	env  []map[string]*info.DIE
+}
+
+// resolveCounts gives each variable-length array its DW_AT_count
+// reference to its length variable, the innermost visible one of that
+// name.
+func (pv *procVars) resolveCounts() error {
+	for _, pc := range pv.pending {
+		var count *info.DIE
+		for i := len(pc.env) - 1; i >= 0 && count == nil; i-- {
+			count = pc.env[i][pc.v.Type.CountVar]
+		}
+		if count == nil || count == pc.die {
+			return fmt.Errorf("%s %s: type %s: CountVar %s names no other parameter or variable visible there", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar)
+		}
+		a, err := pv.types.typeAttr(pc.v.Type, count)
+		if err != nil {
+			return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
+		}
+		pc.die.Attrs = append(pc.die.Attrs, a)
+	}
+	return nil
+}
+
 // varDIE builds the DIE of a parameter or variable: name, declaration
 // position, type, default for optional parameters, and location: a
 // location list when the model gives exact live ranges, else one
-// expression.
-func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+// expression. Errors start with the variable's name.
+func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
+	kind := "parameter"
+	if tag == dwarf.DW_TAG_variable {
+		kind = "variable"
+	}
+	if v.Name == "" {
+		return nil, fmt.Errorf("with no name")
+	}
+	if err := l.checkExpr(v.Location); err != nil {
+		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
+	}
 	d := &info.DIE{Tag: tag, Attrs: make([]info.Attr, 1, 8)}
 	d.Attrs[0] = info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}
 	if v.Line > 0 {
@@ -239,7 +321,18 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 			d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(v.Column))})
 		}
 	}
-	d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+	if v.Type != nil && v.Type.Kind == KindArray && v.Type.CountVar != "" {
+		if err := pv.types.check(v.Type, true); err != nil {
+			return nil, fmt.Errorf("%s: %v", v.Name, err)
+		}
+		pv.pending = append(pv.pending, pendingCount{die: d, kind: kind, v: v, env: pv.env})
+	} else {
+		a, err := pv.types.typeAttr(v.Type, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", v.Name, err)
+		}
+		d.Attrs = append(d.Attrs, a)
+	}
 	if v.Optional {
 		// DWARF 5 section 4.1: a flag-class DW_AT_default_value says the
 		// parameter has a default (earlier versions have no flag class
@@ -257,15 +350,18 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 		for i, r := range v.Live {
 			ranges[i] = CodeRange{r.Start, r.End}
 			if len(r.Location) == 0 {
-				return nil, fmt.Errorf("variable %s: live range %d has no location", v.Name, i)
+				return nil, fmt.Errorf("%s: live range %d has no location", v.Name, i)
+			}
+			if err := l.checkExpr(r.Location); err != nil {
+				return nil, fmt.Errorf("%s: live range %d: Location: %v", v.Name, i, err)
 			}
 		}
-		if err := checkRanges(ranges, codeLen); err != nil {
-			return nil, fmt.Errorf("variable %s: %v", v.Name, err)
+		if err := checkRanges(ranges, pv.codeLen); err != nil {
+			return nil, fmt.Errorf("%s: live %v", v.Name, err)
 		}
-		val, err := lists.locList(procAddr, v.Live)
+		val, err := pv.lists.locList(pv.procAddr, v.Live)
 		if err != nil {
-			return nil, fmt.Errorf("variable %s: %v", v.Name, err)
+			return nil, fmt.Errorf("%s: %v", v.Name, err)
 		}
 		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: val})
 	case len(v.Location) > 0:
@@ -276,12 +372,15 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 
 // scopeDIE builds the DW_TAG_lexical_block of a scope with its variables
 // and nested scopes; a scope in several pieces gets DW_AT_ranges.
-func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DIE, error) {
+	if sc == nil {
+		return nil, fmt.Errorf("scope is nil")
+	}
 	if len(sc.Ranges) == 0 {
 		return nil, fmt.Errorf("scope without code ranges")
 	}
-	if err := checkRanges(sc.Ranges, codeLen); err != nil {
-		return nil, fmt.Errorf("scope: %v", err)
+	if err := checkRanges(sc.Ranges, pv.codeLen); err != nil {
+		return nil, fmt.Errorf("scope %s: %v", rangesString(sc.Ranges), err)
 	}
 	// DWARF 5 section 3.5: a block's code lies within its parent's.
 	for _, r := range sc.Ranges {
@@ -290,40 +389,80 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, intType *info.DIE, proc
 			inside = inside || (r.Start >= p.Start && r.End <= p.End)
 		}
 		if !inside {
-			return nil, fmt.Errorf("scope range [%#x, %#x) is not inside its enclosing scope %v", r.Start, r.End, parent)
+			return nil, fmt.Errorf("scope range [%#x, %#x) is not inside its enclosing scope %s", r.Start, r.End, rangesString(parent))
 		}
+	}
+	if err := checkSiblings(sc.Scopes); err != nil {
+		return nil, err
 	}
 	b := &info.DIE{Tag: dwarf.DW_TAG_lexical_block}
 	if len(sc.Ranges) == 1 {
 		r := sc.Ranges[0]
-		lo := procAddr + uint64(r.Start)
+		lo := pv.procAddr + uint64(r.Start)
 		hi := info.Udata(uint64(r.End - r.Start))
 		if l.enc.Version < 4 {
-			hi = info.Addr(procAddr + uint64(r.End))
+			hi = info.Addr(pv.procAddr + uint64(r.End))
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, info.Attr{Name: dwarf.DW_AT_high_pc, Value: hi})
 	} else {
-		val, err := lists.rangeList(procAddr, sc.Ranges)
+		val, err := pv.lists.rangeList(pv.procAddr, sc.Ranges)
 		if err != nil {
 			return nil, err
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_ranges, Value: val})
 	}
+	vars := map[string]*info.DIE{}
+	outer := pv.env
+	pv.env = append(outer[:len(outer):len(outer)], vars)
+	defer func() { pv.env = outer }()
 	for _, v := range sc.Vars {
-		d, err := l.varDIE(dwarf.DW_TAG_variable, v, intType, procAddr, codeLen, lists)
-		if err != nil {
-			return nil, err
+		if vars[v.Name] != nil {
+			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
+		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
+		if err != nil {
+			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
+		}
+		vars[v.Name] = d
 		b.Children = append(b.Children, d)
 	}
 	for _, inner := range sc.Scopes {
-		d, err := l.scopeDIE(inner, sc.Ranges, intType, procAddr, codeLen, lists)
+		d, err := l.scopeDIE(inner, sc.Ranges, pv)
 		if err != nil {
 			return nil, err
 		}
 		b.Children = append(b.Children, d)
 	}
 	return b, nil
+}
+
+// checkSiblings checks that sibling scopes do not share code: each
+// instruction is in at most one block of a level (DWARF 5 section 3.5).
+func checkSiblings(scopes []*Scope) error {
+	for i, a := range scopes {
+		for _, b := range scopes[:i] {
+			if a == nil || b == nil {
+				continue
+			}
+			for _, ra := range a.Ranges {
+				for _, rb := range b.Ranges {
+					if ra.Start < rb.End && rb.Start < ra.End {
+						return fmt.Errorf("scope %s overlaps its sibling scope %s", rangesString(a.Ranges), rangesString(b.Ranges))
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// rangesString formats code ranges as "[0x1, 0x5)" or "[0x1, 0x5) [0x8, 0x9)".
+func rangesString(rs []CodeRange) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("[%#x, %#x)", r.Start, r.End))
+	}
+	return strings.Join(parts, " ")
 }
 
 // escapeProperty escapes a property name or value for
