@@ -41,8 +41,18 @@ type Frame struct {
 // Arg is the value of a parameter or variable in a frame, read through
 // its DWARF location. Err is set when the value could not be read.
 type Arg struct {
-	Name  string
+	Name string
+	// Type is the value's type from the image's DWARF (nil when it gives
+	// none: the default 8-byte "integer").
+	Type *Type
+	// Value is the value as an integer: of its Size, sign- or
+	// zero-extended, for an integer, boolean, character or enumeration
+	// type; the 8 bytes at the location (the first 8 of a larger value)
+	// for other types.
 	Value int64
+	// Text is the value as its type shows it ([FormatLocation]): "42",
+	// "3.5", "0x7f3a2c001000", "{data = 0x..., cells = {1, 2, 3}}".
+	Text string
 	// Depth is a variable's lexical nesting (see [Local]); 0 for
 	// parameters.
 	Depth int
@@ -222,10 +232,10 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 			st.FrameBase, st.HasFrameBase = r.Addr, true
 		}
 	}
+	var locs [][]byte // of f.Args, then f.Locals
 	for _, prm := range sub.Params {
-		arg := Arg{Name: prm.Name}
-		arg.Value, arg.Err = ReadLocation(prm.Location, st)
-		f.Args = append(f.Args, arg)
+		f.Args = append(f.Args, Arg{Name: prm.Name, Type: prm.Type})
+		locs = append(locs, prm.Location)
 	}
 	if locals {
 		ls, err := im.Locals(addr)
@@ -236,12 +246,54 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 			if l.Param {
 				continue
 			}
-			v := Arg{Name: l.Name, Depth: l.Depth}
-			v.Value, v.Err = ReadLocation(l.Location, st)
-			f.Locals = append(f.Locals, v)
+			f.Locals = append(f.Locals, Arg{Name: l.Name, Type: l.Type, Depth: l.Depth})
+			locs = append(locs, l.Location)
+		}
+	}
+	// Integer values first: an array's length may be another variable's
+	// value (Type.CountVar); inner scopes shadow outer ones.
+	all := make([]*Arg, 0, len(locs))
+	for i := range f.Args {
+		all = append(all, &f.Args[i])
+	}
+	for i := range f.Locals {
+		all = append(all, &f.Locals[i])
+	}
+	for i, a := range all {
+		a.Value, a.Err = readInteger(locs[i], a.Type, st)
+		if a.Err == nil {
+			if st.Vars == nil {
+				st.Vars = map[string]int64{}
+			}
+			st.Vars[a.Name] = a.Value
+		}
+	}
+	for i, a := range all {
+		if a.Err == nil {
+			a.Text, a.Err = FormatLocation(locs[i], a.Type, st)
 		}
 	}
 	f.Err = errors.Join(errs...)
+}
+
+// readInteger reads a value as an integer of its type (see Arg.Value).
+func readInteger(location []byte, t *Type, st *FrameState) (int64, error) {
+	u := under(t)
+	if u == nil || u.Size < 1 || u.Size > 8 {
+		return ReadLocation(location, st)
+	}
+	switch u.Kind {
+	case KindSigned, KindUnsigned, KindBool, KindChar, KindEnum:
+	default:
+		return ReadLocation(location, st)
+	}
+	src, err := locate(location, st)
+	if err != nil {
+		return 0, err
+	}
+	signed := u.Kind == KindSigned || (u.Kind == KindChar && u.Size == 1) || (u.Kind == KindEnum && (u.Elem == nil || under(u.Elem).Kind != KindUnsigned))
+	v, err := integer(src, 0, u.Size, signed)
+	return int64(v), err
 }
 
 // FrameState is what location expressions read in one frame: its
@@ -258,6 +310,10 @@ type FrameState struct {
 	Mem          unwind.Memory
 	// Arch is the frame's ABI; nil means arch.X86_64.
 	Arch *arch.Arch
+	// Vars gives the integer values of the frame's variables by name,
+	// for types whose shape depends on them ([FormatLocation]: an array
+	// of Type.CountVar elements). Backtrace sets it; nil is empty.
+	Vars map[string]int64
 }
 
 // ReadLocation evaluates a location expression (a [Param.Location] or
