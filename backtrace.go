@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/elfimage/elfimage/addrmap"
+	"slices"
 	"sync"
+
+	"github.com/elfimage/elfimage/addrmap"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/expr"
@@ -237,15 +239,25 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 		f.Args = append(f.Args, Arg{Name: prm.Name, Type: prm.Type})
 		locs = append(locs, prm.Location)
 	}
-	if locals {
-		ls, err := im.Locals(addr)
-		if err != nil {
+	// The variables, including artificial ones (array lengths), which
+	// are read for Vars but not shown: when asked for, or when an
+	// argument's type needs them.
+	var ls []Local
+	if locals || slices.ContainsFunc(f.Args, func(a Arg) bool { u := under(a.Type); return u != nil && u.CountVar != "" }) {
+		var err error
+		if ls, err = im.locals(addr, true); err != nil && locals {
 			errs = append(errs, err)
 		}
-		for _, l := range ls {
-			if l.Param {
-				continue
-			}
+	}
+	var hidden []Arg
+	var hiddenLocs [][]byte
+	for _, l := range ls {
+		switch {
+		case l.Param:
+		case l.artificial:
+			hidden = append(hidden, Arg{Name: l.Name, Type: l.Type})
+			hiddenLocs = append(hiddenLocs, l.Location)
+		case locals:
 			f.Locals = append(f.Locals, Arg{Name: l.Name, Type: l.Type, Depth: l.Depth})
 			locs = append(locs, l.Location)
 		}
@@ -259,6 +271,10 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 	for i := range f.Locals {
 		all = append(all, &f.Locals[i])
 	}
+	for i := range hidden {
+		all = append(all, &hidden[i])
+	}
+	locs = append(locs, hiddenLocs...)
 	for i, a := range all {
 		a.Value, a.Err = readInteger(locs[i], a.Type, st)
 		if a.Err == nil {
@@ -268,6 +284,7 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 			st.Vars[a.Name] = a.Value
 		}
 	}
+	all = all[:len(all)-len(hidden)]
 	for i, a := range all {
 		if a.Err == nil {
 			a.Text, a.Err = FormatLocation(locs[i], a.Type, st)

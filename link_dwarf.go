@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/dwarf/loc"
@@ -141,18 +142,18 @@ func (l *linker) buildDWARF() ([]*section, error) {
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
-		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists}
-		params := map[string]*info.DIE{}
-		pv.env = []map[string]*info.DIE{params}
+		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
+		params := map[string]varEntry{}
+		pv.env = []map[string]varEntry{params}
 		for _, v := range p.Params {
-			if params[v.Name] != nil {
+			if _, dup := params[v.Name]; dup {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
 			}
 			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
 			}
-			params[v.Name] = param
+			params[v.Name] = varEntry{param, v}
 			sp.Children = append(sp.Children, param)
 		}
 		whole := []CodeRange{{0, uint32(len(p.Code))}}
@@ -253,7 +254,8 @@ func (l *linker) buildDWARF() ([]*section, error) {
 }
 
 // procVars is what building the variables of one procedure needs: the
-// unit's types, the procedure's code, the unit's lists, the variables
+// unit's types, the procedure's code, the unit's lists, the entry of the
+// scope being built (the subprogram or a lexical block), the variables
 // visible so far (parameters, then each enclosing scope's) and the
 // variable-length arrays whose length variable is found once the
 // procedure's variables all exist.
@@ -262,38 +264,117 @@ type procVars struct {
 	procAddr uint64
 	codeLen  uint32
 	lists    *debugLists
-	env      []map[string]*info.DIE
+	scope    *info.DIE
+	env      []map[string]varEntry
 	pending  []pendingCount
 }
 
-// pendingCount is a variable whose type is an array of v.Type.CountVar
-// elements, resolved among the variables visible in env.
-type pendingCount struct {
-	die  *info.DIE
-	kind string // "parameter" or "variable"
-	v    Var
-	env  []map[string]*info.DIE
+// varEntry is a variable of the model and its entry.
+type varEntry struct {
+	die *info.DIE
+	v   Var
 }
 
-// resolveCounts gives each variable-length array its DW_AT_count
-// reference to its length variable, the innermost visible one of that
-// name.
+// pendingCount is a variable whose type is an array of v.Type.CountVar
+// elements, resolved among the variables visible in env; scope is the
+// entry of the scope that declares it.
+type pendingCount struct {
+	die   *info.DIE
+	kind  string // "parameter" or "variable"
+	v     Var
+	env   []map[string]varEntry
+	scope *info.DIE
+}
+
+// CountPrefix starts the name of the artificial variable Link declares
+// beside a variable-length array (Type.CountVar): DW_AT_count refers to
+// "__vla_count_N", a DW_TAG_variable with the value of N, as clang
+// declares "__vla_expr0". lldb takes an array's length only from a
+// DW_TAG_variable (not a parameter), and gdb reads a referenced variable
+// in a register as if it held an address; the artificial variable is a
+// variable, and in a register it is the register's value
+// (DW_OP_bregN 0, DW_OP_stack_value), which both read right.
+const countPrefix = "__vla_count_"
+
+// resolveCounts gives each variable-length array its DW_AT_count: a
+// reference to an artificial variable holding the value of its length
+// variable (the innermost visible one of that name), declared in the
+// array variable's scope, one per length variable and scope.
 func (pv *procVars) resolveCounts() error {
+	type key struct{ count, scope *info.DIE }
+	made := map[key]*info.DIE{}
 	for _, pc := range pv.pending {
-		var count *info.DIE
-		for i := len(pc.env) - 1; i >= 0 && count == nil; i-- {
+		var count varEntry
+		for i := len(pc.env) - 1; i >= 0 && count.die == nil; i-- {
 			count = pc.env[i][pc.v.Type.CountVar]
 		}
-		if count == nil || count == pc.die {
+		if count.die == nil || count.die == pc.die {
 			return fmt.Errorf("%s %s: type %s: CountVar %s names no other parameter or variable visible there", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar)
 		}
-		a, err := pv.types.typeAttr(pc.v.Type, count)
+		if u := count.v.Type; u != nil {
+			if u = under(u); u == nil || (u.Kind != KindSigned && u.Kind != KindUnsigned) {
+				return fmt.Errorf("%s %s: type %s: CountVar %s is of type %s, not an integer", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar, count.v.Type)
+			}
+		}
+		k := key{count.die, pc.scope}
+		art := made[k]
+		if art == nil {
+			var err error
+			if art, err = pv.countVar(count.v); err != nil {
+				return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
+			}
+			made[k] = art
+			pc.scope.Children = append(pc.scope.Children, art)
+		}
+		a, err := pv.types.typeAttr(pc.v.Type, art)
 		if err != nil {
 			return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
 		}
 		pc.die.Attrs = append(pc.die.Attrs, a)
 	}
 	return nil
+}
+
+// countVar builds the artificial variable that holds the value of the
+// length variable v (see countPrefix).
+func (pv *procVars) countVar(v Var) (*info.DIE, error) {
+	d := &info.DIE{Tag: dwarf.DW_TAG_variable, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_name, Value: info.String(countPrefix + v.Name)},
+	}}
+	t, err := pv.types.typeAttr(v.Type, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.Attrs = append(d.Attrs, t, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
+	switch {
+	case len(v.Live) > 0:
+		live := make([]LiveRange, len(v.Live))
+		for i, r := range v.Live {
+			live[i] = LiveRange{r.Start, r.End, valueOf(r.Location)}
+		}
+		val, err := pv.lists.locList(pv.procAddr, live)
+		if err != nil {
+			return nil, err
+		}
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: val})
+	case len(v.Location) > 0:
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(valueOf(v.Location))})
+	}
+	return d, nil
+}
+
+// valueOf turns a register location (DW_OP_reg*, DW_OP_regx) into the
+// register's value (DW_OP_breg* 0, DW_OP_stack_value); other locations
+// are kept.
+func valueOf(loc []byte) []byte {
+	ops, err := expr.Decode(loc, expr.Params{AddrSize: 8})
+	if err != nil || len(ops) != 1 {
+		return loc
+	}
+	if r, ok := ops[0].Reg(); ok && (ops[0].Op == dwarf.DW_OP_regx || ops[0].Op >= dwarf.DW_OP_reg0 && ops[0].Op <= dwarf.DW_OP_reg31) {
+		return expr.Breg(r, 0).StackValue()
+	}
+	return loc
 }
 
 // varDIE builds the DIE of a parameter or variable: name, declaration
@@ -325,7 +406,7 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 		if err := pv.types.check(v.Type, true); err != nil {
 			return nil, fmt.Errorf("%s: %v", v.Name, err)
 		}
-		pv.pending = append(pv.pending, pendingCount{die: d, kind: kind, v: v, env: pv.env})
+		pv.pending = append(pv.pending, pendingCount{die: d, kind: kind, v: v, env: pv.env, scope: pv.scope})
 	} else {
 		a, err := pv.types.typeAttr(v.Type, nil)
 		if err != nil {
@@ -411,19 +492,20 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DI
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_ranges, Value: val})
 	}
-	vars := map[string]*info.DIE{}
-	outer := pv.env
+	vars := map[string]varEntry{}
+	outer, outerScope := pv.env, pv.scope
 	pv.env = append(outer[:len(outer):len(outer)], vars)
-	defer func() { pv.env = outer }()
+	pv.scope = b
+	defer func() { pv.env, pv.scope = outer, outerScope }()
 	for _, v := range sc.Vars {
-		if vars[v.Name] != nil {
+		if _, dup := vars[v.Name]; dup {
 			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
 		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
 		}
-		vars[v.Name] = d
+		vars[v.Name] = varEntry{d, v}
 		b.Children = append(b.Children, d)
 	}
 	for _, inner := range sc.Scopes {

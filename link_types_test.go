@@ -97,13 +97,15 @@ func TestTypesDwarfdump(t *testing.T) {
 					t.Errorf("%d entries match %s, want %d", got, c.re, c.n)
 				}
 			}
-			// The variable-length array counts with the entry of n.
-			m := regexp.MustCompile(`(0x[0-9a-f]+):\s+DW_TAG_formal_parameter\s+DW_AT_name\s+\("n"\)`).FindStringSubmatch(text)
+			// The variable-length array counts with an artificial variable
+			// holding the value of n, which is in RSI.
+			m := regexp.MustCompile(`(0x[0-9a-f]+):\s+DW_TAG_variable\s+DW_AT_name\s+\("__vla_count_n"\)\s+DW_AT_type\s+\(0x[0-9a-f]+ "uint64"\)\s+` +
+				`DW_AT_artificial\s+\((true|0x01)\)\s+DW_AT_location\s+\(DW_OP_breg4 RSI\+0, DW_OP_stack_value\)`).FindStringSubmatch(text)
 			if m == nil {
-				t.Fatalf("no parameter n in:\n%s", text)
+				t.Fatalf("no artificial variable __vla_count_n in:\n%s", text)
 			}
 			if !regexp.MustCompile(`DW_AT_count\s+\(` + m[1] + `\)`).MatchString(text) {
-				t.Errorf("no DW_AT_count referring to n at %s", m[1])
+				t.Errorf("no DW_AT_count referring to __vla_count_n at %s", m[1])
 			}
 		})
 	}
@@ -313,7 +315,7 @@ func TestTypesReadBack(t *testing.T) {
 			vmType := locals[0].Type.Elem
 			star, err := elfimage.FormatLocation(expr.Breg(arch.X86_64_RDI, 0), vmType, st)
 			ui := int64(typedemo.UI)
-			wantVM := fmt.Sprintf(`{data = %#x, cells = {11, 22, 33, 44, 55, 66, 77, 88}, f = 3.5, g = -0.25, i32 = -7, i16 = -300, u16 = 65000, i8 = -5, ok = true, c = 65 'A', u8 = 200, col = GREEN, u32 = 4000000000, u = {i = -1234567890123, d = %s}, list = %#x, k = 42, w = 3735928559, name = "vmname"}`,
+			wantVM := fmt.Sprintf(`{data = %#x, cells = {11, 22, 33, 44, 55, 66, 77, 88}, f = 3.5, g = -0.25, i32 = -7, i16 = -300, u16 = 65000, i8 = -5, ok = true, c = 65 'A', u8 = 200, col = GREEN, u32 = 4000000000, u = {i = -1234567890123, d = %s}, list = %#x, k = 42, w = 3735928559, name = "vmname\000"}`,
 				base+typedemo.VMSize+2*typedemo.NodeSize, strconv.FormatFloat(math.Float64frombits(uint64(ui)), 'g', -1, 64), base+typedemo.VMSize)
 			if err != nil || star != wantVM {
 				t.Errorf("*vm =\n %s (%v), want\n %s", star, err, wantVM)
@@ -353,5 +355,65 @@ func TestTypesUntypedDefault(t *testing.T) {
 	got, err := elfimage.FormatLocation(ls[0].Location, ls[0].Type, &elfimage.FrameState{Regs: regs})
 	if err != nil || got != "-3" {
 		t.Errorf("x = %q %v, want -3", got, err)
+	}
+}
+
+// multiMem is memory in several places.
+type multiMem []fakeMem
+
+func (m multiMem) ReadUint64(a uint64) (uint64, error) {
+	for _, r := range m {
+		if a >= r.base && a+8 <= r.base+uint64(len(r.b)) {
+			return r.ReadUint64(a)
+		}
+	}
+	return 0, fmt.Errorf("address %#x not mapped", a)
+}
+
+// TestTypesBacktrace: Backtrace reads the typed fixture's arguments and
+// variables in a frame of inspect and shows them as their types do, the
+// variable-length array with the length of n.
+func TestTypesBacktrace(t *testing.T) {
+	path := linkTypedemo(t, t.TempDir(), edwarf.Encoding{Version: 5, Format: edwarf.Format32})
+	im, err := elfimage.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	p, err := im.ProcedureByName(typedemo.Proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vmBase, stack = 0x7f0000100000, 0x7ffc00001000
+	vm := make([]byte, typedemo.FillSize+16)
+	typedemo.Fill(vm, vmBase)
+	st := make([]byte, 64)
+	binary.LittleEndian.PutUint64(st[0:], 0)      // saved rbp
+	binary.LittleEndian.PutUint64(st[8:], 0x1234) // return address, in no image
+	regs := make([]uint64, arch.X86_64.NumRegs)
+	regs[arch.X86_64_RA] = uint64(im.Base()) + p.Start + typedemo.BodyStart
+	regs[arch.X86_64_RSP], regs[arch.X86_64_RBP] = stack, stack
+	regs[arch.X86_64_RDI], regs[arch.X86_64_RSI], regs[arch.X86_64_RDX] = vmBase, typedemo.N, typedemo.Fix
+	frames, err := elfimage.Backtrace(regs, multiMem{{vmBase, vm}, {stack, st}}, elfimage.BacktraceOptions{Locals: true})
+	if err != nil || len(frames) < 1 {
+		t.Fatalf("%v %v", frames, err)
+	}
+	f := frames[0]
+	if f.Proc.Name != typedemo.Proc || f.Pos.Line != 4 {
+		t.Fatalf("frame 0: %+v", f)
+	}
+	var got []string
+	for _, a := range append(f.Args, f.Locals...) {
+		got = append(got, fmt.Sprintf("%s %s = %s (%d)", a.Type, a.Name, a.Text, a.Value))
+	}
+	want := []string{
+		fmt.Sprintf("struct vm * vm = %#x (%d)", vmBase, int64(vmBase)),
+		"uint64 n = 5 (5)",
+		"fixnum fix = 21 (21)",
+		"int64[n] cells = {11, 22, 33, 44, 55} (11)",
+		"double ratio = 3.5 (4615063718147915776)",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("frame 0 values:\n got %q\nwant %q", got, want)
 	}
 }

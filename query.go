@@ -801,11 +801,14 @@ type Local struct {
 	// (evaluate it with [ReadLocation], or [FormatLocation] for the value
 	// as its type shows it).
 	Location []byte
+	// artificial marks a variable the compiler made (DW_AT_artificial).
+	artificial bool
 }
 
 // Locals returns the parameters and variables live at the link-time
 // address addr: those of the procedure covering addr and of every lexical
-// block (DW_TAG_lexical_block) containing addr, whose location (an
+// block (DW_TAG_lexical_block) containing addr, but not the artificial
+// ones the compiler made (DW_AT_artificial), whose location (an
 // expression, or the location-list entry covering addr) says where the
 // value is there. A variable outside its live ranges is not returned: its
 // value is not available ("optimized out"). Order: parameters, then
@@ -818,6 +821,12 @@ type Local struct {
 // [Image.SubprogramAt].
 func (im *Image) Locals(addr uint64) (_ []Local, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	return im.locals(addr, false)
+}
+
+// locals is Locals, with the artificial variables (DW_AT_artificial: the
+// lengths of variable-length arrays) when artificial is set.
+func (im *Image) locals(addr uint64, artificial bool) ([]Local, error) {
 	r, e, _, err := im.subprogramEntry(addr)
 	if err != nil || !e.Children {
 		return nil, err
@@ -841,12 +850,19 @@ func (im *Image) Locals(addr uint64) (_ []Local, err error) {
 			depth--
 			continue
 		case dwarf.DW_TAG_formal_parameter, dwarf.DW_TAG_variable:
+			art := false
+			if f, ok := c.Val(dwarf.DW_AT_artificial); ok && f.Val != 0 {
+				if !artificial {
+					break
+				}
+				art = true
+			}
 			where, err := im.locationAt(c, u, addr)
 			if err != nil {
 				return nil, err
 			}
 			if where != nil {
-				l := Local{Param: c.Tag == dwarf.DW_TAG_formal_parameter, Depth: depth, Location: where}
+				l := Local{Param: c.Tag == dwarf.DW_TAG_formal_parameter, Depth: depth, Location: where, artificial: art}
 				l.Name, _ = c.String(dwarf.DW_AT_name)
 				line, _ := c.Uint(dwarf.DW_AT_decl_line)
 				col, _ := c.Uint(dwarf.DW_AT_decl_column)

@@ -2,6 +2,7 @@ package elfimage
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -270,6 +271,10 @@ func (td *typeDecoder) bound(t *Type, dim *info.Entry) error {
 		}
 		if v != nil {
 			t.CountVar, _ = v.String(dwarf.DW_AT_name)
+			// Link's variable holding the length of N is named for N.
+			if f, ok := v.Val(dwarf.DW_AT_artificial); ok && f.Val != 0 && strings.HasPrefix(t.CountVar, countPrefix) {
+				t.CountVar = strings.TrimPrefix(t.CountVar, countPrefix)
+			}
 		}
 		return nil
 	}

@@ -1,7 +1,6 @@
 package elfimage
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,10 +16,12 @@ import (
 // Bounds on formatting one value, as a debugger's print settings bound
 // it (gdb prints 200 elements by default).
 const (
-	maxElements  = 200  // array elements shown; more are "..."
-	maxValueText = 4096 // bytes of text; a longer value ends in "..."
-	maxNesting   = 16   // structures within structures shown
-	maxString    = 64   // bytes of a char * target shown
+	maxElements  = 200     // array elements shown; more are "..."
+	maxValueText = 4096    // bytes of text; a longer value ends in "..."
+	maxNesting   = 16      // structures within structures shown
+	maxString    = 64      // bytes of a char * target shown
+	maxRepeats   = 10      // equal elements shown one by one; more are "x <repeats n times>"
+	maxValues    = 1 << 14 // values (members, elements) formatted, however many repeat
 )
 
 // FormatLocation evaluates the location expression location (a
@@ -48,7 +49,8 @@ func FormatLocation(location []byte, t *Type, st *FrameState) (string, error) {
 	if t == nil {
 		t = defaultType
 	}
-	f := &formatter{st: st}
+	budget := maxValues
+	f := &formatter{st: st, budget: &budget}
 	if n, ok := sizeOf(t, st.Vars); ok && src.mem == nil && n > int64(len(src.bytes)) {
 		return "", fmt.Errorf("elfimage: a %d-byte %s in a register or computed value of %d bytes", n, t, len(src.bytes))
 	}
@@ -170,11 +172,14 @@ func sizeOf(t *Type, vars map[string]int64) (int64, bool) {
 	return 0, false
 }
 
-// formatter writes one value's text, bounded in length.
+// formatter writes one value's text, bounded in length, and in work:
+// budget counts the values it (and the formatters of its elements) may
+// still format.
 type formatter struct {
-	st   *FrameState
-	b    strings.Builder
-	full bool
+	st     *FrameState
+	b      strings.Builder
+	full   bool
+	budget *int
 }
 
 func (f *formatter) put(s string) {
@@ -211,8 +216,9 @@ func (f *formatter) value(t *Type, src source, off uint64, depth int) {
 	if f.full {
 		return
 	}
-	if depth > maxNesting || t == nil {
+	if *f.budget--; depth > maxNesting || t == nil || *f.budget < 0 {
 		f.put("...")
+		f.full = f.full || *f.budget < 0
 		return
 	}
 	fail := func(err error) { f.put("<unreadable: " + err.Error() + ">") }
@@ -324,19 +330,60 @@ func (f *formatter) value(t *Type, src source, off uint64, depth int) {
 			f.put(f.chars(src, off, n))
 			return
 		}
+		// Runs of more than maxRepeats equal elements are shown once
+		// with their count, as gdb shows them.
 		f.put("{")
-		for i := int64(0); i < n; i++ {
-			if i == maxElements {
-				f.put("...")
+		var prev string
+		run := int64(0)
+		flush := func(first bool) {
+			switch {
+			case run == 0:
+				return
+			case run > maxRepeats:
+				if !first {
+					f.put(", ")
+				}
+				f.put(prev + " <repeats " + strconv.FormatInt(run, 10) + " times>")
+			default:
+				for j := int64(0); j < run; j++ {
+					if !first || j > 0 {
+						f.put(", ")
+					}
+					f.put(prev)
+				}
+			}
+		}
+		shown := int64(0) // elements flushed
+		exhausted := false
+		for i := int64(0); i < n && i < maxElements && !f.full; i++ {
+			e := &formatter{st: f.st, budget: f.budget}
+			e.value(t.Elem, src, off+uint64(i*es), depth+1)
+			if *f.budget < 0 {
+				exhausted = true // the element is incomplete: shown as far as it got
+				flush(shown == 0)
+				if shown += run; shown > 0 {
+					f.put(", ")
+				}
+				f.put(e.b.String())
+				run = 0
 				break
 			}
-			if i > 0 {
-				f.put(", ")
+			if text := e.b.String(); run > 0 && text == prev {
+				run++
+				continue
+			} else {
+				flush(shown == 0)
+				shown += run
+				prev, run = text, 1
 			}
-			f.value(t.Elem, src, off+uint64(i*es), depth+1)
-			if f.full {
-				break
-			}
+		}
+		if exhausted {
+			f.full = true
+			return
+		}
+		flush(shown == 0)
+		if n > maxElements {
+			f.put("...")
 		}
 		f.put("}")
 	case KindVoid:
@@ -392,8 +439,9 @@ func cQuote(b []byte, q byte) string {
 }
 
 // chars formats an array of n one-byte characters at off as a string, as
-// gdb does: up to the first NUL when only NULs follow it, at most
-// maxElements bytes.
+// gdb does: at most maxElements bytes; the last byte dropped when it is a
+// NUL and the array is shown whole; runs of more than maxRepeats equal
+// bytes shown once with their count ("abc", '\000' <repeats 12 times>).
 func (f *formatter) chars(src source, off uint64, n int64) string {
 	var b []byte
 	for i := int64(0); i < n && i < maxElements; i++ {
@@ -403,9 +451,33 @@ func (f *formatter) chars(src source, off uint64, n int64) string {
 		}
 		b = append(b, byte(c))
 	}
-	trimmed := bytes.TrimRight(b, "\x00")
-	s := cQuote(trimmed, '"')
-	if n > maxElements {
+	truncated := n > maxElements
+	if !truncated && len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	var parts []string
+	var lit []byte
+	for i := 0; i < len(b); {
+		j := i
+		for j < len(b) && b[j] == b[i] {
+			j++
+		}
+		if j-i > maxRepeats {
+			if len(lit) > 0 {
+				parts = append(parts, cQuote(lit, '"'))
+				lit = nil
+			}
+			parts = append(parts, fmt.Sprintf("%s <repeats %d times>", cQuote(b[i:i+1], '\''), j-i))
+		} else {
+			lit = append(lit, b[i:j]...)
+		}
+		i = j
+	}
+	if len(lit) > 0 || len(parts) == 0 {
+		parts = append(parts, cQuote(lit, '"'))
+	}
+	s := strings.Join(parts, ", ")
+	if truncated {
 		s += "..."
 	}
 	return s
