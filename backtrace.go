@@ -134,7 +134,8 @@ func (im *Image) newUnwindSource() (*unwind.Source, error) {
 // unknown for any register but the pc) with the package unwind, finding each pc's call frame information in
 // the open image that holds it, and describes every frame: procedure,
 // source position, and argument values read through their DWARF
-// locations. It stops cleanly at the outermost frame (return-address rule
+// locations, each also as its type shows it (Arg.Text, [FormatLocation]).
+// It stops cleanly at the outermost frame (return-address rule
 // DW_CFA_undefined) and at the first frame outside every image reached
 // from an image frame: the host code that called into the images, which
 // is returned as the last frame (Image nil) for its pc and CFA; the
