@@ -296,21 +296,27 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 
 // readInteger reads a value as an integer of its type (see Arg.Value).
 func readInteger(location []byte, t *Type, st *FrameState) (int64, error) {
-	u := under(t)
-	if u == nil || u.Size < 1 || u.Size > 8 {
-		return ReadLocation(location, st)
-	}
-	switch u.Kind {
-	case KindSigned, KindUnsigned, KindBool, KindChar, KindEnum:
-	default:
-		return ReadLocation(location, st)
-	}
 	src, err := locate(location, st)
 	if err != nil {
 		return 0, err
 	}
-	signed := u.Kind == KindSigned || (u.Kind == KindChar && u.Size == 1) || (u.Kind == KindEnum && (u.Elem == nil || under(u.Elem).Kind != KindUnsigned))
-	v, err := integer(src, 0, u.Size, signed)
+	u := under(t)
+	if u != nil && u.Size >= 1 && u.Size <= 8 {
+		switch u.Kind {
+		case KindSigned, KindUnsigned, KindBool, KindChar, KindEnum:
+			signed := u.Kind == KindSigned || (u.Kind == KindChar && u.Size == 1) || (u.Kind == KindEnum && (u.Elem == nil || under(u.Elem).Kind != KindUnsigned))
+			v, err := integer(src, 0, u.Size, signed)
+			return int64(v), err
+		}
+	}
+	n := 8
+	if src.mem == nil {
+		n = min(n, len(src.bytes))
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	v, err := src.read(0, n)
 	return int64(v), err
 }
 

@@ -300,6 +300,7 @@ func TestTypesReadBack(t *testing.T) {
 				"fix":   "21",
 				"cells": "{11, 22, 33, 44, 55}",
 				"ratio": "3.5",
+				"pair":  "{a = 5, b = 43}",
 			}
 			for _, l := range locals {
 				got, err := elfimage.FormatLocation(l.Location, l.Type, st)
@@ -412,6 +413,7 @@ func TestTypesBacktrace(t *testing.T) {
 		"fixnum fix = 21 (21)",
 		"int64[n] cells = {11, 22, 33, 44, 55} (11)",
 		"double ratio = 3.5 (4615063718147915776)",
+		"struct pair pair = {a = 5, b = 43} (5)",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("frame 0 values:\n got %q\nwant %q", got, want)

@@ -20,6 +20,12 @@ import "fmt"
 //		{Name: "next", Offset: 8, Type: elfimage.PointerTo(node)},
 //	}
 //
+// Read back from other producers' DWARF, volatile, restrict and atomic
+// qualifiers are dropped, references read as pointers and classes as
+// structures, bit fields are left out, and what this model lacks reads as
+// KindVoid (function types) or as a KindStruct of its size without members
+// (an x87 or 128-bit float).
+//
 // Which fields a type uses depends on its Kind; the others must be zero.
 // Two types with the same structure (kind, name, size, and the same
 // structure of what they refer to) are written as one DWARF entry, so
@@ -46,9 +52,11 @@ type Type struct {
 	Members []Member
 	// Count is a fixed array's number of elements (0 for an empty or
 	// flexible array). CountVar instead names a parameter or variable of
-	// the same procedure whose value is the number of elements (a
-	// variable-length array, DW_AT_count referring to that variable's
-	// entry, DWARF 5 section 5.13): such an array can only be a
+	// the same procedure, visible where the array variable is declared,
+	// whose integer value is the number of elements: a variable-length
+	// array (DWARF 5 section 5.13; Link declares an artificial variable
+	// "__vla_count_" + CountVar holding the value, which DW_AT_count
+	// refers to, as gdb and lldb read it). Such an array can only be a
 	// variable's own type (Var.Type), as its length differs per frame.
 	Count    int
 	CountVar string

@@ -10,18 +10,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
 )
 
 // Bounds on formatting one value, as a debugger's print settings bound
 // it (gdb prints 200 elements by default).
 const (
-	maxElements  = 200     // array elements shown; more are "..."
-	maxValueText = 4096    // bytes of text; a longer value ends in "..."
-	maxNesting   = 16      // structures within structures shown
-	maxString    = 64      // bytes of a char * target shown
-	maxRepeats   = 10      // equal elements shown one by one; more are "x <repeats n times>"
-	maxValues    = 1 << 14 // values (members, elements) formatted, however many repeat
+	maxElements   = 200     // array elements shown; more are "..."
+	maxValueText  = 4096    // bytes of text; a longer value ends in "..."
+	maxNesting    = 16      // structures within structures shown
+	maxString     = 64      // bytes of a char * target shown
+	maxRepeats    = 10      // equal elements shown one by one; more are "x <repeats n times>"
+	maxValues     = 1 << 14 // values (members, elements) formatted, however many repeat
+	maxPieceBytes = 1 << 12 // bytes of a value in pieces
 )
 
 // FormatLocation evaluates the location expression location (a
@@ -31,16 +33,21 @@ const (
 // reads back the same, characters as their code and quoted, pointers in
 // hex (a char pointer also with the string it points to), enumerations
 // by name, structures and unions as {member = value, ...}, arrays as
-// {element, ...} of at most 200 elements. A nil t is the default type,
+// {element, ...} of at most 200 elements (runs of more than 10 equal ones
+// as "x <repeats n times>", char arrays as strings). The location may be
+// composite (pieces, DWARF 5 section 2.6.1.2) when every piece has a
+// location. A nil t is the default type,
 // the 8-byte signed "integer". Members and elements are read from
 // st.Mem; an array of a variable's length (Type.CountVar) takes the
 // length from st.Vars.
 //
 // Errors are those of [ReadLocation], and for a value larger than 8 bytes
-// in a register or stack value. Parts that cannot be read (a member in
-// unmapped memory) are shown as <unreadable> rather than failing the
-// whole value. Cost: one evaluation and one memory read per 8 bytes
-// shown; at most 4 KiB of text.
+// in a register or stack value, a piece without a location, or pieces of
+// more than 4 KiB. Parts that cannot be read (a member in unmapped
+// memory) are shown as <unreadable: why> rather than failing the whole
+// value. Cost: one evaluation per piece, one or two aligned 8-byte reads
+// of st.Mem per member or element shown; at most 4 KiB of text and 16384
+// members and elements, however many repeat.
 func FormatLocation(location []byte, t *Type, st *FrameState) (string, error) {
 	src, err := locate(location, st)
 	if err != nil {
@@ -61,9 +68,10 @@ func FormatLocation(location []byte, t *Type, st *FrameState) (string, error) {
 // source is where an object's bytes are: in memory at addr, or the bytes
 // of a register or computed value.
 type source struct {
-	mem   *FrameState // memory at addr when set
-	addr  uint64
-	bytes []byte
+	mem       *FrameState // memory at addr when set
+	addr      uint64
+	bytes     []byte
+	pieceSize uint64 // the size of the one DW_OP_piece that ended the location, or 0
 }
 
 // read returns n bytes (1 to 8) at offset off of the object as a
@@ -100,6 +108,9 @@ func (s source) read(off uint64, n int) (uint64, error) {
 }
 
 // locate evaluates a location expression into the source of the object.
+// A composite location (DWARF 5 section 2.6.1.2: locations each followed
+// by DW_OP_piece) is evaluated piece by piece and its bytes gathered;
+// a piece without a location, or more than maxPieceBytes in all, fails.
 func locate(location []byte, st *FrameState) (source, error) {
 	if len(location) == 0 {
 		return source{}, errors.New("elfimage: value not available here (optimized out)")
@@ -109,6 +120,54 @@ func locate(location []byte, st *FrameState) (source, error) {
 		a = arch.X86_64
 	}
 	p := expr.Params{Section: ".debug_info", AddrSize: uint8(a.PtrSize), Order: binary.LittleEndian}
+	ops, err := expr.Decode(location, p)
+	if err != nil {
+		return source{}, err
+	}
+	var pieces []int // end offsets of the pieces (after each DW_OP_piece)
+	for i, o := range ops {
+		if o.Op == dwarf.DW_OP_piece {
+			end := uint64(len(location))
+			if i+1 < len(ops) {
+				end = ops[i+1].Offset
+			}
+			pieces = append(pieces, int(end))
+		}
+	}
+	if len(pieces) <= 1 || pieces[len(pieces)-1] != len(location) {
+		return locateSimple(location, p, st, a)
+	}
+	var b []byte
+	start := 0
+	for _, end := range pieces {
+		part := location[start:end]
+		p.Offset = uint64(start)
+		s, err := locateSimple(part, p, st, a)
+		if err != nil {
+			return source{}, err
+		}
+		n := s.pieceSize
+		if n == 0 || uint64(len(b))+n > maxPieceBytes {
+			return source{}, fmt.Errorf("elfimage: a composite location of more than %d bytes", maxPieceBytes)
+		}
+		for i := uint64(0); i < n; i++ {
+			c, err := s.read(i, 1)
+			if err != nil {
+				return source{}, fmt.Errorf("elfimage: piece at byte %d of the location: %w", start, err)
+			}
+			b = append(b, byte(c))
+		}
+		start = end
+	}
+	return source{bytes: b}, nil
+}
+
+// locateSimple evaluates a location that is not composite (at most one
+// piece, which it records in pieceSize).
+func locateSimple(location []byte, p expr.Params, st *FrameState, a *arch.Arch) (source, error) {
+	if len(location) > 0 && dwarf.Op(location[0]) == dwarf.DW_OP_piece {
+		return source{}, errors.New("elfimage: part of the value is not available here (optimized out)")
+	}
 	r, err := expr.Eval(location, p, frameContext{st})
 	if err != nil {
 		return source{}, err
@@ -131,6 +190,7 @@ func locate(location []byte, st *FrameState) (source, error) {
 	default:
 		return source{}, fmt.Errorf("elfimage: unsupported location kind %v", r.Kind)
 	}
+	s.pieceSize = r.PieceSize
 	if r.PieceSize > 0 && s.mem == nil && r.PieceSize < uint64(len(s.bytes)) {
 		s.bytes = s.bytes[:r.PieceSize]
 	}

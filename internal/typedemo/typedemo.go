@@ -108,8 +108,9 @@ var Code = []byte{0x55, 0x48, 0x89, 0xe5, 0x48, 0x8b, 0x47, 0x08, 0x48, 0x03, 0x
 const BodyStart, BodyEnd = 4, 0xc
 
 // Module returns the image's model: procedure inspect(vm, n, fix) with the
-// variable-length array cells (n elements at vm->cells) and the fixnum
-// fix untagged (rdx >> 1) by its location expression. A second,
+// variable-length array cells (n elements at vm->cells), the fixnum fix
+// untagged (rdx >> 1) by its location expression, and pair, a structure
+// in two registers (RSI and RDX: {n, Fix}). A second,
 // procedure, other, uses the same types built again, to check that each
 // is written once.
 func Module() *elfimage.Module {
@@ -145,6 +146,11 @@ func Module() *elfimage.Module {
 				// The first n cells, seen through vm (rdi + 8).
 				{Name: "cells", Type: cells, Line: 4, Column: 7, Location: expr.Breg(arch.X86_64_RDI, OffCells)},
 				{Name: "ratio", Type: elfimage.FloatType(8), Line: 4, Column: 7, Location: expr.Breg(arch.X86_64_RDI, OffF)},
+				// A structure in two registers: a composite location.
+				{Name: "pair", Type: elfimage.StructOf("pair", 16,
+					elfimage.Member{Name: "a", Type: elfimage.UintType(8)},
+					elfimage.Member{Name: "b", Offset: 8, Type: elfimage.IntType(8)}),
+					Line: 4, Column: 7, Location: expr.Reg(arch.X86_64_RSI).Piece(8).Reg(arch.X86_64_RDX).Piece(8)},
 			},
 		}},
 	}
