@@ -22,7 +22,7 @@ type bytesAt struct {
 }
 
 func (m bytesAt) ReadUint64(a uint64) (uint64, error) {
-	if a < m.base || a+8 > m.base+uint64(len(m.b)) {
+	if a < m.base || len(m.b) < 8 || a-m.base > uint64(len(m.b)-8) {
 		return 0, fmt.Errorf("%#x not mapped", a)
 	}
 	return binary.LittleEndian.Uint64(m.b[a-m.base:]), nil

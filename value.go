@@ -87,6 +87,9 @@ func (s source) read(off uint64, n int) (uint64, error) {
 	}
 	// Aligned words only: none crosses a page the object does not touch.
 	a := s.addr + off
+	if a < s.addr || a+uint64(n) < a {
+		return 0, fmt.Errorf("%d bytes at %#x+%d: the address wraps", n, s.addr, off)
+	}
 	base := a &^ 7
 	lo, err := s.mem.Mem.ReadUint64(base)
 	if err != nil {
