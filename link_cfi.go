@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -96,10 +97,10 @@ func (l *linker) checkInsn(in frame.Insn, codeLen int) error {
 // checkCFIExpr checks the expression of a CFI instruction.
 func (l *linker) checkCFIExpr(code []byte) error {
 	if len(code) == 0 {
-		return fmt.Errorf("Expr is empty")
+		return errors.New("empty expression (Expr)")
 	}
 	if err := l.checkExpr(code); err != nil {
-		return fmt.Errorf("Expr: %v", err)
+		return fmt.Errorf("expression (Expr): %v", err)
 	}
 	return nil
 }

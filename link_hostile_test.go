@@ -69,7 +69,7 @@ func TestLinkRefusesInvalidModelsMore(t *testing.T) {
 		{"CFI PC max", "proc f", "CFI instruction 3", func(m *elfimage.Module) { f(m).CFI[3].PC = ^uint64(0) }},
 		{"CFI restore_state without remember_state", "proc f", "restore_state", func(m *elfimage.Module) { f(m).CFI[2].Op = frame.OpNop }},
 		{"CFI unknown op", "proc f", "CFI: ", func(m *elfimage.Module) { f(m).CFI[0].Op = 200 }},
-		{"CFI expression empty", "proc f", "CFI instruction 0 (def_cfa_expression at pc 0x1): Expr is empty", func(m *elfimage.Module) {
+		{"CFI expression empty", "proc f", "CFI instruction 0 (def_cfa_expression at pc 0x1): empty expression (Expr)", func(m *elfimage.Module) {
 			f(m).CFI[0] = frame.Insn{PC: 1, Op: frame.OpDefCFAExpression}
 		}},
 		// Variables and scopes.
@@ -163,7 +163,7 @@ func TestLinkRefusesInvalidModelsTyped(t *testing.T) {
 		{"CFI Reg2 999", "proc f", "Reg2 999", func(m *elfimage.Module) {
 			f(m).CFI[1] = frame.Insn{PC: 1, Op: frame.OpRegister, Reg: arch.X86_64_RBP, Reg2: 999}
 		}},
-		{"CFI expression register 200", "proc f", "CFI instruction 2 (def_cfa_expression at pc 0x4): Expr: DW_OP_bregx 200 8 names register 200", func(m *elfimage.Module) {
+		{"CFI expression register 200", "proc f", "CFI instruction 2 (def_cfa_expression at pc 0x4): expression (Expr): DW_OP_bregx 200 8 names register 200", func(m *elfimage.Module) {
 			f(m).CFI[2] = frame.Insn{PC: 4, Op: frame.OpDefCFAExpression, Expr: expr.Breg(200, 8)}
 		}},
 		{"CFI past the code", "proc f", "CFI instruction 2 (def_cfa at pc 0x9): PC is at or past the end of the code (0x6 bytes)", func(m *elfimage.Module) { f(m).CFI[2].PC = 9 }},
