@@ -5,6 +5,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -417,5 +418,35 @@ func TestTypesBacktrace(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("frame 0 values:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestProceduresArity: Procedures lists every procedure with its arity
+// and argument names from the procedure table (it used to give the symbol
+// table's fields only), and ProcedureByName finds one by name or says
+// ErrNoProcedure.
+func TestProceduresArity(t *testing.T) {
+	im, err := elfimage.Open(linkTypedemo(t, t.TempDir(), edwarf.Encoding{Version: 5, Format: edwarf.Format32}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	procs, err := im.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range procs {
+		got = append(got, fmt.Sprintf("%s %d/%d %v %v", p.Name, p.Required, p.Optional, p.Args, p.Internal))
+	}
+	if want := "[inspect 3/0 [vm n fix] false other 1/0 [vm] false]"; fmt.Sprint(got) != want {
+		t.Errorf("Procedures: %v, want %s", got, want)
+	}
+	p, err := im.ProcedureByName("other")
+	if err != nil || p.Start != procs[1].Start || p.Size != 1 || fmt.Sprint(p.Args) != "[vm]" {
+		t.Errorf("ProcedureByName(other) = %+v, %v", p, err)
+	}
+	if _, err := im.ProcedureByName("nope"); !errors.Is(err, elfimage.ErrNoProcedure) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("ProcedureByName(nope): %v", err)
 	}
 }
