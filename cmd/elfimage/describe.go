@@ -99,5 +99,60 @@ func describe(w io.Writer, img *elfimage.Image, addr uint64) error {
 		}
 		fmt.Fprintf(w, "  live %s %s (%sdepth %d) in %s\n", kind, l.Name, declared, l.Depth, exprString(l.Location))
 	}
+	describeTypes(w, locals)
 	return nil
+}
+
+// describeTypes prints the type of each live variable that has one other
+// than the default integer, then the layout of every structure, union and
+// enumeration they lead to (through pointers, arrays, typedefs and
+// members), each once:
+//
+//	type of vm: struct vm *
+//	struct vm (144 bytes):
+//	  +0 data: uint8 *
+//	  +8 cells: int64[8]
+func describeTypes(w io.Writer, locals []elfimage.Local) {
+	var queue []*elfimage.Type
+	seen := map[*elfimage.Type]bool{}
+	var walk func(t *elfimage.Type)
+	walk = func(t *elfimage.Type) {
+		for t != nil && !seen[t] {
+			seen[t] = true
+			switch t.Kind {
+			case elfimage.KindStruct, elfimage.KindUnion, elfimage.KindEnum:
+				queue = append(queue, t)
+				for _, m := range t.Members {
+					walk(m.Type)
+				}
+				return
+			}
+			t = t.Elem
+		}
+	}
+	for _, l := range locals {
+		if t := l.Type; t != nil && (t.Kind != elfimage.KindSigned || t.Name != "integer" || t.Size != 8) {
+			fmt.Fprintf(w, "  type of %s: %s", l.Name, t)
+			if t.Kind == elfimage.KindTypedef && t.Elem != nil {
+				fmt.Fprintf(w, " (typedef of %s)", t.Elem)
+			}
+			fmt.Fprintln(w)
+			walk(t)
+		}
+	}
+	for _, t := range queue {
+		fmt.Fprintf(w, "  %s (%d bytes):", t, t.Size)
+		if t.Kind == elfimage.KindEnum {
+			var vals []string
+			for _, e := range t.Enumerators {
+				vals = append(vals, fmt.Sprintf("%s = %d", e.Name, e.Value))
+			}
+			fmt.Fprintf(w, " %s\n", strings.Join(vals, ", "))
+			continue
+		}
+		fmt.Fprintln(w)
+		for _, m := range t.Members {
+			fmt.Fprintf(w, "    +%d %s: %s\n", m.Offset, m.Name, m.Type)
+		}
+	}
 }
