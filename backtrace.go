@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/elfimage/elfimage/addrmap"
+	"slices"
 	"sync"
+
+	"github.com/elfimage/elfimage/addrmap"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/expr"
@@ -41,8 +43,18 @@ type Frame struct {
 // Arg is the value of a parameter or variable in a frame, read through
 // its DWARF location. Err is set when the value could not be read.
 type Arg struct {
-	Name  string
+	Name string
+	// Type is the value's type from the image's DWARF (nil when it gives
+	// none: the default 8-byte "integer").
+	Type *Type
+	// Value is the value as an integer: of its Size, sign- or
+	// zero-extended, for an integer, boolean, character or enumeration
+	// type; the 8 bytes at the location (the first 8 of a larger value)
+	// for other types.
 	Value int64
+	// Text is the value as its type shows it ([FormatLocation]): "42",
+	// "3.5", "0x7f3a2c001000", "{data = 0x..., cells = {1, 2, 3}}".
+	Text string
 	// Depth is a variable's lexical nesting (see [Local]); 0 for
 	// parameters.
 	Depth int
@@ -122,7 +134,8 @@ func (im *Image) newUnwindSource() (*unwind.Source, error) {
 // unknown for any register but the pc) with the package unwind, finding each pc's call frame information in
 // the open image that holds it, and describes every frame: procedure,
 // source position, and argument values read through their DWARF
-// locations. It stops cleanly at the outermost frame (return-address rule
+// locations, each also as its type shows it (Arg.Text, [FormatLocation]).
+// It stops cleanly at the outermost frame (return-address rule
 // DW_CFA_undefined) and at the first frame outside every image reached
 // from an image frame: the host code that called into the images, which
 // is returned as the last frame (Image nil) for its pc and CFA; the
@@ -222,26 +235,89 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 			st.FrameBase, st.HasFrameBase = r.Addr, true
 		}
 	}
+	var locs [][]byte // of f.Args, then f.Locals
 	for _, prm := range sub.Params {
-		arg := Arg{Name: prm.Name}
-		arg.Value, arg.Err = ReadLocation(prm.Location, st)
-		f.Args = append(f.Args, arg)
+		f.Args = append(f.Args, Arg{Name: prm.Name, Type: prm.Type})
+		locs = append(locs, prm.Location)
 	}
-	if locals {
-		ls, err := im.Locals(addr)
-		if err != nil {
+	// The variables, including artificial ones (array lengths), which
+	// are read for Vars but not shown: when asked for, or when an
+	// argument's type needs them.
+	var ls []Local
+	if locals || slices.ContainsFunc(f.Args, func(a Arg) bool { u := under(a.Type); return u != nil && u.CountVar != "" }) {
+		var err error
+		if ls, err = im.locals(addr, true); err != nil && locals {
 			errs = append(errs, err)
 		}
-		for _, l := range ls {
-			if l.Param {
-				continue
+	}
+	var hidden []Arg
+	var hiddenLocs [][]byte
+	for _, l := range ls {
+		switch {
+		case l.Param:
+		case l.artificial:
+			hidden = append(hidden, Arg{Name: l.Name, Type: l.Type})
+			hiddenLocs = append(hiddenLocs, l.Location)
+		case locals:
+			f.Locals = append(f.Locals, Arg{Name: l.Name, Type: l.Type, Depth: l.Depth})
+			locs = append(locs, l.Location)
+		}
+	}
+	// Integer values first: an array's length may be another variable's
+	// value (Type.CountVar); inner scopes shadow outer ones.
+	all := make([]*Arg, 0, len(locs))
+	for i := range f.Args {
+		all = append(all, &f.Args[i])
+	}
+	for i := range f.Locals {
+		all = append(all, &f.Locals[i])
+	}
+	for i := range hidden {
+		all = append(all, &hidden[i])
+	}
+	locs = append(locs, hiddenLocs...)
+	for i, a := range all {
+		a.Value, a.Err = readInteger(locs[i], a.Type, st)
+		if a.Err == nil {
+			if st.Vars == nil {
+				st.Vars = map[string]int64{}
 			}
-			v := Arg{Name: l.Name, Depth: l.Depth}
-			v.Value, v.Err = ReadLocation(l.Location, st)
-			f.Locals = append(f.Locals, v)
+			st.Vars[a.Name] = a.Value
+		}
+	}
+	all = all[:len(all)-len(hidden)]
+	for i, a := range all {
+		if a.Err == nil {
+			a.Text, a.Err = FormatLocation(locs[i], a.Type, st)
 		}
 	}
 	f.Err = errors.Join(errs...)
+}
+
+// readInteger reads a value as an integer of its type (see Arg.Value).
+func readInteger(location []byte, t *Type, st *FrameState) (int64, error) {
+	src, err := locate(location, st)
+	if err != nil {
+		return 0, err
+	}
+	u := under(t)
+	if u != nil && u.Size >= 1 && u.Size <= 8 {
+		switch u.Kind {
+		case KindSigned, KindUnsigned, KindBool, KindChar, KindEnum:
+			signed := u.Kind == KindSigned || (u.Kind == KindChar && u.Size == 1) || (u.Kind == KindEnum && (u.Elem == nil || under(u.Elem).Kind != KindUnsigned))
+			v, err := integer(src, 0, u.Size, signed)
+			return int64(v), err
+		}
+	}
+	n := 8
+	if src.mem == nil {
+		n = min(n, len(src.bytes))
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	v, err := src.read(0, n)
+	return int64(v), err
 }
 
 // FrameState is what location expressions read in one frame: its
@@ -258,6 +334,10 @@ type FrameState struct {
 	Mem          unwind.Memory
 	// Arch is the frame's ABI; nil means arch.X86_64.
 	Arch *arch.Arch
+	// Vars gives the integer values of the frame's variables by name,
+	// for types whose shape depends on them ([FormatLocation]: an array
+	// of Type.CountVar elements). Backtrace sets it; nil is empty.
+	Vars map[string]int64
 }
 
 // ReadLocation evaluates a location expression (a [Param.Location] or

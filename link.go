@@ -4,14 +4,18 @@ import (
 	"crypto/sha1"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/meta"
+	"github.com/elfimage/elfimage/native"
 )
 
 // LinkOptions tunes what Link writes. The zero value writes DWARF 5 in the
@@ -40,11 +44,20 @@ type LinkOptions struct {
 // segment is padded to a page boundary so that no tail byte shares a page
 // with it. The build ID is the SHA-1 of the whole file with the ID zeroed.
 //
-// Link returns an error when the model is invalid: duplicate or unknown
-// symbol names, a relocation outside its code or data or whose value does
-// not fit, an Abs64 relocation outside Module.Data, line rows or CFI out
-// of order or outside the procedure. Cost: linear in the size of the
-// output; it allocates the output once.
+// Link returns a *LinkError naming the procedure or datum at fault and the
+// field when the model is invalid: a missing, duplicate or unknown name; a
+// relocation outside its code or data or whose value does not fit; an
+// Abs64 relocation outside Module.Data; line rows or CFI out of order or
+// at or past the end of the procedure's code; a register number outside
+// the ABI's (in CFI or a location expression); a location expression that
+// does not decode; more than native.MaxArgs parameters; two parameters, or
+// two variables of one scope, with one name; scopes that leave their
+// procedure or enclosing scope, or overlap a sibling; live ranges out of
+// order or outside the code; an invalid Type (see [Type]: a missing Elem
+// or member type, a size its kind cannot have, a member past the end of
+// its structure, a type that holds itself other than through a pointer, a
+// CountVar naming no visible variable, two different types of one name).
+// Cost: linear in the size of the output; it allocates the output once.
 func Link(m *Module, opts LinkOptions) ([]byte, error) {
 	l, err := newLinker(m, opts)
 	if err != nil {
@@ -171,10 +184,13 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	l := &linker{m: m, a: a, enc: enc, opts: opts, syms: make(map[string]*symbol)}
 	add := func(name string, k symbolKind, i int) error {
 		if name == "" {
-			return &LinkError{"module", fmt.Sprintf("unnamed object (kind %d, index %d)", k, i)}
+			return &LinkError{"module", fmt.Sprintf("%s has no Name", objectAt(k, i))}
 		}
-		if _, dup := l.syms[name]; dup {
-			return &LinkError{"module", fmt.Sprintf("duplicate symbol %q", name)}
+		if strings.IndexByte(name, 0) >= 0 {
+			return &LinkError{"module", fmt.Sprintf("%s: Name %q contains a NUL byte", objectAt(k, i), name)}
+		}
+		if prev, dup := l.syms[name]; dup {
+			return &LinkError{objectName(k, name), fmt.Sprintf("Name %q of %s is also the Name of %s", name, objectAt(k, i), objectAt(prev.kind, prev.index))}
 		}
 		l.syms[name] = &symbol{kind: k, index: i}
 		return nil
@@ -183,22 +199,34 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		return nil, &LinkError{"module", "no procedures"}
 	}
 	for i, p := range m.Procs {
+		if p == nil {
+			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symProc, i))}
+		}
 		if err := add(p.Name, symProc, i); err != nil {
 			return nil, err
 		}
 		if len(p.Code) == 0 {
-			return nil, &LinkError{"proc " + p.Name, "empty code"}
+			return nil, &LinkError{"proc " + p.Name, "Code is empty"}
 		}
 		if err := checkAlign(p.Align, a.PageSize); err != nil {
-			return nil, &LinkError{"proc " + p.Name, err.Error()}
+			return nil, &LinkError{"proc " + p.Name, "Align: " + err.Error()}
+		}
+		if len(p.Params) > native.MaxArgs {
+			return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("Params: %d parameters, more than the %d native.Call passes in registers", len(p.Params), native.MaxArgs)}
 		}
 	}
 	for i, d := range m.ROData {
+		if d == nil {
+			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symROData, i))}
+		}
 		if err := add(d.Name, symROData, i); err != nil {
 			return nil, err
 		}
 	}
 	for i, d := range m.Data {
+		if d == nil {
+			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symData, i))}
+		}
 		if err := add(d.Name, symData, i); err != nil {
 			return nil, err
 		}
@@ -215,6 +243,44 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		}
 	}
 	return l, nil
+}
+
+// objectAt names the i-th object of a kind by where the model holds it.
+func objectAt(k symbolKind, i int) string {
+	switch k {
+	case symProc:
+		return fmt.Sprintf("procedure %d (Module.Procs[%d])", i, i)
+	case symROData:
+		return fmt.Sprintf("datum %d of Module.ROData", i)
+	}
+	return fmt.Sprintf("datum %d of Module.Data", i)
+}
+
+// objectName is the LinkError.Object of a named object.
+func objectName(k symbolKind, name string) string {
+	if k == symProc {
+		return "proc " + name
+	}
+	return "datum " + name
+}
+
+// checkExpr checks a location expression of the model: that it decodes
+// (DWARF 5 section 7.7.1) and names only registers of the ABI.
+func (l *linker) checkExpr(code []byte) error {
+	ops, err := expr.Decode(code, expr.Params{AddrSize: uint8(l.a.PtrSize), Order: binary.LittleEndian, Format: l.enc.Format})
+	if err != nil {
+		var fe *dwarf.FormatError
+		if errors.As(err, &fe) {
+			return fmt.Errorf("%s at byte %d of % x", fe.Msg, fe.Offset, code)
+		}
+		return err
+	}
+	for _, o := range ops {
+		if r, ok := o.Reg(); ok && int(r) >= l.a.NumDWARFRegs() {
+			return fmt.Errorf("%v names register %d, outside the %s ABI's registers 0-%d", o, r, l.a.Name, l.a.NumDWARFRegs()-1)
+		}
+	}
+	return nil
 }
 
 // block is a piece of a section to lay out: its alignment and size in

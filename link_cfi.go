@@ -1,9 +1,11 @@
 package elfimage
 
 import (
+	"errors"
 	"fmt"
-	"github.com/elfimage/elfimage/dwarf"
+	"strings"
 
+	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
 )
 
@@ -28,6 +30,9 @@ func (l *linker) newCFI() (*cfiState, error) {
 		// undefined, and readers differ.
 		depth := 0
 		for j, in := range p.CFI {
+			if err := l.checkInsn(in, len(p.Code)); err != nil {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("CFI instruction %d (%v at pc %#x): %v", j, in.Op, in.PC, err)}
+			}
 			switch in.Op {
 			case frame.OpRememberState:
 				depth++
@@ -45,10 +50,59 @@ func (l *linker) newCFI() (*cfiState, error) {
 	}
 	b, _, err := frame.EncodeEHFrame(c.cie, c.fdes, 0, l.enc)
 	if err != nil {
+		// Name the procedure: encode its FDE alone.
+		for i, fde := range c.fdes {
+			if _, _, ferr := frame.EncodeEHFrame(c.cie, []frame.FDE{fde}, 0, l.enc); ferr != nil {
+				msg := ferr.Error()
+				if _, rest, ok := strings.Cut(msg, "FDE 0 "); ok {
+					if _, after, ok := strings.Cut(rest, ": "); ok {
+						msg = after // the procedure is named; its range is in the model
+					}
+				}
+				return nil, &LinkError{"proc " + l.m.Procs[i].Name, "CFI: " + msg}
+			}
+		}
 		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
 	}
 	c.ehFrameSize = len(b)
 	return c, nil
+}
+
+// checkInsn checks what the encoder cannot know of a CFI instruction: that
+// it takes effect inside the procedure's code ([0, codeLen)) and that its
+// registers and expression are the ABI's.
+func (l *linker) checkInsn(in frame.Insn, codeLen int) error {
+	if in.PC >= uint64(codeLen) {
+		return fmt.Errorf("PC is at or past the end of the code (%#x bytes)", codeLen)
+	}
+	n := l.a.NumDWARFRegs()
+	switch in.Op {
+	case frame.OpNop, frame.OpRememberState, frame.OpRestoreState, frame.OpArgsSize, frame.OpDefCFAOffset, frame.OpAdvanceLoc, frame.OpNegateRAState:
+	case frame.OpDefCFAExpression:
+		return l.checkCFIExpr(in.Expr)
+	default:
+		if int(in.Reg) >= n {
+			return fmt.Errorf("Reg %d is outside the %s ABI's registers 0-%d", in.Reg, l.a.Name, n-1)
+		}
+		if in.Op == frame.OpRegister && int(in.Reg2) >= n {
+			return fmt.Errorf("Reg2 %d is outside the %s ABI's registers 0-%d", in.Reg2, l.a.Name, n-1)
+		}
+		if in.Op == frame.OpExpression || in.Op == frame.OpValExpression {
+			return l.checkCFIExpr(in.Expr)
+		}
+	}
+	return nil
+}
+
+// checkCFIExpr checks the expression of a CFI instruction.
+func (l *linker) checkCFIExpr(code []byte) error {
+	if len(code) == 0 {
+		return errors.New("empty expression (Expr)")
+	}
+	if err := l.checkExpr(code); err != nil {
+		return fmt.Errorf("expression (Expr): %v", err)
+	}
+	return nil
 }
 
 func (c *cfiState) setAddrs(procAddr []uint64) {

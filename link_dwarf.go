@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/dwarf/loc"
@@ -84,6 +85,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		{Name: dwarf.DW_AT_byte_size, Value: info.Udata(8)},
 	}}
 	cu.Children = append(cu.Children, intType)
+	types := newTypeWriter(l, cu, intType)
 	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
 	lists, err := newDebugLists(l.enc, l.textStart)
 	if err != nil {
@@ -102,13 +104,27 @@ func (l *linker) buildDWARF() ([]*section, error) {
 				sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(p.Column))})
 			}
 		}
+		switch {
+		case p.Result != nil && p.Result.Kind != KindVoid:
+			if err := types.check(p.Result, false); err != nil {
+				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			if _, err := types.size(p.Result); err != nil {
+				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			d, err := types.die(p.Result, nil)
+			if err != nil {
+				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(d)})
+		case p.Result == nil && !p.Internal:
+			// Procedures of the language return its integers.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+		}
 		if p.Internal {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
 		} else {
-			// Procedures of the language return its integers.
-			sp.Attrs = append(sp.Attrs,
-				info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)},
-				info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
 		}
 		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
@@ -126,20 +142,33 @@ func (l *linker) buildDWARF() ([]*section, error) {
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
+		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
+		params := map[string]varEntry{}
+		pv.env = []map[string]varEntry{params}
 		for _, v := range p.Params {
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, intType, l.procAddr[i], uint32(len(p.Code)), lists)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, err.Error()}
+			if _, dup := params[v.Name]; dup {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
 			}
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
+			if err != nil {
+				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
+			}
+			params[v.Name] = varEntry{param, v}
 			sp.Children = append(sp.Children, param)
 		}
 		whole := []CodeRange{{0, uint32(len(p.Code))}}
+		if err := checkSiblings(p.Scopes); err != nil {
+			return nil, &LinkError{"proc " + p.Name, err.Error()}
+		}
 		for _, sc := range p.Scopes {
-			b, err := l.scopeDIE(sc, whole, intType, l.procAddr[i], uint32(len(p.Code)), lists)
+			b, err := l.scopeDIE(sc, whole, pv)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, err.Error()}
 			}
 			sp.Children = append(sp.Children, b)
+		}
+		if err := pv.resolveCounts(); err != nil {
+			return nil, &LinkError{"proc " + p.Name, err.Error()}
 		}
 		cu.Children = append(cu.Children, sp)
 	}
@@ -224,11 +253,145 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	return secs, nil
 }
 
+// procVars is what building the variables of one procedure needs: the
+// unit's types, the procedure's code, the unit's lists, the entry of the
+// scope being built (the subprogram or a lexical block), the variables
+// visible so far (parameters, then each enclosing scope's) and the
+// variable-length arrays whose length variable is found once the
+// procedure's variables all exist.
+type procVars struct {
+	types    *typeWriter
+	procAddr uint64
+	codeLen  uint32
+	lists    *debugLists
+	scope    *info.DIE
+	env      []map[string]varEntry
+	pending  []pendingCount
+}
+
+// varEntry is a variable of the model and its entry.
+type varEntry struct {
+	die *info.DIE
+	v   Var
+}
+
+// pendingCount is a variable whose type is an array of v.Type.CountVar
+// elements, resolved among the variables visible in env; scope is the
+// entry of the scope that declares it.
+type pendingCount struct {
+	die   *info.DIE
+	kind  string // "parameter" or "variable"
+	v     Var
+	env   []map[string]varEntry
+	scope *info.DIE
+}
+
+// CountPrefix starts the name of the artificial variable Link declares
+// beside a variable-length array (Type.CountVar): DW_AT_count refers to
+// "__vla_count_N", a DW_TAG_variable with the value of N, as clang
+// declares "__vla_expr0". lldb takes an array's length only from a
+// DW_TAG_variable (not a parameter), and gdb reads a referenced variable
+// in a register as if it held an address; the artificial variable is a
+// variable, and in a register it is the register's value
+// (DW_OP_bregN 0, DW_OP_stack_value), which both read right.
+const countPrefix = "__vla_count_"
+
+// resolveCounts gives each variable-length array its DW_AT_count: a
+// reference to an artificial variable holding the value of its length
+// variable (the innermost visible one of that name), declared in the
+// array variable's scope, one per length variable and scope.
+func (pv *procVars) resolveCounts() error {
+	type key struct{ count, scope *info.DIE }
+	made := map[key]*info.DIE{}
+	for _, pc := range pv.pending {
+		var count varEntry
+		for i := len(pc.env) - 1; i >= 0 && count.die == nil; i-- {
+			count = pc.env[i][pc.v.Type.CountVar]
+		}
+		if count.die == nil || count.die == pc.die {
+			return fmt.Errorf("%s %s: type %s: CountVar %s names no other parameter or variable visible there", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar)
+		}
+		if u := count.v.Type; u != nil {
+			if u = under(u); u == nil || (u.Kind != KindSigned && u.Kind != KindUnsigned) {
+				return fmt.Errorf("%s %s: type %s: CountVar %s is of type %s, not an integer", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar, count.v.Type)
+			}
+		}
+		k := key{count.die, pc.scope}
+		art := made[k]
+		if art == nil {
+			var err error
+			if art, err = pv.countVar(count.v); err != nil {
+				return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
+			}
+			made[k] = art
+			pc.scope.Children = append(pc.scope.Children, art)
+		}
+		a, err := pv.types.typeAttr(pc.v.Type, art)
+		if err != nil {
+			return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
+		}
+		pc.die.Attrs = append(pc.die.Attrs, a)
+	}
+	return nil
+}
+
+// countVar builds the artificial variable that holds the value of the
+// length variable v (see countPrefix).
+func (pv *procVars) countVar(v Var) (*info.DIE, error) {
+	d := &info.DIE{Tag: dwarf.DW_TAG_variable, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_name, Value: info.String(countPrefix + v.Name)},
+	}}
+	t, err := pv.types.typeAttr(v.Type, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.Attrs = append(d.Attrs, t, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
+	switch {
+	case len(v.Live) > 0:
+		live := make([]LiveRange, len(v.Live))
+		for i, r := range v.Live {
+			live[i] = LiveRange{r.Start, r.End, valueOf(r.Location)}
+		}
+		val, err := pv.lists.locList(pv.procAddr, live)
+		if err != nil {
+			return nil, err
+		}
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: val})
+	case len(v.Location) > 0:
+		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(valueOf(v.Location))})
+	}
+	return d, nil
+}
+
+// valueOf turns a register location (DW_OP_reg*, DW_OP_regx) into the
+// register's value (DW_OP_breg* 0, DW_OP_stack_value); other locations
+// are kept.
+func valueOf(loc []byte) []byte {
+	ops, err := expr.Decode(loc, expr.Params{AddrSize: 8})
+	if err != nil || len(ops) != 1 {
+		return loc
+	}
+	if r, ok := ops[0].Reg(); ok && (ops[0].Op == dwarf.DW_OP_regx || ops[0].Op >= dwarf.DW_OP_reg0 && ops[0].Op <= dwarf.DW_OP_reg31) {
+		return expr.Breg(r, 0).StackValue()
+	}
+	return loc
+}
+
 // varDIE builds the DIE of a parameter or variable: name, declaration
 // position, type, default for optional parameters, and location: a
 // location list when the model gives exact live ranges, else one
-// expression.
-func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+// expression. Errors start with the variable's name.
+func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
+	kind := "parameter"
+	if tag == dwarf.DW_TAG_variable {
+		kind = "variable"
+	}
+	if v.Name == "" {
+		return nil, fmt.Errorf("with no name")
+	}
+	if err := l.checkExpr(v.Location); err != nil {
+		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
+	}
 	d := &info.DIE{Tag: tag, Attrs: make([]info.Attr, 1, 8)}
 	d.Attrs[0] = info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}
 	if v.Line > 0 {
@@ -239,7 +402,18 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 			d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(v.Column))})
 		}
 	}
-	d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+	if v.Type != nil && v.Type.Kind == KindArray && v.Type.CountVar != "" {
+		if err := pv.types.check(v.Type, true); err != nil {
+			return nil, fmt.Errorf("%s: %v", v.Name, err)
+		}
+		pv.pending = append(pv.pending, pendingCount{die: d, kind: kind, v: v, env: pv.env, scope: pv.scope})
+	} else {
+		a, err := pv.types.typeAttr(v.Type, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", v.Name, err)
+		}
+		d.Attrs = append(d.Attrs, a)
+	}
 	if v.Optional {
 		// DWARF 5 section 4.1: a flag-class DW_AT_default_value says the
 		// parameter has a default (earlier versions have no flag class
@@ -257,15 +431,18 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 		for i, r := range v.Live {
 			ranges[i] = CodeRange{r.Start, r.End}
 			if len(r.Location) == 0 {
-				return nil, fmt.Errorf("variable %s: live range %d has no location", v.Name, i)
+				return nil, fmt.Errorf("%s: live range %d has no location", v.Name, i)
+			}
+			if err := l.checkExpr(r.Location); err != nil {
+				return nil, fmt.Errorf("%s: live range %d: Location: %v", v.Name, i, err)
 			}
 		}
-		if err := checkRanges(ranges, codeLen); err != nil {
-			return nil, fmt.Errorf("variable %s: %v", v.Name, err)
+		if err := checkRanges(ranges, pv.codeLen); err != nil {
+			return nil, fmt.Errorf("%s: live %v", v.Name, err)
 		}
-		val, err := lists.locList(procAddr, v.Live)
+		val, err := pv.lists.locList(pv.procAddr, v.Live)
 		if err != nil {
-			return nil, fmt.Errorf("variable %s: %v", v.Name, err)
+			return nil, fmt.Errorf("%s: %v", v.Name, err)
 		}
 		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: val})
 	case len(v.Location) > 0:
@@ -276,12 +453,15 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, intType *info.DIE, procAddr uint64
 
 // scopeDIE builds the DW_TAG_lexical_block of a scope with its variables
 // and nested scopes; a scope in several pieces gets DW_AT_ranges.
-func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, intType *info.DIE, procAddr uint64, codeLen uint32, lists *debugLists) (*info.DIE, error) {
+func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DIE, error) {
+	if sc == nil {
+		return nil, fmt.Errorf("scope is nil")
+	}
 	if len(sc.Ranges) == 0 {
 		return nil, fmt.Errorf("scope without code ranges")
 	}
-	if err := checkRanges(sc.Ranges, codeLen); err != nil {
-		return nil, fmt.Errorf("scope: %v", err)
+	if err := checkRanges(sc.Ranges, pv.codeLen); err != nil {
+		return nil, fmt.Errorf("scope %s: %v", rangesString(sc.Ranges), err)
 	}
 	// DWARF 5 section 3.5: a block's code lies within its parent's.
 	for _, r := range sc.Ranges {
@@ -290,40 +470,81 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, intType *info.DIE, proc
 			inside = inside || (r.Start >= p.Start && r.End <= p.End)
 		}
 		if !inside {
-			return nil, fmt.Errorf("scope range [%#x, %#x) is not inside its enclosing scope %v", r.Start, r.End, parent)
+			return nil, fmt.Errorf("scope range [%#x, %#x) is not inside its enclosing scope %s", r.Start, r.End, rangesString(parent))
 		}
+	}
+	if err := checkSiblings(sc.Scopes); err != nil {
+		return nil, err
 	}
 	b := &info.DIE{Tag: dwarf.DW_TAG_lexical_block}
 	if len(sc.Ranges) == 1 {
 		r := sc.Ranges[0]
-		lo := procAddr + uint64(r.Start)
+		lo := pv.procAddr + uint64(r.Start)
 		hi := info.Udata(uint64(r.End - r.Start))
 		if l.enc.Version < 4 {
-			hi = info.Addr(procAddr + uint64(r.End))
+			hi = info.Addr(pv.procAddr + uint64(r.End))
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, info.Attr{Name: dwarf.DW_AT_high_pc, Value: hi})
 	} else {
-		val, err := lists.rangeList(procAddr, sc.Ranges)
+		val, err := pv.lists.rangeList(pv.procAddr, sc.Ranges)
 		if err != nil {
 			return nil, err
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_ranges, Value: val})
 	}
+	vars := map[string]varEntry{}
+	outer, outerScope := pv.env, pv.scope
+	pv.env = append(outer[:len(outer):len(outer)], vars)
+	pv.scope = b
+	defer func() { pv.env, pv.scope = outer, outerScope }()
 	for _, v := range sc.Vars {
-		d, err := l.varDIE(dwarf.DW_TAG_variable, v, intType, procAddr, codeLen, lists)
-		if err != nil {
-			return nil, err
+		if _, dup := vars[v.Name]; dup {
+			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
+		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
+		if err != nil {
+			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
+		}
+		vars[v.Name] = varEntry{d, v}
 		b.Children = append(b.Children, d)
 	}
 	for _, inner := range sc.Scopes {
-		d, err := l.scopeDIE(inner, sc.Ranges, intType, procAddr, codeLen, lists)
+		d, err := l.scopeDIE(inner, sc.Ranges, pv)
 		if err != nil {
 			return nil, err
 		}
 		b.Children = append(b.Children, d)
 	}
 	return b, nil
+}
+
+// checkSiblings checks that sibling scopes do not share code: each
+// instruction is in at most one block of a level (DWARF 5 section 3.5).
+func checkSiblings(scopes []*Scope) error {
+	for i, a := range scopes {
+		for _, b := range scopes[:i] {
+			if a == nil || b == nil {
+				continue
+			}
+			for _, ra := range a.Ranges {
+				for _, rb := range b.Ranges {
+					if ra.Start < rb.End && rb.Start < ra.End {
+						return fmt.Errorf("scope %s overlaps its sibling scope %s", rangesString(a.Ranges), rangesString(b.Ranges))
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// rangesString formats code ranges as "[0x1, 0x5)" or "[0x1, 0x5) [0x8, 0x9)".
+func rangesString(rs []CodeRange) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("[%#x, %#x)", r.Start, r.End))
+	}
+	return strings.Join(parts, " ")
 }
 
 // escapeProperty escapes a property name or value for

@@ -72,8 +72,14 @@ type Proc struct {
 	// such a frame; it shows the frame as "<signal handler called>".
 	SignalFrame bool
 	// Params are the formal parameters in order: the required ones, then
-	// the optional ones (Var.Optional).
+	// the optional ones (Var.Optional). Link refuses more than
+	// native.MaxArgs (6), the most native.Call passes.
 	Params []Var
+	// Result is the type of the value the procedure returns (DW_AT_type
+	// of its DW_TAG_subprogram); nil means the default integer type (see
+	// Var.Type), or none for an Internal procedure; a KindVoid type means
+	// none.
+	Result *Type
 	// Scopes are the lexical scopes of the body (let, let*, named let),
 	// outermost first; each may nest further scopes.
 	Scopes []*Scope
@@ -119,12 +125,20 @@ type LineRow struct {
 	PrologueEnd bool
 }
 
-// Var is a named value (a parameter or a variable) and where it lives.
-// Locations are DWARF location expressions (DWARF 5 section 2.6), for
-// example DW_OP_fbreg(-24) or DW_OP_reg3; the frame base of every Proc is
-// DW_OP_call_frame_cfa, so fbreg offsets are relative to the CFA.
+// Var is a named value (a parameter or a variable), its type and where it
+// lives. Locations are DWARF location expressions (DWARF 5 section 2.6),
+// built with package dwarf/expr: expr.Fbreg(-24) or expr.Reg(3) for a
+// value in memory or a register, or an expression ending in
+// expr.Code.StackValue for a value computed from them (a tagged fixnum
+// untagged by a shift). The frame base of every Proc is
+// DW_OP_call_frame_cfa, so fbreg offsets are relative to the CFA. Names
+// are unique among a procedure's parameters and among the variables of
+// one scope.
 type Var struct {
 	Name string
+	// Type is the value's type; nil means the default, an 8-byte signed
+	// integer named "integer" (the language's integers).
+	Type *Type
 	// Location, when Live is empty, is one expression valid wherever the
 	// variable is in scope (for a parameter: from the end of the
 	// prologue on).

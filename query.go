@@ -60,10 +60,15 @@ type debugState struct {
 
 	info   infoState
 	unwind unwindState
+	types  typeState
 
 	metaOnce sync.Once
 	meta     *meta.Table
 	metaErr  error
+
+	namesOnce sync.Once
+	names     map[string]int // procedure name -> index in the table (or in syms)
+	namesErr  error
 
 	seqMu   sync.Mutex
 	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs
@@ -79,7 +84,8 @@ type procSym struct {
 // Procedure describes the procedure whose code holds an address.
 // [Image.ProcedureAt] fills Name, Start, Size and Internal from the
 // symbol table; [Image.Procedure] fills everything but Internal from the
-// image's procedure table.
+// image's procedure table; [Image.ProcedureByName] and
+// [Image.Procedures] fill everything.
 type Procedure struct {
 	// Name is the symbol name.
 	Name string
@@ -249,9 +255,13 @@ func (im *Image) lineTable() (*line.Table, error) {
 
 // Procedures returns every function symbol of the image in address order
 // (building the index of [Image.ProcedureAt] if needed), with the fields
-// the symbol table gives: Name, Start, Size, Internal. Use
-// [Image.Procedure] on a Start for arity, arguments, docstring and
-// properties. Allocates the result.
+// the symbol table gives (Name, Start, Size, Internal) and, for the
+// procedures of the image's procedure table (.elfimage.procs, written by
+// Link), what [Image.Procedure] gives: arity, argument names, defaults,
+// docstring, properties. Cost: linear in the symbols, plus one table
+// lookup (O(log n)) and the decoding of each procedure's table entry;
+// allocates the result and its strings. Errors are those of
+// [Image.ProcedureAt] and of a malformed procedure table.
 func (im *Image) Procedures() (_ []Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	d := &im.debug
@@ -259,11 +269,121 @@ func (im *Image) Procedures() (_ []Procedure, err error) {
 	if d.symErr != nil {
 		return nil, d.symErr
 	}
+	t, err := im.procTable()
+	if err != nil && !errors.Is(err, ErrNoSection) {
+		return nil, err
+	}
 	out := make([]Procedure, len(d.syms))
 	for i, s := range d.syms {
 		out[i] = Procedure{Name: s.name, Start: s.start, Size: s.size, Internal: !s.global}
+		if t == nil {
+			continue
+		}
+		e, err := t.Lookup(s.start)
+		if err == meta.ErrNotFound || (err == nil && (e.Start != s.start || string(e.NameBytes) != s.name)) {
+			continue // a symbol the table does not describe
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, err := describeEntry(t, e)
+		if err != nil {
+			return nil, err
+		}
+		p.Internal = out[i].Internal
+		out[i] = p
 	}
 	return out, nil
+}
+
+// ErrNoProcedure is returned (wrapped with the name) by
+// [Image.ProcedureByName] when the image has no procedure of that name.
+var ErrNoProcedure = errors.New("elfimage: no procedure")
+
+// ProcedureByName returns the image's procedure named name, with what
+// [Image.Procedure] gives (arity, argument names, defaults, docstring,
+// properties, from the procedure table) and Internal from the symbol
+// table; an image without a procedure table gives the symbol table's
+// fields only. The first call builds an index of the names (one pass over
+// the table or the symbols; a map of the names); later calls cost one
+// map lookup plus the decoding of the procedure's entry. It returns an
+// error wrapping ErrNoProcedure when no procedure has that name, or the
+// errors of a malformed table or symbol table.
+func (im *Image) ProcedureByName(name string) (_ Procedure, err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	d := &im.debug
+	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
+	if d.symErr != nil {
+		return Procedure{}, d.symErr
+	}
+	t, err := im.procTable()
+	if err != nil && !errors.Is(err, ErrNoSection) {
+		return Procedure{}, err
+	}
+	d.namesOnce.Do(func() { d.namesErr = errIndexFault; d.names, d.namesErr = im.indexNames(t) })
+	if d.namesErr != nil {
+		return Procedure{}, d.namesErr
+	}
+	i, ok := d.names[name]
+	if !ok {
+		return Procedure{}, fmt.Errorf("%w named %q in %s", ErrNoProcedure, name, im.path)
+	}
+	if t == nil {
+		s := d.syms[i]
+		return Procedure{Name: s.name, Start: s.start, Size: s.size, Internal: !s.global}, nil
+	}
+	e, err := t.At(i)
+	if err != nil {
+		return Procedure{}, err
+	}
+	p, err := describeEntry(t, e)
+	if err != nil {
+		return Procedure{}, err
+	}
+	if sym, err := im.ProcedureAt(p.Start); err == nil && sym.Start == p.Start {
+		p.Internal = sym.Internal
+	}
+	return p, nil
+}
+
+// indexNames maps each procedure name to its index in the procedure
+// table t, or in the symbol index when t is nil. The first of two equal
+// names (a hostile table) wins.
+func (im *Image) indexNames(t *meta.Table) (map[string]int, error) {
+	if t == nil {
+		m := make(map[string]int, len(im.debug.syms))
+		for i, s := range im.debug.syms {
+			if _, dup := m[s.name]; !dup {
+				m[s.name] = i
+			}
+		}
+		return m, nil
+	}
+	m := make(map[string]int, t.Len())
+	for i := range t.Len() {
+		e, err := t.At(i)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[string(e.NameBytes)]; !dup {
+			m[e.Name()] = i
+		}
+	}
+	return m, nil
+}
+
+// describeEntry decodes one procedure table entry into a Procedure.
+func describeEntry(t *meta.Table, e meta.Entry) (Procedure, error) {
+	mp, err := t.Describe(e)
+	if err != nil {
+		return Procedure{}, err
+	}
+	p := Procedure{Name: mp.Name, Start: mp.Start, Size: mp.Size, Required: mp.Required, Optional: mp.Optional,
+		Args: mp.Args, Defaults: mp.Defaults, Doc: mp.Doc}
+	for _, pr := range mp.Props {
+		p.Properties = append(p.Properties, Property{Name: pr.Name, Value: pr.Value})
+	}
+	return p, nil
 }
 
 // Param is a formal parameter of a procedure as the image's DWARF gives
@@ -272,6 +392,9 @@ func (im *Image) Procedures() (_ []Procedure, err error) {
 // memory.
 type Param struct {
 	Name string
+	// Type is the parameter's type (DW_AT_type), nil when the DWARF gives
+	// none.
+	Type *Type
 	// Location is the DW_AT_location expression, or the entry of its
 	// location list that covers the address; nil when the value is not
 	// available there (a debugger's "optimized out").
@@ -370,7 +493,8 @@ type Subprogram struct {
 // SubprogramAt returns the DW_TAG_subprogram covering the link-time
 // address addr. The first call decodes the DIE tree once to index
 // subprograms by address (cost linear in .debug_info); later calls bisect
-// the index and decode only that subprogram's DIE and children. It returns
+// the index and decode only that subprogram's DIE and children, and the
+// parameters' types, each decoded once per image and cached. It returns
 // an error wrapping ErrUnknownPC when no subprogram covers addr, or a
 // *dwarf.FormatError when the DWARF is malformed.
 func (im *Image) SubprogramAt(addr uint64) (_ Subprogram, err error) {
@@ -400,6 +524,9 @@ func (im *Image) SubprogramAt(addr uint64) (_ Subprogram, err error) {
 			p := Param{}
 			p.Name, _ = c.String(dwarf.DW_AT_name)
 			if p.Location, err = im.locationAt(c, u, addr); err != nil {
+				return Subprogram{}, err
+			}
+			if p.Type, err = im.typeOf(c); err != nil {
 				return Subprogram{}, err
 			}
 			sub.Params = append(sub.Params, p)
@@ -567,16 +694,7 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	if err != nil {
 		return Procedure{}, err
 	}
-	mp, err := t.Describe(e)
-	if err != nil {
-		return Procedure{}, err
-	}
-	p := Procedure{Name: mp.Name, Start: mp.Start, Size: mp.Size, Required: mp.Required, Optional: mp.Optional,
-		Args: mp.Args, Defaults: mp.Defaults, Doc: mp.Doc}
-	for _, pr := range mp.Props {
-		p.Properties = append(p.Properties, Property{Name: pr.Name, Value: pr.Value})
-	}
-	return p, nil
+	return describeEntry(t, e)
 }
 
 // positionFromTable finds addr's procedure in the table and runs its one
@@ -675,24 +793,40 @@ type Local struct {
 	Depth int
 	// Line and Column give the declaration (0 when unknown).
 	Line, Column int
+	// Type is the value's type (DW_AT_type), nil when the DWARF gives
+	// none; variables Link wrote without a type have the default,
+	// "integer".
+	Type *Type
 	// Location is the DWARF location expression valid at the address
-	// (evaluate it with [ReadLocation]).
+	// (evaluate it with [ReadLocation], or [FormatLocation] for the value
+	// as its type shows it).
 	Location []byte
+	// artificial marks a variable the compiler made (DW_AT_artificial).
+	artificial bool
 }
 
 // Locals returns the parameters and variables live at the link-time
 // address addr: those of the procedure covering addr and of every lexical
-// block (DW_TAG_lexical_block) containing addr, whose location (an
+// block (DW_TAG_lexical_block) containing addr, but not the artificial
+// ones the compiler made (DW_AT_artificial), whose location (an
 // expression, or the location-list entry covering addr) says where the
 // value is there. A variable outside its live ranges is not returned: its
 // value is not available ("optimized out"). Order: parameters, then
 // variables outermost first in declaration order. Cost: decodes the one
 // subprogram's DIE subtree (skipping blocks that do not contain addr),
 // and for each parameter or variable with a location list, its unit's
-// root DIE (for the lists' base address) and one scan of its list;
-// allocates the result. Errors are those of [Image.SubprogramAt].
+// root DIE (for the lists' base address) and one scan of its list; each
+// type is decoded once per image and cached (a recursive type reads back
+// as a cycle of *Type); allocates the result. Errors are those of
+// [Image.SubprogramAt].
 func (im *Image) Locals(addr uint64) (_ []Local, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	return im.locals(addr, false)
+}
+
+// locals is Locals, with the artificial variables (DW_AT_artificial: the
+// lengths of variable-length arrays) when artificial is set.
+func (im *Image) locals(addr uint64, artificial bool) ([]Local, error) {
 	r, e, _, err := im.subprogramEntry(addr)
 	if err != nil || !e.Children {
 		return nil, err
@@ -716,16 +850,26 @@ func (im *Image) Locals(addr uint64) (_ []Local, err error) {
 			depth--
 			continue
 		case dwarf.DW_TAG_formal_parameter, dwarf.DW_TAG_variable:
+			art := false
+			if f, ok := c.Val(dwarf.DW_AT_artificial); ok && f.Val != 0 {
+				if !artificial {
+					break
+				}
+				art = true
+			}
 			where, err := im.locationAt(c, u, addr)
 			if err != nil {
 				return nil, err
 			}
 			if where != nil {
-				l := Local{Param: c.Tag == dwarf.DW_TAG_formal_parameter, Depth: depth, Location: where}
+				l := Local{Param: c.Tag == dwarf.DW_TAG_formal_parameter, Depth: depth, Location: where, artificial: art}
 				l.Name, _ = c.String(dwarf.DW_AT_name)
 				line, _ := c.Uint(dwarf.DW_AT_decl_line)
 				col, _ := c.Uint(dwarf.DW_AT_decl_column)
 				l.Line, l.Column = int(line), int(col)
+				if l.Type, err = im.typeOf(c); err != nil {
+					return nil, err
+				}
 				out = append(out, l)
 			}
 		case dwarf.DW_TAG_lexical_block:

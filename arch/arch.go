@@ -163,3 +163,9 @@ func (a *Arch) RegName(r Reg) string {
 	}
 	return fmt.Sprintf("r%d", r)
 }
+
+// NumDWARFRegs is one more than the largest DWARF register number the ABI's
+// register mapping defines (x86-64 psABI figure 3.36: 0-66, rax to fsw;
+// AArch64 here: 0-32, x0 to pc): numbers at or above it name no register
+// of the ABI. It is at least NumRegs.
+func (a *Arch) NumDWARFRegs() int { return len(a.regNames) }

@@ -43,6 +43,10 @@ const (
 	DW_TAG_volatile_type            Tag = 0x35
 	DW_TAG_restrict_type            Tag = 0x37
 	DW_TAG_atomic_type              Tag = 0x47
+	DW_TAG_class_type               Tag = 0x2
+	DW_TAG_reference_type           Tag = 0x10
+	DW_TAG_rvalue_reference_type    Tag = 0x42
+	DW_TAG_unspecified_type         Tag = 0x3b
 	DW_TAG_template_type_parameter  Tag = 0x2f
 	DW_TAG_template_value_parameter Tag = 0x30
 	DW_TAG_GNU_call_site            Tag = 0x4109
@@ -80,6 +84,10 @@ var namesTag = sync.OnceValue(func() map[Tag]string {
 		DW_TAG_volatile_type:            "DW_TAG_volatile_type",
 		DW_TAG_restrict_type:            "DW_TAG_restrict_type",
 		DW_TAG_atomic_type:              "DW_TAG_atomic_type",
+		DW_TAG_class_type:               "DW_TAG_class_type",
+		DW_TAG_reference_type:           "DW_TAG_reference_type",
+		DW_TAG_rvalue_reference_type:    "DW_TAG_rvalue_reference_type",
+		DW_TAG_unspecified_type:         "DW_TAG_unspecified_type",
 		DW_TAG_template_type_parameter:  "DW_TAG_template_type_parameter",
 		DW_TAG_template_value_parameter: "DW_TAG_template_value_parameter",
 		DW_TAG_GNU_call_site:            "DW_TAG_GNU_call_site",

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/internal/cleanup"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
 
@@ -27,11 +28,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	dir := *outDir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "elfimage-demo-")
+		d, remove, err := cleanup.TempDir("elfimage-demo")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(d)
+		defer remove()
 		dir = d
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

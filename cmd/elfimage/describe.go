@@ -17,19 +17,24 @@ func runDescribe(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() < 2 {
 		return fmt.Errorf("%w: want an image and at least one address", errUsage)
 	}
+	var addrs []uint64
+	for _, a := range fs.Args()[1:] {
+		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(a, "0x"), "0X"), 16, 64)
+		if err != nil {
+			return fmt.Errorf("%w: address %q is not a hexadecimal number: describe takes link-time addresses in hexadecimal, as dump -symbols prints them", errUsage, a)
+		}
+		addrs = append(addrs, addr)
+	}
 	img, err := inspect(fs.Arg(0), false)
 	if err != nil {
 		return err
 	}
 	defer img.Close()
 	var failed []string
-	for _, a := range fs.Args()[1:] {
-		addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(a, "0x"), "0X"), 16, 64)
-		if err == nil {
-			err = describe(stdout, img, addr)
-		}
-		if err != nil { // report it and go on with the other addresses
-			fmt.Fprintf(stdout, "%s: %v\n", a, err)
+	for i, addr := range addrs {
+		if err := describe(stdout, img, addr); err != nil { // report it and go on with the other addresses
+			a := fs.Arg(i + 1)
+			fmt.Fprintf(stdout, "%s: %s\n", a, message("describe", err))
 			failed = append(failed, a)
 		}
 	}
@@ -85,7 +90,69 @@ func describe(w io.Writer, img *elfimage.Image, addr uint64) error {
 		if l.Param {
 			kind = "parameter"
 		}
-		fmt.Fprintf(w, "  live %s %s (declared %d:%d, depth %d) in %s\n", kind, l.Name, l.Line, l.Column, l.Depth, exprString(l.Location))
+		declared := "" // unknown (line 0): left out
+		switch {
+		case l.Line > 0 && l.Column > 0:
+			declared = fmt.Sprintf("declared %d:%d, ", l.Line, l.Column)
+		case l.Line > 0:
+			declared = fmt.Sprintf("declared %d, ", l.Line)
+		}
+		fmt.Fprintf(w, "  live %s %s (%sdepth %d) in %s\n", kind, l.Name, declared, l.Depth, exprString(l.Location))
 	}
+	describeTypes(w, locals)
 	return nil
+}
+
+// describeTypes prints the type of each live variable that has one other
+// than the default integer, then the layout of every structure, union and
+// enumeration they lead to (through pointers, arrays, typedefs and
+// members), each once:
+//
+//	type of vm: struct vm *
+//	struct vm (144 bytes):
+//	  +0 data: uint8 *
+//	  +8 cells: int64[8]
+func describeTypes(w io.Writer, locals []elfimage.Local) {
+	var queue []*elfimage.Type
+	seen := map[*elfimage.Type]bool{}
+	var walk func(t *elfimage.Type)
+	walk = func(t *elfimage.Type) {
+		for t != nil && !seen[t] {
+			seen[t] = true
+			switch t.Kind {
+			case elfimage.KindStruct, elfimage.KindUnion, elfimage.KindEnum:
+				queue = append(queue, t)
+				for _, m := range t.Members {
+					walk(m.Type)
+				}
+				return
+			}
+			t = t.Elem
+		}
+	}
+	for _, l := range locals {
+		if t := l.Type; t != nil && (t.Kind != elfimage.KindSigned || t.Name != "integer" || t.Size != 8) {
+			fmt.Fprintf(w, "  type of %s: %s", l.Name, t)
+			if t.Kind == elfimage.KindTypedef && t.Elem != nil {
+				fmt.Fprintf(w, " (typedef of %s)", t.Elem)
+			}
+			fmt.Fprintln(w)
+			walk(t)
+		}
+	}
+	for _, t := range queue {
+		fmt.Fprintf(w, "  %s (%d bytes):", t, t.Size)
+		if t.Kind == elfimage.KindEnum {
+			var vals []string
+			for _, e := range t.Enumerators {
+				vals = append(vals, fmt.Sprintf("%s = %d", e.Name, e.Value))
+			}
+			fmt.Fprintf(w, " %s\n", strings.Join(vals, ", "))
+			continue
+		}
+		fmt.Fprintln(w)
+		for _, m := range t.Members {
+			fmt.Fprintf(w, "    +%d %s: %s\n", m.Offset, m.Name, m.Type)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/info"
 )
 
@@ -80,33 +81,23 @@ func fieldString(f info.Field) string {
 	return fmt.Sprintf("%v %#x", f.Form, f.Val)
 }
 
-// exprString prints a DWARF expression with the operands of the
-// operations our writers use, and the raw bytes otherwise.
+// exprString prints a DWARF expression operation by operation (package
+// dwarf/expr decodes it), register and frame base offsets as
+// DW_OP_breg5(8); a malformed expression as its bytes.
 func exprString(b []byte) string {
-	var parts []string
-	for len(b) > 0 {
-		op := dwarf.Op(b[0])
-		b = b[1:]
+	ops, err := expr.Decode(b, expr.Params{AddrSize: 8})
+	if err != nil {
+		return fmt.Sprintf("<malformed: % x>", b)
+	}
+	parts := make([]string, len(ops))
+	for i, o := range ops {
 		switch {
-		case op == dwarf.DW_OP_fbreg || (op >= dwarf.DW_OP_breg0 && op <= dwarf.DW_OP_breg31):
-			v, n := dwarf.Sleb128(b)
-			if n == 0 {
-				return strings.Join(append(parts, op.String(), "<truncated>"), " ")
-			}
-			b = b[n:]
-			name := op.String()
-			if op != dwarf.DW_OP_fbreg {
-				name = fmt.Sprintf("DW_OP_breg%d", op-dwarf.DW_OP_breg0)
-			}
-			parts = append(parts, fmt.Sprintf("%s(%d)", name, v))
-		case op >= dwarf.DW_OP_reg0 && op <= dwarf.DW_OP_reg31:
-			parts = append(parts, fmt.Sprintf("DW_OP_reg%d", op-dwarf.DW_OP_reg0))
-		case op >= dwarf.DW_OP_lit0 && op <= dwarf.DW_OP_lit31:
-			parts = append(parts, fmt.Sprintf("DW_OP_lit%d", op-dwarf.DW_OP_lit0))
-		case op == dwarf.DW_OP_call_frame_cfa || op == dwarf.DW_OP_stack_value:
-			parts = append(parts, op.String())
+		case o.Op == dwarf.DW_OP_fbreg:
+			parts[i] = fmt.Sprintf("%v(%d)", o.Op, int64(o.Args[0]))
+		case o.Op >= dwarf.DW_OP_breg0 && o.Op <= dwarf.DW_OP_breg31:
+			parts[i] = fmt.Sprintf("DW_OP_breg%d(%d)", o.Op-dwarf.DW_OP_breg0, int64(o.Args[0]))
 		default:
-			return strings.Join(append(parts, fmt.Sprintf("%v % x", op, b)), " ")
+			parts[i] = o.String()
 		}
 	}
 	return strings.Join(parts, " ")

@@ -136,9 +136,12 @@ func setupCLI(t *testing.T) *gdbFixture {
 	return gdbFix
 }
 
-// TestMain removes the shared gdb fixture after the tests.
+// TestMain removes the shared gdb fixture after the tests, and keeps the
+// compile cache in a directory of its own (see isolateCache).
 func TestMain(m *testing.M) {
+	removeCache := isolateCache()
 	code := m.Run()
+	removeCache()
 	if gdbFix != nil {
 		os.RemoveAll(gdbFix.dir)
 	}

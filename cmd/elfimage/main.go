@@ -5,7 +5,8 @@
 //
 //	elfimage demo [-o DIR]                 compile, link, load, run and explain the demo program
 //	elfimage build [-o OUT] prog.scm       compile a Scheme file to an image
-//	elfimage run [-read] prog.scm|prog.elf run a program from source or from an image
+//	elfimage run [-read] prog.scm|prog.elf run a program from source (through the compile cache) or from an image
+//	elfimage cache [-list|-clear|-dir]     list or clear the compile cache
 //	elfimage dump [flags] prog.elf         headers, segments, sections, symbols, lines, CFI rows
 //	elfimage symbolize -e prog.elf ADDR... addr2line -f style output from the image's DWARF
 //
@@ -19,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/elfimage/elfimage/internal/cleanup"
 )
 
 type command struct {
@@ -32,10 +35,11 @@ func init() {
 	commands = []command{
 		{"demo", "[-o DIR]", "compile, link, load and run the embedded demo program; print its output, a backtrace, the image layout and the load time", runDemo},
 		{"build", "[-o OUT] [-dwarf N] [-dwarf64] [-debug-frame] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
-		{"run", "[-jit] [-read] [-v] [-gdb] [-perf-map] [-jitdump[=DIR]] [-dwarf N] prog.scm|prog.elf", "run a program from source (compiled, written to a temporary image, or linked in memory with -jit) or from an image; publish it to gdb and perf on request", runRun},
+		{"run", "[-jit] [-read] [-v] [-gdb] [-perf-map] [-jitdump[=DIR]] [-dwarf N] [-cache off|DIR] prog.scm|prog.elf", "run a program from source (compiled into the compile cache and run mapped from there, or linked in memory with -jit) or from an image; publish it to gdb and perf on request", runRun},
 		{"dump", "[-headers] [-sections] [-symbols] [-procs] [-info] [-lines] [-frames] [-frames-interp] [-read] prog.elf|jit-PID.dump|perf-PID.map", "print an image's headers, segments, sections, symbols, procedure table, DIE tree, line table and CFI rows (all when no flag is given), the CFA rules of any ELF file (-frames-interp), or the records of a jitdump file or the entries of a perf map", runDump},
-		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses: procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},
-		{"symbolize", "-e FILE [-f] [-i] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (addresses from stdin when none are given; --json: llvm-symbolizer's JSON)", runSymbolize},
+		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses (hexadecimal): procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},
+		{"symbolize", "-e FILE [-f] [-i[=false]] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (addresses from stdin when none are given; --json: llvm-symbolizer's JSON)", runSymbolize},
+		{"cache", "[-list|-clear|-dir]", "list the compile cache's images (size, last use, whether current, source), remove them all, or print the cache directory", runCacheCmd},
 		{"stack", "[--json] [-max N] PID | --core CORE [--exe BINARY]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
 	}
 }
@@ -52,7 +56,14 @@ var errReported = errors.New("reported")
 var errUsageShown = errors.New("usage error shown")
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cliMain())
+}
+
+// cliMain is the command with its signal handling: temporary files are
+// removed on SIGINT and SIGTERM (package internal/cleanup).
+func cliMain() int {
+	cleanup.Catch()
+	return run(os.Args[1:], os.Stdout, os.Stderr)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -78,10 +89,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errReported):
 			return 1
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "elfimage %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "elfimage %s: %s\n", c.name, message(c.name, err))
 			return 2
 		}
-		fmt.Fprintf(stderr, "elfimage %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "elfimage %s: %s\n", c.name, message(c.name, err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "elfimage: unknown command %q\n", args[0])
@@ -107,11 +118,14 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 		if c.name == name {
 			fs.Usage = func() {
 				fmt.Fprintf(stderr, "Usage: elfimage %s %s\n\n%s.\n", c.name, c.args, c.summary)
+				if h := commandHelp[c.name]; h != "" {
+					fmt.Fprintf(stderr, "\n%s\n", h)
+				}
 				var n int
 				fs.VisitAll(func(*flag.Flag) { n++ })
 				if n > 0 {
 					fmt.Fprintln(stderr, "\nFlags:")
-					fs.PrintDefaults()
+					printFlags(stderr, fs)
 				}
 			}
 		}
@@ -124,6 +138,9 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 // ("build prog.scm -o prog.elf"); "--" ends flag parsing. The positional
 // arguments are left in fs.Args().
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := checkBoolSpace(fs, args); err != nil {
+		return err
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -61,7 +61,7 @@ const perfAsCLI = "ELFIMAGE_TEST_AS_CLI"
 
 func init() {
 	if os.Getenv(perfAsCLI) == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(cliMain())
 	}
 }
 

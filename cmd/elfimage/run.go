@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/ccache"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/internal/atomicfile"
+	"github.com/elfimage/elfimage/internal/cleanup"
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/lang/scheme"
@@ -39,7 +42,13 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return elfimage.WriteFile(*out, mod, opts)
+	b, err := elfimage.Link(mod, opts)
+	if err != nil {
+		return err
+	}
+	// As elfimage.WriteFile, with the temporary file removed on SIGINT
+	// and SIGTERM.
+	return atomicfile.Write(*out, b, atomicfile.Options{Mode: 0o644, Sync: true, Track: cleanup.Track})
 }
 
 func linkOptions(version int, dwarf64, debugFrame bool) (elfimage.LinkOptions, error) {
@@ -70,12 +79,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "show the live local variables of every backtrace frame")
 	perfMap := fs.Bool("perf-map", false, "announce the image's procedures to perf in /tmp/perf-PID.map")
 	gdb := fs.Bool("gdb", false, "publish the image (symbols, lines, variables, CFI) to gdb through the GDB JIT interface")
+	cacheFlag := fs.String("cache", "", "compile cache: `off|DIR`, off or the cache directory (default: $ELFIMAGE_CACHE, else $XDG_CACHE_HOME/elfimage, else ~/.cache/elfimage)")
 	var dump jitdumpFlag
-	fs.Var(&dump, "jitdump", "write jit-PID.dump for perf inject --jit into `DIR` (-jitdump=DIR, created if needed; plain -jitdump: $JITDUMPDIR, else ~/.debug/jit)")
+	fs.Var(&dump, "jitdump", "write jit-PID.dump for perf inject --jit into `DIR`, created if needed (bare -jitdump: $JITDUMPDIR, else ~/.debug/jit)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
+		if dump.set && dump.dir == "" && fs.NArg() == 2 {
+			return fmt.Errorf("%w: want one program, got 2 arguments %q; -jitdump takes its directory after '=': -jitdump=%s", errUsage, fs.Args(), fs.Arg(0))
+		}
 		return fmt.Errorf("%w: want one program (.scm source or image), got %d arguments", errUsage, fs.NArg())
 	}
 	path := fs.Arg(0)
@@ -101,33 +114,29 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if img, err = elfimage.Load(path, b, lopts); err != nil {
 			return err
 		}
-	default:
-		if isSource(path) {
-			opts, err := linkOptions(*dwarfVersion, false, false)
-			if err != nil {
-				return err
-			}
-			mod, err := compileFile(path)
-			if err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "elfimage-run-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			file := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+".elf")
-			if err := elfimage.WriteFile(file, mod, opts); err != nil {
-				return err
-			}
-			path = file
+		defer img.Close()
+	case isSource(path):
+		opts, err := linkOptions(*dwarfVersion, false, false)
+		if err != nil {
+			return err
 		}
+		c, err := runCache(*cacheFlag, stderr)
+		if err != nil {
+			return err
+		}
+		res, err := c.Load(ccache.Source{Path: path, Compile: compileAs(path), Link: opts}, lopts)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		img = res.Image
+	default:
 		var err error
 		if img, err = elfimage.Open(path, lopts); err != nil {
 			return err
 		}
+		defer img.Close()
 	}
-	defer img.Close()
 	if *perfMap {
 		if err := announcePerfMap(img); err != nil {
 			return err
@@ -144,14 +153,31 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+// compileAs returns the compile function of the cache for a source the
+// user named path: it compiles with that name, so compile errors say
+// what the user typed, and records the absolute path and its directory
+// as the module's file and compilation directory, so that the image does
+// not depend on the working directory and tools find the source.
+func compileAs(path string) func(abs string, src []byte) (*elfimage.Module, error) {
+	return func(abs string, src []byte) (*elfimage.Module, error) {
+		mod, err := scheme.Compile(path, src)
+		if err != nil {
+			return nil, err
+		}
+		mod.File, mod.CompDir = abs, filepath.Dir(abs)
+		return mod, nil
+	}
+}
+
 // jitdumpFlag is -jitdump (a boolean) or -jitdump=DIR.
 type jitdumpFlag struct {
 	set bool
 	dir string
 }
 
-func (f *jitdumpFlag) String() string   { return f.dir }
-func (f *jitdumpFlag) IsBoolFlag() bool { return true }
+func (f *jitdumpFlag) String() string        { return f.dir }
+func (f *jitdumpFlag) IsBoolFlag() bool      { return true }
+func (f *jitdumpFlag) OptionalValue() string { return "DIR" }
 func (f *jitdumpFlag) Set(v string) error {
 	f.set = true
 	switch v {

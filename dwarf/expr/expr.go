@@ -1,7 +1,14 @@
-// Package expr evaluates DWARF expressions (DWARF 5 sections 2.5 and 2.6):
-// the stack machine that computes locations of variables (DW_AT_location,
-// location lists) and the CFA and register rules of call frame information
-// (DW_CFA_def_cfa_expression, DW_CFA_expression, DW_CFA_val_expression).
+// Package expr builds, decodes and evaluates DWARF expressions (DWARF 5
+// sections 2.5 and 2.6): the stack machine that computes locations of
+// variables (DW_AT_location, location lists) and the CFA and register
+// rules of call frame information (DW_CFA_def_cfa_expression,
+// DW_CFA_expression, DW_CFA_val_expression).
+//
+// [Code] builds expressions for a compiler: [Reg], [Breg], [Fbreg],
+// [CallFrameCFA] and [Const] start one, its methods append operations in
+// their shortest encodings ([Code.StackValue], [Code.Piece], [Code.Op]
+// for arithmetic). [Decode] splits an expression into its operations
+// without evaluating it.
 //
 // [Eval] runs one expression against a [Context] that supplies registers,
 // memory, the CFA and the frame base, and returns a [Result]: a memory
@@ -53,6 +60,10 @@ type Params struct {
 	Offset   uint64           // section offset of the expression's first byte, for errors
 	AddrSize uint8            // address size in bytes (4 or 8): DW_OP_addr, DW_OP_deref, arithmetic width
 	Order    binary.ByteOrder // byte order of fixed-size operands
+	// Format is the offset size of DW_OP_call_ref and
+	// DW_OP_implicit_pointer operands, for [Decode] (Eval does not
+	// implement them); 0 means dwarf.Format32.
+	Format dwarf.Format
 }
 
 // Kind says what a [Result] is.
