@@ -129,9 +129,11 @@ var (
 // lldb, perf, `elfimage stack` and [Backtrace]; programs need not call it.
 // The image is registered ([Lookup] finds it) but not listed by [Images];
 // it cannot be closed ([Image.Close] returns [ErrEntryImage]); [PublishGDB]
-// publishes it with the first image it publishes. Outside amd64 there is
-// no entry routine: EntryImage returns nil and an error matching
-// errors.ErrUnsupported.
+// publishes it with the first image it publishes. A program that loads no
+// image (for example one that publishes its code with package gdbjit
+// only) gets the entry frame by calling EntryImage and PublishGDB() (no
+// arguments) once. Outside amd64 there is no entry routine: EntryImage
+// returns nil and an error matching errors.ErrUnsupported.
 //
 // Errors: those of [Link] and [Load], retried by the next call, and
 // native.ErrEntrySet (wrapped, returned by every later call) when the

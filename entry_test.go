@@ -255,6 +255,26 @@ func TestEntryPublished(t *testing.T) {
 	if !ent.GDBPublished() {
 		t.Error("the entry image is not published to gdb after PublishGDB")
 	}
+	// Published again explicitly, or with no image: nothing to do; once
+	// unpublished, PublishGDB() publishes it again.
+	if err := PublishGDB(ent); !errors.Is(err, ErrPublished) {
+		t.Errorf("PublishGDB(entry image) when published: %v, want ErrPublished", err)
+	}
+	if err := PublishGDB(); err != nil {
+		t.Errorf("PublishGDB(): %v", err)
+	}
+	if err := ent.UnpublishGDB(); err != nil || ent.GDBPublished() {
+		t.Fatalf("UnpublishGDB of the entry image: %v (published %v)", err, ent.GDBPublished())
+	}
+	if err := PublishGDB(); err != nil || !ent.GDBPublished() {
+		t.Errorf("PublishGDB() with the entry image unpublished: %v (published %v)", err, ent.GDBPublished())
+	}
+	if err := ent.UnpublishGDB(); err != nil {
+		t.Fatal(err)
+	}
+	if err := PublishGDB(ent); err != nil || !ent.GDBPublished() {
+		t.Errorf("PublishGDB(entry image): %v (published %v)", err, ent.GDBPublished())
+	}
 	entries, err := im.PerfMapEntries()
 	if err != nil {
 		t.Fatal(err)

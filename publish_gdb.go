@@ -57,9 +57,11 @@ func (im *Image) symfileInto(out []byte) (err error) {
 // procedures, lines, variables and frames at their run-time addresses;
 // pending breakpoints on their procedures resolve. [Image.Close]
 // unregisters a published image before unmapping it, as the interface
-// requires; [Image.UnpublishGDB] does so earlier. The first call also
+// requires; [Image.UnpublishGDB] does so earlier. Every call also
 // publishes the library's entry image ([EntryImage]), the frame between
-// every image's code and its Go caller, unless it is published already.
+// every image's code and its Go caller, when it is loaded and not
+// published yet (PublishGDB() with no images publishes just that, for a
+// program whose code gdb learns of otherwise, through package gdbjit).
 //
 // Errors: [ErrPublished] (wrapped, naming the image) for an image published
 // already, the errors of Symfile, or a gdbjit error; on error none of
@@ -82,6 +84,9 @@ func PublishGDB(images ...*Image) error {
 		return err
 	}
 	for i, im := range images {
+		if im.isEntry() {
+			continue // published above
+		}
 		if err := im.publishGDB(); err != nil {
 			for _, done := range images[:i] {
 				done.UnpublishGDB()

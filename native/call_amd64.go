@@ -45,10 +45,3 @@ func setEntry(pc uintptr) error {
 }
 
 func entry() uintptr { return entryPC.Load() }
-
-// defaultEntry is the entry routine the trampoline calls when none is
-// installed; it must not be called from Go (it calls R11). Implemented in
-// call_amd64.s.
-//
-//lint:ignore U1000 called from the trampoline's assembly only.
-func defaultEntry()

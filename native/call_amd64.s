@@ -14,16 +14,19 @@
 //	top-24	its BP (which points at its frame record on the Go stack)
 //	top-32	unused (alignment)
 //	top-40	return address pushed by CALL into the trampoline
-//	top-48	the BP the entry routine pushed (its frame record)
-//	top-56	return address into the entry routine: the called code's
-//		entry SP (EntrySP)
+//	top-48	with an entry routine: the BP it pushed; without: unused
+//	top-56	return address into the entry routine, or into the
+//		trampoline: the called code's entry SP (EntrySP)
 //
-// The trampoline calls the entry routine (entry, or defaultEntry when it
-// is 0) with SP = top-40 after the CALL and fn in R11; the routine calls
-// fn with SP = top-56 and returns with SP = top-32, so the layout is the
-// same with and without an installed routine. After the CALL returns,
-// normally or by an "abort" that loads the entry SP and executes RET, SP
-// is top-32 again; nothing else the callee could clobber is relied on.
+// With an entry routine (entry != 0) the trampoline calls it with SP =
+// top-40 after the CALL and fn in R11; the routine calls fn with SP =
+// top-56 and returns with SP = top-32. Without one the trampoline calls fn
+// itself from SP = top-48, so the entry SP is top-56 either way (and the
+// return address into the trampoline at top-40 or top-56: top is page
+// aligned, which tells the two apart). After either CALL returns, normally
+// or by an "abort" that loads the entry SP and executes RET, SP is known
+// again (top-32 or top-48); nothing else the callee could clobber is
+// relied on.
 TEXT ·trampoline(SB), NOSPLIT, $8-80
 	MOVQ	fn+0(FP), R11
 	MOVQ	top+8(FP), R10
@@ -39,25 +42,18 @@ TEXT ·trampoline(SB), NOSPLIT, $8-80
 	LEAQ	-32(R10), SP
 	XORL	AX, AX
 	TESTQ	R12, R12
-	JNZ	call
-	LEAQ	·defaultEntry(SB), R12
-call:
+	JZ	direct
 	// One line for the CALL and the instruction after it: debuggers look
 	// up the return address as is after the entry routine's signal frame
 	// (see package elfimage's entry image), and show this line for it.
-	CALL	R12; CLD
+	CALL	R12; JMP	back
+direct:
+	LEAQ	-16(SP), SP
+	CALL	R11
+	LEAQ	16(SP), SP
+back:
+	CLD
 	MOVQ	8(SP), BP
 	MOVQ	16(SP), SP
 	MOVQ	AX, ret+72(FP)
-	RET
-
-// defaultEntry is the entry routine without call frame information of its
-// own that the trampoline calls when none is installed (native.SetEntry):
-// the same code as package elfimage's, so that the layout of the top of
-// the Stack is the same either way.
-TEXT ·defaultEntry(SB), NOSPLIT|NOFRAME, $0-0
-	PUSHQ	BP
-	MOVQ	SP, BP
-	CALL	R11
-	POPQ	BP
 	RET

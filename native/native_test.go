@@ -420,16 +420,17 @@ var entryRoutine = sync.OnceValue(func() uintptr {
 // codeLoad: mov rax, [rdi]; ret — returns the word at its argument.
 var codeLoad = []byte{0x48, 0x8b, 0x07, 0xc3}
 
-// TestDefaultEntry: without an installed routine, the trampoline calls
-// its own, defaultEntry, and the top of the stack is laid out the same.
-func TestDefaultEntry(t *testing.T) {
+// TestDirectCall: without an installed routine, the trampoline calls the
+// code itself, with the same entry SP; the return address into the
+// trampoline is then at EntrySP.
+func TestDirectCall(t *testing.T) {
 	if Entry() != 0 {
 		t.Skip("an entry routine is installed (TestEntryRoutine ran before)")
 	}
 	checkTop(t, func(ra uintptr) bool {
 		f := runtime.FuncForPC(ra - 1)
-		return f != nil && strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.defaultEntry")
-	})
+		return f != nil && strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.trampoline")
+	}, false)
 }
 
 // TestEntryRoutine installs an entry routine and checks that calls keep
@@ -456,14 +457,15 @@ func TestEntryRoutine(t *testing.T) {
 	TestCallArgs(t)
 	TestEntryAlignment(t)
 	TestAbort(t)
-	checkTop(t, func(ra uintptr) bool { return ra == pc+7 })
+	checkTop(t, func(ra uintptr) bool { return ra == pc+7 }, true)
 }
 
 // checkTop checks the top of a Stack during a call: the trampoline's SP
 // and BP, whose frame record returns into native.call, the return address
-// into the trampoline, the frame record the entry routine pushed, and its
-// return address at EntrySP, which entryRA must accept.
-func checkTop(t *testing.T, entryRA func(uintptr) bool) {
+// at EntrySP, which entryRA must accept, and with an entry routine the
+// return address into the trampoline and the frame record the routine
+// pushed.
+func checkTop(t *testing.T, entryRA func(uintptr) bool, routine bool) {
 	t.Helper()
 	s := newStack(t, 64<<10)
 	load := loadCode(t, codeLoad)
@@ -483,12 +485,14 @@ func checkTop(t *testing.T, entryRA func(uintptr) bool) {
 	if caller == nil || caller.Name() != "github.com/elfimage/elfimage/native.call" {
 		t.Errorf("the trampoline's frame record returns into %v, want native.call", caller)
 	}
-	ra := word(EntryRoutineSPOffset)
-	if f := runtime.FuncForPC(ra - 1); f == nil || !strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.trampoline") {
-		t.Errorf("return address %#x at Top-%d is in %v, want native.trampoline", ra, EntryRoutineSPOffset, f)
-	}
-	if got := word(EntrySPOffset - 8); got != goBP {
-		t.Errorf("frame pointer pushed by the entry routine %#x, want the trampoline's %#x", got, goBP)
+	if routine {
+		ra := word(EntryRoutineSPOffset)
+		if f := runtime.FuncForPC(ra - 1); f == nil || !strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.trampoline") {
+			t.Errorf("return address %#x at Top-%d is in %v, want native.trampoline", ra, EntryRoutineSPOffset, f)
+		}
+		if got := word(EntrySPOffset - 8); got != goBP {
+			t.Errorf("frame pointer pushed by the entry routine %#x, want the trampoline's %#x", got, goBP)
+		}
 	}
 	if got := word(EntrySPOffset); !entryRA(got) {
 		t.Errorf("return address at EntrySP %#x is not into the entry routine", got)

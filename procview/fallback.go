@@ -155,9 +155,11 @@ func symbolAt(syms []symEntry, addr uint64) (symEntry, bool) {
 // Package native's call trampoline (native/call_amd64.s) switches from the
 // Go stack to a native stack: it saves its own stack and frame pointers
 // (its frame record on the Go stack) at Top-native.SavedSPOffset and
-// Top-native.SavedBPOffset of the native stack and calls the entry routine
-// from there, so the return address into the trampoline is at
-// Top-native.EntryRoutineSPOffset. Its own (Go-generated) call frame
+// Top-native.SavedBPOffset of the native stack (Top is page aligned) and
+// calls the entry routine from there, so the return address into the
+// trampoline is at Top-native.EntryRoutineSPOffset, or, without an entry
+// routine, calls the code itself and the return address is at
+// Top-native.EntrySPOffset. Its own (Go-generated) call frame
 // information cannot describe the switch (the library's entry routine
 // does, when its image is published); these are the symbol names it has
 // in a Go binary's symbol table.
@@ -221,7 +223,14 @@ func (v *View) trampolineEntry(mem unwind.Memory, sp uint64) (uint64, bool) {
 // and through its frame record at BP on the Go stack the caller's BP and
 // return address; rsp = BP+16, the trampoline's CFA, which becomes cur's.
 func (v *View) stepTrampoline(u *unwind.Unwinder, cur, caller *unwind.Frame, raAddr uint64) error {
+	const page = 4096 // native stacks are mmap'd: their top is page aligned
 	top := raAddr + native.EntryRoutineSPOffset
+	if top%page != 0 {
+		top = raAddr + native.EntrySPOffset // called without an entry routine
+	}
+	if top%page != 0 {
+		return fmt.Errorf("%w: the return address into native.Call's trampoline at %#x is not at the top of a native stack", unwind.ErrImplausible, raAddr)
+	}
 	goSP, err := u.Mem.ReadUint64(top - native.SavedSPOffset)
 	if err != nil {
 		return fmt.Errorf("reading the Go stack pointer native.Call saved at %#x: %w", top-native.SavedSPOffset, err)
