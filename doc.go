@@ -24,7 +24,13 @@
 // JIT interface, each image moved to its run-time address by [Rebase]),
 // [Image.PerfMapEntries] (perf maps) and [Image.JitdumpFunctions]
 // (jitdump files for perf inject --jit); images mapped from files need
-// nothing for perf, which reads them as files.
+// nothing for perf, which reads them as files. Code called through
+// native.Call runs on a library-owned stack and passes through the
+// library's entry frame ([EntryName], in the entry image [EntryImage],
+// loaded and installed before the first image), whose call frame
+// information describes the stack switch: every tool unwinds from the
+// code into the Go caller of native.Call without any CFI of the caller's
+// making (gdb shows the entry frame as "<signal handler called>").
 //
 // Formats: System V gABI (ELF), the AMD64 psABI, DWARF 5 (sections 6.2
 // line numbers, 6.4 call frame information, 7 encodings), LSB "Exception

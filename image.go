@@ -157,6 +157,9 @@ func (im *Image) EHFrameHdrAddr() uint64 { return im.ehFrameHdrAddr }
 // value obtained from [Lookup] is not protected: its user must make sure
 // Close is not called meanwhile.
 func (im *Image) Close() error {
+	if im.isEntry() {
+		return ErrEntryImage
+	}
 	im.closeMu.Lock()
 	defer im.closeMu.Unlock()
 	if im.closed {

@@ -58,11 +58,13 @@ func Lookup(pc uintptr) (*Image, error) { return registry.Lookup(pc) }
 func Acquire(pc uintptr) (*addrmap.Ref[*Image], error) { return registry.Acquire(pc) }
 
 // Images returns the open images in increasing address order (a snapshot;
-// allocates the slice).
+// allocates the slice), without the library's entry image ([EntryImage]).
 func Images() []*Image {
 	var out []*Image
 	for _, im := range registry.All() {
-		out = append(out, im)
+		if !im.isEntry() {
+			out = append(out, im)
+		}
 	}
 	return out
 }
@@ -110,6 +112,9 @@ func Images() []*Image {
 // Concurrent modification of the file while it is mapped is not guarded
 // against (as with any mmap-based loader; truncation raises SIGBUS).
 func Open(path string, opts *LoadOptions) (*Image, error) {
+	if err := installEntry(); err != nil {
+		return nil, err
+	}
 	im, err := openImage(path, opts)
 	if err != nil {
 		return nil, err
@@ -173,6 +178,9 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 // [Image.Path] and in errors. data is not retained. Errors and cost as for
 // Open (plus the copy); on error nothing stays mapped.
 func Load(name string, data []byte, opts *LoadOptions) (*Image, error) {
+	if err := installEntry(); err != nil {
+		return nil, err
+	}
 	im, err := loadImage(name, data, opts)
 	if err != nil {
 		return nil, err

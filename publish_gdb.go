@@ -57,7 +57,11 @@ func (im *Image) symfileInto(out []byte) (err error) {
 // procedures, lines, variables and frames at their run-time addresses;
 // pending breakpoints on their procedures resolve. [Image.Close]
 // unregisters a published image before unmapping it, as the interface
-// requires; [Image.UnpublishGDB] does so earlier.
+// requires; [Image.UnpublishGDB] does so earlier. Every call also
+// publishes the library's entry image ([EntryImage]), the frame between
+// every image's code and its Go caller, when it is loaded and not
+// published yet (PublishGDB() with no images publishes just that, for a
+// program whose code gdb learns of otherwise, through package gdbjit).
 //
 // Errors: [ErrPublished] (wrapped, naming the image) for an image published
 // already, the errors of Symfile, or a gdbjit error; on error none of
@@ -76,28 +80,58 @@ func PublishGDB(images ...*Image) error {
 			return fmt.Errorf("%w: %s", ErrPublished, im.path)
 		}
 	}
+	if err := publishEntryGDB(); err != nil {
+		return err
+	}
 	for i, im := range images {
-		e, err := gdbjit.RegisterFunc(len(im.data), im.symfileInto)
-		if err == nil {
-			im.closeMu.Lock()
-			if im.closed || im.gdb != nil { // lost a race with Close or another PublishGDB
-				err = fmt.Errorf("elfimage: %s: closed or published while publishing", im.path)
-			} else {
-				im.gdb = e
-			}
-			im.closeMu.Unlock()
-			if err != nil {
-				e.Unregister()
-			}
+		if im.isEntry() {
+			continue // published above
 		}
-		if err != nil {
+		if err := im.publishGDB(); err != nil {
 			for _, done := range images[:i] {
 				done.UnpublishGDB()
 			}
-			return fmt.Errorf("elfimage: publish to gdb: %w", err)
+			return err
 		}
 	}
 	return nil
+}
+
+// publishGDB registers im's Symfile with gdb.
+func (im *Image) publishGDB() error {
+	e, err := gdbjit.RegisterFunc(len(im.data), im.symfileInto)
+	if err == nil {
+		im.closeMu.Lock()
+		if im.closed || im.gdb != nil { // lost a race with Close or another PublishGDB
+			err = fmt.Errorf("elfimage: %s: closed or published while publishing", im.path)
+		} else {
+			im.gdb = e
+		}
+		im.closeMu.Unlock()
+		if err != nil {
+			e.Unregister()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("elfimage: publish to gdb: %w", err)
+	}
+	return nil
+}
+
+// publishEntryGDB publishes the entry image ([EntryImage]), when loaded,
+// unless it is published already: gdb needs its CFI to unwind from any
+// published image's code into the Go code that called it.
+func publishEntryGDB() error {
+	ent := entryImg.Load()
+	if ent == nil {
+		return nil
+	}
+	entryMu.Lock()
+	defer entryMu.Unlock()
+	if ent.GDBPublished() {
+		return nil
+	}
+	return ent.publishGDB()
 }
 
 // UnpublishGDB unregisters the image from the GDB JIT interface (gdb drops

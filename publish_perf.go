@@ -16,19 +16,38 @@ import (
 // [perfmap.Writer.AddBatch]. Images mapped from a file do not need a perf
 // map: perf records the file mapping of their text segment and reads
 // names and lines from the file itself; the map serves images loaded from
-// memory ([Load]). Errors: those of [Image.Procedures]. Cost: one
-// allocation of the entries.
+// memory ([Load]).
+//
+// The entries also name the library's entry routine ([EntryName], in the
+// entry image, [EntryImage]), which sits between the image's code and its
+// Go caller in every call through native.Call, so that perf's call graphs
+// name it; announcing it once per image is harmless (the lines are
+// identical). Errors: those of [Image.Procedures]. Cost: one allocation of
+// the entries.
 func (im *Image) PerfMapEntries() ([]perfmap.Entry, error) {
+	out, err := im.perfMapEntries(nil)
+	if err != nil {
+		return nil, err
+	}
+	if ent := entryImg.Load(); ent != nil && ent != im {
+		if out, err = ent.perfMapEntries(out); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b perfmap.Entry) int { return cmpUint(a.Start, b.Start) })
+	return out, nil
+}
+
+// perfMapEntries appends the entries of im's procedures to out.
+func (im *Image) perfMapEntries(out []perfmap.Entry) ([]perfmap.Entry, error) {
 	procs, err := im.Procedures()
 	if err != nil {
 		return nil, err
 	}
 	base := uint64(im.Base())
-	out := make([]perfmap.Entry, 0, len(procs))
 	for _, p := range procs {
 		out = append(out, perfmap.Entry{Start: base + p.Start, Size: p.Size, Name: p.Name})
 	}
-	slices.SortFunc(out, func(a, b perfmap.Entry) int { return cmpUint(a.Start, b.Start) })
 	return out, nil
 }
 
@@ -58,10 +77,32 @@ func cmpUint(a, b uint64) int {
 // every sample in the right function even though the image packs its
 // procedures tightly.
 //
+// The functions also hold the library's entry routine ([EntryName], from
+// the entry image, [EntryImage]), in address order with the others: it
+// sits between the image's code and its Go caller in every call through
+// native.Call, and perf needs its name and CFI for call graphs through it.
+// Loading it once per image is harmless (perf keeps the latest load of an
+// address).
+//
 // Errors: those of [Image.Procedures], [Image.LineTable] and the CFI
 // decoder (a procedure without an FDE is an error: every elfimage
 // procedure has one). Cost: linear in the procedures, rows and CFI.
-func (im *Image) JitdumpFunctions() (_ []jitdump.Function, err error) {
+func (im *Image) JitdumpFunctions() ([]jitdump.Function, error) {
+	out, err := im.jitdumpFunctions(nil)
+	if err != nil {
+		return nil, err
+	}
+	if ent := entryImg.Load(); ent != nil && ent != im {
+		if out, err = ent.jitdumpFunctions(out); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(out, func(a, b jitdump.Function) int { return cmpUint(a.Addr, b.Addr) })
+	return out, nil
+}
+
+// jitdumpFunctions appends the functions of im's procedures to out.
+func (im *Image) jitdumpFunctions(out []jitdump.Function) (_ []jitdump.Function, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	procs, err := im.Procedures()
 	if err != nil {
@@ -77,7 +118,6 @@ func (im *Image) JitdumpFunctions() (_ []jitdump.Function, err error) {
 	}
 	slices.SortFunc(procs, func(a, b Procedure) int { return cmpUint(a.Start, b.Start) })
 	base := uint64(im.Base())
-	out := make([]jitdump.Function, 0, len(procs))
 	var cies cieCache
 	for _, p := range procs {
 		f := jitdump.Function{Name: p.Name, Addr: base + p.Start, Code: im.data[p.Start : p.Start+p.Size : p.Start+p.Size]}

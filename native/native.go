@@ -28,10 +28,28 @@
 //     process. Compare SP with a limit above (*Stack).Bottom and abort
 //     instead (see below).
 //   - It may "abort" from any depth by loading (*Stack).EntrySP into RSP and
-//     executing RET with RAX holding the result; the trampoline keeps what it
-//     needs on the Stack above EntrySP and relies on no register but RSP and
-//     RAX, so callee-saved registers (RBX, RBP, R12-R15) may be clobbered on
-//     that path. The trampoline also clears the direction flag on return.
+//     executing RET with RAX holding the result; the trampoline and the
+//     entry routine keep what they need on the Stack above EntrySP and rely
+//     on no register but RSP and RAX, so callee-saved registers (RBX, RBP,
+//     R12-R15) may be clobbered on that path. The trampoline also clears the
+//     direction flag on return.
+//
+// # Debuggers and profilers
+//
+// The trampoline has a Go frame with a frame pointer, and it saves its SP
+// and BP at the top of the Stack before it switches (see [SavedSPOffset]).
+// When an entry routine is installed ([SetEntry]), Call calls the function
+// through it: a tiny routine (push rbp; mov rbp, rsp; call; pop rbp; ret)
+// whose call frame information describes its caller, the trampoline, by
+// those saved words. Package elfimage installs its own, in a one-procedure
+// image it registers and publishes with the user's images, the first time
+// it loads an image: code called through Call then unwinds into the Go code
+// that called Call in gdb, lldb, perf (with frame pointers the whole chain,
+// with --call-graph dwarf down to the trampoline) and elfimage's own
+// unwinder, without any CFI of the caller's making. The frames are, from
+// the called code outwards: the called code, elfimage.entry (gdb shows it
+// as "<signal handler called>"), native.trampoline, native.call,
+// native.CallErr, then Call's caller.
 //
 // The package builds everywhere: outside Linux, NewStack and Alloc return
 // errors matching errors.ErrUnsupported, and outside amd64 so does CallErr
@@ -48,6 +66,35 @@ import (
 // RCX, R8 and R9 (System V AMD64 psABI §3.2.3).
 const MaxArgs = 6
 
+// The top of every Stack while Call runs code on it, as byte offsets below
+// [Stack.Top] (call_amd64.s shows the whole layout). The entry routine
+// ([SetEntry]) finds the trampoline's Go frame through them: its call frame
+// information describes its caller, the trampoline, as the frame whose
+// stack pointer is the word at Top()-SavedSPOffset, whose frame pointer is
+// the word at Top()-SavedBPOffset and whose return address into the
+// trampoline is at Top()-EntryRoutineSPOffset, which lets debuggers and
+// unwinders step from native frames across the stack switch into Go.
+const (
+	// SavedSPOffset: the trampoline's stack pointer on the Go stack
+	// (after its prologue, as Go's call frame information for it
+	// expects).
+	SavedSPOffset = 16
+	// SavedBPOffset: the trampoline's frame pointer (RBP), which points
+	// at its frame record on the Go stack.
+	SavedBPOffset = 24
+	// EntryRoutineSPOffset: the entry routine's stack pointer at its
+	// first instruction, where the return address into the trampoline
+	// is; ≡ 8 (mod 16).
+	EntryRoutineSPOffset = 40
+	// EntrySPOffset: the called code's stack pointer at its first
+	// instruction ([Stack.EntrySP]), where the return address into the
+	// entry routine (or the trampoline, without one) is; ≡ 8 (mod 16).
+	// The 8 bytes above it hold the frame pointer the entry routine
+	// pushes. The word at Top()-8 is left unused: perf's DWARF unwinder
+	// cannot read the last word of its copy of the stack.
+	EntrySPOffset = 56
+)
+
 // Errors returned by CallErr (and panicked with by Call), matched with
 // errors.Is.
 var (
@@ -62,7 +109,46 @@ var (
 	// ErrBusy: another call is running on the Stack (a Stack serves one call
 	// at a time), or Close was called while a call runs.
 	ErrBusy = errors.New("native: stack in use by another call")
+	// ErrEntrySet: SetEntry was asked to replace the installed entry
+	// routine by another one.
+	ErrEntrySet = errors.New("native: another entry routine is installed")
 )
+
+// SetEntry installs the entry routine through which every later [Call]
+// calls its function: machine code at pc that must stay mapped and
+// executable for the rest of the process. Package elfimage installs its
+// own (the entry image, whose procedure is named elfimage.entry) when it
+// loads its first image, so programs that load images never call
+// SetEntry; without an entry routine Call calls the function directly.
+//
+// The routine exists for its call frame information, which is what lets
+// debuggers and unwinders cross the stack switch: it is entered with RSP =
+// Top()-[EntryRoutineSPOffset] (≡ 8 mod 16; the return address into the
+// trampoline is there), the words at Top()-[SavedSPOffset] and
+// Top()-[SavedBPOffset] holding the trampoline's Go SP and BP, the
+// argument registers and AL loaded for the function and the function's
+// address in R11. It must call R11 with RSP = [Stack.EntrySP] after the
+// CALL, passing RDI, RSI, RDX, RCX, R8, R9 and RAX on unchanged, and must
+// then return the function's RAX to the trampoline with its own RET (RSP =
+// Top()-32 after it); `push rbp; mov rbp, rsp; call r11; pop rbp; ret` is
+// such a routine. Its CFI describes its caller as the trampoline frame
+// whose SP, BP and return address those words give.
+//
+// Errors: ErrEntrySet when a different routine is installed already (it
+// cannot be replaced: calls may be running through it; installing the same
+// pc again succeeds), an error for pc 0, and errors.ErrUnsupported outside
+// amd64. Cost: one atomic compare-and-swap; each Call then costs one more
+// call and return.
+func SetEntry(pc uintptr) error {
+	if pc == 0 {
+		return errors.New("native: entry routine at address 0")
+	}
+	return setEntry(pc)
+}
+
+// Entry returns the address of the installed entry routine ([SetEntry]),
+// or 0 when Call calls functions directly. It costs one atomic load.
+func Entry() uintptr { return entry() }
 
 // Call calls the machine code at fn on Stack s with up to six integer
 // arguments and returns RAX. See CallErr for the contract; Call panics with

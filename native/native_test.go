@@ -401,6 +401,107 @@ func TestGuardPageKills(t *testing.T) {
 	}
 }
 
+// entryRoutine is the entry routine of package elfimage's entry image,
+// push rbp; mov rbp, rsp; call r11; pop rbp; ret, mapped once per process
+// (an entry routine cannot be replaced).
+var entryRoutine = sync.OnceValue(func() uintptr {
+	code := []byte{0x55, 0x48, 0x89, 0xe5, 0x41, 0xff, 0xd3, 0x5d, 0xc3}
+	mem, err := unix.Mmap(-1, 0, len(code), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		panic(err)
+	}
+	copy(mem, code)
+	if err := unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		panic(err)
+	}
+	return uintptr(unsafe.Pointer(&mem[0]))
+})
+
+// codeLoad: mov rax, [rdi]; ret — returns the word at its argument.
+var codeLoad = []byte{0x48, 0x8b, 0x07, 0xc3}
+
+// TestDirectCall: without an installed routine, the trampoline calls the
+// code itself, with the same entry SP; the return address into the
+// trampoline is then at EntrySP.
+func TestDirectCall(t *testing.T) {
+	if Entry() != 0 {
+		t.Skip("an entry routine is installed (TestEntryRoutine ran before)")
+	}
+	checkTop(t, func(ra uintptr) bool {
+		f := runtime.FuncForPC(ra - 1)
+		return f != nil && strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.trampoline")
+	}, false)
+}
+
+// TestEntryRoutine installs an entry routine and checks that calls keep
+// their contract through it (arguments, result, entry SP, abort) and that
+// the top of the stack holds what the routine's CFI reads (checkTop).
+func TestEntryRoutine(t *testing.T) {
+	if err := SetEntry(0); err == nil {
+		t.Error("SetEntry(0) succeeded")
+	}
+	pc := entryRoutine()
+	if err := SetEntry(pc); err != nil {
+		t.Fatalf("SetEntry: %v", err)
+	}
+	if err := SetEntry(pc); err != nil {
+		t.Errorf("SetEntry of the installed routine again: %v", err)
+	}
+	if err := SetEntry(pc + 1); !errors.Is(err, ErrEntrySet) {
+		t.Errorf("SetEntry of another routine: %v, want ErrEntrySet", err)
+	}
+	if Entry() != pc {
+		t.Errorf("Entry() = %#x, want %#x", Entry(), pc)
+	}
+	TestCallReturn(t)
+	TestCallArgs(t)
+	TestEntryAlignment(t)
+	TestAbort(t)
+	checkTop(t, func(ra uintptr) bool { return ra == pc+7 }, true)
+}
+
+// checkTop checks the top of a Stack during a call: the trampoline's SP
+// and BP, whose frame record returns into native.call, the return address
+// at EntrySP, which entryRA must accept, and with an entry routine the
+// return address into the trampoline and the frame record the routine
+// pushed.
+func checkTop(t *testing.T, entryRA func(uintptr) bool, routine bool) {
+	t.Helper()
+	s := newStack(t, 64<<10)
+	load := loadCode(t, codeLoad)
+	word := func(off uintptr) uintptr { return Call(load, s, s.Top()-off) }
+	var here int
+	goSP, goBP := word(SavedSPOffset), word(SavedBPOffset)
+	if here := uintptr(unsafe.Pointer(&here)); goSP >= here || here-goSP > 4096 {
+		t.Errorf("saved SP %#x is not just below this frame (%#x) on the goroutine stack", goSP, here)
+	}
+	if goBP != goSP+8 {
+		t.Errorf("saved BP %#x, want the trampoline's frame record at SP+8 = %#x", goBP, goSP+8)
+	}
+	// The trampoline's frame record: [BP] is native.call's BP, [BP+8] the
+	// return address into native.call. Read through the native code, on
+	// the goroutine stack that is still live during the call.
+	caller := runtime.FuncForPC(Call(load, s, goBP+8) - 1)
+	if caller == nil || caller.Name() != "github.com/elfimage/elfimage/native.call" {
+		t.Errorf("the trampoline's frame record returns into %v, want native.call", caller)
+	}
+	if routine {
+		ra := word(EntryRoutineSPOffset)
+		if f := runtime.FuncForPC(ra - 1); f == nil || !strings.HasPrefix(f.Name(), "github.com/elfimage/elfimage/native.trampoline") {
+			t.Errorf("return address %#x at Top-%d is in %v, want native.trampoline", ra, EntryRoutineSPOffset, f)
+		}
+		if got := word(EntrySPOffset - 8); got != goBP {
+			t.Errorf("frame pointer pushed by the entry routine %#x, want the trampoline's %#x", got, goBP)
+		}
+	}
+	if got := word(EntrySPOffset); !entryRA(got) {
+		t.Errorf("return address at EntrySP %#x is not into the entry routine", got)
+	}
+}
+
+// BenchmarkCall measures Call of mov eax, 42; ret. It calls the code
+// directly unless an entry routine was installed before it ran (go test
+// -run NONE runs no test, so none is); BenchmarkCallEntry installs one.
 func BenchmarkCall(b *testing.B) {
 	s := newStack(b, 64<<10)
 	fn := loadCode(b, codeRet42)
@@ -408,6 +509,15 @@ func BenchmarkCall(b *testing.B) {
 	for b.Loop() {
 		Call(fn, s)
 	}
+}
+
+// BenchmarkCallEntry is BenchmarkCall through the entry routine of
+// package elfimage (installed for the rest of the process).
+func BenchmarkCallEntry(b *testing.B) {
+	if err := SetEntry(entryRoutine()); err != nil {
+		b.Fatal(err)
+	}
+	BenchmarkCall(b)
 }
 
 func ExampleCall() {

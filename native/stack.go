@@ -31,27 +31,6 @@ const (
 	stateClosed
 )
 
-// trampolineSize is the number of bytes at the top of every Stack that the
-// call trampoline uses for Go's saved SP and BP.
-const trampolineSize = 16
-
-// Where the call trampoline keeps the Go caller's frame while native code
-// runs, as byte offsets from the called code's entry SP ([Stack.EntrySP],
-// which holds the return address into the trampoline). Generated code
-// whose call frame information describes its caller through them (CFA =
-// [EntrySP+CallerSPOffset] + 8, return address at CFA-8, RBP at
-// EntrySP+CallerBPOffset) lets debuggers and unwinders step from native
-// frames straight into the Go frame that called [Call], skipping the
-// trampoline, whose own Go-generated CFI cannot describe the stack switch.
-const (
-	// CallerSPOffset: the Go stack pointer at the trampoline's entry,
-	// where the return address into the calling Go function is.
-	CallerSPOffset = 16
-	// CallerBPOffset: the Go frame pointer (RBP) of the calling Go
-	// function.
-	CallerBPOffset = 8
-)
-
 // NewStack maps a Stack of size bytes, rounded up to whole pages, plus one
 // guard page below it, with mmap(2) (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE|
 // MAP_STACK: pages cost memory only once touched). size must be > 0. The
@@ -80,9 +59,9 @@ func NewStack(size int) (*Stack, error) {
 }
 
 // Top returns the exclusive top of the stack: a page-aligned (so 16-byte
-// aligned) address; the usable range is [Bottom(), Top()). Call uses the 16
-// bytes [Top()-16, Top()) for its own state; see EntrySP. Top is valid until
-// Close and costs nothing.
+// aligned) address; the usable range is [Bottom(), Top()). Call uses the 48
+// bytes [Top()-48, Top()) for its own state (see [EntrySPOffset]); the called
+// code's frame starts at EntrySP. Top is valid until Close and costs nothing.
 func (s *Stack) Top() uintptr { return s.top }
 
 // Bottom returns the lowest usable address, just above the guard page.
@@ -93,10 +72,11 @@ func (s *Stack) Bottom() uintptr { return s.bottom }
 func (s *Stack) Size() int { return int(s.top - s.bottom) }
 
 // EntrySP returns the value of RSP at the entry of the function Call runs:
-// Top()-24, ≡ 8 (mod 16), where the return address into the trampoline
-// lies. Code that loads EntrySP into RSP and executes RET returns from Call
-// with its RAX, whatever its depth and whatever it did to other registers.
-func (s *Stack) EntrySP() uintptr { return s.top - trampolineSize - 8 }
+// Top()-EntrySPOffset (Top()-56), ≡ 8 (mod 16), where the return address
+// into the entry routine (or the trampoline) lies. Code that loads EntrySP
+// into RSP and executes RET returns from Call with its RAX, whatever its
+// depth and whatever it did to other registers.
+func (s *Stack) EntrySP() uintptr { return s.top - EntrySPOffset }
 
 // Close unmaps the stack. It returns ErrBusy (and unmaps nothing) while a
 // call runs on s, ErrClosed if s was already closed, or the munmap error.

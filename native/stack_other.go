@@ -28,7 +28,7 @@ func (s *Stack) Bottom() uintptr { return s.bottom }
 func (s *Stack) Size() int { return int(s.top - s.bottom) }
 
 // EntrySP returns the value of RSP at the entry of the called function.
-func (s *Stack) EntrySP() uintptr { return s.top - 24 }
+func (s *Stack) EntrySP() uintptr { return s.top - EntrySPOffset }
 
 // Close does nothing outside Linux.
 func (s *Stack) Close() error { return nil }

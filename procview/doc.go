@@ -62,9 +62,10 @@
 // start that /tmp/perf-PID.map or the symbol table gives). The switch
 // package native's trampoline makes from the Go stack to a native stack
 // is crossed through the Go stack and frame pointers it saved at the top
-// of the native stack (the rule the Scheme runtime's %enter FDE states
-// in CFI), both from the trampoline's return address and from a frame
-// without a frame record just below it (%enter when it is not
+// of the native stack (the rule the library's entry routine,
+// elfimage.entry, states in CFI when its image is published), both from
+// the trampoline's return address and from a frame without a frame
+// record just below it (the entry routine or the code it calls, when not
 // published). Each Frame says how it was found (Frame.Method). Code
 // outside every module is named from the perf map (View.LoadPerfMap,
 // which trusts it only when owned by root or the process's user).

@@ -153,12 +153,16 @@ func symbolAt(syms []symEntry, addr uint64) (symEntry, bool) {
 }
 
 // Package native's call trampoline (native/call_amd64.s) switches from the
-// Go stack to a native stack: it saves the Go stack pointer at its entry
-// and the Go frame pointer at EntrySP+native.CallerSPOffset and
-// EntrySP+native.CallerBPOffset, where EntrySP, the called code's stack
-// pointer at entry, holds the return address into the trampoline. Its own
-// (Go-generated) call frame information cannot describe the switch; these
-// are the symbol names it has in a Go binary's symbol table.
+// Go stack to a native stack: it saves its own stack and frame pointers
+// (its frame record on the Go stack) at Top-native.SavedSPOffset and
+// Top-native.SavedBPOffset of the native stack (Top is page aligned) and
+// calls the entry routine from there, so the return address into the
+// trampoline is at Top-native.EntryRoutineSPOffset, or, without an entry
+// routine, calls the code itself and the return address is at
+// Top-native.EntrySPOffset. Its own (Go-generated) call frame
+// information cannot describe the switch (the library's entry routine
+// does, when its image is published); these are the symbol names it has
+// in a Go binary's symbol table.
 var trampolineSymbols = []string{
 	"github.com/elfimage/elfimage/native.trampoline.abi0",
 	"github.com/elfimage/elfimage/native.trampoline",
@@ -200,10 +204,9 @@ func (v *View) isTrampolineReturn(pc uint64) bool {
 }
 
 // trampolineEntry looks, in the few words at and above sp, for the return
-// address into the trampoline that a frame without a frame record, called
-// by the trampoline (the Scheme runtime's %enter: sub $8,%rsp; call), has
-// just above it, and returns its address: the entry stack pointer of the
-// called code.
+// address into the trampoline that a frame without a frame record near the
+// top of a native stack (the entry routine before its push, or the code it
+// called) has just above it, and returns its address.
 func (v *View) trampolineEntry(mem unwind.Memory, sp uint64) (uint64, bool) {
 	for k := uint64(0); k < 4; k++ {
 		w, err := mem.ReadUint64(sp + 8*k)
@@ -215,33 +218,45 @@ func (v *View) trampolineEntry(mem unwind.Memory, sp uint64) (uint64, bool) {
 }
 
 // stepTrampoline computes the Go caller of native.Call's trampoline from
-// the values it saved above entrySP (see trampolineSymbols), as the Scheme
-// runtime's %enter FDE does: rsp = [E+CallerSPOffset]+8, rip at
-// [E+CallerSPOffset], rbp at E+CallerBPOffset; cur's CFA is
-// E+CallerSPOffset+8, the top of the native stack.
-func (v *View) stepTrampoline(u *unwind.Unwinder, cur, caller *unwind.Frame, entrySP uint64) error {
-	goSP, err := u.Mem.ReadUint64(entrySP + native.CallerSPOffset)
-	if err != nil {
-		return fmt.Errorf("reading the Go stack pointer native.Call saved at %#x: %w", entrySP+native.CallerSPOffset, err)
+// the values it saved at the top of the native stack, whose return address
+// into the trampoline is at raAddr (see trampolineSymbols): its SP and BP,
+// and through its frame record at BP on the Go stack the caller's BP and
+// return address; rsp = BP+16, the trampoline's CFA, which becomes cur's.
+func (v *View) stepTrampoline(u *unwind.Unwinder, cur, caller *unwind.Frame, raAddr uint64) error {
+	const page = 4096 // native stacks are mmap'd: their top is page aligned
+	top := raAddr + native.EntryRoutineSPOffset
+	if top%page != 0 {
+		top = raAddr + native.EntrySPOffset // called without an entry routine
 	}
-	goBP, err := u.Mem.ReadUint64(entrySP + native.CallerBPOffset)
-	if err != nil {
-		return fmt.Errorf("reading the Go frame pointer native.Call saved at %#x: %w", entrySP+native.CallerBPOffset, err)
+	if top%page != 0 {
+		return fmt.Errorf("%w: the return address into native.Call's trampoline at %#x is not at the top of a native stack", unwind.ErrImplausible, raAddr)
 	}
-	if goSP%8 != 0 || goSP == 0 {
-		return fmt.Errorf("%w: the Go stack pointer %#x native.Call saved at %#x is not aligned", unwind.ErrImplausible, goSP, entrySP+native.CallerSPOffset)
-	}
-	ra, err := u.Mem.ReadUint64(goSP)
+	goSP, err := u.Mem.ReadUint64(top - native.SavedSPOffset)
 	if err != nil {
-		return fmt.Errorf("reading the return address at the Go stack pointer %#x native.Call saved: %w", goSP, err)
+		return fmt.Errorf("reading the Go stack pointer native.Call saved at %#x: %w", top-native.SavedSPOffset, err)
+	}
+	goBP, err := u.Mem.ReadUint64(top - native.SavedBPOffset)
+	if err != nil {
+		return fmt.Errorf("reading the Go frame pointer native.Call saved at %#x: %w", top-native.SavedBPOffset, err)
+	}
+	if goSP%8 != 0 || goSP == 0 || goBP < goSP || goBP-goSP > 1<<10 || goBP%8 != 0 {
+		return fmt.Errorf("%w: the Go stack and frame pointers %#x, %#x native.Call saved at %#x are not its frame's", unwind.ErrImplausible, goSP, goBP, top-native.SavedBPOffset)
+	}
+	ra, err := u.Mem.ReadUint64(goBP + 8)
+	if err != nil {
+		return fmt.Errorf("reading the return address in the trampoline's frame record at %#x: %w", goBP, err)
+	}
+	callerBP, err := u.Mem.ReadUint64(goBP)
+	if err != nil {
+		return fmt.Errorf("reading the trampoline's frame record at %#x: %w", goBP, err)
 	}
 	if err := u.PlausibleReturn(ra, addressSpace{v}); err != nil {
-		return fmt.Errorf("native.Call's saved Go stack pointer %#x: %w", goSP, err)
+		return fmt.Errorf("native.Call's saved Go frame pointer %#x: %w", goBP, err)
 	}
-	cur.CFA = entrySP + native.CallerSPOffset + 8
-	*caller = unwind.Frame{PC: ra, SP: goSP + 8, Method: unwind.MethodStackSwitch}
-	caller.Regs.Set(arch.X86_64_RSP, goSP+8)
-	caller.Regs.Set(arch.X86_64_RBP, goBP)
+	cur.CFA = goBP + 16
+	*caller = unwind.Frame{PC: ra, SP: goBP + 16, Method: unwind.MethodStackSwitch}
+	caller.Regs.Set(arch.X86_64_RSP, goBP+16)
+	caller.Regs.Set(arch.X86_64_RBP, callerBP)
 	caller.Regs.Set(arch.X86_64_RA, ra)
 	return nil
 }

@@ -102,11 +102,13 @@ func stacksWhen(t *testing.T, pid, tries int, ok func([]procview.Thread) bool) (
 // TestStacksUnpublished: a process running image code linked in memory
 // and announced only in its perf map (run -jit -perf-map, no -gdb): the
 // spinning thread is named from /tmp/perf-PID.map, unwound by frame
-// pointer through the six down frames, %start and %enter (which has no
-// frame record), crosses native.Call's stack switch into native.call and
-// goes on by CFI to main.main and runtime.goexit, where it ends cleanly.
-// Every frame eu-stack -p shows (it walks by frame pointer too, and stops
-// at %enter) has our pc, in every thread.
+// pointer through the six down frames, %start and the library's entry
+// routine elfimage.entry (also in the perf map) into native.trampoline,
+// crosses native.Call's stack switch into native.call and goes on by CFI
+// to main.main and runtime.goexit, where it ends cleanly. Every frame
+// eu-stack -p shows (it walks by frame pointer too) has our pc, in every
+// thread, up to native.trampoline, which eu-stack unwinds by its Go CFI
+// with the native stack pointer.
 func TestStacksUnpublished(t *testing.T) {
 	euStack := tooltest.Require(t, "eu-stack")
 	pid := startDown(t, "-jit", "-perf-map")
@@ -122,7 +124,7 @@ func TestStacksUnpublished(t *testing.T) {
 	}
 	th := spinning(threads)
 	seq := funcSeq(th)
-	want := []string{"spin", "down", "down", "down", "down", "down", "down", "%start", "%enter", "github.com/elfimage/elfimage/native.call"}
+	want := []string{"spin", "down", "down", "down", "down", "down", "down", "%start", "elfimage.entry", "github.com/elfimage/elfimage/native.trampoline", "github.com/elfimage/elfimage/native.call"}
 	if len(seq) < len(want) || strings.Join(seq[:len(want)], " ") != strings.Join(want, " ") {
 		t.Fatalf("spinning thread: %v, want it to start with %v\n%s", seq, want, dumpThreads(threads))
 	}
@@ -144,7 +146,7 @@ func TestStacksUnpublished(t *testing.T) {
 		if f.Method != m {
 			t.Errorf("frame %d (%v) found by %v, want %v", i, seq[i], f.Method, m)
 		}
-		if i < len(want)-1 && f.Module != perfMap {
+		if i < len(want)-2 && f.Module != perfMap {
 			t.Errorf("frame %d: module %q, want %s", i, f.Module, perfMap)
 		}
 	}
@@ -169,9 +171,13 @@ func TestStacksUnpublished(t *testing.T) {
 				t.Errorf("thread %d frame %d: pc %#x, eu-stack %#x\nours:\n%s\neu-stack: %#x", threads[i].TID, j, ours[j].PC, theirs[j], dumpThreads(threads[i:i+1]), theirs)
 				break
 			}
+			if len(ours[j].Funcs) > 0 && strings.HasPrefix(ours[j].Funcs[0].Function, "github.com/elfimage/elfimage/native.trampoline") {
+				n = j + 1
+				break // eu-stack goes on from here by the trampoline's Go CFI, with the native stack pointer
+			}
 		}
-		if &threads[i] == th && (len(theirs) < len(want)-1 || len(ours) <= len(theirs)) {
-			t.Errorf("spinning thread: eu-stack %d frames, ours %d; want eu-stack to walk to %%enter and ours further", len(theirs), len(ours))
+		if &threads[i] == th && (n < len(want)-1 || len(ours) <= n) {
+			t.Errorf("spinning thread: %d frames agree with eu-stack, ours %d; want agreement down to native.trampoline and ours further", n, len(ours))
 		}
 	}
 }

@@ -268,9 +268,10 @@ func funcSeq(th *procview.Thread) []string {
 
 // TestStacksSpin: for a child running spin.scm's image (mapped from its
 // file, published with -gdb; or linked in memory, -jit -gdb), Stacks shows
-// the spinning thread in spin, then %start, the signal frame %enter, the
-// Go frames of native.call down to main.main, each thread's physical frames
-// with the same functions as gdb's `thread apply all bt`.
+// the spinning thread in spin, then %start, the library's entry frame
+// elfimage.entry (a signal frame), the Go frames from native.trampoline down
+// to main.main, each thread's physical frames with the same functions as
+// gdb's `thread apply all bt`.
 func TestStacksSpin(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
 	dir := fixture(t)
@@ -305,7 +306,7 @@ func TestStacksSpin(t *testing.T) {
 				}
 			}
 			seq := funcSeq(th)
-			want := []string{"spin", "%start", "<signal handler called>", "github.com/elfimage/elfimage/native.call"}
+			want := []string{"spin", "%start", "<signal handler called>", "github.com/elfimage/elfimage/native.trampoline", "github.com/elfimage/elfimage/native.call"}
 			if len(seq) < len(want) || strings.Join(seq[:len(want)], " ") != strings.Join(want, " ") {
 				t.Errorf("spinning thread: %v, want it to start with %v", seq, want)
 			}
@@ -320,8 +321,8 @@ func TestStacksSpin(t *testing.T) {
 			if !strings.HasPrefix(f0.Module, wantMod) || f0.Funcs[0].File != filepath.Join(dir, "spin.scm") || f0.Funcs[0].Line < 1 || f0.Funcs[0].Line > 4 {
 				t.Errorf("frame 0: module %q, %+v; want module %s..., spin.scm:1-4", f0.Module, f0.Funcs, wantMod)
 			}
-			if !th.Frames[2].Signal || th.Frames[2].Funcs[0].Function != "%enter" {
-				t.Errorf("frame 2: %+v, want the signal frame %%enter", th.Frames[2])
+			if !th.Frames[2].Signal || th.Frames[2].Funcs[0].Function != "elfimage.entry" {
+				t.Errorf("frame 2: %+v, want the signal frame elfimage.entry", th.Frames[2])
 			}
 			g := gdbStacks(t, gdb, dir, pid)
 			for i := range threads {

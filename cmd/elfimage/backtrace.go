@@ -65,10 +65,10 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 			fmt.Fprintf(w, "        %s%s = %s\n", strings.Repeat("  ", indentOf(l.Depth)), l.Name, val)
 		}
 	}
+	// The walk ends cleanly (err nil) at the Go frame that called the
+	// image through the library's entry frame: the capture holds the
+	// library's stack only, and that frame needs no more of it.
 	switch {
-	case err != nil && len(frames) > 0 && frames[len(frames)-1].Proc.Internal && frames[len(frames)-1].Proc.Name == scheme.EntryProc:
-		// The capture holds the library stack only: the walk ends at the
-		// entry procedure, whose caller's frame is on the Go stack.
 	case errors.Is(err, elfimage.ErrMaxFrames):
 		fmt.Fprintf(w, "  ... (more frames not shown)\n")
 	case err != nil:

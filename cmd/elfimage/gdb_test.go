@@ -268,9 +268,9 @@ func TestGDB(t *testing.T) {
 }
 
 // checkHostFrames checks that a bt continues from the image's frames (the
-// first n) through %start and %enter, which gdb shows as a signal frame,
-// into the Go frames of the host, down to main.main, with no frame gdb
-// could not name.
+// first n) through %start and the library's entry frame (elfimage.entry,
+// which gdb shows as a signal frame), into the Go frames of the host, from
+// native.trampoline down to main.main, with no frame gdb could not name.
 func checkHostFrames(t *testing.T, what, block string) {
 	t.Helper()
 	var frameLines []string
@@ -279,8 +279,8 @@ func checkHostFrames(t *testing.T, what, block string) {
 			frameLines = append(frameLines, l)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^#\d+\s+(0x[0-9a-f]+ in )?%start \(\)\n#\d+\s+<signal handler called>\n#\d+\s+0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.call \(`).MatchString(strings.Join(frameLines, "\n")) {
-		t.Errorf("%s: want %%start, <signal handler called> (%%enter), then native.call:\n%s", what, block)
+	if !regexp.MustCompile(`(?m)^#\d+\s+(0x[0-9a-f]+ in )?%start \(\)\n#\d+\s+<signal handler called>\n#\d+\s+0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.trampoline \(\) at \S+/native/call_amd64\.s:\d+\n#\d+\s+0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.call \(`).MatchString(strings.Join(frameLines, "\n")) {
+		t.Errorf("%s: want %%start, <signal handler called> (elfimage.entry), native.trampoline, then native.call:\n%s", what, block)
 	}
 	fs := gdbtest.Frames(block)
 	if len(fs) == 0 || fs[len(fs)-1].Func != "main.main" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -52,23 +53,25 @@ func lldbSession(t *testing.T, f *gdbFixture, lldb string, mode gdbMode, cmds []
 // memory (run -jit -gdb prog.scm): breakpoints by name set before the
 // image exists resolve when it is published and stop; bt names each
 // procedure with its arguments and file:line, recursion included, and
-// continues through the runtime's entry code into the Go frames up to
-// main.main; frame variable shows the arguments of the selected frame;
-// the program then runs to its end with its normal output.
+// continues through the runtime's entry code and the library's entry
+// frame into the Go frames up to main.main; frame variable shows the
+// arguments of the selected frame; the program then runs to its end with
+// its normal output.
 //
 // What LLDB shows between the Scheme procedures and the Go frames (today,
 // lldb-19):
 //
 //	frame #4: 0x00007ffff7e21456 JIT(0x7ffff7e1b040)`main at prog.scm:35:12
 //	frame #5: 0x00007ffff7e21026 JIT(0x7ffff7e1b040)`%start + 22
-//	frame #6: 0x00007ffff7e21009 JIT(0x7ffff7e1b040)`%enter + 9
-//	frame #7: 0x0000000000578225 elfimage`github.com/elfimage/elfimage/native.call at call_amd64.go:27
+//	frame #6: 0x00007ffff7e25007 JIT(0x7ffff7e1e040)`elfimage.entry + 7
+//	frame #7: 0x0000000000578eeb elfimage`github.com/elfimage/elfimage/native.trampoline.abi0 at call_amd64.s:46
 //
-// the runtime's entry stubs, named from the image's .symtab, with an
-// offset instead of a line (they have no line rows), then the Go frame
-// that called into the image. The test asserts their shape (named frames
-// of the image without file:line), not their names, which belong to the
-// Scheme runtime.
+// the runtime's entry stub, named from the image's .symtab, with an
+// offset instead of a line (it has no line rows), the library's entry
+// frame in the entry image's own symbol file (elfimage.EntryName), then
+// the Go frames that called into the image. The test asserts the shape of
+// the runtime's frames (named frames of the image without file:line), not
+// their names, which belong to the Scheme runtime.
 func TestLLDB(t *testing.T) {
 	lldb := tooltest.Require(t, lldbtest.Names...)
 	f := setupCLI(t)
@@ -127,8 +130,12 @@ func TestLLDB(t *testing.T) {
 			if k == 2 || k == len(fs) {
 				t.Errorf("bt: %d frames of the image after main and %d after them, want both > 0", k-2, len(fs)-k)
 			}
+			if k < len(fs) && (fs[k].Func != elfimage.EntryName || !strings.HasPrefix(fs[k].Module, "JIT(") || fs[k].Module == img) {
+				t.Errorf("frame %d after the image's frames: %+v, want %s in the entry image's JIT module", k, fs[k], elfimage.EntryName)
+			}
+			k++
 			reached := false
-			for _, fr := range fs[k:] {
+			for _, fr := range fs[min(k, len(fs)):] {
 				if fr.Module != "elfimage" {
 					t.Errorf("frame %d after the image's frames is in module %q, want elfimage", fr.Num, fr.Module)
 				}

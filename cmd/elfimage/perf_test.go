@@ -536,20 +536,34 @@ func testPerfJitdump(t *testing.T, f *perfFixture) {
 	dumpPath := dumps[0]
 	f.perfOutput(t, "inject", "--jit", "-i", data, "-o", injected)
 
-	// The dump: every procedure loaded once, with the image's code size.
+	// The dump: every procedure loaded once, with the image's code size,
+	// and the library's entry routine (from the entry image), through
+	// which the image's code is called.
 	d, err := jitdump.ReadFile(dumpPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ent, err := elfimage.EntryImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entProcs, err := ent.Procedures()
+	if err != nil || len(entProcs) != 1 || entProcs[0].Name != elfimage.EntryName {
+		t.Fatalf("entry image procedures %+v, %v", entProcs, err)
+	}
 	loads := map[string]jitdump.LoadedCode{}
 	for _, c := range d.Code() {
 		loads[c.Name] = c
-		if p, ok := f.procs[c.Name]; !ok || p.Size != c.CodeSize {
+		p, ok := f.procs[c.Name]
+		if c.Name == elfimage.EntryName {
+			p, ok = entProcs[0], true
+		}
+		if !ok || p.Size != c.CodeSize {
 			t.Errorf("dump loads %s of %#x bytes; the image has %+v", c.Name, c.CodeSize, p)
 		}
 	}
 	pid := int(d.Header.PID)
-	for _, name := range []string{"spin", "work", "main"} {
+	for _, name := range []string{"spin", "work", "main", elfimage.EntryName} {
 		if _, ok := loads[name]; !ok {
 			t.Fatalf("dump does not load %s", name)
 		}
@@ -606,8 +620,9 @@ func testPerfJitdump(t *testing.T, f *perfFixture) {
 	}
 
 	// The call graphs (frame pointers) of the samples in spin: spin, work,
-	// main, %start, %enter and on into the Go code that called the image
-	// (about ten frames down to runtime.main).
+	// main, %start, the library's entry routine and on into the Go code
+	// that called the image (native.trampoline, native.call, ... about ten
+	// frames down to runtime.main).
 	// (Without srcline: perf runs addr2line on every Go frame, which takes
 	// seconds; the lines of the callers' .so files are checked below.)
 	chained, _ := parseScript(t, f.perfOutput(t, "script", "-i", injected, "-F", "ip,sym,symoff,dso"), true)
@@ -626,7 +641,7 @@ func testPerfJitdump(t *testing.T, f *perfFixture) {
 		chains++
 	}
 	if spins < 100 || chains*10 < spins*8 {
-		t.Errorf("%d samples in spin, %d of them with the call graph spin<-work<-main<-%%start<-%%enter<-Go: want at least 100, more than 80%%", spins, chains)
+		t.Errorf("%d samples in spin, %d of them with the call graph spin<-work<-main<-%%start<-%s<-Go: want at least 100, more than 80%%", spins, chains, elfimage.EntryName)
 	}
 	t.Logf("%d samples in JIT code, %d in spin, %d of those with the whole call graph; %d disagreeing", n, spins, chains, bad)
 
@@ -636,11 +651,12 @@ func testPerfJitdump(t *testing.T, f *perfFixture) {
 }
 
 // checkChain checks a call graph starting in spin: spin, work, main,
-// %start and %enter, each in its own jitted .so, the callers at offsets
-// that can be return addresses (inside the procedure, not its first byte),
-// then only frames of the CLI (the Go code that called the image).
+// %start and the library's entry routine, each in its own jitted .so, the
+// callers at offsets that can be return addresses (inside the procedure,
+// not its first byte), then only frames of the CLI (the Go code that
+// called the image).
 func (f *perfFixture) checkChain(frames []perfFrame, soOf func(string) string) error {
-	want := []string{"spin", "work", "main", "%start", "%enter"}
+	want := []string{"spin", "work", "main", "%start", elfimage.EntryName}
 	if len(frames) < len(want)+1 {
 		return fmt.Errorf("%d frames, want at least %d", len(frames), len(want)+1)
 	}
@@ -654,16 +670,17 @@ func (f *perfFixture) checkChain(frames []perfFrame, soOf func(string) string) e
 		}
 	}
 	// Go's test binaries have no symbol table, so perf names none of
-	// these frames; they must be the CLI's, all of them (native.CallErr,
-	// scheme.Run, main.run, runtime.main, ... and no garbage).
+	// these frames; they must be the CLI's, all of them
+	// (native.trampoline, native.call, native.CallErr, scheme.Run,
+	// main.run, runtime.main, ... and no garbage).
 	goFrames := frames[len(want):]
 	for _, fr := range goFrames {
 		if fr.DSO != f.cli {
-			return fmt.Errorf("below %%enter: frame %s in %s, want only frames of %s", fr.Sym, fr.DSO, f.cli)
+			return fmt.Errorf("below %s: frame %s in %s, want only frames of %s", elfimage.EntryName, fr.Sym, fr.DSO, f.cli)
 		}
 	}
 	if len(goFrames) < 4 {
-		return fmt.Errorf("below %%enter: %d frames of %s, want the Go frames down to runtime.main", len(goFrames), f.cli)
+		return fmt.Errorf("below %s: %d frames of %s, want the Go frames down to runtime.main", elfimage.EntryName, len(goFrames), f.cli)
 	}
 	return nil
 }

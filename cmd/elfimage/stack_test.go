@@ -57,7 +57,8 @@ func stackJSONOf(t *testing.T, pid int) (stackJSON, string) {
 // TestStack: `elfimage stack PID` on a child spinning in image code (run
 // -jit -gdb: the image is known only through the GDB JIT interface) prints
 // the spinning thread as gdb's bt would, with spin's argument, the
-// column, and how each frame was found, spin to main.main, and --json
+// column, and how each frame was found, spin to main.main through the
+// library's entry frame (a signal frame) and native.trampoline, and --json
 // the same frames.
 func TestStack(t *testing.T) {
 	f := setupGDB(t)
@@ -69,8 +70,9 @@ func TestStack(t *testing.T) {
 	// The main thread reaches spin just after printing "ready".
 	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin \(n=\d+\) at \S*spin\.scm:[1-4]:\d+ \[jit@0x[0-9a-f]+\] via registers\n` +
 		`#1  0x[0-9a-f]{16} in %start \(\) \[jit@0x[0-9a-f]+\] via cfi\n` +
-		`#2  0x[0-9a-f]{16} in %enter \(\) \(signal frame\) \[jit@0x[0-9a-f]+\] via cfi\n` +
-		`#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call \(fn=\d+, top=\d+, .*\) at \S+/native/call_amd64.go:\d+ \[\S+\] via signal\n`)
+		`#2  0x[0-9a-f]{16} in elfimage\.entry \(\) \(signal frame\) \[jit@0x[0-9a-f]+\] via cfi\n` +
+		`#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? \(\) at \S+/native/call_amd64\.s:\d+ \[\S+\] via signal\n` +
+		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, top=\d+, .*\) at \S+/native/call_amd64\.go:\d+ \[\S+\] via cfi\n`)
 	text := stackUntil(t, spinRE, childPID)
 	if !spinRE.MatchString(text) {
 		t.Fatalf("no thread in spin:\n%s", text)
@@ -88,7 +90,7 @@ func TestStack(t *testing.T) {
 		if len(fs) > 3 && len(fs[0].Funcs) > 0 && fs[0].Funcs[0].Function == "spin" {
 			found = true
 			f0 := fs[0].Funcs[0]
-			if !fs[2].Signal || fs[2].Funcs[0].Function != "%enter" || !strings.HasPrefix(fs[0].Module, "[jit@") ||
+			if !fs[2].Signal || fs[2].Funcs[0].Function != "elfimage.entry" || !strings.HasPrefix(fs[0].Module, "[jit@") ||
 				f0.Column == 0 || f0.Args == nil || len(*f0.Args) != 1 || (*f0.Args)[0].Name != "n" {
 				t.Errorf("spinning thread: %+v", fs[:3])
 			}
@@ -111,9 +113,10 @@ func TestStack(t *testing.T) {
 
 // TestStackUnpublished: for code linked in memory and announced only in
 // the perf map (run -jit -perf-map, without -gdb), stack names the
-// procedures from /tmp/perf-PID.map, unwinds them by frame pointer,
-// crosses native.Call's stack switch into the Go frames and reaches
-// main.main; --json says the same, with no error for that thread.
+// procedures and the library's entry routine from /tmp/perf-PID.map,
+// unwinds them by frame pointer into native.trampoline, crosses
+// native.Call's stack switch into the Go frames and reaches main.main;
+// --json says the same, with no error for that thread.
 func TestStackUnpublished(t *testing.T) {
 	f := setupGDB(t)
 	dir := t.TempDir()
@@ -126,8 +129,9 @@ func TestStackUnpublished(t *testing.T) {
 	q := regexp.QuoteMeta("[" + perfMap + "]")
 	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin ` + q + ` via registers\n` +
 		`#1  0x[0-9a-f]{16} in %start ` + q + ` via (fp|prologue|epilogue)\n` +
-		`#2  0x[0-9a-f]{16} in %enter ` + q + ` via fp\n` +
-		`#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n` +
+		`#2  0x[0-9a-f]{16} in elfimage\.entry ` + q + ` via fp\n` +
+		`#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? \(\) at \S+/native/call_amd64\.s:\d+ \[\S+\] via fp\n` +
+		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n` +
 		`(#\d+ .*\n)*` +
 		`#\d+ +0x[0-9a-f]{16} in main.main \(\) at \S+ \[\S+\] via cfi\n`)
 	text := stackUntil(t, spinRE, pid)

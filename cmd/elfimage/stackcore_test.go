@@ -70,7 +70,7 @@ func TestStackCore(t *testing.T) {
 		if code := run([]string{"stack", pid}, &out, &errb); code != 0 {
 			t.Fatalf("stack: exit %d: %s", code, errb.String())
 		}
-		if strings.Contains(out.String(), " in spin at ") {
+		if strings.Contains(out.String(), " in spin (") {
 			break
 		}
 		if try == 50 {
@@ -116,7 +116,7 @@ func TestStackCore(t *testing.T) {
 		t.Logf("thread %d: %d lines compared with gdb's %d", tid, n, len(g))
 		if len(o) > 0 && o[0] == "spin" {
 			spinning++
-			if n < 10 || !strings.Contains(strings.Join(o, " "), "spin %start <signal handler called> github.com/elfimage/elfimage/native.call") {
+			if n < 10 || !strings.Contains(strings.Join(o, " "), "spin %start <signal handler called> github.com/elfimage/elfimage/native.trampoline github.com/elfimage/elfimage/native.call") {
 				t.Errorf("spinning thread: %d lines compared: ours %v, gdb %v", n, o, g)
 			}
 		}
@@ -147,7 +147,7 @@ func TestStackCore(t *testing.T) {
 			t.Errorf("thread %d: %d frames with -max 5", th.TID, len(th.Frames))
 		}
 		if fs := th.Frames; len(fs) > 2 && len(fs[0].Funcs) > 0 && fs[0].Funcs[0].Function == "spin" {
-			if !fs[2].Signal || fs[2].Funcs[0].Function != "%enter" || fs[0].Funcs[0].Line < 1 || fs[0].Funcs[0].Column < 1 {
+			if !fs[2].Signal || fs[2].Funcs[0].Function != "elfimage.entry" || fs[0].Funcs[0].Line < 1 || fs[0].Funcs[0].Column < 1 {
 				t.Errorf("spinning thread: %+v", fs[:3])
 			}
 			if th.Error == "" {

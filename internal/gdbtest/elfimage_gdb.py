@@ -10,12 +10,16 @@
 # six little-endian uint64: version (1), action (1 loaded, 2 unloaded),
 # base, size, text (address of the first executable segment) and the
 # address of the NUL-terminated image path. On each hit this script runs
-# `add-symbol-file PATH -o BASE` (or `remove-symbol-file -a TEXT`) and
+# `add-symbol-file PATH -o BASE` (or `remove-symbol-file -a TEXT`; an image
+# loaded from memory, whose PATH is no file, is copied from the process's
+# memory to a temporary file first) and
 # lets the program continue without stopping, so that pending breakpoints
 # on procedures and file:line locations of the image resolve.
 
+import atexit
 import os
 import struct
+import tempfile
 
 import gdb
 
@@ -29,8 +33,11 @@ MAX_PATH = 4096
 # Set to False to silence the one-line notes printed per image.
 verbose = True
 
-# Images added, by base address: (path, text address).
+# Images added, by base address: (path, text address, temporary copy or None).
 images = {}
+
+# Largest in-memory image copied to a temporary file (bytes).
+MAX_IMAGE = 1 << 30
 
 
 def note(msg):
@@ -87,12 +94,50 @@ def on_loaded():
         # that it was stepping over this hook's breakpoint: the hook hits a
         # second time for the same event. Do nothing then.
         return
+    tmp = None
+    symfile = path
     if not os.path.isfile(path):
-        note("image %s at %#x is not a file; no symbols" % (path, base))
-        return
-    gdb.execute("add-symbol-file %s -o %#x" % (quote(path), base), to_string=True)
-    images[base] = (path, text)
+        # An image loaded from memory (elfimage.Load, and the library's
+        # entry image): the whole file is mapped at base, the section
+        # header table last. Copy it to a temporary file.
+        tmp = copy_from_memory(base)
+        if tmp is None:
+            note("image %s at %#x is not a file and not readable; no symbols" % (path, base))
+            return
+        symfile = tmp
+    gdb.execute("add-symbol-file %s -o %#x" % (quote(symfile), base), to_string=True)
+    images[base] = (path, text, tmp)
     note("added symbol file %s at %#x" % (path, base))
+
+
+def copy_from_memory(base):
+    """Writes the ELF file mapped at base to a temporary file and returns
+    its name, or None when it cannot be read."""
+    inf = gdb.selected_inferior()
+    try:
+        hdr = bytes(inf.read_memory(base, 64))
+        if hdr[:4] != b"\x7fELF" or hdr[4] != 2:
+            return None
+        shoff, = struct.unpack_from("<Q", hdr, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", hdr, 0x3a)
+        size = shoff + shentsize * shnum
+        if shoff == 0 or size > MAX_IMAGE:
+            return None
+        data = bytes(inf.read_memory(base, size))
+    except gdb.MemoryError:
+        return None
+    fd, name = tempfile.mkstemp(prefix="elfimage-", suffix=".elf")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    atexit.register(remove_quietly, name)
+    return name
+
+
+def remove_quietly(name):
+    try:
+        os.remove(name)
+    except OSError:
+        pass
 
 
 def on_unloaded():
@@ -101,11 +146,13 @@ def on_unloaded():
         raise gdb.GdbError("gdbImageUnloaded with action %d" % action)
     if base not in images:
         return
-    path, text = images.pop(base)
+    path, text, tmp = images.pop(base)
     if text:
         gdb.execute("remove-symbol-file -a %#x" % text, to_string=True)
     else:
-        gdb.execute("remove-symbol-file %s" % quote(path), to_string=True)
+        gdb.execute("remove-symbol-file %s" % quote(tmp or path), to_string=True)
+    if tmp:
+        remove_quietly(tmp)
     note("removed symbol file %s at %#x" % (path, base))
 
 

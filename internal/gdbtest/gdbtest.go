@@ -30,7 +30,9 @@ import (
 // github.com/elfimage/elfimage.gdbImageLoaded and gdbImageUnloaded; on
 // each hit it reads the global gdbImageEvent (version, action, base, size,
 // text address, path address: six little-endian uint64), runs
-// `add-symbol-file PATH -o BASE` or `remove-symbol-file -a TEXT`, prints
+// `add-symbol-file PATH -o BASE` or `remove-symbol-file -a TEXT` (an image
+// loaded from memory, whose PATH names no file, such as the library's entry
+// image, is first copied from the process's memory to a temporary file), prints
 // "elfimage: added symbol file PATH at 0xBASE" (or "removed ...") and lets
 // the program continue. It also sets `breakpoint pending on`,
 // `confirm off`, `print thread-events off` and

@@ -9,7 +9,6 @@ import (
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/frame"
-	"github.com/elfimage/elfimage/native"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -20,11 +19,6 @@ type cfiRow struct {
 	rbpRule frame.Op // OpSameValue (CIE default here) or OpOffset
 	rbpOff  int64
 	raUndef bool
-	// host: the row describes the caller through the native call
-	// trampoline's saved Go frame (%enter's expression rules); hostExpr
-	// are the expressions for rsp, the return address and rbp.
-	host     bool
-	hostExpr [3][]byte
 	// saved[r] is the CFA offset where the caller's value of DWARF
 	// register r is saved (OpOffset), 0 when it is the same value.
 	saved [17]int64
@@ -66,18 +60,6 @@ func cfiRows(p *elfimage.Proc) []cfiRow {
 			case frame.OpUndefined:
 				if in.Reg == arch.X86_64_RA {
 					cur.raUndef = true
-				}
-			case frame.OpValExpression, frame.OpExpression:
-				cur.host = true
-				switch {
-				case in.Op == frame.OpValExpression && in.Reg == arch.X86_64_RSP:
-					cur.hostExpr[0] = in.Expr
-				case in.Op == frame.OpExpression && in.Reg == arch.X86_64_RA:
-					cur.hostExpr[1] = in.Expr
-				case in.Op == frame.OpExpression && in.Reg == arch.X86_64_RBP:
-					cur.hostExpr[2] = in.Expr
-				default:
-					simFail("%s: unexpected %v rule for register %d", p.Name, in.Op, in.Reg)
 				}
 			case frame.OpRememberState:
 				stack = append(stack, cur)
@@ -286,53 +268,6 @@ func procVars(p *elfimage.Proc) []simVar {
 // simulateVars.
 func simulate(p *elfimage.Proc) error { return simulateVars(p, nil) }
 
-// checkEnter checks %enter's rows at every instruction: with d the bytes
-// pushed since entry (rsp tracked through the decoded instructions) and
-// s = rsp+d+native.CallerSPOffset where the trampoline keeps Go's stack
-// pointer, the CFA must be s+8, the caller's rsp [s]+8, its return
-// address at [s] and its rbp at rsp+d+native.CallerBPOffset.
-func checkEnter(p *elfimage.Proc) error {
-	rows := cfiRows(p)
-	depth := int64(0)
-	expr := func(off int64, tail ...byte) []byte {
-		b := dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_breg0) + byte(arch.X86_64_RSP)}, off)
-		return append(b, tail...)
-	}
-	for off := 0; off < len(p.Code); {
-		r := rows[off]
-		goSP := depth + native.CallerSPOffset
-		want := [3][]byte{
-			expr(goSP, byte(dwarf.DW_OP_deref), byte(dwarf.DW_OP_plus_uconst), 8),
-			expr(goSP, byte(dwarf.DW_OP_deref)),
-			expr(depth + native.CallerBPOffset),
-		}
-		for i := range want {
-			if !r.host || r.cfaReg != arch.X86_64_RSP || r.cfaOff != goSP+8 || !slices.Equal(r.hostExpr[i], want[i]) {
-				return fmt.Errorf("%s+%#x: CFA rsp%+d, rules %x, want CFA rsp%+d, rules %x at depth %d", p.Name, off, r.cfaOff, r.hostExpr, goSP+8, want, depth)
-			}
-		}
-		in, err := x86asm.Decode(p.Code[off:], 64)
-		if err != nil {
-			return fmt.Errorf("%s+%#x: %v", p.Name, off, err)
-		}
-		if in.Op == x86asm.SUB || in.Op == x86asm.ADD {
-			if reg, ok := in.Args[0].(x86asm.Reg); ok && reg == x86asm.RSP {
-				imm := int64(in.Args[1].(x86asm.Imm))
-				if in.Op == x86asm.SUB {
-					depth += imm
-				} else {
-					depth -= imm
-				}
-			}
-		}
-		off += in.Len
-	}
-	if depth != 0 {
-		return fmt.Errorf("%s: rsp not restored (depth %d at the end)", p.Name, depth)
-	}
-	return nil
-}
-
 // simulateVars walks every path through p's code from its entry,
 // simulating the effect of each instruction on rsp, rbp and the values in
 // registers and frame slots, and checks at every reached instruction
@@ -349,9 +284,6 @@ func checkEnter(p *elfimage.Proc) error {
 // Values meet at joins (a slot holds a variable only if it does on every
 // path), so the checks hold for every path.
 func simulateVars(p *elfimage.Proc, defs map[uint32]srcPos) (err error) {
-	if p.Name == symEnter {
-		return checkEnter(p)
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			e, ok := r.(simError)
@@ -730,8 +662,8 @@ func TestCFIExact(t *testing.T) {
 			}
 			checkLines(t, p)
 		}
-		if enter := m.Procs[0]; enter.Name != symEnter || m.Entry != symEnter {
-			t.Errorf("%s: the entry procedure is %s (module entry %s), want %s first", name, enter.Name, m.Entry, symEnter)
+		if start := m.Procs[0]; start.Name != symStart || m.Entry != symStart {
+			t.Errorf("%s: the entry procedure is %s (module entry %s), want %s first", name, start.Name, m.Entry, symStart)
 		}
 	}
 }
@@ -760,20 +692,5 @@ func TestCFISimulatorFails(t *testing.T) {
 		} else {
 			t.Logf("without op %d: %v", drop, err)
 		}
-	}
-	// %enter's rows are checked against the rsp depth: one row off by 8
-	// must be rejected.
-	enter := *m.Procs[0]
-	enter.CFI = append([]frame.Insn(nil), m.Procs[0].CFI...)
-	for i, in := range enter.CFI {
-		if in.PC > 0 && in.Op == frame.OpValExpression { // the row after sub rsp, 8
-			enter.CFI[i].Expr = []byte{byte(dwarf.DW_OP_breg0) + byte(arch.X86_64_RSP), 16, byte(dwarf.DW_OP_deref), byte(dwarf.DW_OP_plus_uconst), 8}
-			break
-		}
-	}
-	if err := simulate(&enter); err == nil {
-		t.Errorf("the %s check accepted a CFA expression that ignores the sub rsp, 8", symEnter)
-	} else {
-		t.Logf("%%enter with a stale row: %v", err)
 	}
 }

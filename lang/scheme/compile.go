@@ -47,7 +47,7 @@ func compile(filename string, src []byte) (*elfimage.Module, defMap, error) {
 		File:     filename,
 		CompDir:  dir,
 		Producer: Producer,
-		Entry:    symEnter,
+		Entry:    symStart,
 	}
 	if err := c.run(forms); err != nil {
 		return nil, nil, err
@@ -118,7 +118,7 @@ func (c *compiler) run(forms []datum) (err error) {
 	if len(main.params) != 0 {
 		c.errorf(main.pos, "main takes no parameters")
 	}
-	c.mod.Procs = append(c.mod.Procs, genEnter(), genStart())
+	c.mod.Procs = append(c.mod.Procs, genStart())
 	for _, p := range c.order {
 		c.mod.Procs = append(c.mod.Procs, c.compileProc(p))
 	}

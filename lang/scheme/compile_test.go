@@ -72,7 +72,7 @@ func TestCompileErrors(t *testing.T) {
 
 func TestCompileModule(t *testing.T) {
 	m := compileFile(t, "kernels.scm")
-	if m.Entry != symEnter || m.File != "kernels.scm" || m.Producer == "" {
+	if m.Entry != symStart || m.File != "kernels.scm" || m.Producer == "" {
 		t.Errorf("module header: %+v", m)
 	}
 	byName := map[string]*elfimage.Proc{}
@@ -93,7 +93,7 @@ func TestCompileModule(t *testing.T) {
 	if len(tak.Params) != 3 || string(tak.Params[2].Location) != "\x91\x58" { // fbreg(-40)
 		t.Errorf("tak params: %+v", tak.Params)
 	}
-	for _, n := range []string{symCapture, symDisplayInt, symDisplayString, symWrite, symStart, symEnter} {
+	for _, n := range []string{symCapture, symDisplayInt, symDisplayString, symWrite, symStart} {
 		if p := byName[n]; p == nil || !p.Internal {
 			t.Errorf("runtime proc %s missing or not internal", n)
 		}

@@ -73,15 +73,16 @@ const MaxFrameSize = 32 << 10
 // CFA: the return address, saved rbp, saved r15 and 8 bytes of padding.
 const startFrameSize = 32
 
-// EntryProc is the name of the procedure the host calls first (the
-// module's entry point): its call frame information describes the Go
-// caller of the native trampoline, so a walk of a capture, which holds
-// only the native stack, ends there.
-const EntryProc = symEnter
+// EntryProc is the name of the procedure the host calls first through
+// native.Call (the module's entry point). Its caller is the library's
+// entry routine (elfimage.EntryName), whose call frame information
+// describes the stack switch, so debuggers and unwinders go on from there
+// into the Go code that called native.Call; a walk of a capture, which
+// holds only the native stack, ends cleanly at that Go frame.
+const EntryProc = symStart
 
 // Names of the runtime procedures and data every module contains.
 const (
-	symEnter         = "%enter"
 	symStart         = "%start"
 	symCapture       = "%capture"
 	symDisplayInt    = "%display-int"

@@ -106,6 +106,6 @@ func runFlat(t testing.TB, src string, opts RunOptions) (*Result, *flatImage, er
 		t.Fatal(err)
 	}
 	f := loadFlat(t, m)
-	res, err := runEntry(f.syms[symEnter], opts, f.inImage)
+	res, err := runEntry(f.syms[symStart], opts, f.inImage)
 	return res, f, err
 }

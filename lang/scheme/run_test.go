@@ -213,7 +213,7 @@ func TestConcurrentRuns(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			res, err := runEntry(f.syms[symEnter], RunOptions{StackSize: 256 << 10}, f.inImage)
+			res, err := runEntry(f.syms[symStart], RunOptions{StackSize: 256 << 10}, f.inImage)
 			if err == nil && res.Value != 17711 {
 				err = errors.New("wrong value")
 			}

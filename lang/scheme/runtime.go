@@ -3,9 +3,7 @@ package scheme
 import (
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
-	"github.com/elfimage/elfimage/native"
 )
 
 // This file generates the runtime support procedures every module
@@ -13,63 +11,18 @@ import (
 // (push rbp; mov rbp, rsp; ...; leave; ret with exact CFI) and use only
 // caller-saved registers besides rbp; r15 holds the control block.
 
-// genEnter generates the procedure the host calls first, %enter(ctl),
-// directly from the native call trampoline:
-//
-//	sub rsp, 8; call %start; add rsp, 8; ret
-//
-// It exists for its call frame information, which describes its caller as
-// the Go function that called native.Call, skipping the trampoline (whose
-// Go-generated CFI cannot describe the stack switch). With d the bytes
-// pushed since entry and E the entry SP, every row says:
-//
-//	CFA = E + native.CallerSPOffset + 8: the top of the native stack,
-//	      above every frame on it (debuggers check that CFAs grow outwards)
-//	rsp = [E + native.CallerSPOffset] + 8: the Go stack pointer once the
-//	      trampoline returns (DW_CFA_val_expression)
-//	rip at [E + native.CallerSPOffset] (DW_CFA_expression): the return
-//	      address into the Go caller
-//	rbp at E + native.CallerBPOffset (DW_CFA_expression)
-//
-// and E is expressed as rsp + d. The FDE is a signal frame (augmentation
-// "S"): gdb refuses a caller whose CFA is below its callee's ("previous
-// frame inner to this frame") except next to a signal frame, and Go
-// stacks lie below the native stack. gdb therefore shows this frame as
-// "<signal handler called>" and goes on into the Go frames; elfimage's
-// unwinder and gdb both find the Go caller. The sub keeps %start's entry
-// SP at 8 mod 16, as the psABI wants.
-func genEnter() *elfimage.Proc {
-	a := newAsm()
-	breg := func(off int64, tail ...byte) []byte {
-		b := dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_breg0) + byte(arch.X86_64_RSP)}, off)
-		return append(b, tail...)
-	}
-	rows := func(d int64) {
-		goSP := d + native.CallerSPOffset
-		a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.X86_64_RSP, Offset: goSP + 8})
-		a.addCFI(frame.Insn{Op: frame.OpValExpression, Reg: arch.X86_64_RSP, Expr: breg(goSP, byte(dwarf.DW_OP_deref), byte(dwarf.DW_OP_plus_uconst), 8)})
-		a.addCFI(frame.Insn{Op: frame.OpExpression, Reg: arch.X86_64_RA, Expr: breg(goSP, byte(dwarf.DW_OP_deref))})
-		a.addCFI(frame.Insn{Op: frame.OpExpression, Reg: arch.X86_64_RBP, Expr: breg(d + native.CallerBPOffset)})
-	}
-	rows(0)
-	a.aluImm(aluSub, rsp, 8)
-	rows(8)
-	a.call(symStart)
-	a.aluImm(aluAdd, rsp, 8)
-	rows(0)
-	a.ret()
-	a.finish()
-	return &elfimage.Proc{Name: symEnter, Code: a.code, CFI: a.cfi, Relocs: a.relocs, Internal: true, SignalFrame: true}
-}
-
-// genStart generates the entry stub %enter calls as %start(ctl):
+// genStart generates the procedure the host calls first, %start(ctl),
+// through native.Call:
 //
 //	push rbp; mov rbp, rsp; push r15; sub rsp, 8
 //	mov r15, rdi; mov [r15+savedSP], rsp
 //	call main
 //	mov r15, [rbp-8]; leave; ret
 //
-// Its CFI is that of any procedure; unwinders continue into %enter.
+// Its CFI is that of any procedure. Its caller is the library's entry
+// routine (elfimage.EntryName, in the entry image), whose CFI describes the
+// stack switch: unwinders go on from there into the Go frames that called
+// native.Call, with nothing the module has to provide.
 func genStart() *elfimage.Proc {
 	a := newAsm()
 	a.prologue()

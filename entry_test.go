@@ -1,0 +1,378 @@
+package elfimage
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/native"
+	"github.com/elfimage/elfimage/unwind"
+)
+
+// entryForTest returns the entry image, loading an image first as a
+// program would.
+func entryForTest(t *testing.T) *Image {
+	t.Helper()
+	b, err := Link(&Module{File: "t.s", Procs: []*Proc{{Name: "ret", Code: []byte{0xc3}}}}, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := Load("t.elf", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { im.Close() })
+	ent, err := EntryImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ent
+}
+
+// TestEntryImage: loading an image installs the entry image's routine in
+// native; the image is registered but not listed, cannot be closed, has
+// one internal procedure EntryName with a signal-frame FDE covering exactly
+// its code, and readelf and llvm-dwarfdump accept it.
+func TestEntryImage(t *testing.T) {
+	ent := entryForTest(t)
+	if again, err := EntryImage(); again != ent || err != nil {
+		t.Errorf("second EntryImage: %p, %v; want the same image", again, err)
+	}
+	if native.Entry() != ent.Entry() || ent.Entry() == 0 {
+		t.Errorf("native.Entry() = %#x, the entry image's entry %#x", native.Entry(), ent.Entry())
+	}
+	if got, err := Lookup(ent.Entry()); got != ent || err != nil {
+		t.Errorf("Lookup(entry) = %v, %v", got, err)
+	}
+	for _, im := range Images() {
+		if im == ent {
+			t.Error("Images() lists the entry image")
+		}
+	}
+	if err := ent.Close(); !errors.Is(err, ErrEntryImage) {
+		t.Errorf("Close of the entry image: %v, want ErrEntryImage", err)
+	}
+	if got, err := Lookup(ent.Entry()); got != ent || err != nil {
+		t.Errorf("after Close: Lookup(entry) = %v, %v", got, err)
+	}
+	procs, err := ent.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(procs) != 1 || procs[0].Name != EntryName || !procs[0].Internal || procs[0].Size != uint64(len(entryCode)) ||
+		uintptr(procs[0].Start)+ent.Base() != ent.Entry() {
+		t.Fatalf("procedures %+v, want the one internal %s of %d bytes at the entry", procs, EntryName, len(entryCode))
+	}
+
+	readelf := tooltest.Require(t, "readelf")
+	dwarfdump := tooltest.Require(t, "llvm-dwarfdump")
+	path := t.TempDir() + "/entry.elf"
+	if err := WriteFile(path, entryModule(), LinkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(readelf, "--debug-dump=frames", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readelf: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `Augmentation:          "zRS"`) || strings.Count(string(out), "FDE cie=") != 1 ||
+		!strings.Contains(string(out), "pc=0000000000001000..0000000000001009") {
+		t.Errorf("readelf --debug-dump=frames: want one FDE of the 9 bytes at 0x1000 on a zRS CIE:\n%s", out)
+	}
+	if out, err := exec.Command(dwarfdump, "--verify", path).CombinedOutput(); err != nil || !strings.Contains(string(out), "No errors.") {
+		t.Errorf("llvm-dwarfdump --verify: %v\n%s", err, out)
+	}
+}
+
+// TestEntryCFI unwinds the entry routine at every instruction boundary
+// over a synthetic top of a native stack laid out as the trampoline
+// leaves it (Top-16: its SP, Top-24: its BP, Top-40: the return address
+// into it), with rsp and rbp as the routine's code has them there: the
+// caller must be the trampoline's frame, and the frame a signal frame.
+func TestEntryCFI(t *testing.T) {
+	ent := entryForTest(t)
+	src, err := ent.unwindSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const top = 0x7f00_0000_0000
+	const goSP, goBP, raTramp = 0xc000_1230, 0xc000_1238, 0x4d_7eeb
+	mem := &unwind.Snapshot{Base: top - 64, Data: make([]byte, 64)}
+	put := func(below, v uint64) { binary.LittleEndian.PutUint64(mem.Data[64-below:], v) }
+	put(native.SavedSPOffset, goSP)
+	put(native.SavedBPOffset, goBP)
+	put(native.EntryRoutineSPOffset, raTramp)
+	put(native.EntrySPOffset-8, goBP) // pushed by the routine
+	entrySP := uint64(top - native.EntryRoutineSPOffset)
+	for _, c := range []struct {
+		off       uint64
+		rsp, rbp  uint64
+		returnAdr bool // the pc is the return address of the call
+	}{
+		{0, entrySP, goBP, false},
+		{1, entrySP - 8, goBP, false},
+		{4, entrySP - 8, entrySP - 8, false},
+		{7, entrySP - 8, entrySP - 8, true},
+		{8, entrySP, goBP, false},
+	} {
+		var regs unwind.Regs
+		regs.Set(arch.X86_64_RSP, c.rsp)
+		regs.Set(arch.X86_64_RBP, c.rbp)
+		pc := uint64(ent.Entry()) + c.off
+		cur := unwind.FirstFrame(arch.X86_64, pc, regs)
+		cur.First = !c.returnAdr
+		var caller unwind.Frame
+		if err := unwind.New(arch.X86_64, src, mem).Step(&cur, &caller); err != nil {
+			t.Errorf("entry+%d: %v", c.off, err)
+			continue
+		}
+		rbp, _ := caller.Regs.Get(arch.X86_64_RBP)
+		if caller.PC != raTramp || caller.SP != goSP || rbp != goBP || !cur.Signal || !caller.AfterSignal {
+			t.Errorf("entry+%d: caller pc %#x sp %#x rbp %#x (signal %v), want pc %#x sp %#x rbp %#x after a signal frame",
+				c.off, caller.PC, caller.SP, rbp, cur.Signal, raTramp, goSP, goBP)
+		}
+		if cur.CFA != top-32 {
+			t.Errorf("entry+%d: CFA %#x, want Top-32 %#x", c.off, cur.CFA, uint64(top-32))
+		}
+	}
+}
+
+// captureModule holds outer(buf), which calls capture(buf): capture stores
+// its caller's rbp, rsp after the return and the return address at buf,
+// buf+8 and buf+16.
+func captureModule() *Module {
+	return &Module{File: "capture.s", Entry: "outer", Procs: []*Proc{
+		{Name: "capture", Code: []byte{
+			0x48, 0x89, 0x2f, // mov [rdi], rbp
+			0x48, 0x8d, 0x44, 0x24, 0x08, // lea rax, [rsp+8]
+			0x48, 0x89, 0x47, 0x08, // mov [rdi+8], rax
+			0x48, 0x8b, 0x04, 0x24, // mov rax, [rsp]
+			0x48, 0x89, 0x47, 0x10, // mov [rdi+16], rax
+			0xc3, // ret
+		}, Lines: []LineRow{{Offset: 0, Line: 1}}},
+		{Name: "outer", Code: []byte{
+			0x55,             // push rbp
+			0x48, 0x89, 0xe5, // mov rbp, rsp
+			0xe8, 0, 0, 0, 0, // call capture
+			0x5d, // pop rbp
+			0xc3, // ret
+		}, Lines: []LineRow{{Offset: 0, Line: 3}, {Offset: 4, Line: 4}},
+			CFI:    frameCFI(),
+			Relocs: []Reloc{{Offset: 5, Type: RelocPC32, Symbol: "capture", Addend: -4}}},
+	}}
+}
+
+// frameCFI is the CFI of push rbp; mov rbp, rsp; call; pop rbp; ret.
+func frameCFI() []frame.Insn {
+	return []frame.Insn{
+		{PC: 1, Op: frame.OpDefCFAOffset, Reg: arch.X86_64_RSP, Offset: 16},
+		{PC: 1, Op: frame.OpOffset, Reg: arch.X86_64_RBP, Offset: -16},
+		{PC: 4, Op: frame.OpDefCFARegister, Reg: arch.X86_64_RBP},
+		{PC: 10, Op: frame.OpDefCFA, Reg: arch.X86_64_RSP, Offset: 8},
+		{PC: 10, Op: frame.OpSameValue, Reg: arch.X86_64_RBP},
+	}
+}
+
+// TestEntryBacktrace: registers captured inside code called through
+// native.Call unwind with Backtrace through the image's frames and the
+// library's entry frame into the Go frame that called it
+// (native.trampoline), where the walk ends cleanly.
+func TestEntryBacktrace(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("native.Call needs amd64")
+	}
+	b, err := Link(captureModule(), LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := Load("capture.elf", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	s, err := native.NewStack(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	buf, err := native.Alloc(24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer native.Free(buf)
+	native.Call(im.Entry(), s, uintptr(unsafe.Pointer(&buf[0])))
+	regs := make([]uint64, arch.X86_64.NumRegs)
+	regs[arch.X86_64_RBP] = binary.LittleEndian.Uint64(buf)
+	regs[arch.X86_64_RSP] = binary.LittleEndian.Uint64(buf[8:])
+	regs[arch.X86_64_RA] = binary.LittleEndian.Uint64(buf[16:])
+	// The native stack keeps the call's words after the return; the walk
+	// reads only the native stack.
+	mem := &unwind.Local{Lo: uint64(s.Bottom()), Hi: uint64(s.Top())}
+	frames, err := Backtrace(regs, mem, BacktraceOptions{AtCall: true})
+	if err != nil {
+		t.Fatalf("Backtrace: %v (frames %+v)", err, frames)
+	}
+	var names []string
+	for _, f := range frames {
+		names = append(names, f.Proc.Name)
+	}
+	if len(frames) != 3 || frames[0].Proc.Name != "outer" || frames[0].Pos.Line != 4 || frames[1].Proc.Name != EntryName ||
+		frames[1].Image == nil || frames[2].Image != nil {
+		t.Fatalf("frames %q (%+v), want outer at line 4, %s, then the Go caller", names, frames, EntryName)
+	}
+	fn := runtime.FuncForPC(uintptr(frames[2].PC))
+	if fn == nil || !strings.HasPrefix(fn.Name(), "github.com/elfimage/elfimage/native.trampoline") {
+		t.Errorf("the last frame's pc %#x is in %v, want native.trampoline", frames[2].PC, fn)
+	}
+	if frames[1].CFA != uint64(s.Top()-32) {
+		t.Errorf("the entry frame's CFA %#x, want Top-32 %#x", frames[1].CFA, s.Top()-32)
+	}
+}
+
+// TestEntryPublished: PublishGDB publishes the entry image with the first
+// image, and the perf map entries and jitdump functions of any image
+// include the entry routine, with its CFI, in address order.
+func TestEntryPublished(t *testing.T) {
+	ent := entryForTest(t)
+	b, err := Link(captureModule(), LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := Load("capture.elf", b, &LoadOptions{GDB: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	if !ent.GDBPublished() {
+		t.Error("the entry image is not published to gdb after PublishGDB")
+	}
+	// Published again explicitly, or with no image: nothing to do; once
+	// unpublished, PublishGDB() publishes it again.
+	if err := PublishGDB(ent); !errors.Is(err, ErrPublished) {
+		t.Errorf("PublishGDB(entry image) when published: %v, want ErrPublished", err)
+	}
+	if err := PublishGDB(); err != nil {
+		t.Errorf("PublishGDB(): %v", err)
+	}
+	if err := ent.UnpublishGDB(); err != nil || ent.GDBPublished() {
+		t.Fatalf("UnpublishGDB of the entry image: %v (published %v)", err, ent.GDBPublished())
+	}
+	if err := PublishGDB(); err != nil || !ent.GDBPublished() {
+		t.Errorf("PublishGDB() with the entry image unpublished: %v (published %v)", err, ent.GDBPublished())
+	}
+	if err := ent.UnpublishGDB(); err != nil {
+		t.Fatal(err)
+	}
+	if err := PublishGDB(ent); err != nil || !ent.GDBPublished() {
+		t.Errorf("PublishGDB(entry image): %v (published %v)", err, ent.GDBPublished())
+	}
+	entries, err := im.PerfMapEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns, err := im.JitdumpFunctions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 || len(fns) != 3 {
+		t.Fatalf("%d perf map entries, %d jitdump functions; want the image's 2 and the entry routine", len(entries), len(fns))
+	}
+	found := 0
+	for i := range entries {
+		if i > 0 && (entries[i].Start <= entries[i-1].Start || fns[i].Addr <= fns[i-1].Addr) {
+			t.Errorf("entries or functions not in address order: %+v", entries)
+		}
+		if entries[i].Name == EntryName {
+			found++
+			if entries[i].Start != uint64(ent.Entry()) || entries[i].Size != uint64(len(entryCode)) {
+				t.Errorf("perf map entry %+v, want the entry routine at %#x", entries[i], ent.Entry())
+			}
+		}
+		if fns[i].Name == EntryName {
+			found++
+			if fns[i].Addr != uint64(ent.Entry()) || string(fns[i].Code) != string(entryCode) || fns[i].CIE == nil || !fns[i].CIE.Signal || len(fns[i].CFI) == 0 {
+				t.Errorf("jitdump function %+v, want the entry routine with its signal-frame CFI", fns[i])
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("the entry routine is in %d of the two lists", found)
+	}
+	// The entry image's own lists name it once.
+	if own, err := ent.PerfMapEntries(); err != nil || len(own) != 1 {
+		t.Errorf("the entry image's perf map entries: %+v, %v", own, err)
+	}
+}
+
+// TestEntryOwnRoutine: a program that installed an entry routine of its
+// own before loading images keeps it; Open and Load work without the entry
+// image, and EntryImage says why. Runs in a child process (an entry
+// routine is installed once per process).
+func TestEntryOwnRoutine(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("entry routines need amd64")
+	}
+	if os.Getenv("ELFIMAGE_TEST_OWN_ENTRY") != "1" {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^TestEntryOwnRoutine$", "-test.v")
+		cmd.Env = append(os.Environ(), "ELFIMAGE_TEST_OWN_ENTRY=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestEntryOwnRoutine") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	code := append([]byte(nil), entryCode...)
+	mem, err := unix.Mmap(-1, 0, len(code), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(mem, code)
+	if err := unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		t.Fatal(err)
+	}
+	own := uintptr(unsafe.Pointer(&mem[0]))
+	if err := native.SetEntry(own); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Link(captureModule(), LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := Load("capture.elf", b, nil)
+	if err != nil {
+		t.Fatalf("Load with the program's own entry routine: %v", err)
+	}
+	defer im.Close()
+	if ent, err := EntryImage(); ent != nil || !errors.Is(err, native.ErrEntrySet) {
+		t.Errorf("EntryImage: %v, %v; want ErrEntrySet", ent, err)
+	}
+	if native.Entry() != own {
+		t.Errorf("native.Entry() = %#x, want the program's %#x", native.Entry(), own)
+	}
+	s, err := native.NewStack(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	buf, err := native.Alloc(24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer native.Free(buf)
+	native.Call(im.Entry(), s, uintptr(unsafe.Pointer(&buf[0])))
+	if ra := binary.LittleEndian.Uint64(buf[16:]); ra != uint64(im.Entry())+9 {
+		t.Errorf("capture's return address %#x, want outer+9 %#x", ra, im.Entry()+9)
+	}
+}

@@ -1,0 +1,320 @@
+package elfimage_test
+
+// The entry frame as the tools see it: internal/handcall, a Go program
+// that builds a Module by hand, links, loads, publishes and calls it
+// through native.Call without writing anything for debuggers, run under
+// gdb, lldb and perf. Each must go from the module's code through the
+// library's entry frame into the Go frames that called native.Call.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+var (
+	handcallOnce sync.Once
+	handcallPath string
+	handcallErr  error
+)
+
+// handcall builds internal/handcall with go build (a normal binary, with
+// its symbol table and DWARF) once per test binary and returns its path.
+func handcall(t *testing.T) string {
+	t.Helper()
+	goTool := tooltest.Require(t, "go")
+	handcallOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "elfimage-handcall-")
+		if err != nil {
+			handcallErr = err
+			return
+		}
+		handcallPath = filepath.Join(dir, "handcall")
+		if out, err := exec.Command(goTool, "build", "-o", handcallPath, "github.com/elfimage/elfimage/internal/handcall").CombinedOutput(); err != nil {
+			handcallErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if handcallErr != nil {
+		t.Fatal(handcallErr)
+	}
+	return handcallPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if handcallPath != "" {
+		os.RemoveAll(filepath.Dir(handcallPath))
+	}
+	os.Exit(code)
+}
+
+// goCallers are the Go frames every backtrace from code called through
+// native.Call must show below the entry frame, in order (gdb and lldb
+// print native.Call, inlined into main.run, as main.run's frame or as an
+// inlined frame of its own).
+var goCallers = []string{
+	"github.com/elfimage/elfimage/native.trampoline",
+	"github.com/elfimage/elfimage/native.call",
+	"github.com/elfimage/elfimage/native.CallErr",
+}
+
+// TestEntryGDB: gdb stops in add, called by spin, called through
+// native.Call; bt goes on through the entry frame (shown by gdb as
+// "<signal handler called>", see elfimage.EntryImage) and native.trampoline
+// into the Go callers, down to main.main, with no frame gdb cannot name.
+func TestEntryGDB(t *testing.T) {
+	t.Parallel()
+	gdb := tooltest.Require(t, "gdb")
+	prog := handcall(t)
+	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), NoScript: true,
+		Cmds: []string{"break add", "run -gdb -n 3", "bt", "delete", "continue"}}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("gdb session:\n%s", r.Output)
+		}
+	}()
+	if !strings.Contains(r.Blocks[1], "hit Breakpoint 1, add (a=0, b=3) at hand.s:") {
+		t.Errorf("run: no stop in add (a=0, b=3):\n%s", r.Blocks[1])
+	}
+	bt := r.Blocks[2]
+	want := `(?m)^#0 +add \(a=0, b=3\) at hand\.s:\d+\n` +
+		`#1 +0x[0-9a-f]+ in spin \(n=.*\) at hand\.s:\d+\n` +
+		`#2 +<signal handler called>\n` +
+		`#3 +0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.trampoline \(\) at \S+/native/call_amd64\.s:\d+\n` +
+		`#4 +0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.call \(.*\n` +
+		`#5 +0x[0-9a-f]+ in github\.com/elfimage/elfimage/native\.CallErr \(`
+	if !regexp.MustCompile(want).MatchString(bt) {
+		t.Errorf("bt: want add, spin, <signal handler called> (%s), %v:\n%s", elfimage.EntryName, goCallers, bt)
+	}
+	fs := gdbtest.Frames(bt)
+	if len(fs) == 0 || fs[len(fs)-1].Func != "main.main" {
+		t.Errorf("bt does not end at main.main:\n%s", bt)
+	}
+	if strings.Contains(bt, "??") || strings.Contains(bt, "Backtrace stopped") {
+		t.Errorf("bt has an unnamed frame or stopped:\n%s", bt)
+	}
+	if !strings.Contains(r.Blocks[4], "6\n") || !strings.Contains(r.Blocks[4], "exited normally") {
+		t.Errorf("continue: want the sum 6 and a normal exit:\n%s", r.Blocks[4])
+	}
+}
+
+// lldbFrameRE is one frame of lldb's bt: number, pc, module`function.
+var lldbFrameRE = regexp.MustCompile("(?m)^\\s*\\*?\\s*frame #(\\d+): 0x[0-9a-f]+( (\\S+?)`([^\\s(]+))?")
+
+// TestEntryLLDB: lldb (its GDB JIT loader reads the published images)
+// stops in add and its bt goes through spin, the entry frame (named, lldb
+// needs no signal frame) and native.trampoline into the Go callers, down to
+// main.main and runtime.goexit, every frame named.
+func TestEntryLLDB(t *testing.T) {
+	t.Parallel()
+	lldb := tooltest.Require(t, "lldb-19", "lldb")
+	prog := handcall(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Go preempts goroutines with SIGURG: lldb must pass it silently,
+	// which it can be told only once the process exists.
+	cmd := exec.CommandContext(ctx, lldb, "--batch", "--no-lldbinit",
+		"-o", "process launch --stop-at-entry -- -gdb -n 3",
+		"-o", "process handle -p true -s false -n false SIGURG",
+		"-o", "breakpoint set -n add",
+		"-o", "continue",
+		"-o", "bt",
+		"-o", "process kill",
+		prog)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("lldb timed out:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("lldb: %v\n%s", err, out)
+	}
+	text := string(out)
+	i := strings.Index(text, "(lldb) bt")
+	if i < 0 {
+		t.Fatalf("no bt in lldb's output:\n%s", text)
+	}
+	bt := text[i:]
+	if j := strings.Index(bt, "(lldb) process kill"); j >= 0 {
+		bt = bt[:j]
+	}
+	var names []string
+	for _, m := range lldbFrameRE.FindAllStringSubmatch(bt, -1) {
+		if m[4] == "" {
+			t.Errorf("frame #%s has no function:\n%s", m[1], bt)
+		}
+		names = append(names, strings.TrimSuffix(m[4], ".abi0"))
+	}
+	want := append([]string{"add", "spin", elfimage.EntryName}, goCallers...)
+	if len(names) < len(want) || strings.Join(names[:len(want)], " ") != strings.Join(want, " ") {
+		t.Errorf("lldb bt frames %q, want them to start with %q:\n%s", names, want, bt)
+	}
+	if !strings.Contains(strings.Join(names, " "), "main.main runtime.main runtime.goexit") {
+		t.Errorf("lldb bt frames %q do not reach main.main and runtime.goexit:\n%s", names, bt)
+	}
+	if !strings.Contains(bt, "`add(a=0, b=3) at hand.s:") {
+		t.Errorf("lldb bt: frame 0 is not add(a=0, b=3) at hand.s:\n%s", bt)
+	}
+}
+
+// perfFrame is one frame of a perf script call chain: symbol and DSO.
+type perfFrame struct{ sym, dso string }
+
+var perfFrameRE = regexp.MustCompile(`^\s*[0-9a-f]+ (.+) \((.+)\)$`)
+
+// perfChains runs perf script on data and returns each sample's frames.
+func perfChains(t *testing.T, perf, home, data string) [][]perfFrame {
+	t.Helper()
+	out := perfRun(t, perf, home, "script", "-i", data, "-F", "ip,sym,dso")
+	var chains [][]perfFrame
+	for _, block := range strings.Split(out, "\n\n") {
+		var c []perfFrame
+		for _, l := range strings.Split(block, "\n") {
+			if m := perfFrameRE.FindStringSubmatch(l); m != nil {
+				c = append(c, perfFrame{strings.TrimSuffix(m[1], ".abi0"), m[2]})
+			}
+		}
+		if len(c) > 0 {
+			chains = append(chains, c)
+		}
+	}
+	return chains
+}
+
+// perfRun runs perf with HOME set to home (its build-id cache and
+// configuration stay in the test's directory) and returns its standard
+// output.
+func perfRun(t *testing.T, perf, home string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(perf, args...)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	cmd.Dir = home
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// entryChain checks one call chain of a sample in the module's code:
+// module frames (add, spin) in jitted .so files, then the entry routine,
+// then the Go callers of native.Call up to depth frames of them (all of
+// goCallers and main.main when depth is 0). It returns "" or what is
+// wrong.
+func entryChain(c []perfFrame, depth int) string {
+	i := 0
+	for i < len(c) && (c[i].sym == "add" || c[i].sym == "spin") && strings.Contains(c[i].dso, "jitted-") {
+		i++
+	}
+	if i == 0 {
+		return "not a sample in the module"
+	}
+	if i == len(c) || c[i].sym != elfimage.EntryName || !strings.Contains(c[i].dso, "jitted-") {
+		return fmt.Sprintf("frame %d is not %s in a jitted .so", i, elfimage.EntryName)
+	}
+	rest := c[i+1:]
+	want := goCallers
+	if depth > 0 {
+		want = want[:depth]
+	}
+	for j, w := range want {
+		if j >= len(rest) || rest[j].sym != w {
+			return fmt.Sprintf("frame %d after the entry frame is %v, want %s", j, rest[j:min(j+1, len(rest))], w)
+		}
+	}
+	if depth == 0 {
+		for _, f := range rest {
+			if f.sym == "main.main" {
+				return ""
+			}
+		}
+		return "no main.main"
+	}
+	return ""
+}
+
+// TestEntryPerf records handcall spinning (announced in a jitdump) with
+// perf, with frame-pointer call graphs and with DWARF call graphs, and
+// checks what each shows past the module's frames: with frame pointers
+// (the kernel walks RBP across the stack switch; the entry routine and the
+// trampoline keep frame records) the chain goes on through the entry
+// routine and every Go caller down to main.main; with --call-graph dwarf
+// (perf unwinds a copy of the library stack with the jitted .so files'
+// CFI) it reaches native.trampoline, the Go frame the entry frame
+// describes, and stops there: the Go stack is not in the copy.
+func TestEntryPerf(t *testing.T) {
+	t.Parallel()
+	perf := tooltest.Require(t, "perf")
+	prog := handcall(t)
+	home := t.TempDir()
+	probe := filepath.Join(home, "probe.data")
+	if out, err := exec.Command(perf, "record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", "true").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("perf cannot record here (CI is set, so this is a failure): %v\n%s", err, out)
+		}
+		t.Skipf("perf cannot record here (perf_event_open refused?); skipping: %v\n%s", err, out)
+	}
+	for _, mode := range []struct {
+		name  string
+		flags []string
+		depth int
+	}{
+		{"fp", []string{"-g"}, 0},
+		{"dwarf", []string{"--call-graph", "dwarf"}, 1},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := filepath.Join(home, mode.name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			data, injected := filepath.Join(dir, "perf.data"), filepath.Join(dir, "perf.inj.data")
+			args := append([]string{"record", "-e", "cpu-clock", "-N", "-q", "-k", "1", "-o", data}, mode.flags...)
+			args = append(args, "--", prog, "-jitdump", dir, "-n", "100000000")
+			if out := perfRun(t, perf, home, args...); !strings.Contains(out, "5000000050000000") {
+				t.Fatalf("handcall under perf printed %q, want the sum 5000000050000000", out)
+			}
+			perfRun(t, perf, home, "inject", "--jit", "-i", data, "-o", injected)
+			n, good, further := 0, 0, 0
+			var bad []string
+			for _, c := range perfChains(t, perf, home, injected) {
+				why := entryChain(c, mode.depth)
+				if why == "not a sample in the module" {
+					continue
+				}
+				n++
+				if why != "" {
+					if len(bad) < 5 {
+						bad = append(bad, fmt.Sprintf("%s: %v", why, c))
+					}
+					continue
+				}
+				good++
+				if last := c[len(c)-1]; last.sym != "github.com/elfimage/elfimage/native.trampoline" {
+					further++
+				}
+			}
+			t.Logf("%s: %d samples in the module, %d with the expected chain, %d of them going past native.trampoline", mode.name, n, good, further)
+			if n < 100 || good*10 < n*8 {
+				t.Errorf("%s: %d samples in the module, %d with the chain through %s into Go: want at least 100, 80%%; for example:\n%s",
+					mode.name, n, good, elfimage.EntryName, strings.Join(bad, "\n"))
+			}
+		})
+	}
+}
