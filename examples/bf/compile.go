@@ -28,7 +28,7 @@ type Options struct {
 	// net count, on one line) into "set the cell to zero".
 	Fold bool
 	// EOF is the value , stores in the cell at the end of the input: 0 to
-	//255, or KeepCell.
+	// 255, or KeepCell.
 	EOF int
 }
 
@@ -51,6 +51,7 @@ type SyntaxError struct {
 	Msg       string
 }
 
+// Error returns "file:line:column: message".
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
@@ -263,8 +264,8 @@ func Compile(file, compDir string, src []byte, opts Options) (*elfimage.Module, 
 				}
 			}
 			retry := len(a.code)
-			a.emit(0xb8)                                // mov eax, nr
-			a.imm32(int32(nr))                          //
+			a.emit(0xb8) // mov eax, nr
+			a.imm32(int32(nr))
 			a.emit(0x41, 0x8b, 0x7c, 0x24, byte(fd))    // mov edi, [r12+fd]
 			a.emit(0x48, 0x89, 0xde)                    // mov rsi, rbx
 			a.emit(0xba, 0x01, 0x00, 0x00, 0x00)        // mov edx, 1

@@ -38,17 +38,20 @@
 //
 // Commands become:
 //
-//   - and -   add byte [rbx], n
-//     > and <   add rbx, n; lea rax, [r12+end]; cmp rbx, rax; jae/jb stub; mov [r12+data], rbx
-//     [         cmp byte [rbx], 0; je past the matching ]
-//     ]         cmp byte [rbx], 0; jne past the matching [
-//     [-], [+]  mov byte [rbx], 0
-//     .         write(vm->out, rbx, 1) as a raw system call, again on EINTR; not 1: stub
-//     ,         mov byte [rbx], EOF; read(vm->in, rbx, 1), again on EINTR; negative: stub
+//	command   code
+//	+ and -   add byte [rbx], n
+//	> and <   add rbx, n; lea rax, [r12+end]; cmp rbx, rax; jae/jb stub; mov [r12+data], rbx
+//	[         cmp byte [rbx], 0; je past the matching ]
+//	]         cmp byte [rbx], 0; jne past the matching [
+//	[-], [+]  mov byte [rbx], 0
+//	.         write(vm->out, rbx, 1) as a raw system call, again on EINTR; not 1: stub
+//	,         mov byte [rbx], EOF; read(vm->in, rbx, 1), again on EINTR; negative: stub
 //
 // With -fold (the default) a run of + and - on one line becomes one add of
 // the net amount, a run of > and < one move and one check, and [-] one
-// store; -fold=false compiles each command alone.
+// store; -fold=false compiles each command alone. Folding checks only a
+// run's net move against the ends of the tape: <> on the first cell is an
+// error without it, nothing with it.
 //
 // # Input and output
 //
@@ -59,9 +62,13 @@
 // files). This is the simplest honest design: nothing is buffered, so the
 // output is in order with anything else the process writes, a program that
 // prompts and reads works interactively, and no state goes back and forth
-// between Go and the code. The price is one system call per byte, about
-// a microsecond each. Go's signal handlers are installed with SA_RESTART,
-// so signals do not interrupt the calls; EINTR is retried anyway. A failed
+// between Go and the code. The price is one system call per byte: cat.b
+// copies about 0.35 MB per second of CPU time on the machines these tests
+// run on (two calls per byte, about 1.3 µs each); buffers in struct vm,
+// filled and flushed by the code, would remove that cost at the price of
+// flushing rules (before each read, at exit, on error). Go's signal
+// handlers are installed with SA_RESTART, so signals do not interrupt the
+// calls; EINTR is retried anyway. A failed
 // call stores its errno in vm->errno and returns the command's address,
 // which the Go side maps to the program's file, line and column with
 // Image.PositionAt (a runtime's way to turn a pc into a source position).
