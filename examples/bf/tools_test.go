@@ -1,0 +1,490 @@
+package main
+
+// The bf command as its users run it, and its images as the tools see
+// them: readelf, llvm-dwarfdump, gdb, lldb and perf.
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/readelf"
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+var (
+	bfOnce sync.Once
+	bfPath string
+	bfErr  error
+)
+
+// bfCommand builds the bf command with go build (a normal binary, with its
+// symbol table and DWARF, which the debuggers need) once per test binary
+// and returns its path.
+func bfCommand(t *testing.T) string {
+	t.Helper()
+	goTool := tooltest.Require(t, "go")
+	bfOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "elfimage-bf-")
+		if err != nil {
+			bfErr = err
+			return
+		}
+		bfPath = filepath.Join(dir, "bf")
+		if out, err := exec.Command(goTool, "build", "-o", bfPath, ".").CombinedOutput(); err != nil {
+			bfErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if bfErr != nil {
+		t.Fatal(bfErr)
+	}
+	return bfPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bfPath != "" {
+		os.RemoveAll(filepath.Dir(bfPath))
+	}
+	os.Exit(code)
+}
+
+// testdata is the absolute path of the test programs' directory.
+func testdata(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runBF runs the bf command in dir with args and stdin, with a timeout.
+func runBF(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bfCommand(t), args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		status = exit.ExitCode()
+	default:
+		t.Fatalf("bf %v: %v", args, err)
+	}
+	return o.String(), e.String(), status
+}
+
+// TestCommand runs the bf command on standard input and output: programs
+// print, read, fail with positions; usage errors exit with 2.
+func TestCommand(t *testing.T) {
+	t.Parallel()
+	td := testdata(t)
+	dir := t.TempDir()
+	for name, src := range map[string]string{"left.b": "<", "bad.b": "+[", "hi.b": "+[+[>+<-]>.<]"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		dir, stdin string
+		args       []string
+		out, err   string
+		status     int
+	}{
+		{td, "", []string{"hello.b"}, "Hello, World!\n", "", 0},
+		{td, "", []string{"-fold=false", "numbers.b"}, string(numbers()), "", 0},
+		{td, "one\ntwo\n", []string{"rev.b"}, "\nowt\neno", "", 0},
+		{td, "abc", []string{"-eof", "keep", "-o", filepath.Join(dir, "cat.elf"), "cat.b"}, "", "", 0},
+		{dir, "", []string{"left.b"}, "", "bf: left.b:1:1: the data pointer left the tape\n", 1},
+		{dir, "", []string{"bad.b"}, "", "bf: bad.b:1:2: [ without a matching ]\n", 1},
+		{dir, "", []string{"missing.b"}, "", "bf: open missing.b: no such file or directory\n", 1},
+		{dir, "", []string{}, "", "usage: bf [flags] PROG.b", 2},
+		{dir, "", []string{"-eof", "256", "hi.b"}, "", "bf: -eof \"256\": want 0 to 255, or keep\n", 2},
+	} {
+		out, errOut, status := runBF(t, tc.dir, tc.stdin, tc.args...)
+		if out != tc.out || !strings.HasPrefix(errOut, tc.err) || (tc.err == "" && errOut != "") || status != tc.status {
+			t.Errorf("bf %v: stdout %.100q, stderr %q, status %d; want %.100q, %q, %d", tc.args, out, errOut, status, tc.out, tc.err, tc.status)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cat.elf")); err != nil || !bytes.HasPrefix(b, []byte(elf.ELFMAG)) {
+		t.Errorf("-o wrote no image: %v", err)
+	}
+
+	// A write error on standard output names the command.
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bfCommand(t), "hello.b")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = td, full, &stderr
+	if err := cmd.Run(); err == nil || stderr.String() != "bf: hello.b:6:4: write: no space left on device\n" {
+		t.Errorf("hello.b > /dev/full: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// writeImages writes the image of every test program with -o into a
+// temporary directory and returns the image paths by program name.
+func writeImages(t *testing.T) map[string]string {
+	t.Helper()
+	files, _ := filepath.Glob("testdata/*.b")
+	dir := t.TempDir()
+	images := map[string]string{}
+	for _, f := range files {
+		name := filepath.Base(f)
+		img := filepath.Join(dir, ProcName(name)+".elf")
+		if _, errOut, status := runBF(t, testdata(t), "", "-o", img, name); status != 0 {
+			t.Fatalf("bf -o %s: %s", img, errOut)
+		}
+		images[name] = img
+	}
+	return images
+}
+
+// TestImagesVerify: llvm-dwarfdump --verify finds nothing wrong in the
+// images, and readelf -wF reads the same CFA table as package frame (whose
+// rows the CFI simulation checks) for every row of the procedure.
+func TestImagesVerify(t *testing.T) {
+	t.Parallel()
+	dwarfdump := tooltest.Require(t, "llvm-dwarfdump")
+	tooltest.Require(t, "readelf")
+	for name, path := range writeImages(t) {
+		out, err := exec.Command(dwarfdump, "--verify", path).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "No errors.") {
+			t.Errorf("llvm-dwarfdump --verify %s: %v\n%s", name, err, out)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, stderr := readelf.Run(t, raw, "-wF")
+		if stderr != "" {
+			t.Errorf("readelf -wF %s: %s", name, stderr)
+		}
+		entries, err := readelf.ParseFramesInterp(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := readImage(raw, ProcName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := elf.NewFile(bytes.NewReader(raw))
+		eh := f.Section(".eh_frame")
+		ehData, _ := eh.Data()
+		sec := frame.NewEHFrame(ehData, eh.Addr, binary.LittleEndian, 8)
+		regName := func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+		fdes := 0
+		for _, ent := range entries {
+			if ent.IsCIE {
+				continue
+			}
+			fdes++
+			fde, err := sec.FDEAt(ent.Offset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fde.Start != l.addr || ent.PCBegin != l.addr || ent.PCEnd != l.addr+uint64(len(l.code)) {
+				t.Errorf("%s: readelf's FDE covers [%#x, %#x), the procedure [%#x, %#x)", name, ent.PCBegin, ent.PCEnd, l.addr, l.addr+uint64(len(l.code)))
+			}
+			for _, row := range ent.Rows {
+				ours := l.row(row.Loc)
+				if ours == nil || ours.Loc != row.Loc {
+					t.Errorf("%s: readelf has a row at %#x, package frame does not", name, row.Loc)
+					continue
+				}
+				want := map[string]string{"CFA": ours.CFA.Format(regName), "ra": ours.Rule(arch.X86_64_RA).Format(regName)}
+				for _, r := range []arch.Reg{arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12} {
+					want[regName(r)] = ours.Rule(r).Format(regName)
+				}
+				for col, w := range want {
+					got, ok := row.Cols[col]
+					if !ok {
+						got = "u" // readelf leaves out columns never set
+					}
+					if got != w {
+						t.Errorf("%s: at %#x readelf shows %s %s, package frame %s", name, row.Loc, col, got, w)
+					}
+				}
+			}
+			if len(ent.Rows) < 8 {
+				t.Errorf("%s: readelf shows only %d rows", name, len(ent.Rows))
+			}
+		}
+		if fdes != 1 {
+			t.Errorf("%s: readelf shows %d FDEs, want 1", name, fdes)
+		}
+	}
+}
+
+// TestGDB runs hello.b under gdb with -gdb: a breakpoint on hello.b:8 set
+// before the code exists stops at the line's first command, p *vm prints
+// the structure by member, the cells and the locals hold what the program
+// computed so far, and bt goes through the library's entry frame into
+// the Go frames down to main.main, every frame named.
+func TestGDB(t *testing.T) {
+	t.Parallel()
+	gdb := tooltest.Require(t, "gdb")
+	prog := bfCommand(t)
+	cmds := []string{
+		"break hello.b:8",
+		"run -gdb hello.b",
+		"p *vm",
+		"p vm->cells[0]@8",
+		"p/d vm->cells[0]@8",
+		"p vm->data - vm->cells",
+		"info locals",
+		"bt",
+		"info line *$pc",
+		"continue",
+	}
+	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 2 * time.Minute}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("gdb session:\n%s", r.Output)
+		}
+	}()
+	block := func(cmd string) string {
+		for i, c := range cmds {
+			if c == cmd {
+				return r.Blocks[i]
+			}
+		}
+		t.Fatalf("no command %q", cmd)
+		return ""
+	}
+	// Cells 0 to 4 at line 8: the counter, H, e and the two seeds 30, 10;
+	// the pointer at cell 2 (e).
+	for cmd, wants := range map[string][]string{
+		"run -gdb hello.b":       {"Breakpoint 1, hello (vm=0x", ") at hello.b:8\n8\t+++++++.."},
+		"p *vm":                  {"{data = 0x", `in = 0, out = 1, errno = 0, cells = "\000He\036\n", '\000' <repeats 2999`},
+		"p vm->cells[0]@8":       {`= "\000He\036\n\000\000"`},
+		"p/d vm->cells[0]@8":     {"= {0, 72, 101, 30, 10, 0, 0, 0}"},
+		"p vm->data - vm->cells": {"= 2"},
+		"info locals":            {"cell = 101 'e'", "index = 2"},
+		"info line *$pc":         {`Line 8 of "hello.b" starts at address`},
+		"continue":               {"exited normally"},
+	} {
+		for _, w := range wants {
+			if !strings.Contains(block(cmd), w) {
+				t.Errorf("%s: gdb printed\n%s\nwithout %q", cmd, block(cmd), w)
+			}
+		}
+	}
+	if !regexp.MustCompile(`(?s)He.*Breakpoint 1.*llo, World!\n`).MatchString(r.Output) {
+		t.Errorf("the program's output is not He, then the breakpoint, then llo, World!")
+	}
+	bt := block("bt")
+	fs := gdbtest.Frames(bt)
+	if len(fs) < 4 || fs[0].Func != "hello" || fs[0].File != "hello.b" || fs[0].Line != 8 {
+		t.Errorf("bt does not start at hello at hello.b:8:\n%s", bt)
+	}
+	if !strings.Contains(bt, "#1  <signal handler called>\n") {
+		t.Errorf("bt: frame 1 is not the entry frame (<signal handler called>, see elfimage.EntryImage):\n%s", bt)
+	}
+	if len(fs) == 0 || fs[len(fs)-1].Func != "main.main" {
+		t.Errorf("bt does not reach main.main:\n%s", bt)
+	}
+	if strings.Contains(bt, "??") || strings.Contains(bt, "Backtrace stopped") {
+		t.Errorf("bt has an unnamed frame or stopped:\n%s", bt)
+	}
+}
+
+// TestLLDB runs hello.b under lldb-19 with -gdb (lldb's GDB JIT loader
+// reads the published image): the breakpoint on hello.b:8 stops there,
+// frame variable shows vm, cell and index with their types, *vm by
+// member, and bt reaches main.main with every frame named.
+func TestLLDB(t *testing.T) {
+	t.Parallel()
+	lldb := tooltest.Require(t, lldbtest.Names...)
+	prog := bfCommand(t)
+	cmds := []string{
+		"breakpoint set -f hello.b -l 8",
+		"run",
+		"frame variable",
+		"frame variable *vm",
+		"frame variable vm->cells[1] vm->cells[2]",
+		"bt",
+		"continue",
+	}
+	s := &lldbtest.Session{LLDB: lldb, Program: prog, Args: []string{"-gdb", "hello.b"}, Dir: testdata(t), Cmds: cmds, Timeout: 2 * time.Minute}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("lldb session:\n%s", r.Output)
+		}
+	}()
+	if !strings.Contains(r.Blocks[1], "stop reason = breakpoint 1.1") {
+		t.Fatalf("lldb did not stop at the breakpoint:\n%s", r.Blocks[1])
+	}
+	vars := lldbtest.Vars(r.Blocks[2])
+	for name, want := range map[string]lldbtest.Var{
+		"cell":  {Type: "unsigned char", Value: "'e'"},
+		"index": {Type: "long", Value: "2"},
+	} {
+		if vars[name] != want {
+			t.Errorf("frame variable %s: %+v, want %+v", name, vars[name], want)
+		}
+	}
+	if v := vars["vm"]; v.Type != "vm *" || !strings.HasPrefix(v.Value, "0x") {
+		t.Errorf("frame variable vm: %+v", v)
+	}
+	for _, w := range []string{"in = 0", "out = 1", "errno = 0", `cells = "\0He`} {
+		if !strings.Contains(r.Blocks[3], w) {
+			t.Errorf("frame variable *vm: no %q in\n%s", w, r.Blocks[3])
+		}
+	}
+	if !strings.Contains(r.Blocks[4], "vm->cells[1] = 'H'") || !strings.Contains(r.Blocks[4], "vm->cells[2] = 'e'") {
+		t.Errorf("frame variable vm->cells[1] vm->cells[2]:\n%s", r.Blocks[4])
+	}
+	fs := lldbtest.Frames(r.Blocks[5])
+	if len(fs) < 3 || fs[0].Func != "hello" || fs[0].File != "hello.b" || fs[0].Line != 8 || fs[1].Func != elfimage.EntryName {
+		t.Errorf("bt does not start with hello at hello.b:8 and %s:\n%s", elfimage.EntryName, r.Blocks[5])
+	}
+	reached := false
+	for _, f := range fs {
+		if f.Func == "" {
+			t.Errorf("frame #%d has no name:\n%s", f.Num, r.Blocks[5])
+		}
+		reached = reached || f.Func == "main.main"
+	}
+	if !reached {
+		t.Errorf("bt does not reach main.main:\n%s", r.Blocks[5])
+	}
+	if !strings.Contains(r.Output, "llo, World!") {
+		t.Errorf("the program's output is missing")
+	}
+}
+
+// perfRun runs perf with HOME set to home (its build-id cache and
+// configuration stay in the test's directory) and returns its standard
+// output.
+func perfRun(t *testing.T, perf, home string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(perf, args...)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	cmd.Dir = home
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// reportRE is one line of perf report --stdio: overhead, [.] and the
+// symbol, then the source line with --sort sym,srcline.
+var reportRE = regexp.MustCompile(`(?m)^\s+([0-9.]+)%\s+\[\.\]\s+(\S+)\s*(\S*)$`)
+
+// TestPerf records busy.b with perf, the code announced with -perf-map
+// and with -jitdump: perf report names the procedure busy for most
+// samples, jitdump also gives their source lines, and frame-pointer call
+// chains go from busy through the entry frame into main.main.
+func TestPerf(t *testing.T) {
+	t.Parallel()
+	perf := tooltest.Require(t, "perf")
+	prog := bfCommand(t)
+	busy := filepath.Join(testdata(t), "busy.b")
+	home := t.TempDir()
+	probe := filepath.Join(home, "probe.data")
+	if out, err := exec.Command(perf, "record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", "true").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("perf cannot record here (CI is set, so this is a failure): %v\n%s", err, out)
+		}
+		t.Skipf("perf cannot record here (perf_event_open refused?); skipping: %v\n%s", err, out)
+	}
+	busyShare := func(report string, srcline bool) float64 {
+		share := 0.0
+		for _, m := range reportRE.FindAllStringSubmatch(report, -1) {
+			if m[2] == "busy" && (!srcline || strings.HasPrefix(m[3], "busy.b:")) {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				share += v
+			}
+		}
+		return share
+	}
+
+	t.Run("perf-map", func(t *testing.T) {
+		data := filepath.Join(home, "map.data")
+		if out := perfRun(t, perf, home, "record", "-e", "cpu-clock", "-N", "-q", "-g", "-o", data, "--", prog, "-perf-map", busy); out != "ok\n" {
+			t.Fatalf("busy.b printed %q", out)
+		}
+		// The map stays for perf report; remove it after.
+		pid := strings.TrimSpace(strings.SplitN(perfRun(t, perf, home, "script", "-i", data, "-F", "pid"), "\n", 2)[0])
+		defer os.Remove("/tmp/perf-" + pid + ".map")
+		report := perfRun(t, perf, home, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym", "-g", "none")
+		if s := busyShare(report, false); s < 50 {
+			t.Errorf("perf report gives busy %.1f%% of the samples, want most:\n%s", s, report)
+		}
+		script := perfRun(t, perf, home, "script", "-i", data, "-F", "ip,sym")
+		chains, good := 0, 0
+		for _, c := range strings.Split(script, "\n\n") {
+			var syms []string // "ADDRESS SYMBOL" per frame, innermost first
+			for _, l := range strings.Split(strings.TrimSpace(c), "\n") {
+				if f := strings.Fields(l); len(f) == 2 {
+					syms = append(syms, f[1])
+				}
+			}
+			if len(syms) == 0 || syms[0] != "busy" {
+				continue
+			}
+			chains++
+			if len(syms) > 2 && syms[1] == elfimage.EntryName && slices.Contains(syms, "main.main") {
+				good++
+			}
+		}
+		if chains == 0 || good*10 < chains*8 {
+			t.Errorf("%d of %d call chains from busy go through %s to main.main, want 80%%:\n%.2000s", good, chains, elfimage.EntryName, script)
+		}
+	})
+
+	t.Run("jitdump", func(t *testing.T) {
+		dir := filepath.Join(home, "jit")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, injected := filepath.Join(dir, "perf.data"), filepath.Join(dir, "perf.inj.data")
+		if out := perfRun(t, perf, home, "record", "-e", "cpu-clock", "-N", "-q", "-k", "1", "-o", data, "--", prog, "-jitdump="+dir, busy); out != "ok\n" {
+			t.Fatalf("busy.b printed %q", out)
+		}
+		perfRun(t, perf, home, "inject", "--jit", "-i", data, "-o", injected)
+		report := perfRun(t, perf, home, "report", "-i", injected, "--stdio", "--sort", "sym,srcline")
+		if s := busyShare(report, true); s < 50 {
+			t.Errorf("perf report gives busy at busy.b lines %.1f%% of the samples, want most:\n%s", s, report)
+		}
+	})
+}
