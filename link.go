@@ -1,7 +1,6 @@
 package elfimage
 
 import (
-	"crypto/sha1"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
+	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/meta"
 	"github.com/elfimage/elfimage/native"
 )
@@ -123,25 +124,18 @@ const (
 
 type symbol struct {
 	kind  symbolKind
-	index int    // into Procs, ROData or Data
-	addr  uint64 // link-time address, once laid out
+	index int // into Procs, ROData or Data
 }
 
-// section is one output section: where it is and what it holds.
-type section struct {
-	name      string
-	typ       elf.SectionType
-	flags     elf.SectionFlag
-	addr, off uint64
-	size      uint64
-	align     uint64
-	link      uint32
-	info      uint32
-	entsize   uint64
-	data      []byte   // contents, when built before layout; nil for sections written in place
-	addrs     []uint64 // offsets in data of absolute addresses (for .elfimage.rebase)
-	index     uint32   // section header index
-	nameOff   uint32
+// addr returns the link-time address of s, once laid out.
+func (l *linker) addr(s symbol) uint64 {
+	switch s.kind {
+	case symProc:
+		return l.procAddr[s.index]
+	case symROData:
+		return l.roAddr[s.index]
+	}
+	return l.dataAddr[s.index]
 }
 
 type linker struct {
@@ -149,16 +143,13 @@ type linker struct {
 	a    *arch.Arch
 	enc  dwarf.Encoding
 	opts LinkOptions
-	syms map[string]*symbol
+	syms map[string]symbol
 
 	procAddr  []uint64
 	roAddr    []uint64
 	dataAddr  []uint64
-	relative  []elf.Rela64 // load-time relocations
-	sections  []*section
+	names     []uint32 // .strtab offsets: the file, then procedures, read-only data, data
 	entry     uint64
-	fileSize  uint64
-	shoff     uint64
 	textStart uint64
 	textEnd   uint64
 }
@@ -181,7 +172,7 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		// Frame bases are DW_OP_call_frame_cfa, which DWARF 3 introduced.
 		return nil, &LinkError{"module", fmt.Sprintf("DWARF version %d: the linker writes versions 3 to 5", enc.Version)}
 	}
-	l := &linker{m: m, a: a, enc: enc, opts: opts, syms: make(map[string]*symbol)}
+	l := &linker{m: m, a: a, enc: enc, opts: opts, syms: make(map[string]symbol, len(m.Procs)+len(m.ROData)+len(m.Data))}
 	add := func(name string, k symbolKind, i int) error {
 		if name == "" {
 			return &LinkError{"module", fmt.Sprintf("%s has no Name", objectAt(k, i))}
@@ -192,7 +183,7 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		if prev, dup := l.syms[name]; dup {
 			return &LinkError{objectName(k, name), fmt.Sprintf("Name %q of %s is also the Name of %s", name, objectAt(k, i), objectAt(prev.kind, prev.index))}
 		}
-		l.syms[name] = &symbol{kind: k, index: i}
+		l.syms[name] = symbol{kind: k, index: i}
 		return nil
 	}
 	if len(m.Procs) == 0 {
@@ -296,25 +287,24 @@ func datumBlocks(ds []*Datum) []block {
 	return b
 }
 
-// layBlocks places blocks one after the other from off, each at its
-// alignment, as the contents of section s, whose start is aligned to the
-// largest alignment (so that sh_addr % sh_addralign == 0). It returns the
-// blocks' addresses and the end of the section.
-func layBlocks(s *section, off uint64, blocks []block) (addrs []uint64, end uint64) {
-	s.align = max(s.align, 1)
+// layBlocks places blocks one after the other, each at its alignment, as
+// the contents of a section whose start is aligned to the largest
+// alignment and at least to minAlign (so that sh_addr % sh_addralign ==
+// 0). It returns the blocks' offsets from the section's start, the
+// section's size and its alignment; the offsets hold wherever the section
+// starts.
+func layBlocks(blocks []block, minAlign uint64) (offs []uint64, size, align uint64) {
+	align = max(minAlign, 1)
 	for _, b := range blocks {
-		s.align = max(s.align, b.align)
+		align = max(align, b.align)
 	}
-	start := alignUp(off, s.align)
-	off = start
-	addrs = make([]uint64, len(blocks))
+	offs = make([]uint64, len(blocks))
 	for i, b := range blocks {
-		off = alignUp(off, b.align)
-		addrs[i] = off
-		off += b.size
+		size = alignUp(size, b.align)
+		offs[i] = size
+		size += b.size
 	}
-	s.off, s.addr, s.size = start, start, off-start
-	return addrs, off
+	return offs, size, align
 }
 
 // checkAlign accepts 0 (the default) and powers of two up to the page
@@ -347,454 +337,526 @@ const (
 	PTLineStrings = elf.ProgType(0x6e1f0003)
 )
 
-// tailPrograms maps the tail sections that get a program header to its type.
-var tailPrograms = map[string]elf.ProgType{
-	meta.SectionProcs: PTProcTable, ".debug_line": PTLineProgram, ".debug_line_str": PTLineStrings,
-}
-
-// symSize is sizeof(Elf64_Sym); the other ELF structure sizes are in image.go.
+// symSize is sizeof(Elf64_Sym), for the readers of .symtab in this
+// package; the other ELF structure sizes are in image.go.
 const symSize = 24
 
 // shtX86_64Unwind is SHT_X86_64_UNWIND, the x86-64 psABI's section type
 // for .eh_frame (section 4.2.4), which debug/elf lacks.
 const shtX86_64Unwind = elf.SectionType(0x70000001)
 
-// buildIDSize is the size of the SHA-1 build ID.
-const buildIDSize = sha1.Size
+// builtSection is a non-loaded section built before the file is laid out:
+// its header, its contents and the offsets in them of absolute addresses
+// (for SectionRebase); sec is the writer's, once added.
+type builtSection struct {
+	hdr   elf.SectionHeader
+	data  []byte
+	addrs []uint64
+	sec   *elfobj.Section
+}
 
-// link runs the two phases: reserve (sizes and addresses), then write once.
+// debugSection returns a tail section of debug information; strings
+// marks a string section (SHF_MERGE|SHF_STRINGS, one-byte entries).
+func debugSection(name string, data []byte, strings bool) builtSection {
+	t := builtSection{hdr: elf.SectionHeader{Name: name, Type: elf.SHT_PROGBITS, Addralign: 1}, data: data}
+	if strings {
+		t.hdr.Flags = elf.SHF_MERGE | elf.SHF_STRINGS
+		t.hdr.Entsize = 1
+	}
+	return t
+}
+
+// program is a program header of the image, planned before the layout:
+// the segment runs from the start of section first (nil: the start of
+// the file) to the end of section last; a tail program (not loaded) has
+// p_vaddr and p_memsz 0 and names its section, which exists only once
+// the tail is built; PT_GNU_STACK has neither.
+type program struct {
+	typ         elf.ProgType
+	flags       elf.ProgFlag
+	align       uint64
+	first, last *elfobj.Section
+	tail        string
+}
+
+// header returns the program header once the sections are laid out.
+func (p *program) header() elf.ProgHeader {
+	h := elf.ProgHeader{Type: p.typ, Flags: p.flags, Align: p.align}
+	if p.last == nil {
+		return h // PT_GNU_STACK
+	}
+	var start uint64
+	if p.first != nil {
+		start = p.first.Offset
+	}
+	h.Off = start
+	h.Filesz = p.last.Offset + p.last.Size - start
+	if p.tail == "" {
+		h.Vaddr, h.Paddr, h.Memsz = start, start, h.Filesz
+	}
+	return h
+}
+
+// patch is a resolved relocation: the value to store at a link-time
+// address, in 4 (PC32) or 8 (Abs64) little-endian bytes.
+type patch struct {
+	at   uint64
+	v    uint64
+	size uint8
+}
+
+// link lays out and writes the image with the two phases of package
+// elfobj's writer: reserve every range of the file in order (the loaded
+// segments, then the tail built once addresses are known), then write
+// each once in the same order.
 func (l *linker) link() ([]byte, error) {
 	m := l.m
 	page := l.a.PageSize
-
-	// Load-time relocations come from Abs64 relocations in Data; count
-	// them first (their offsets are fixed once .data is placed).
-	nRel := 0
-	for _, d := range m.Data {
-		for _, r := range d.Relocs {
-			if r.Type == RelocAbs64 {
-				nRel++
-			}
-		}
+	nRel, err := l.countRelative()
+	if err != nil {
+		return nil, err
 	}
-	for _, d := range m.ROData {
-		for _, r := range d.Relocs {
-			if r.Type == RelocAbs64 {
-				return nil, &LinkError{"datum " + d.Name, "an Abs64 relocation needs load-time relocation and is only allowed in Module.Data"}
-			}
-		}
-	}
-	for _, p := range m.Procs {
-		for _, r := range p.Relocs {
-			if r.Type == RelocAbs64 {
-				return nil, &LinkError{"proc " + p.Name, "an Abs64 relocation needs load-time relocation and is only allowed in Module.Data"}
-			}
-		}
-	}
-
-	// The program headers: PT_LOAD R, PT_LOAD RX, [PT_LOAD RW], [PT_DYNAMIC],
-	// PT_GNU_EH_FRAME, PT_NOTE, PT_GNU_STACK, PTProcTable, PTLineProgram,
-	// [PTLineStrings].
-	nPhdr := 7
-	if l.enc.Version >= 5 {
-		nPhdr++
-	}
-	if len(m.Data) > 0 {
-		nPhdr++
-	}
-	if nRel > 0 {
-		nPhdr++
-	}
-
-	// Phase 1: the sizes and addresses of the loaded segments.
-	off := uint64(ehdrSize + nPhdr*phdrSize)
-	newSec := func(name string, typ elf.SectionType, flags elf.SectionFlag, align uint64) *section {
-		s := &section{name: name, typ: typ, flags: flags, align: align}
-		l.sections = append(l.sections, s)
-		return s
-	}
-	place := func(s *section, size uint64) {
-		off = alignUp(off, s.align)
-		s.off, s.addr, s.size = off, off, size
-		off += size
-	}
-
-	var rodata *section
-	if len(m.ROData) > 0 {
-		rodata = newSec(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, 1)
-		l.roAddr, off = layBlocks(rodata, off, datumBlocks(m.ROData))
-	}
-	var rela, dynstr, dynamic *section
-	if nRel > 0 {
-		rela = newSec(".rela.dyn", elf.SHT_RELA, elf.SHF_ALLOC, 8)
-		rela.entsize = relaSize
-		place(rela, uint64(nRel*relaSize))
-		// .dynamic must link to a string table (gABI); ours holds only the
-		// empty string, as no entry names anything.
-		dynstr = newSec(".dynstr", elf.SHT_STRTAB, elf.SHF_ALLOC, 1)
-		place(dynstr, 1)
-		dynamic = newSec(".dynamic", elf.SHT_DYNAMIC, elf.SHF_ALLOC, 8)
-		dynamic.entsize = dynSize
-		place(dynamic, dynEntries*dynSize)
-	}
-
-	// The sizes of .eh_frame and .eh_frame_hdr do not depend on addresses;
-	// encode once at address 0 to learn them.
+	// .eh_frame is encoded once, before any address is known: its size
+	// decides where .text goes; the writer fills in the addresses.
 	cfi, err := l.newCFI()
 	if err != nil {
 		return nil, err
 	}
-	ehHdr := newSec(".eh_frame_hdr", elf.SHT_PROGBITS, elf.SHF_ALLOC, 4)
-	place(ehHdr, uint64(cfi.hdrSize()))
-	ehFrame := newSec(".eh_frame", elf.SHT_PROGBITS, elf.SHF_ALLOC, 8)
-	if l.a.Machine == elf.EM_X86_64 {
-		// The x86-64 psABI gives .eh_frame its own section type.
-		ehFrame.typ = shtX86_64Unwind
-	}
-	place(ehFrame, uint64(cfi.ehFrameSize))
-	note := newSec(".note.gnu.build-id", elf.SHT_NOTE, elf.SHF_ALLOC, 4)
-	place(note, 16+buildIDSize) // namesz, descsz, type, "GNU\0", desc
-	rEnd := off
 
-	// R+X: .text.
-	off = alignUp(off, page)
-	text := newSec(".text", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_EXECINSTR, 16)
+	// The sections of the loaded segments, in file order: R (.rodata,
+	// .rela.dyn, .dynstr, .dynamic, .eh_frame_hdr, .eh_frame, the build
+	// ID note), R+X (.text), R+W (.data).
+	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
+	add := func(name string, typ elf.SectionType, flags elf.SectionFlag, align uint64) *elfobj.Section {
+		return w.AddSection(elf.SectionHeader{Name: name, Type: typ, Flags: flags, Addralign: align})
+	}
+	var rodata, rela, dynstr, dynamic, data *elfobj.Section
+	roOffs, roSize, roAlign := layBlocks(datumBlocks(m.ROData), 1)
+	if len(m.ROData) > 0 {
+		rodata = add(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, roAlign)
+	}
+	if nRel > 0 {
+		// RELATIVE relocations refer to no symbol and apply to any
+		// allocated section: .rela.dyn has sh_link and sh_info 0.
+		rela = add(".rela.dyn", elf.SHT_RELA, elf.SHF_ALLOC, 8)
+		// .dynamic must link to a string table (gABI); ours holds only
+		// the empty string, as no entry names anything.
+		dynstr = add(".dynstr", elf.SHT_STRTAB, elf.SHF_ALLOC, 1)
+		dynamic = add(".dynamic", elf.SHT_DYNAMIC, elf.SHF_ALLOC, 8)
+		dynamic.Link = uint32(dynstr.Index())
+	}
+	ehHdr := add(".eh_frame_hdr", elf.SHT_PROGBITS, elf.SHF_ALLOC, 4)
+	ehType := elf.SHT_PROGBITS
+	if l.a.Machine == elf.EM_X86_64 {
+		ehType = shtX86_64Unwind // the x86-64 psABI's type for .eh_frame
+	}
+	ehFrame := add(".eh_frame", ehType, elf.SHF_ALLOC, 8)
+	note := add(".note.gnu.build-id", elf.SHT_NOTE, elf.SHF_ALLOC, 4)
 	blocks := make([]block, len(m.Procs))
 	for i, p := range m.Procs {
 		blocks[i] = block{align: orDefault(p.Align, 16), size: uint64(len(p.Code))}
 	}
-	l.procAddr, off = layBlocks(text, off, blocks)
-	l.textStart, l.textEnd = text.addr, off
-	loadEnd := off
-
-	// R+W: .data.
-	var data *section
+	textOffs, textSize, textAlign := layBlocks(blocks, 16)
+	text := add(".text", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_EXECINSTR, textAlign)
+	dataOffs, dataSize, dataAlign := layBlocks(datumBlocks(m.Data), 8)
 	if len(m.Data) > 0 {
-		off = alignUp(off, page)
-		data = newSec(".data", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_WRITE, 8)
-		l.dataAddr, off = layBlocks(data, off, datumBlocks(m.Data))
-		loadEnd = off
+		data = add(".data", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_WRITE, dataAlign)
 	}
-	// No tail byte may share a page with a writable or executable segment.
-	off = alignUp(loadEnd, page)
 
-	for _, s := range l.syms {
-		switch s.kind {
-		case symProc:
-			s.addr = l.procAddr[s.index]
-		case symROData:
-			s.addr = l.roAddr[s.index]
-		case symData:
-			s.addr = l.dataAddr[s.index]
+	// The program headers, planned once: their number is the table's
+	// size, and the write phase emits exactly these.
+	progs := []program{
+		{typ: elf.PT_LOAD, flags: elf.PF_R, align: page, last: note},
+		{typ: elf.PT_LOAD, flags: elf.PF_R | elf.PF_X, align: page, first: text, last: text},
+	}
+	if data != nil {
+		progs = append(progs, program{typ: elf.PT_LOAD, flags: elf.PF_R | elf.PF_W, align: page, first: data, last: data})
+	}
+	if dynamic != nil {
+		progs = append(progs, program{typ: elf.PT_DYNAMIC, flags: elf.PF_R, align: 8, first: dynamic, last: dynamic})
+	}
+	progs = append(progs,
+		program{typ: elf.PT_GNU_EH_FRAME, flags: elf.PF_R, align: 4, first: ehHdr, last: ehHdr},
+		program{typ: elf.PT_NOTE, flags: elf.PF_R, align: 4, first: note, last: note},
+		program{typ: elf.PT_GNU_STACK, flags: elf.PF_R | elf.PF_W, align: 16},
+		program{typ: PTLineProgram, flags: elf.PF_R, align: 1, tail: ".debug_line"})
+	if l.enc.Version >= 5 {
+		progs = append(progs, program{typ: PTLineStrings, flags: elf.PF_R, align: 1, tail: ".debug_line_str"})
+	}
+	progs = append(progs, program{typ: PTProcTable, flags: elf.PF_R, align: 1, tail: meta.SectionProcs})
+
+	// Reserve the loaded segments; each starts on a page, and so does
+	// the tail: no tail byte shares a page with a writable or executable
+	// segment.
+	var dynstrTab elfobj.StringTable
+	w.ReserveFileHeader()
+	w.ReserveProgramHeaders(len(progs))
+	if rodata != nil {
+		w.ReserveSectionData(rodata, roSize)
+	}
+	if rela != nil {
+		w.ReserveRela(rela, nRel)
+		w.ReserveStringTable(dynstr, &dynstrTab)
+		w.ReserveDynamic(dynamic, dynEntries)
+	}
+	w.ReserveSectionData(ehHdr, uint64(cfi.hdrSize()))
+	w.ReserveSectionData(ehFrame, uint64(cfi.eh.Size()))
+	w.ReserveSectionData(note, elfobj.BuildIDNoteSize)
+	w.ReserveAlign(page)
+	w.ReserveSectionData(text, textSize)
+	if data != nil {
+		w.ReserveAlign(page)
+		w.ReserveSectionData(data, dataSize)
+	}
+	w.ReserveAlign(page)
+	if err := w.Err(); err != nil {
+		return nil, fmt.Errorf("elfimage: internal error: %w", err)
+	}
+	for _, s := range []*elfobj.Section{rodata, rela, dynstr, dynamic, ehHdr, ehFrame, note, text, data} {
+		if s != nil {
+			s.Addr = s.Offset // linked at 0: addresses are file offsets
 		}
 	}
+	at := func(base *elfobj.Section, offs []uint64) []uint64 {
+		for i := range offs {
+			offs[i] += base.Addr
+		}
+		return offs
+	}
+	l.procAddr = at(text, textOffs)
+	l.textStart, l.textEnd = text.Addr, text.Addr+text.Size
+	if rodata != nil {
+		l.roAddr = at(rodata, roOffs)
+	}
+	if data != nil {
+		l.dataAddr = at(data, dataOffs)
+	}
 	if m.Entry != "" {
-		l.entry = l.syms[m.Entry].addr
+		l.entry = l.addr(l.syms[m.Entry])
 	}
 	cfi.setAddrs(l.procAddr)
 
-	// Phase 1b: the tail. Symbols and DWARF depend on addresses only, so
-	// they are built now and placed.
-	symtab, strtab, err := l.buildSymtab(text, data, rodata)
+	// The tail: symbols and DWARF depend on addresses only, so they are
+	// built now, then added and reserved in file order.
+	symtab := add(".symtab", elf.SHT_SYMTAB, 0, 8)
+	strtab := add(".strtab", elf.SHT_STRTAB, 0, 1)
+	strs := l.reserveSymbols(w)
+	tail, err := l.buildDWARF()
 	if err != nil {
 		return nil, err
 	}
-	tail := []*section{symtab, strtab}
-	symtab.link = 0 // set below, once indices are known
-	dbg, err := l.buildDWARF()
-	if err != nil {
-		return nil, err
-	}
-	tail = append(tail, dbg...)
 	if l.opts.DebugFrame {
 		df, addrs, err := cfi.debugFrame(l)
 		if err != nil {
 			return nil, err
 		}
-		tail = append(tail, &section{name: ".debug_frame", typ: elf.SHT_PROGBITS, align: 8, data: df, addrs: addrs})
+		tail = append(tail, builtSection{hdr: elf.SectionHeader{Name: ".debug_frame", Type: elf.SHT_PROGBITS, Addralign: 8}, data: df, addrs: addrs})
 	}
-	rebase := &section{name: SectionRebase, typ: elf.SHT_PROGBITS, align: 1}
-	shstrtab := &section{name: ".shstrtab", typ: elf.SHT_STRTAB, align: 1}
-	tail = append(tail, rebase, shstrtab)
-	l.sections = append(l.sections, tail...)
-
-	// Section indices and names.
-	shstr := dwarf.NewStrTab()
-	for i, s := range l.sections {
-		s.index = uint32(i + 1)
-		s.nameOff = uint32(shstr.Add(s.name))
+	for i := range tail {
+		tail[i].sec = w.AddSection(tail[i].hdr)
 	}
-	shstrtab.data = shstr.Bytes()
-	rebase.data = encodeRebase(l.sections)
-	symtab.link = strtab.index
-	if dynamic != nil {
-		// RELATIVE relocations refer to no symbol and apply to any
-		// allocated section: .rela.dyn has sh_link and sh_info 0.
-		dynamic.link = dynstr.index
+	rebase := add(SectionRebase, elf.SHT_PROGBITS, 0, 1)
+	rebaseData := encodeRebase(tail)
+	w.ReserveSymtab(symtab, strtab)
+	w.ReserveStringTable(strtab, strs)
+	for _, t := range tail {
+		w.ReserveSectionData(t.sec, uint64(len(t.data)))
 	}
-	for _, s := range tail {
-		s.size = uint64(len(s.data))
-		off = alignUp(off, s.align)
-		s.off = off
-		off += s.size
-	}
-	l.shoff = alignUp(off, 8)
-	nShdr := len(l.sections) + 1
-	l.fileSize = l.shoff + uint64(nShdr*shdrSize)
-
-	// Phase 2: write everything once.
-	out := make([]byte, l.fileSize)
-	for i, p := range m.Procs {
-		copy(out[l.procAddr[i]:], p.Code)
-		// Fill alignment gaps in .text with int3 so a stray jump traps.
-		end := l.procAddr[i] + uint64(len(p.Code))
-		next := l.textEnd
-		if i+1 < len(m.Procs) {
-			next = l.procAddr[i+1]
+	w.ReserveSectionData(rebase, uint64(len(rebaseData)))
+	shstrtab := w.ReserveShstrtab()
+	w.ReserveSectionHeaders()
+	for i := range progs {
+		p := &progs[i]
+		if p.tail == "" {
+			continue
 		}
-		for j := end; j < next; j++ {
-			out[j] = 0xcc
+		for _, t := range tail {
+			if t.hdr.Name == p.tail {
+				p.first, p.last = t.sec, t.sec
+			}
+		}
+		if p.last == nil {
+			return nil, fmt.Errorf("elfimage: internal error: no section %s for program header %v", p.tail, p.typ)
 		}
 	}
-	for i, d := range m.ROData {
-		copy(out[l.roAddr[i]:], d.Bytes)
+	if err := w.Err(); err != nil {
+		return nil, fmt.Errorf("elfimage: internal error: %w", err)
 	}
-	for i, d := range m.Data {
-		copy(out[l.dataAddr[i]:], d.Bytes)
-	}
-	if err := l.relocate(out); err != nil {
+	patches, relative, err := l.resolve(nRel)
+	if err != nil {
 		return nil, err
+	}
+	hdr, err := frame.EncodeEHFrameHdr(ehHdr.Addr, ehFrame.Addr, cfi.fdes, cfi.eh.FDEOffsets())
+	if err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf(".eh_frame_hdr: %v", err)}
+	}
+
+	// Write everything once, in file order.
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_DYN, Machine: l.a.Machine, Entry: l.entry})
+	for i := range progs {
+		w.WriteProgramHeader(progs[i].header())
+	}
+	if rodata != nil {
+		b := w.SectionBytes(rodata)
+		for i, d := range m.ROData {
+			copy(b[roOffs[i]-rodata.Addr:], d.Bytes)
+		}
+		patches = applyPatches(b, rodata.Addr, patches)
 	}
 	if rela != nil {
-		l.writeDynamic(out, rela, dynstr, dynamic)
-	}
-	if err := cfi.write(l, out, ehHdr, ehFrame, text); err != nil {
-		return nil, err
-	}
-	for _, s := range tail {
-		copy(out[s.off:], s.data)
-	}
-
-	// Program headers.
-	le := binary.LittleEndian
-	var phdrs []elf.Prog64
-	load := func(flags elf.ProgFlag, start, end uint64) {
-		phdrs = append(phdrs, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(flags), Off: start,
-			Vaddr: start, Paddr: start, Filesz: end - start, Memsz: end - start, Align: page})
-	}
-	load(elf.PF_R, 0, rEnd)
-	load(elf.PF_R|elf.PF_X, text.addr, text.addr+text.size)
-	if data != nil {
-		load(elf.PF_R|elf.PF_W, data.addr, data.addr+data.size)
-	}
-	if dynamic != nil {
-		phdrs = append(phdrs, elf.Prog64{Type: uint32(elf.PT_DYNAMIC), Flags: uint32(elf.PF_R), Off: dynamic.off,
-			Vaddr: dynamic.addr, Paddr: dynamic.addr, Filesz: dynamic.size, Memsz: dynamic.size, Align: 8})
-	}
-	phdrs = append(phdrs,
-		elf.Prog64{Type: uint32(elf.PT_GNU_EH_FRAME), Flags: uint32(elf.PF_R), Off: ehHdr.off,
-			Vaddr: ehHdr.addr, Paddr: ehHdr.addr, Filesz: ehHdr.size, Memsz: ehHdr.size, Align: 4},
-		elf.Prog64{Type: uint32(elf.PT_NOTE), Flags: uint32(elf.PF_R), Off: note.off,
-			Vaddr: note.addr, Paddr: note.addr, Filesz: note.size, Memsz: note.size, Align: 4},
-		elf.Prog64{Type: uint32(elf.PT_GNU_STACK), Flags: uint32(elf.PF_R | elf.PF_W), Align: 16},
-	)
-	for _, s := range tail {
-		if t, ok := tailPrograms[s.name]; ok {
-			phdrs = append(phdrs, elf.Prog64{Type: uint32(t), Flags: uint32(elf.PF_R), Off: s.off, Filesz: s.size, Align: 1})
+		for _, r := range relative {
+			w.WriteRela(rela, r)
+		}
+		w.WriteStringTable(dynstr)
+		for _, d := range [dynEntries]elf.Dyn64{
+			{Tag: int64(elf.DT_STRTAB), Val: dynstr.Addr},
+			{Tag: int64(elf.DT_STRSZ), Val: dynstr.Size},
+			{Tag: int64(elf.DT_RELA), Val: rela.Addr},
+			{Tag: int64(elf.DT_RELASZ), Val: rela.Size},
+			{Tag: int64(elf.DT_RELAENT), Val: rela.Entsize},
+			{Tag: int64(elf.DT_RELACOUNT), Val: uint64(len(relative))},
+			{Tag: int64(elf.DT_NULL)},
+		} {
+			w.WriteDynamic(dynamic, d)
 		}
 	}
-	if len(phdrs) != nPhdr {
-		return nil, fmt.Errorf("elfimage: internal error: %d program headers, reserved %d", len(phdrs), nPhdr)
+	w.WriteSection(ehHdr, hdr)
+	if err := cfi.eh.Put(w.SectionBytes(ehFrame), ehFrame.Addr, cfi.fdes); err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
 	}
-	for i, p := range phdrs {
-		putProg64(out[ehdrSize+i*phdrSize:], p)
+	w.WriteBuildID(note)
+	b := w.SectionBytes(text)
+	for i, p := range m.Procs {
+		o := l.procAddr[i] - text.Addr
+		copy(b[o:], p.Code)
+		// Fill alignment gaps in .text with int3 so a stray jump traps.
+		end := o + uint64(len(p.Code))
+		next := text.Size
+		if i+1 < len(m.Procs) {
+			next = l.procAddr[i+1] - text.Addr
+		}
+		for j := end; j < next; j++ {
+			b[j] = 0xcc
+		}
 	}
-
-	// ELF header.
-	h := out[:ehdrSize]
-	copy(h, elf.ELFMAG)
-	h[elf.EI_CLASS] = byte(elf.ELFCLASS64)
-	h[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
-	h[elf.EI_VERSION] = byte(elf.EV_CURRENT)
-	h[elf.EI_OSABI] = byte(elf.ELFOSABI_NONE)
-	le.PutUint16(h[16:], uint16(elf.ET_DYN))
-	le.PutUint16(h[18:], uint16(l.a.Machine))
-	le.PutUint32(h[20:], uint32(elf.EV_CURRENT))
-	le.PutUint64(h[24:], l.entry)
-	le.PutUint64(h[32:], ehdrSize)
-	le.PutUint64(h[40:], l.shoff)
-	le.PutUint32(h[48:], 0) // e_flags
-	le.PutUint16(h[52:], ehdrSize)
-	le.PutUint16(h[54:], phdrSize)
-	le.PutUint16(h[56:], uint16(nPhdr))
-	le.PutUint16(h[58:], shdrSize)
-	le.PutUint16(h[60:], uint16(nShdr))
-	le.PutUint16(h[62:], uint16(shstrtab.index))
-
-	// Section headers (index 0 is the null section).
-	for _, s := range l.sections {
-		b := out[l.shoff+uint64(s.index)*shdrSize:]
-		le.PutUint32(b[0:], s.nameOff)
-		le.PutUint32(b[4:], uint32(s.typ))
-		le.PutUint64(b[8:], uint64(s.flags))
-		le.PutUint64(b[16:], s.addr)
-		le.PutUint64(b[24:], s.off)
-		le.PutUint64(b[32:], s.size)
-		le.PutUint32(b[40:], s.link)
-		le.PutUint32(b[44:], s.info)
-		le.PutUint64(b[48:], s.align)
-		le.PutUint64(b[56:], s.entsize)
+	patches = applyPatches(b, text.Addr, patches)
+	if data != nil {
+		b := w.SectionBytes(data)
+		for i, d := range m.Data {
+			copy(b[l.dataAddr[i]-data.Addr:], d.Bytes)
+		}
+		applyPatches(b, data.Addr, patches)
 	}
-
-	// The build-ID note, computed over the file with the ID zeroed.
-	n := out[note.off:]
-	le.PutUint32(n[0:], 4)
-	le.PutUint32(n[4:], buildIDSize)
-	le.PutUint32(n[8:], uint32(ntGNUBuildID))
-	copy(n[12:], "GNU\x00")
-	sum := sha1.Sum(out)
-	copy(n[16:], sum[:])
+	l.writeSymbols(w, text, rodata, data)
+	w.WriteStringTable(strtab)
+	for _, t := range tail {
+		w.WriteSection(t.sec, t.data)
+	}
+	w.WriteSection(rebase, rebaseData)
+	w.WriteStringTable(shstrtab)
+	w.WriteSectionHeaders()
+	out, err := w.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("elfimage: internal error: %w", err)
+	}
 	return out, nil
 }
 
-func putProg64(b []byte, p elf.Prog64) {
-	le := binary.LittleEndian
-	le.PutUint32(b[0:], p.Type)
-	le.PutUint32(b[4:], p.Flags)
-	le.PutUint64(b[8:], p.Off)
-	le.PutUint64(b[16:], p.Vaddr)
-	le.PutUint64(b[24:], p.Paddr)
-	le.PutUint64(b[32:], p.Filesz)
-	le.PutUint64(b[40:], p.Memsz)
-	le.PutUint64(b[48:], p.Align)
+// countRelative returns the number of load-time relocations: the Abs64
+// relocations of Module.Data, the only place they are allowed.
+func (l *linker) countRelative() (int, error) {
+	n := 0
+	for _, d := range l.m.Data {
+		for _, r := range d.Relocs {
+			if r.Type == RelocAbs64 {
+				n++
+			}
+		}
+	}
+	for _, d := range l.m.ROData {
+		for _, r := range d.Relocs {
+			if r.Type == RelocAbs64 {
+				return 0, &LinkError{"datum " + d.Name, "an Abs64 relocation needs load-time relocation and is only allowed in Module.Data"}
+			}
+		}
+	}
+	for _, p := range l.m.Procs {
+		for _, r := range p.Relocs {
+			if r.Type == RelocAbs64 {
+				return 0, &LinkError{"proc " + p.Name, "an Abs64 relocation needs load-time relocation and is only allowed in Module.Data"}
+			}
+		}
+	}
+	return n, nil
 }
 
-// relocate applies link-time relocations in place and records the
-// load-time ones.
-func (l *linker) relocate(out []byte) error {
-	apply := func(obj string, base uint64, size int, rs []Reloc) error {
+// resolve checks the link-time relocations and computes their values, in
+// the order of the sections that hold them (.rodata, .text, .data; see
+// applyPatches), and the load-time relocations (R_*_RELATIVE) of the
+// Abs64 ones.
+func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err error) {
+	// One patch per relocation, placed in file order (.rodata, .text,
+	// .data) while the relocations are checked in the model's order
+	// (procedures first), so that a model with several bad ones reports
+	// the same one whatever the layout.
+	count := func(rs func(int) []Reloc, n int) int {
+		c := 0
+		for i := range n {
+			c += len(rs(i))
+		}
+		return c
+	}
+	m := l.m
+	nText := count(func(i int) []Reloc { return m.Procs[i].Relocs }, len(m.Procs))
+	nRO := count(func(i int) []Reloc { return m.ROData[i].Relocs }, len(m.ROData))
+	nData := count(func(i int) []Reloc { return m.Data[i].Relocs }, len(m.Data))
+	patches = make([]patch, nRO+nText+nData)
+	relative = make([]elf.Rela64, 0, nRel)
+	apply := func(obj string, base uint64, size int, rs []Reloc, out []patch) ([]patch, error) {
 		for _, r := range rs {
 			s, ok := l.syms[r.Symbol]
 			if !ok {
-				return &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown symbol %q", r.Offset, r.Symbol)}
+				return nil, &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown symbol %q", r.Offset, r.Symbol)}
 			}
 			p := base + uint64(r.Offset)
 			switch r.Type {
 			case RelocPC32:
 				if uint64(r.Offset)+4 > uint64(size) {
-					return &LinkError{obj, fmt.Sprintf("PC32 relocation at %#x runs past the end (%#x bytes)", r.Offset, size)}
+					return nil, &LinkError{obj, fmt.Sprintf("PC32 relocation at %#x runs past the end (%#x bytes)", r.Offset, size)}
 				}
-				v := int64(s.addr) + r.Addend - int64(p)
+				v := int64(l.addr(s)) + r.Addend - int64(p)
 				if v < math.MinInt32 || v > math.MaxInt32 {
-					return &LinkError{obj, fmt.Sprintf("PC32 relocation at %#x to %q: value %#x does not fit 32 bits", r.Offset, r.Symbol, v)}
+					return nil, &LinkError{obj, fmt.Sprintf("PC32 relocation at %#x to %q: value %#x does not fit 32 bits", r.Offset, r.Symbol, v)}
 				}
-				binary.LittleEndian.PutUint32(out[p:], uint32(int32(v)))
+				out[0] = patch{at: p, v: uint64(uint32(int32(v))), size: 4}
 			case RelocAbs64:
 				if uint64(r.Offset)+8 > uint64(size) {
-					return &LinkError{obj, fmt.Sprintf("Abs64 relocation at %#x runs past the end (%#x bytes)", r.Offset, size)}
+					return nil, &LinkError{obj, fmt.Sprintf("Abs64 relocation at %#x runs past the end (%#x bytes)", r.Offset, size)}
 				}
-				v := uint64(int64(s.addr) + r.Addend)
-				binary.LittleEndian.PutUint64(out[p:], v)
-				l.relative = append(l.relative, elf.Rela64{Off: p, Info: uint64(l.a.RelocRelative), Addend: int64(v)})
+				v := uint64(int64(l.addr(s)) + r.Addend)
+				out[0] = patch{at: p, v: v, size: 8}
+				relative = append(relative, elf.Rela64{Off: p, Info: uint64(l.a.RelocRelative), Addend: int64(v)})
 			default:
-				return &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown type %d", r.Offset, r.Type)}
+				return nil, &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown type %d", r.Offset, r.Type)}
 			}
+			out = out[1:]
 		}
-		return nil
+		return out, nil
 	}
-	for i, p := range l.m.Procs {
-		if err := apply("proc "+p.Name, l.procAddr[i], len(p.Code), p.Relocs); err != nil {
-			return err
-		}
-	}
-	for i, d := range l.m.ROData {
-		if err := apply("datum "+d.Name, l.roAddr[i], len(d.Bytes), d.Relocs); err != nil {
-			return err
+	out := patches[nRO:]
+	for i, p := range m.Procs {
+		if out, err = apply("proc "+p.Name, l.procAddr[i], len(p.Code), p.Relocs, out); err != nil {
+			return nil, nil, err
 		}
 	}
-	for i, d := range l.m.Data {
-		if err := apply("datum "+d.Name, l.dataAddr[i], len(d.Bytes), d.Relocs); err != nil {
-			return err
+	out = patches
+	for i, d := range m.ROData {
+		if out, err = apply("datum "+d.Name, l.roAddr[i], len(d.Bytes), d.Relocs, out); err != nil {
+			return nil, nil, err
 		}
 	}
-	return nil
+	out = patches[nRO+nText:]
+	for i, d := range m.Data {
+		if out, err = apply("datum "+d.Name, l.dataAddr[i], len(d.Bytes), d.Relocs, out); err != nil {
+			return nil, nil, err
+		}
+	}
+	return patches, relative, nil
+}
+
+// applyPatches applies the leading patches that fall in the section
+// contents b at address addr and returns the rest.
+func applyPatches(b []byte, addr uint64, patches []patch) []patch {
+	for len(patches) > 0 {
+		p := patches[0]
+		o := p.at - addr
+		if p.at < addr || o >= uint64(len(b)) {
+			break
+		}
+		if p.size == 4 {
+			binary.LittleEndian.PutUint32(b[o:], uint32(p.v))
+		} else {
+			binary.LittleEndian.PutUint64(b[o:], p.v)
+		}
+		patches = patches[1:]
+	}
+	return patches
 }
 
 // dynEntries is the number of .dynamic entries Link writes.
 const dynEntries = 7
 
-// writeDynamic writes the load-time relocations and the .dynamic entries
-// that point the loader at them (gABI "Dynamic Section").
-func (l *linker) writeDynamic(out []byte, rela, dynstr, dynamic *section) {
-	le := binary.LittleEndian
-	b := out[rela.off:]
-	for i, r := range l.relative {
-		le.PutUint64(b[i*relaSize:], r.Off)
-		le.PutUint64(b[i*relaSize+8:], r.Info)
-		le.PutUint64(b[i*relaSize+16:], uint64(r.Addend))
+// reserveSymbols reserves the symbol table's entries and strings: the
+// null symbol, an STT_FILE symbol for the source, local symbols (internal
+// procedures, data), then global procedures; within each group in
+// address order. The strings go in the order of the model (the file,
+// procedures, read-only data, data), each once: the linker refused
+// duplicate names, so no lookup is needed.
+func (l *linker) reserveSymbols(w *elfobj.Writer) *elfobj.StringTable {
+	m := l.m
+	n, size := 0, 0
+	if m.File != "" {
+		n++
+		size += len(filepath.Base(m.File)) + 1
 	}
-	entries := [dynEntries]elf.Dyn64{
-		{Tag: int64(elf.DT_STRTAB), Val: dynstr.addr},
-		{Tag: int64(elf.DT_STRSZ), Val: dynstr.size},
-		{Tag: int64(elf.DT_RELA), Val: rela.addr},
-		{Tag: int64(elf.DT_RELASZ), Val: rela.size},
-		{Tag: int64(elf.DT_RELAENT), Val: relaSize},
-		{Tag: int64(elf.DT_RELACOUNT), Val: uint64(len(l.relative))},
-		{Tag: int64(elf.DT_NULL)},
+	globals := 0
+	for _, p := range m.Procs {
+		size += len(p.Name) + 1
+		if !p.Internal {
+			globals++
+		}
 	}
-	d := out[dynamic.off:]
-	for i, e := range entries {
-		le.PutUint64(d[i*dynSize:], uint64(e.Tag))
-		le.PutUint64(d[i*dynSize+8:], e.Val)
+	for _, ds := range [][]*Datum{m.ROData, m.Data} {
+		for _, d := range ds {
+			size += len(d.Name) + 1
+		}
 	}
+	n += len(m.Procs) - globals + len(m.ROData) + len(m.Data)
+	strs := &elfobj.StringTable{}
+	strs.Grow(size)
+	l.names = make([]uint32, 0, len(m.Procs)+len(m.ROData)+len(m.Data)+1)
+	if m.File != "" {
+		l.names = append(l.names, strs.AddUnique(filepath.Base(m.File)))
+	}
+	for _, p := range m.Procs {
+		l.names = append(l.names, strs.AddUnique(p.Name))
+	}
+	for _, ds := range [][]*Datum{m.ROData, m.Data} {
+		for _, d := range ds {
+			l.names = append(l.names, strs.AddUnique(d.Name))
+		}
+	}
+	w.ReserveLocalSymbols(n)
+	w.ReserveGlobalSymbols(globals)
+	return strs
 }
 
-// buildSymtab builds .symtab and .strtab: a null symbol, an STT_FILE
-// symbol for the source, local symbols (internal procedures, data), then
-// global procedures. Within each group symbols are in address order.
-func (l *linker) buildSymtab(text, data, rodata *section) (symtab, strtab *section, err error) {
-	strs := dwarf.NewStrTab()
-	le := binary.LittleEndian
-	var locals, globals []byte
-	put := func(dst []byte, name string, info byte, shndx uint16, value, size uint64) []byte {
-		var b [symSize]byte
-		le.PutUint32(b[0:], uint32(strs.Add(name)))
-		b[4] = info
-		b[5] = byte(elf.STV_DEFAULT)
-		le.PutUint16(b[6:], shndx)
-		le.PutUint64(b[8:], value)
-		le.PutUint64(b[16:], size)
-		return append(dst, b[:]...)
+// writeSymbols writes the symbols reserveSymbols reserved, in its order.
+func (l *linker) writeSymbols(w *elfobj.Writer, text, rodata, data *elfobj.Section) {
+	m := l.m
+	names := l.names
+	w.WriteNullSymbol()
+	if m.File != "" {
+		w.WriteSymbol(elf.Sym64{Name: names[0], Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_FILE), Shndx: uint16(elf.SHN_ABS)})
+		names = names[1:]
 	}
-	// Section indices are assigned later, in the order of l.sections; the
-	// symbols need them now, so compute them the same way.
-	idx := func(s *section) uint16 {
-		for i, t := range l.sections {
-			if t == s {
-				return uint16(i + 1)
-			}
-		}
-		return 0
-	}
-	locals = put(locals, "", 0, 0, 0, 0)
-	if l.m.File != "" {
-		locals = put(locals, filepath.Base(l.m.File), elf.ST_INFO(elf.STB_LOCAL, elf.STT_FILE), uint16(elf.SHN_ABS), 0, 0)
-	}
-	for i, p := range l.m.Procs {
+	procNames, dataNames := names[:len(m.Procs)], names[len(m.Procs):]
+	shndx := func(s *elfobj.Section) uint16 { return uint16(s.Index()) }
+	for i, p := range m.Procs {
 		if p.Internal {
-			locals = put(locals, p.Name, elf.ST_INFO(elf.STB_LOCAL, elf.STT_FUNC), idx(text), l.procAddr[i], uint64(len(p.Code)))
-		} else {
-			globals = put(globals, p.Name, elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), idx(text), l.procAddr[i], uint64(len(p.Code)))
+			w.WriteSymbol(elf.Sym64{Name: procNames[i], Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_FUNC), Shndx: shndx(text), Value: l.procAddr[i], Size: uint64(len(p.Code))})
 		}
 	}
-	for i, d := range l.m.ROData {
-		locals = put(locals, d.Name, elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), idx(rodata), l.roAddr[i], uint64(len(d.Bytes)))
+	for i, d := range m.ROData {
+		w.WriteSymbol(elf.Sym64{Name: dataNames[i], Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), Shndx: shndx(rodata), Value: l.roAddr[i], Size: uint64(len(d.Bytes))})
 	}
-	for i, d := range l.m.Data {
-		locals = put(locals, d.Name, elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), idx(data), l.dataAddr[i], uint64(len(d.Bytes)))
+	dataNames = dataNames[len(m.ROData):]
+	for i, d := range m.Data {
+		w.WriteSymbol(elf.Sym64{Name: dataNames[i], Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), Shndx: shndx(data), Value: l.dataAddr[i], Size: uint64(len(d.Bytes))})
 	}
-	symtab = &section{name: ".symtab", typ: elf.SHT_SYMTAB, align: 8, entsize: symSize,
-		info: uint32(len(locals) / symSize), data: append(locals, globals...)}
-	strtab = &section{name: ".strtab", typ: elf.SHT_STRTAB, align: 1, data: strs.Bytes()}
-	return symtab, strtab, nil
+	for i, p := range m.Procs {
+		if !p.Internal {
+			w.WriteSymbol(elf.Sym64{Name: procNames[i], Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: shndx(text), Value: l.procAddr[i], Size: uint64(len(p.Code))})
+		}
+	}
 }

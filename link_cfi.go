@@ -12,14 +12,15 @@ import (
 // cfiState carries the call frame information of a link between the
 // reserve phase (sizes) and the write phase (bytes at final addresses).
 type cfiState struct {
-	cie         frame.CIE
-	fdes        []frame.FDE
-	ehFrameSize int
+	cie  frame.CIE
+	fdes []frame.FDE
+	eh   *frame.DeferredEHFrame // .eh_frame, its FDE addresses to be put
 }
 
 // newCFI builds one FDE per procedure on the architecture's standard CIE
-// and learns the size of .eh_frame, which does not depend on addresses
-// (every pointer is pc-relative sdata4).
+// and encodes .eh_frame once, before any address is known: its size does
+// not depend on addresses (every pointer is pc-relative sdata4), and the
+// write phase puts the FDEs' addresses in (frame.DeferredEHFrame).
 func (l *linker) newCFI() (*cfiState, error) {
 	c := &cfiState{cie: frame.StandardCIE(l.a), fdes: make([]frame.FDE, len(l.m.Procs))}
 	signal := frame.StandardCIE(l.a)
@@ -48,7 +49,7 @@ func (l *linker) newCFI() (*cfiState, error) {
 			c.fdes[i].CIE = &signal
 		}
 	}
-	b, _, err := frame.EncodeEHFrame(c.cie, c.fdes, 0, l.enc)
+	eh, err := frame.EncodeEHFrameDeferred(c.cie, c.fdes, l.enc)
 	if err != nil {
 		// Name the procedure: encode its FDE alone.
 		for i, fde := range c.fdes {
@@ -64,7 +65,7 @@ func (l *linker) newCFI() (*cfiState, error) {
 		}
 		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
 	}
-	c.ehFrameSize = len(b)
+	c.eh = eh
 	return c, nil
 }
 
@@ -112,27 +113,6 @@ func (c *cfiState) setAddrs(procAddr []uint64) {
 }
 
 func (c *cfiState) hdrSize() int { return frame.EHFrameHdrSize(len(c.fdes)) }
-
-// write encodes .eh_frame and .eh_frame_hdr at their final addresses into out.
-func (c *cfiState) write(l *linker, out []byte, hdr, eh, text *section) error {
-	b, offs, err := frame.EncodeEHFrame(c.cie, c.fdes, eh.addr, l.enc)
-	if err != nil {
-		return &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
-	}
-	if len(b) != c.ehFrameSize {
-		return fmt.Errorf("elfimage: internal error: .eh_frame is %d bytes at its address, %d reserved", len(b), c.ehFrameSize)
-	}
-	h, err := frame.EncodeEHFrameHdr(hdr.addr, eh.addr, c.fdes, offs)
-	if err != nil {
-		return &LinkError{"module", fmt.Sprintf(".eh_frame_hdr: %v", err)}
-	}
-	if uint64(len(h)) != hdr.size {
-		return fmt.Errorf("elfimage: internal error: .eh_frame_hdr is %d bytes, %d reserved", len(h), hdr.size)
-	}
-	copy(out[eh.off:], b)
-	copy(out[hdr.off:], h)
-	return nil
-}
 
 // debugFrame encodes the same rows as .debug_frame and returns the
 // section offsets of the FDEs' initial_location fields (the section's only

@@ -1,7 +1,6 @@
 package elfimage
 
 import (
-	"debug/elf"
 	"fmt"
 	"strings"
 
@@ -17,7 +16,7 @@ import (
 // with a subprogram per procedure and its formal parameters, a base type
 // for the language's integers, and a line program with one sequence per
 // procedure. It returns the sections in the order they are laid out.
-func (l *linker) buildDWARF() ([]*section, error) {
+func (l *linker) buildDWARF() ([]builtSection, error) {
 	m := l.m
 	str := dwarf.NewStrTab()
 	lineStr := dwarf.NewStrTab()
@@ -178,14 +177,6 @@ func (l *linker) buildDWARF() ([]*section, error) {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}
 
-	debug := func(name string, data []byte, strings bool) *section {
-		s := &section{name: name, typ: elf.SHT_PROGBITS, align: 1, data: data}
-		if strings {
-			s.flags = elf.SHF_MERGE | elf.SHF_STRINGS
-			s.entsize = 1
-		}
-		return s
-	}
 	// .debug_aranges: the unit's code, for consumers that find units by
 	// address (DWARF 5 section 6.1.2).
 	aranges, err := loc.EncodeAranges(l.enc, unit.Offset, []loc.Range{{Start: l.textStart, End: l.textEnd}})
@@ -207,18 +198,18 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	}
 	tuple := 2 * int(l.enc.AddrSize)
 	arangesAddrs := []uint64{uint64((arangesHdr + tuple - 1) / tuple * tuple)}
-	withAddrs := func(s *section, addrs []uint64) *section { s.addrs = addrs; return s }
-	secs := []*section{
-		debug(".debug_abbrev", debugAbbrev, false),
-		withAddrs(debug(".debug_info", debugInfo, false), infoAddrs),
-		withAddrs(debug(".debug_aranges", aranges, false), arangesAddrs),
-		withAddrs(debug(".debug_line", debugLine, false), lineAddrs),
-		debug(".debug_str", str.Bytes(), true),
+	withAddrs := func(s builtSection, addrs []uint64) builtSection { s.addrs = addrs; return s }
+	secs := []builtSection{
+		debugSection(".debug_abbrev", debugAbbrev, false),
+		withAddrs(debugSection(".debug_info", debugInfo, false), infoAddrs),
+		withAddrs(debugSection(".debug_aranges", aranges, false), arangesAddrs),
+		withAddrs(debugSection(".debug_line", debugLine, false), lineAddrs),
+		debugSection(".debug_str", str.Bytes(), true),
 	}
 	if l.enc.Version >= 5 {
-		secs = append(secs, debug(".debug_line_str", lineStr.Bytes(), true))
+		secs = append(secs, debugSection(".debug_line_str", lineStr.Bytes(), true))
 	}
-	secs = append(secs, lists.sections(debug)...)
+	secs = lists.appendSections(secs)
 
 	// The runtime's own table: arity, names, docstrings, properties and
 	// each procedure's line sequence, queried without parsing DWARF.
@@ -249,7 +240,7 @@ func (l *linker) buildDWARF() ([]*section, error) {
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf("%s: %v", meta.SectionProcs, err)}
 	}
-	secs = append(secs, debug(meta.SectionProcs, table, false))
+	secs = append(secs, debugSection(meta.SectionProcs, table, false))
 	return secs, nil
 }
 
@@ -617,18 +608,17 @@ func (d *debugLists) rangeList(procAddr uint64, ranges []CodeRange) (info.Value,
 	return info.SecOffset(off), nil
 }
 
-// sections returns the list sections that hold lists.
-func (d *debugLists) sections(debug func(name string, data []byte, strings bool) *section) []*section {
-	var out []*section
+// appendSections appends the list sections that hold lists to secs.
+func (d *debugLists) appendSections(secs []builtSection) []builtSection {
 	if d.used.locs {
-		s := debug(d.locs.Section(), d.locs.Bytes(), false)
+		s := debugSection(d.locs.Section(), d.locs.Bytes(), false)
 		s.addrs = d.locs.AddrOffsets()
-		out = append(out, s)
+		secs = append(secs, s)
 	}
 	if d.used.rngs {
-		s := debug(d.rngs.Section(), d.rngs.Bytes(), false)
+		s := debugSection(d.rngs.Section(), d.rngs.Bytes(), false)
 		s.addrs = d.rngs.AddrOffsets()
-		out = append(out, s)
+		secs = append(secs, s)
 	}
-	return out
+	return secs
 }

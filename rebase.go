@@ -29,9 +29,10 @@ const SectionRebase = ".elfimage.rebase"
 
 const rebaseVersion = 1
 
-// encodeRebase builds the contents of SectionRebase from the sections'
-// recorded address offsets (sections must have their indices assigned).
-func encodeRebase(secs []*section) []byte {
+// encodeRebase builds the contents of SectionRebase from the tail
+// sections' recorded address offsets (the sections must be added to the
+// writer, which gives their indices).
+func encodeRebase(secs []builtSection) []byte {
 	b := []byte{rebaseVersion, 8} // ELF64: 8-byte addresses
 	for _, s := range secs {
 		if len(s.addrs) == 0 {
@@ -39,7 +40,7 @@ func encodeRebase(secs []*section) []byte {
 		}
 		addrs := slices.Clone(s.addrs)
 		slices.Sort(addrs)
-		b = dwarf.AppendUleb128(b, uint64(s.index))
+		b = dwarf.AppendUleb128(b, uint64(s.sec.Index()))
 		b = dwarf.AppendUleb128(b, uint64(len(addrs)))
 		prev := uint64(0)
 		for _, off := range addrs {

@@ -93,8 +93,9 @@ type flavor interface {
 
 // ehFlavor is .eh_frame; abs selects the FDE pointer encoding
 // DW_EH_PE_absptr instead of ehPtrEnc (the reader ignores it: it decodes
-// whatever encoding each CIE gives).
-type ehFlavor struct{ abs bool }
+// whatever encoding each CIE gives); deferred leaves the pcrel pc_begin
+// fields zero, for [DeferredEHFrame.Put] to fill.
+type ehFlavor struct{ abs, deferred bool }
 
 func (ehFlavor) name() string                         { return ".eh_frame" }
 func (ehFlavor) cieID(dwarf.Format) uint64            { return 0 }
@@ -356,10 +357,13 @@ func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {
 		b = w.appendAddr(b, f.Size)   // pc_range
 		b = dwarf.AppendUleb128(b, 0) // augmentation data length
 	} else if eh {
-		field := w.addr + bodyOff
-		rel := int64(f.Start - field)
-		if rel < math.MinInt32 || rel > math.MaxInt32 {
-			return invalid("pc_begin %#x is too far from its field at %#x for sdata4", f.Start, field)
+		var rel int64
+		if !fl.deferred {
+			field := w.addr + bodyOff
+			rel = int64(f.Start - field)
+			if rel < math.MinInt32 || rel > math.MaxInt32 {
+				return invalid("pc_begin %#x is too far from its field at %#x for sdata4", f.Start, field)
+			}
 		}
 		if f.Size > math.MaxUint32 {
 			return invalid("size %#x does not fit 4 bytes", f.Size)

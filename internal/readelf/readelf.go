@@ -7,7 +7,6 @@ package readelf
 import (
 	"bufio"
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -35,127 +35,79 @@ type Section struct {
 // every SHF_ALLOC section (each placed at file offset == its Addr, so
 // addresses must be increasing and above the headers at 0x1000 or more),
 // plus a PT_GNU_EH_FRAME for a section named .eh_frame_hdr. Non-allocated
-// sections follow, then .shstrtab and the section headers. It panics on
-// overlapping allocated sections (a test bug).
+// sections follow, then .shstrtab and the section headers. It is written
+// with package elfobj and panics on overlapping allocated sections (a
+// test bug).
 func WriteELF(machine elf.Machine, secs []Section) []byte {
-	le := binary.LittleEndian
-	const ehsize, phentsize, shentsize = 64, 56, 64
-	var phdrs [][]byte
-	out := make([]byte, 0x1000)
+	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
+	out := make([]*elfobj.Section, len(secs))
+	var hdr *elfobj.Section
+	for i, s := range secs {
+		h := elf.SectionHeader{Name: s.Name, Type: s.Type, Flags: s.Flags, Addralign: max(s.Align, 1)}
+		if h.Type == 0 {
+			h.Type = elf.SHT_PROGBITS
+		}
+		if s.Flags&elf.SHF_ALLOC != 0 {
+			h.Addr = s.Addr
+		}
+		out[i] = w.AddSection(h)
+		if s.Name == ".eh_frame_hdr" {
+			hdr = out[i]
+		}
+	}
+	progs := []elf.ProgHeader{{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_X, Align: 0x1000}}
+	if hdr != nil {
+		progs = append(progs, elf.ProgHeader{Type: elf.PT_GNU_EH_FRAME, Flags: elf.PF_R, Align: 4})
+	}
+	w.ReserveFileHeader()
+	w.ReserveProgramHeaders(len(progs))
+	w.ReserveUntil(0x1000)
 	var loadEnd uint64
-	offs := make([]uint64, len(secs))
 	for i, s := range secs {
 		if s.Flags&elf.SHF_ALLOC == 0 {
 			continue
 		}
-		if s.Addr < uint64(len(out)) {
-			panic(fmt.Sprintf("readelf.WriteELF: section %s at %#x overlaps what precedes it (%#x)", s.Name, s.Addr, len(out)))
+		if s.Addr < w.ReservedSize() || s.Addr%max(s.Align, 1) != 0 {
+			panic(fmt.Sprintf("readelf.WriteELF: section %s at %#x overlaps what precedes it (%#x) or is not aligned to %d", s.Name, s.Addr, w.ReservedSize(), s.Align))
 		}
-		out = append(out, make([]byte, s.Addr-uint64(len(out)))...)
-		offs[i] = s.Addr
-		out = append(out, s.Data...)
-		loadEnd = uint64(len(out))
+		w.ReserveUntil(s.Addr)
+		w.ReserveSectionData(out[i], uint64(len(s.Data)))
+		loadEnd = w.ReservedSize()
+	}
+	for i, s := range secs {
+		if s.Flags&elf.SHF_ALLOC == 0 {
+			w.ReserveSectionData(out[i], uint64(len(s.Data)))
+		}
+	}
+	shstrtab := w.ReserveShstrtab()
+	w.ReserveSectionHeaders()
+
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_DYN, Machine: machine})
+	progs[0].Filesz, progs[0].Memsz = loadEnd, loadEnd
+	if hdr != nil {
+		progs[1].Off, progs[1].Vaddr, progs[1].Paddr = hdr.Offset, hdr.Addr, hdr.Addr
+		progs[1].Filesz, progs[1].Memsz = hdr.Size, hdr.Size
+	}
+	for _, p := range progs {
+		w.WriteProgramHeader(p)
 	}
 	for i, s := range secs {
 		if s.Flags&elf.SHF_ALLOC != 0 {
-			continue
+			w.WriteSection(out[i], s.Data)
 		}
-		offs[i] = uint64(len(out))
-		out = append(out, s.Data...)
 	}
-	shstr := []byte{0}
-	nameOff := make([]uint32, len(secs)+1)
 	for i, s := range secs {
-		nameOff[i] = uint32(len(shstr))
-		shstr = append(append(shstr, s.Name...), 0)
-	}
-	nameOff[len(secs)] = uint32(len(shstr))
-	shstr = append(shstr, ".shstrtab\x00"...)
-	shstrOff := uint64(len(out))
-	out = append(out, shstr...)
-	for len(out)%8 != 0 {
-		out = append(out, 0)
-	}
-	shoff := uint64(len(out))
-	sh := make([]byte, shentsize) // null section
-	out = append(out, sh...)
-	for i, s := range secs {
-		typ := s.Type
-		if typ == 0 {
-			typ = elf.SHT_PROGBITS
-		}
-		al := s.Align
-		if al == 0 {
-			al = 1
-		}
-		sh := make([]byte, 0, shentsize)
-		sh = le.AppendUint32(sh, nameOff[i])
-		sh = le.AppendUint32(sh, uint32(typ))
-		sh = le.AppendUint64(sh, uint64(s.Flags))
-		if s.Flags&elf.SHF_ALLOC != 0 {
-			sh = le.AppendUint64(sh, s.Addr)
-		} else {
-			sh = le.AppendUint64(sh, 0)
-		}
-		sh = le.AppendUint64(sh, offs[i])
-		sh = le.AppendUint64(sh, uint64(len(s.Data)))
-		sh = le.AppendUint32(sh, 0)
-		sh = le.AppendUint32(sh, 0)
-		sh = le.AppendUint64(sh, al)
-		sh = le.AppendUint64(sh, 0)
-		out = append(out, sh...)
-		if s.Name == ".eh_frame_hdr" {
-			phdrs = append(phdrs, phdr(elf.PT_GNU_EH_FRAME, elf.PF_R, s.Addr, s.Addr, uint64(len(s.Data)), 4))
+		if s.Flags&elf.SHF_ALLOC == 0 {
+			w.WriteSection(out[i], s.Data)
 		}
 	}
-	sh = make([]byte, 0, shentsize)
-	sh = le.AppendUint32(sh, nameOff[len(secs)])
-	sh = le.AppendUint32(sh, uint32(elf.SHT_STRTAB))
-	sh = le.AppendUint64(sh, 0)
-	sh = le.AppendUint64(sh, 0)
-	sh = le.AppendUint64(sh, shstrOff)
-	sh = le.AppendUint64(sh, uint64(len(shstr)))
-	sh = le.AppendUint64(sh, 0)
-	sh = le.AppendUint64(sh, 1)
-	sh = le.AppendUint64(sh, 0)
-	out = append(out, sh...)
-	phdrs = append([][]byte{phdr(elf.PT_LOAD, elf.PF_R|elf.PF_X, 0, 0, loadEnd, 0x1000)}, phdrs...)
-
-	h := out[:0:0]
-	h = append(h, 0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), 0)
-	h = append(h, make([]byte, 8)...)
-	h = le.AppendUint16(h, uint16(elf.ET_DYN))
-	h = le.AppendUint16(h, uint16(machine))
-	h = le.AppendUint32(h, uint32(elf.EV_CURRENT))
-	h = le.AppendUint64(h, 0)      // e_entry
-	h = le.AppendUint64(h, ehsize) // e_phoff
-	h = le.AppendUint64(h, shoff)
-	h = le.AppendUint32(h, 0)
-	h = le.AppendUint16(h, ehsize)
-	h = le.AppendUint16(h, phentsize)
-	h = le.AppendUint16(h, uint16(len(phdrs)))
-	h = le.AppendUint16(h, shentsize)
-	h = le.AppendUint16(h, uint16(len(secs)+2))
-	h = le.AppendUint16(h, uint16(len(secs)+1)) // e_shstrndx
-	for _, p := range phdrs {
-		h = append(h, p...)
+	w.WriteStringTable(shstrtab)
+	w.WriteSectionHeaders()
+	b, err := w.Finish()
+	if err != nil {
+		panic("readelf.WriteELF: " + err.Error())
 	}
-	copy(out, h)
-	return out
-}
-
-func phdr(t elf.ProgType, fl elf.ProgFlag, off, addr, size, align uint64) []byte {
-	le := binary.LittleEndian
-	p := make([]byte, 0, 56)
-	p = le.AppendUint32(p, uint32(t))
-	p = le.AppendUint32(p, uint32(fl))
-	p = le.AppendUint64(p, off)
-	p = le.AppendUint64(p, addr)
-	p = le.AppendUint64(p, addr)
-	p = le.AppendUint64(p, size)
-	p = le.AppendUint64(p, size)
-	p = le.AppendUint64(p, align)
-	return p
+	return b
 }
 
 // Run writes file (if not nil) to a temporary file, runs readelf with args

@@ -1,9 +1,7 @@
 package gdbjit
 
 import (
-	"crypto/sha1"
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // Proc is one procedure of a symbol file built by [Symfile]: machine code
@@ -132,10 +131,10 @@ func Symfile(procs []Proc) ([]byte, error) {
 // end) must be pairwise disjoint. [Publisher] uses groups to keep the
 // SHF_ALLOC sections of its symbol files from overlapping one another.
 func symfileGroups(groups [][]Proc) ([]byte, error) {
-	var secs []section
-	var loads [][2]uint64
+	loads := make([][2]uint64, len(groups))
 	hasLines := false
-	for _, g := range groups {
+	nsym := 0
+	for gi, g := range groups {
 		lo := g[0].Addr
 		var hi uint64
 		for _, p := range g {
@@ -144,45 +143,98 @@ func symfileGroups(groups [][]Proc) ([]byte, error) {
 				hasLines = true
 			}
 		}
-		secs = append(secs, section{name: ".text", typ: elf.SHT_NOBITS,
-			flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, addr: lo, size: hi - lo, align: 1})
-		loads = append(loads, [2]uint64{lo, hi})
+		loads[gi] = [2]uint64{lo, hi}
+		nsym += len(g)
 	}
-
-	// .symtab and .strtab.
-	le := binary.LittleEndian
-	strtab := dwarf.NewStrTab()
-	symtab := make([]byte, 24) // the null symbol
-	for gi, g := range groups {
-		for _, p := range g {
-			symtab = le.AppendUint32(symtab, uint32(strtab.Add(p.Name)))
-			symtab = append(symtab, byte(elf.STB_GLOBAL)<<4|byte(elf.STT_FUNC), byte(elf.STV_DEFAULT))
-			symtab = le.AppendUint16(symtab, uint16(1+gi)) // the group's .text
-			symtab = le.AppendUint64(symtab, p.Addr)
-			symtab = le.AppendUint64(symtab, p.Size)
-		}
-	}
-	strIndex := uint32(len(secs) + 2) // .symtab goes next, then .strtab
-	secs = append(secs,
-		section{name: ".symtab", typ: elf.SHT_SYMTAB, data: symtab, align: 8, link: strIndex, info: 1, entsize: 24},
-		section{name: ".strtab", typ: elf.SHT_STRTAB, data: strtab.Bytes(), align: 1})
-
-	if eh, err := symfileEHFrame(groups); err != nil {
+	// Every address in the file is absolute: the contents are built
+	// first, then laid out.
+	eh, err := symfileEHFrame(groups)
+	if err != nil {
 		return nil, err
-	} else if eh != nil {
-		secs = append(secs, section{name: ".eh_frame", typ: shtX86_64Unwind, data: eh, align: 8})
 	}
-	noteIndex := len(secs)
-	secs = append(secs, section{name: ".note.gnu.build-id", typ: elf.SHT_NOTE, data: make([]byte, buildIDNoteSize), align: 4})
+	var dw []elf.SectionHeader
+	var dwData [][]byte
 	if hasLines {
-		dw, err := symfileDWARF(groups, loads)
-		if err != nil {
+		if dw, dwData, err = symfileDWARF(groups, loads); err != nil {
 			return nil, err
 		}
-		secs = append(secs, dw...)
 	}
-	out := writeSymfile(secs, loads)
-	putBuildID(out, secs[noteIndex].off)
+
+	// The sections: one SHT_NOBITS .text per group (debuggers read the
+	// code from the process), the symbols, .eh_frame, the build ID and
+	// DWARF; every section but .text is non-ALLOC at address 0.
+	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
+	texts := make([]*elfobj.Section, len(groups))
+	for gi, l := range loads {
+		texts[gi] = w.AddSection(elf.SectionHeader{Name: ".text", Type: elf.SHT_NOBITS,
+			Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addr: l[0], Addralign: 1})
+	}
+	symtab := w.AddSection(elf.SectionHeader{Name: ".symtab", Type: elf.SHT_SYMTAB, Addralign: 8})
+	strtab := w.AddSection(elf.SectionHeader{Name: ".strtab", Type: elf.SHT_STRTAB, Addralign: 1})
+	var ehSec *elfobj.Section
+	if eh != nil {
+		ehSec = w.AddSection(elf.SectionHeader{Name: ".eh_frame", Type: shtX86_64Unwind, Addralign: 8})
+	}
+	note := w.AddSection(elf.SectionHeader{Name: ".note.gnu.build-id", Type: elf.SHT_NOTE, Addralign: 4})
+	dwSecs := make([]*elfobj.Section, len(dw))
+	for i, h := range dw {
+		dwSecs[i] = w.AddSection(h)
+	}
+	var strs elfobj.StringTable
+	names := make([]uint32, 0, nsym)
+	for _, g := range groups {
+		for _, p := range g {
+			names = append(names, strs.Add(p.Name))
+		}
+	}
+	w.ReserveGlobalSymbols(nsym)
+
+	w.ReserveFileHeader()
+	w.ReserveProgramHeaders(len(loads))
+	for gi, l := range loads {
+		w.ReserveSectionData(texts[gi], l[1]-l[0])
+	}
+	w.ReserveSymtab(symtab, strtab)
+	w.ReserveStringTable(strtab, &strs)
+	if ehSec != nil {
+		w.ReserveSectionData(ehSec, uint64(len(eh)))
+	}
+	w.ReserveSectionData(note, elfobj.BuildIDNoteSize)
+	for i, s := range dwSecs {
+		w.ReserveSectionData(s, uint64(len(dwData[i])))
+	}
+	shstrtab := w.ReserveShstrtab()
+	w.ReserveSectionHeaders()
+
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_EXEC, Machine: elf.EM_X86_64})
+	for _, l := range loads {
+		// The code's real range, no file bytes (p_offset 0, p_align 1 so
+		// no congruence is implied).
+		w.WriteProgramHeader(elf.ProgHeader{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_X,
+			Vaddr: l[0], Paddr: l[0], Memsz: l[1] - l[0], Align: 1})
+	}
+	w.WriteNullSymbol()
+	for gi, g := range groups {
+		for _, p := range g {
+			w.WriteSymbol(elf.Sym64{Name: names[0], Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
+				Shndx: uint16(texts[gi].Index()), Value: p.Addr, Size: p.Size})
+			names = names[1:]
+		}
+	}
+	w.WriteStringTable(strtab)
+	if ehSec != nil {
+		w.WriteSection(ehSec, eh)
+	}
+	w.WriteBuildID(note)
+	for i, s := range dwSecs {
+		w.WriteSection(s, dwData[i])
+	}
+	w.WriteStringTable(shstrtab)
+	w.WriteSectionHeaders()
+	out, err := w.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("gdbjit: internal error: %w", err)
+	}
 	return out, nil
 }
 
@@ -234,30 +286,6 @@ func symfileEHFrame(groups [][]Proc) ([]byte, error) {
 		return nil, fmt.Errorf("%w: call frame information: %w", ErrInvalidProc, err)
 	}
 	return eh, nil
-}
-
-// ntGNUBuildID is NT_GNU_BUILD_ID (debug/elf has no name for it).
-const ntGNUBuildID = 3
-
-// buildIDNoteSize is the size of the NT_GNU_BUILD_ID note: namesz,
-// descsz, type, "GNU\0" and a 20-byte SHA-1.
-const buildIDNoteSize = 16 + sha1.Size
-
-// putBuildID fills the NT_GNU_BUILD_ID note at file offset off of the
-// symbol file out as elfimage's linker does (link.go): the note header,
-// then as descriptor the SHA-1 of the whole file with the descriptor
-// zeroed. The ID thus changes with any byte of the file: names, lines,
-// addresses, CFI.
-func putBuildID(out []byte, off uint64) {
-	le := binary.LittleEndian
-	n := out[off : off+buildIDNoteSize]
-	le.PutUint32(n[0:], 4)         // namesz
-	le.PutUint32(n[4:], sha1.Size) // descsz
-	le.PutUint32(n[8:], ntGNUBuildID)
-	copy(n[12:], "GNU\x00")
-	clear(n[16:])
-	sum := sha1.Sum(out)
-	copy(n[16:], sum[:])
 }
 
 // clone returns a deep copy of p: its slices, CIE and instruction
@@ -319,11 +347,11 @@ func (p *Proc) validate() error {
 	return nil
 }
 
-// symfileDWARF returns the DWARF 5 sections for groups (see
-// symfileGroups): one compile unit per group, covering the group's code
-// range loads[i], with its own line program (when a procedure of the
-// group has a File) at the unit's DW_AT_stmt_list.
-func symfileDWARF(groups [][]Proc, loads [][2]uint64) ([]section, error) {
+// symfileDWARF returns the headers and contents of the DWARF 5 sections
+// for groups (see symfileGroups): one compile unit per group, covering
+// the group's code range loads[i], with its own line program (when a
+// procedure of the group has a File) at the unit's DW_AT_stmt_list.
+func symfileDWARF(groups [][]Proc, loads [][2]uint64) ([]elf.SectionHeader, [][]byte, error) {
 	enc := dwarf.Default64
 	lineStr := dwarf.NewStrTab()
 	var lineSec []byte
@@ -378,7 +406,7 @@ func symfileDWARF(groups [][]Proc, loads [][2]uint64) ([]section, error) {
 		if len(files) > 0 {
 			b, err := prog.Encode(lineStr)
 			if err != nil {
-				return nil, fmt.Errorf("gdbjit: line program: %w", err)
+				return nil, nil, fmt.Errorf("gdbjit: line program: %w", err)
 			}
 			attrs = append(attrs, info.Attr{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(uint64(len(lineSec)))})
 			lineSec = append(lineSec, b...)
@@ -388,122 +416,20 @@ func symfileDWARF(groups [][]Proc, loads [][2]uint64) ([]section, error) {
 	str := dwarf.NewStrTab()
 	infoSec, abbrev, err := info.Encode(units, str)
 	if err != nil {
-		return nil, fmt.Errorf("gdbjit: debug info: %w", err)
+		return nil, nil, fmt.Errorf("gdbjit: debug info: %w", err)
 	}
-	secs := []section{
-		{name: ".debug_abbrev", typ: elf.SHT_PROGBITS, data: abbrev, align: 1},
-		{name: ".debug_info", typ: elf.SHT_PROGBITS, data: infoSec, align: 1},
-		{name: ".debug_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: str.Bytes(), align: 1, entsize: 1},
+	debug := func(name string, strings bool) elf.SectionHeader {
+		h := elf.SectionHeader{Name: name, Type: elf.SHT_PROGBITS, Addralign: 1}
+		if strings {
+			h.Flags, h.Entsize = elf.SHF_MERGE|elf.SHF_STRINGS, 1
+		}
+		return h
 	}
+	hdrs := []elf.SectionHeader{debug(".debug_abbrev", false), debug(".debug_info", false), debug(".debug_str", true)}
+	data := [][]byte{abbrev, infoSec, str.Bytes()}
 	if len(lineSec) > 0 {
-		secs = append(secs,
-			section{name: ".debug_line", typ: elf.SHT_PROGBITS, data: lineSec, align: 1},
-			section{name: ".debug_line_str", typ: elf.SHT_PROGBITS, flags: elf.SHF_MERGE | elf.SHF_STRINGS, data: lineStr.Bytes(), align: 1, entsize: 1})
+		hdrs = append(hdrs, debug(".debug_line", false), debug(".debug_line_str", true))
+		data = append(data, lineSec, lineStr.Bytes())
 	}
-	return secs, nil
-}
-
-// section is one section of a symbol file. NOBITS sections have size and
-// no data; the others have data.
-type section struct {
-	name         string
-	typ          elf.SectionType
-	flags        elf.SectionFlag
-	addr, size   uint64
-	data         []byte
-	align        uint64
-	link, info   uint32
-	entsize      uint64
-	nameOff, off uint64
-}
-
-// writeSymfile lays out an ELF64 little-endian ET_EXEC for x86-64: header,
-// one PT_LOAD per range of loads (R+X, memory [lo, hi), no file bytes),
-// section data, .shstrtab and the section headers.
-func writeSymfile(secs []section, loads [][2]uint64) []byte {
-	const ehsize, phentsize, shentsize = 64, 56, 64
-	le := binary.LittleEndian
-	phsize := phentsize * len(loads)
-	out := make([]byte, ehsize+phsize)
-	shstr := dwarf.NewStrTab()
-	for i := range secs {
-		s := &secs[i]
-		s.nameOff = shstr.Add(s.name)
-		if s.typ == elf.SHT_NOBITS {
-			s.off = uint64(len(out))
-			continue
-		}
-		for uint64(len(out))%max(s.align, 1) != 0 {
-			out = append(out, 0)
-		}
-		s.off = uint64(len(out))
-		s.size = uint64(len(s.data))
-		out = append(out, s.data...)
-	}
-	shstrName := shstr.Add(".shstrtab")
-	shstrOff := uint64(len(out))
-	out = append(out, shstr.Bytes()...)
-	for len(out)%8 != 0 {
-		out = append(out, 0)
-	}
-	shoff := uint64(len(out))
-	out = append(out, make([]byte, shentsize)...) // SHN_UNDEF
-	for _, s := range secs {
-		out = le.AppendUint32(out, uint32(s.nameOff))
-		out = le.AppendUint32(out, uint32(s.typ))
-		out = le.AppendUint64(out, uint64(s.flags))
-		out = le.AppendUint64(out, s.addr)
-		out = le.AppendUint64(out, s.off)
-		out = le.AppendUint64(out, s.size)
-		out = le.AppendUint32(out, s.link)
-		out = le.AppendUint32(out, s.info)
-		out = le.AppendUint64(out, max(s.align, 1))
-		out = le.AppendUint64(out, s.entsize)
-	}
-	out = le.AppendUint32(out, uint32(shstrName))
-	out = le.AppendUint32(out, uint32(elf.SHT_STRTAB))
-	out = le.AppendUint64(out, 0)
-	out = le.AppendUint64(out, 0)
-	out = le.AppendUint64(out, shstrOff)
-	out = le.AppendUint64(out, uint64(shstr.Size()))
-	out = le.AppendUint32(out, 0)
-	out = le.AppendUint32(out, 0)
-	out = le.AppendUint64(out, 1)
-	out = le.AppendUint64(out, 0)
-
-	// Write the header and program headers in place over the first
-	// ehsize+phsize bytes, reserved above.
-	h := out[:0]
-	h = append(h, 0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), byte(elf.ELFOSABI_NONE))
-	h = append(h, make([]byte, 8)...)
-	h = le.AppendUint16(h, uint16(elf.ET_EXEC))
-	h = le.AppendUint16(h, uint16(elf.EM_X86_64))
-	h = le.AppendUint32(h, uint32(elf.EV_CURRENT))
-	h = le.AppendUint64(h, 0)      // e_entry
-	h = le.AppendUint64(h, ehsize) // e_phoff
-	h = le.AppendUint64(h, shoff)
-	h = le.AppendUint32(h, 0) // e_flags
-	h = le.AppendUint16(h, ehsize)
-	h = le.AppendUint16(h, phentsize)
-	h = le.AppendUint16(h, uint16(len(loads)))
-	h = le.AppendUint16(h, shentsize)
-	h = le.AppendUint16(h, uint16(len(secs)+2))
-	h = le.AppendUint16(h, uint16(len(secs)+1)) // e_shstrndx
-	// PT_LOAD: the code's real range, no file bytes (p_offset 0, p_align 1
-	// so no congruence is implied).
-	for _, l := range loads {
-		lo, hi := l[0], l[1]
-		h = le.AppendUint32(h, uint32(elf.PT_LOAD))
-		h = le.AppendUint32(h, uint32(elf.PF_R|elf.PF_X))
-		h = le.AppendUint64(h, 0)
-		h = le.AppendUint64(h, lo)
-		h = le.AppendUint64(h, lo)
-		h = le.AppendUint64(h, 0)
-		h = le.AppendUint64(h, hi-lo)
-		h = le.AppendUint64(h, 1)
-	}
-	if len(h) != ehsize+phsize {
-		panic("gdbjit: ELF header size") // unreachable
-	}
-	return out
+	return hdrs, data, nil
 }
