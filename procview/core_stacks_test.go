@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/procview"
+	"github.com/elfimage/elfimage/unwind"
 )
 
 // gcore writes a core of the live process pid with gdb's gcore (the
@@ -57,8 +59,8 @@ func gdbCoreStacks(t *testing.T, gdb, dir, exe, core string) map[int][]gdbFrame 
 	return out
 }
 
-// parseGDBThreads parses the output of `thread apply all bt` (see
-// gdbStacks). A frame right after "<signal handler called>" prints no pc
+// parseGDBThreads parses the output of `thread apply all bt`: each
+// thread's frames by thread id (the LWP gdb names). A frame right after "<signal handler called>" prints no pc
 // when its pc is at the start of a line, but it has one: it was
 // interrupted there, not inlined into the signal frame.
 func parseGDBThreads(text string) map[int][]gdbFrame {
@@ -633,4 +635,150 @@ func TestCoreStacksC(t *testing.T) {
 			t.Errorf("siginfo %+v, thread signal %d; want SIGSEGV at 0", si, c.Threads[0].Signal)
 		}
 	})
+}
+
+// TestCoreStacksUnpublished: a gcore of a process running image code
+// linked in memory and announced only in its perf map (run -jit
+// -perf-map, as in TestStacksUnpublished). The core's PT_LOAD segments
+// give the address space: the anonymous code is executable, so the
+// spinning thread is walked by frame pointer through the six down frames,
+// %start and %enter, across native.Call's stack switch into the Go frames
+// to runtime.goexit, each JIT frame named from /tmp/perf-PID.map (read by
+// default for the core's PID): the same frames, found the same way, as
+// the live process gave. eu-stack --core, which walks by frame pointer
+// too (in a core past %enter, as it does not live), agrees pc by pc as
+// far as it goes. Without the perf map the walk
+// is the same with the JIT frames unnamed; a perf map given by path is
+// used, one of other addresses is used only with a warning.
+func TestCoreStacksUnpublished(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	euStack := tooltest.Require(t, "eu-stack")
+	pid := startDown(t, "-jit", "-perf-map")
+	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	live, _ := stacksWhen(t, pid, 100, func(th []procview.Thread) bool {
+		s := spinning(th)
+		return s != nil && len(s.Frames) > 1 && s.Frames[1].Method == unwind.MethodFramePointer
+	})
+	dir := t.TempDir()
+	corePath := gcore(t, gdb, dir, pid)
+	c, err := procview.OpenCore(corePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.UID != os.Geteuid() {
+		t.Errorf("core's user %d, want %d", c.UID, os.Geteuid())
+	}
+	stacks := func(opts *procview.CoreOptions) ([]procview.Thread, *procview.View) {
+		t.Helper()
+		threads, view, err := procview.CoreStacks(c, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { view.Close() })
+		return threads, view
+	}
+	threads, view := stacks(nil)
+	for _, w := range view.Warnings() {
+		t.Logf("warning: %v", w)
+	}
+	byTID := map[int]*procview.Thread{}
+	for i := range threads {
+		byTID[threads[i].TID] = &threads[i]
+	}
+	for i := range live {
+		l, o := &live[i], byTID[live[i].TID]
+		if o == nil {
+			t.Errorf("thread %d is not in the core", l.TID)
+			continue
+		}
+		lc, oc := *l, *o
+		lc.Name, oc.Name = "", ""
+		if a, b := dumpThreads([]procview.Thread{lc}), dumpThreads([]procview.Thread{oc}); a != b {
+			t.Errorf("live and core differ:\nlive %s\ncore %s", a, b)
+		}
+		for j := range min(len(l.Frames), len(o.Frames)) {
+			if l.Frames[j].Method != o.Frames[j].Method {
+				t.Errorf("thread %d frame %d: found by %v in the core, %v live", l.TID, j, o.Frames[j].Method, l.Frames[j].Method)
+			}
+		}
+	}
+	th := spinning(threads)
+	if th == nil {
+		t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
+	}
+	want := []string{"spin", "down", "down", "down", "down", "down", "down", "%start", "%enter", "github.com/elfimage/elfimage/native.call"}
+	seq := funcSeq(th)
+	if len(seq) < len(want) || strings.Join(seq[:len(want)], " ") != strings.Join(want, " ") ||
+		!strings.Contains(strings.Join(seq, " "), " main.main runtime.main runtime.goexit") || th.Err != nil {
+		t.Errorf("spinning thread: %v (%v), want %v ... main.main runtime.main runtime.goexit", seq, th.Err, want)
+	}
+	for i, f := range th.Frames[:len(want)-1] {
+		if f.Module != perfMap || (i > 0 && f.Method != unwind.MethodFramePointer) {
+			t.Errorf("frame %d: module %q, %v; want %s, by frame pointer", i, f.Module, f.Method, perfMap)
+		}
+	}
+
+	e := euStacks(t, euStack, "--core", corePath, "-e", filepath.Join(fixture(t), "elfimage"))
+	for i := range threads {
+		ours, theirs := threads[i].Frames, e[threads[i].TID]
+		n := 0
+		for ; n < min(len(ours), len(theirs)); n++ {
+			if ours[n].PC != theirs[n].pc {
+				t.Errorf("thread %d frame %d: pc %#x, eu-stack %#x\nours:\n%s\neu-stack: %#x", threads[i].TID, n, ours[n].PC, theirs[n].pc, dumpThreads(threads[i:i+1]), theirs)
+				break
+			}
+		}
+		t.Logf("thread %d: %d frames, %d compared with eu-stack's %d", threads[i].TID, len(ours), n, len(theirs))
+		if &threads[i] == th && (len(theirs) < len(want)-1 || n < len(theirs)) {
+			t.Errorf("spinning thread: eu-stack %d frames, ours %d, %d the same; want eu-stack to walk to %%enter and ours as far", len(theirs), len(ours), n)
+		}
+	}
+
+	// No perf map: the same walk, the JIT frames without names.
+	bare, _ := stacks(&procview.CoreOptions{Options: procview.Options{NoPerfMap: true}})
+	bt := byTIDOf(bare, th.TID)
+	if bt == nil || len(bt.Frames) != len(th.Frames) || bt.Err != nil {
+		t.Fatalf("without the perf map:\n%s", dumpThreads(bare))
+	}
+	for i := range bt.Frames {
+		if bt.Frames[i].PC != th.Frames[i].PC || (i < len(want)-1) != (len(bt.Frames[i].Funcs) == 0) {
+			t.Errorf("without the perf map, frame %d: %#x %+v; with it %#x %+v", i, bt.Frames[i].PC, bt.Frames[i].Funcs, th.Frames[i].PC, th.Frames[i].Funcs)
+		}
+	}
+
+	// A perf map given by path (a copy, as if /tmp had been cleaned).
+	b, err := os.ReadFile(perfMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(dir, "saved.map")
+	if err := os.WriteFile(copyPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given, _ := stacks(&procview.CoreOptions{PerfMap: copyPath})
+	if g := byTIDOf(given, th.TID); g == nil || g.Frames[1].Module != copyPath || funcSeq(g)[1] != "down" {
+		t.Errorf("with --perf-map %s:\n%s", copyPath, dumpThreads(given))
+	}
+	// One of other addresses: used as given, with a warning.
+	other := filepath.Join(dir, "other.map")
+	if err := os.WriteFile(other, []byte("1000 10 elsewhere\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, ov := stacks(&procview.CoreOptions{PerfMap: other})
+	if !strings.Contains(fmt.Sprint(ov.Warnings()), "not this process's perf map") {
+		t.Errorf("a perf map of other addresses: warnings %v", ov.Warnings())
+	}
+	if _, _, err := procview.CoreStacks(c, &procview.CoreOptions{PerfMap: filepath.Join(dir, "none.map")}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing perf map given by path: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func byTIDOf(threads []procview.Thread, tid int) *procview.Thread {
+	for i := range threads {
+		if threads[i].TID == tid {
+			return &threads[i]
+		}
+	}
+	return nil
 }
