@@ -123,13 +123,7 @@ func TestStackUnpublished(t *testing.T) {
 	pid := startReady(t, f.cli, dir, "run", "-jit", "-perf-map", "spin.scm")
 	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
 	t.Cleanup(func() { os.Remove(perfMap) }) // after the child is killed (cleanups run last first)
-	q := regexp.QuoteMeta("[" + perfMap + "]")
-	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin ` + q + ` via registers\n` +
-		`#1  0x[0-9a-f]{16} in %start ` + q + ` via (fp|prologue|epilogue)\n` +
-		`#2  0x[0-9a-f]{16} in %enter ` + q + ` via fp\n` +
-		`#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n` +
-		`(#\d+ .*\n)*` +
-		`#\d+ +0x[0-9a-f]{16} in main.main \(\) at \S+ \[\S+\] via cfi\n`)
+	spinRE := unpublishedSpinRE(perfMap)
 	text := stackUntil(t, spinRE, pid)
 	if !spinRE.MatchString(text) {
 		t.Fatalf("no thread in spin unwound to main.main:\n%s", text)
