@@ -154,10 +154,12 @@ func (v *View) SymbolizeFrames(frames []Frame) { v.DescribeFrames(frames, nil) }
 // expression or location list entry at the pc is evaluated with
 // dwarf/expr against the frame's registers, its CFA, the subprogram's
 // DW_AT_frame_base and mem, the memory of the process as it was when the
-// frames were unwound. Scalars are read (see Arg); aggregates are shown
-// as "...", and composite locations (more than one DW_OP_piece), typed
-// DWARF 5 operations and entry values are not supported (an Arg with an
-// error). Cost: one symbolization and, per function with parameters, the
+// frames were unwound (value.Locate, pieces included). Scalars are read
+// and shown as gdb's bt shows them (value.Brief, see Arg); aggregates are
+// shown as "..."; typed DWARF 5 operations are not supported (an Arg with
+// an error), and a value on entry (DW_OP_entry_value) is
+// "<optimized out>", as gdb shows it without the caller's call site.
+// Cost: one symbolization and, per function with parameters, the
 // decode of its DIEs; the first frame in a compile unit indexes the
 // unit's subprograms.
 func (v *View) DescribeFrames(frames []Frame, mem unwind.Memory) {

@@ -137,8 +137,9 @@ func euStacks(t *testing.T, euStack string, args ...string) map[int][]euFrame {
 // physical frame's functions). eu-stack stops at frames it cannot unwind
 // (Go's signal return trampoline has no CFI): we must go at least as far.
 // Past a pc outside every module (a thread just cloned, whose stack is
-// not set up yet, returns there) eu-stack goes on guessing where gdb and
-// we stop: the comparison ends at that frame. It returns the number of
+// not set up yet, returns there), or in data where our walk stopped
+// (notCode), eu-stack goes on guessing where gdb and we stop: the
+// comparison ends at that frame. It returns the number of
 // frames compared.
 func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFrame) int {
 	t.Helper()
@@ -148,7 +149,7 @@ func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFra
 			return i
 		}
 		f := ours.Frames[i]
-		if f.PC == e.pc && e.fn == "" && f.Module == "" {
+		if f.PC == e.pc && (e.fn == "" && f.Module == "" || notCode(ours, i)) {
 			return i + 1
 		}
 		if f.PC != e.pc {
