@@ -4,12 +4,15 @@
 // decoder from any producer's .debug_info ([Reader]), where a value is
 // ([Locate], over package dwarf/expr) and its text ([Format]).
 //
-// [Format] has two styles: [Print], as gdb's print command shows a value
-// (members of structures, elements of arrays, strings), which
-// elfimage.FormatLocation, Image.Locals and the describe command use; and
+// The image queries of package elfimage (Image.Locals, Image.SubprogramAt,
+// and through them the describe command) read types with a [Reader];
+// package procview reads those of any module's DWARF with one. [Format]
+// has two styles: [Print], as gdb's print command shows a value (members
+// of structures, elements of arrays, strings), which
+// elfimage.FormatLocation and elfimage.Backtrace (Arg.Text) use; and
 // [Brief], as gdb's backtrace shows arguments (scalars only, aggregates as
-// "..."), which package procview uses for the arguments of every frame
-// of a live process or core.
+// "..."), which procview uses for the arguments of every frame of a live
+// process or core.
 //
 // The debug information and the memory a value is read from are
 // untrusted: types are decoded with bounds (MaxTypes entries, nesting 64
