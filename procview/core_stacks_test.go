@@ -46,17 +46,8 @@ func gcore(t *testing.T, gdb, dir string, pid int) string {
 // and returns each thread's frames by thread id.
 func gdbCoreStacks(t *testing.T, gdb, dir, exe, core string) map[int][]gdbFrame {
 	t.Helper()
-	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true, Program: exe,
-		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
-	out := parseGDBThreads(r.Blocks[0])
-	if len(out) == 0 {
-		t.Fatalf("no backtrace in gdb's output:\n%s", r.Output)
-	}
-	return out
+	return gdbThreads(t, &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true, Program: exe,
+		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}})
 }
 
 // parseGDBThreads parses the output of `thread apply all bt`: each
@@ -65,25 +56,25 @@ func gdbCoreStacks(t *testing.T, gdb, dir, exe, core string) map[int][]gdbFrame 
 // interrupted there, not inlined into the signal frame.
 func parseGDBThreads(text string) map[int][]gdbFrame {
 	out := map[int][]gdbFrame{}
-	tid := 0
-	for _, line := range strings.Split(text, "\n") {
-		if m := gdbThreadRE.FindStringSubmatch(line); m != nil {
-			tid, _ = strconv.Atoi(m[1])
-			continue
+	for tid, block := range gdbtest.Threads(text) {
+		var fs []gdbFrame
+		for _, line := range strings.Split(block, "\n") {
+			m := gdbFrameRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			fn := m[3]
+			if i := strings.Index(fn, " ("); i >= 0 {
+				fn = fn[:i]
+			} else if i := strings.Index(fn, " at "); i >= 0 {
+				fn = fn[:i]
+			}
+			afterSignal := len(fs) > 0 && fs[len(fs)-1].fn == "<signal handler called>"
+			fs = append(fs, gdbFrame{fn: strings.TrimSuffix(fn, " ()"), hasPC: m[2] != "" || m[1] == "0" || afterSignal})
 		}
-		m := gdbFrameRE.FindStringSubmatch(line)
-		if m == nil || tid == 0 {
-			continue
+		if len(fs) > 0 {
+			out[tid] = fs
 		}
-		fn := m[3]
-		if i := strings.Index(fn, " ("); i >= 0 {
-			fn = fn[:i]
-		} else if i := strings.Index(fn, " at "); i >= 0 {
-			fn = fn[:i]
-		}
-		prev := out[tid]
-		afterSignal := len(prev) > 0 && prev[len(prev)-1].fn == "<signal handler called>"
-		out[tid] = append(prev, gdbFrame{fn: strings.TrimSuffix(fn, " ()"), hasPC: m[2] != "" || m[1] == "0" || afterSignal})
 	}
 	return out
 }
@@ -167,6 +158,30 @@ func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFra
 	return len(eu)
 }
 
+// compareCoreTools compares every thread of the core with gdb's `thread
+// apply all bt` on `gdb EXE -c CORE` (compareWithGDB) and with eu-stack
+// --core CORE -e EXE (compareWithEUStack), and returns by thread id the
+// physical frames compared with gdb and the frames compared with
+// eu-stack out of how many eu-stack shows; on a failure it logs our
+// threads.
+func compareCoreTools(t *testing.T, gdb, euStack, dir, exe, core string, threads []procview.Thread) (nGDB, nEU, ofEU map[int]int) {
+	t.Helper()
+	g := gdbCoreStacks(t, gdb, dir, exe, core)
+	e := euStacks(t, euStack, "--core", core, "-e", exe)
+	nGDB, nEU, ofEU = map[int]int{}, map[int]int{}, map[int]int{}
+	for i := range threads {
+		th := &threads[i]
+		ofEU[th.TID] = len(e[th.TID])
+		nGDB[th.TID] = compareWithGDB(t, th.TID, th, g[th.TID])
+		nEU[th.TID] = compareWithEUStack(t, th.TID, th, e[th.TID])
+		t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", th.TID, len(th.Frames), nGDB[th.TID], nEU[th.TID])
+	}
+	if t.Failed() {
+		t.Logf("ours:\n%s", dumpThreads(threads))
+	}
+	return nGDB, nEU, ofEU
+}
+
 // TestCoreStacksGcore: a core that gdb's gcore writes of a child running
 // spin.scm's image (mapped from its file and published with -gdb; or
 // linked in memory, -jit -gdb, so that the image exists only in the
@@ -203,23 +218,7 @@ func TestCoreStacksGcore(t *testing.T) {
 			for _, w := range view.Warnings() {
 				t.Logf("warning: %v", w)
 			}
-			byTID := map[int]*procview.Thread{}
-			for i := range threads {
-				byTID[threads[i].TID] = &threads[i]
-			}
-			for i := range live {
-				l, o := &live[i], byTID[live[i].TID]
-				if o == nil {
-					t.Errorf("thread %d is not in the core", l.TID)
-					continue
-				}
-				// Thread names aside: the core has only the process's.
-				lc, oc := *l, *o
-				lc.Name, oc.Name = "", ""
-				if a, b := dumpThreads([]procview.Thread{lc}), dumpThreads([]procview.Thread{oc}); a != b {
-					t.Errorf("live and core differ:\nlive %s\ncore %s", a, b)
-				}
-			}
+			sameAsLive(t, live, threads)
 			th := threadWith(threads, "spin")
 			if th == nil {
 				t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
@@ -227,23 +226,39 @@ func TestCoreStacksGcore(t *testing.T) {
 			if want := "[jit@"; args[1] == "-jit" && !strings.HasPrefix(th.Frames[0].Module, want) {
 				t.Errorf("frame 0 in %q, want a JIT symbol file", th.Frames[0].Module)
 			}
-			g := gdbCoreStacks(t, gdb, dir, cli, corePath)
-			e := euStacks(t, euStack, "--core", corePath, "-e", cli)
-			for i := range threads {
-				n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
-				if &threads[i] == th && n < 8 {
-					t.Errorf("only %d frames of the spinning thread compared with gdb", n)
-				}
-				m := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
-				t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", threads[i].TID, len(threads[i].Frames), n, m)
-				if &threads[i] == th && args[1] != "-jit" && m < 8 {
-					t.Errorf("only %d frames of the spinning thread compared with eu-stack", m)
-				}
+			nGDB, nEU, _ := compareCoreTools(t, gdb, euStack, dir, cli, corePath, threads)
+			if n := nGDB[th.TID]; n < 8 {
+				t.Errorf("only %d frames of the spinning thread compared with gdb", n)
 			}
-			if t.Failed() {
-				t.Logf("ours:\n%s", dumpThreads(threads))
+			if m := nEU[th.TID]; args[1] != "-jit" && m < 8 {
+				t.Errorf("only %d frames of the spinning thread compared with eu-stack", m)
 			}
 		})
+	}
+}
+
+// sameAsLive checks that the threads of a core are those the live
+// process had when it was dumped: the same frames (pcs, modules,
+// functions, signal frames) found the same way; thread names aside, as a
+// core has only the process's.
+func sameAsLive(t *testing.T, live, core []procview.Thread) {
+	t.Helper()
+	for i := range live {
+		l, o := &live[i], byTIDOf(core, live[i].TID)
+		if o == nil {
+			t.Errorf("thread %d is not in the core", l.TID)
+			continue
+		}
+		lc, oc := *l, *o
+		lc.Name, oc.Name = "", ""
+		if a, b := dumpThreads([]procview.Thread{lc}), dumpThreads([]procview.Thread{oc}); a != b {
+			t.Errorf("live and core differ:\nlive %s\ncore %s", a, b)
+		}
+		for j := range min(len(l.Frames), len(o.Frames)) {
+			if l.Frames[j].Method != o.Frames[j].Method {
+				t.Errorf("thread %d frame %d: found by %v in the core, %v live", l.TID, j, o.Frames[j].Method, l.Frames[j].Method)
+			}
+		}
 	}
 }
 
@@ -439,21 +454,12 @@ func TestCoreStacksCrash(t *testing.T) {
 	if want := "runtime.sigtramp <signal handler called> spin %start <signal handler called> github.com/elfimage/elfimage/native.call"; !strings.Contains(seq, want) || !strings.Contains(seq, " main.main") {
 		t.Errorf("spinning thread: %s\nwant it to contain %s ... main.main", seq, want)
 	}
-	g := gdbCoreStacks(t, gdb, dir, cli, corePath)
-	e := euStacks(t, euStack, "--core", corePath, "-e", cli)
-	for i := range threads {
-		n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
-		if &threads[i] == th && n < 14 {
-			t.Errorf("only %d frames of the spinning thread compared with gdb", n)
-		}
-		m := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
-		t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", threads[i].TID, len(threads[i].Frames), n, m)
-		if &threads[i] == th && m < 4 {
-			t.Errorf("spinning thread: only %d frames compared with eu-stack", m)
-		}
+	nGDB, nEU, _ := compareCoreTools(t, gdb, euStack, dir, cli, corePath, threads)
+	if n := nGDB[th.TID]; n < 14 {
+		t.Errorf("only %d frames of the spinning thread compared with gdb", n)
 	}
-	if t.Failed() {
-		t.Logf("ours:\n%s", dumpThreads(threads))
+	if m := nEU[th.TID]; m < 4 {
+		t.Errorf("spinning thread: only %d frames compared with eu-stack", m)
 	}
 
 	// Another executable (this test's binary) is refused: its Go build ID
@@ -553,15 +559,8 @@ int main(int argc, char **argv) {
 func TestCoreStacksC(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
 	euStack := tooltest.Require(t, "eu-stack")
-	gcc := tooltest.Require(t, "gcc")
 	dir := t.TempDir()
-	src, exe := filepath.Join(dir, "cabort.c"), filepath.Join(dir, "cabort")
-	if err := os.WriteFile(src, []byte(cCrashProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(gcc, "-g", "-O1", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	exe := tooltest.GCC(t, cCrashProg, "-g", "-O1", "-pthread")
 	check := func(t *testing.T, corePath string, pid int, want string) *procview.Core {
 		t.Helper()
 		c, err := procview.OpenCore(corePath)
@@ -598,19 +597,11 @@ func TestCoreStacksC(t *testing.T) {
 		if !vdso {
 			t.Errorf("no vDSO module: %+v", view.Modules())
 		}
-		g := gdbCoreStacks(t, gdb, dir, exe, corePath)
-		e := euStacks(t, euStack, "--core", corePath, "-e", exe)
-		for i := range threads {
-			th := &threads[i]
-			n := compareWithGDB(t, th.TID, th, g[th.TID])
-			m := compareWithEUStack(t, th.TID, th, e[th.TID])
-			t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", th.TID, len(th.Frames), n, m)
-			if n < 3 || m < min(3, len(e[th.TID])) {
-				t.Errorf("thread %d: compared %d frames with gdb, %d of eu-stack's %d", th.TID, n, m, len(e[th.TID]))
+		nGDB, nEU, ofEU := compareCoreTools(t, gdb, euStack, dir, exe, corePath, threads)
+		for _, th := range threads {
+			if n, m := nGDB[th.TID], nEU[th.TID]; n < 3 || m < min(3, ofEU[th.TID]) {
+				t.Errorf("thread %d: compared %d frames with gdb, %d of eu-stack's %d", th.TID, n, m, ofEU[th.TID])
 			}
-		}
-		if t.Failed() {
-			t.Logf("ours:\n%s", dumpThreads(threads))
 		}
 		return c
 	}
@@ -683,27 +674,7 @@ func TestCoreStacksUnpublished(t *testing.T) {
 	for _, w := range view.Warnings() {
 		t.Logf("warning: %v", w)
 	}
-	byTID := map[int]*procview.Thread{}
-	for i := range threads {
-		byTID[threads[i].TID] = &threads[i]
-	}
-	for i := range live {
-		l, o := &live[i], byTID[live[i].TID]
-		if o == nil {
-			t.Errorf("thread %d is not in the core", l.TID)
-			continue
-		}
-		lc, oc := *l, *o
-		lc.Name, oc.Name = "", ""
-		if a, b := dumpThreads([]procview.Thread{lc}), dumpThreads([]procview.Thread{oc}); a != b {
-			t.Errorf("live and core differ:\nlive %s\ncore %s", a, b)
-		}
-		for j := range min(len(l.Frames), len(o.Frames)) {
-			if l.Frames[j].Method != o.Frames[j].Method {
-				t.Errorf("thread %d frame %d: found by %v in the core, %v live", l.TID, j, o.Frames[j].Method, l.Frames[j].Method)
-			}
-		}
-	}
+	sameAsLive(t, live, threads)
 	th := spinning(threads)
 	if th == nil {
 		t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
@@ -722,17 +693,10 @@ func TestCoreStacksUnpublished(t *testing.T) {
 
 	e := euStacks(t, euStack, "--core", corePath, "-e", filepath.Join(fixture(t), "elfimage"))
 	for i := range threads {
-		ours, theirs := threads[i].Frames, e[threads[i].TID]
-		n := 0
-		for ; n < min(len(ours), len(theirs)); n++ {
-			if ours[n].PC != theirs[n].pc {
-				t.Errorf("thread %d frame %d: pc %#x, eu-stack %#x\nours:\n%s\neu-stack: %#x", threads[i].TID, n, ours[n].PC, theirs[n].pc, dumpThreads(threads[i:i+1]), theirs)
-				break
-			}
-		}
-		t.Logf("thread %d: %d frames, %d compared with eu-stack's %d", threads[i].TID, len(ours), n, len(theirs))
-		if &threads[i] == th && (len(theirs) < len(want)-1 || n < len(theirs)) {
-			t.Errorf("spinning thread: eu-stack %d frames, ours %d, %d the same; want eu-stack to walk to %%enter and ours as far", len(theirs), len(ours), n)
+		n := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
+		t.Logf("thread %d: %d frames, %d compared with eu-stack's %d", threads[i].TID, len(threads[i].Frames), n, len(e[threads[i].TID]))
+		if &threads[i] == th && (n < len(want)-1 || n < len(e[th.TID])) {
+			t.Errorf("spinning thread: %d of eu-stack's %d frames the same; want eu-stack to walk to %%enter and ours as far", n, len(e[th.TID]))
 		}
 	}
 

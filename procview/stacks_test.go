@@ -82,18 +82,20 @@ type gdbFrame struct {
 	hasPC bool
 }
 
-var (
-	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
-	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(0x[0-9a-f]+ in )?(.*)$`)
-)
+var gdbFrameRE = regexp.MustCompile(`^#(\d+)\s+(0x[0-9a-f]+ in )?(.*)$`)
 
 // gdbStacks runs gdb -p pid with `thread apply all bt` and returns each
-// thread's frames by thread id (parseGDBThreads).
+// thread's frames by thread id (gdbThreads).
 func gdbStacks(t *testing.T, gdb, dir string, pid int) map[int][]gdbFrame {
 	t.Helper()
-	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true,
-		Args: []string{"-p", strconv.Itoa(pid)},
-		Cmds: []string{"thread apply all bt", "detach"}}
+	return gdbThreads(t, &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true,
+		Args: []string{"-p", strconv.Itoa(pid)}, Cmds: []string{"thread apply all bt", "detach"}})
+}
+
+// gdbThreads runs s, whose first command is `thread apply all bt`, and
+// returns each thread's frames by thread id (parseGDBThreads).
+func gdbThreads(t *testing.T, s *gdbtest.Session) map[int][]gdbFrame {
+	t.Helper()
 	r, err := s.Run()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)

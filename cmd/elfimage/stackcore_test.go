@@ -17,37 +17,42 @@ import (
 
 var (
 	btThreadRE = regexp.MustCompile(`^Thread (\d+)`)
-	gdbLWPRE   = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
 	btFrameRE  = regexp.MustCompile(`^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+)(.*)$`)
 	inSpinRE   = regexp.MustCompile(` in spin (\(n=\d+\) )?at `)
 )
 
 // btNames returns, by thread id, the function of every line of a
-// backtrace as `stack` prints it (gdbLWP false) or as gdb's `thread apply
-// all bt` does: one line per source frame, inlined ones included; a signal
-// frame as gdb names it, "<signal handler called>"; Go's ABI wrapper
-// suffix dropped.
-func btNames(text string, gdbLWP bool) map[int][]string {
+// backtrace as `stack` prints it (gdb false) or as gdb's `thread apply
+// all bt` does (gdbtest.Threads): one line per source frame, inlined ones
+// included; a signal frame as gdb names it, "<signal handler called>";
+// Go's ABI wrapper suffix dropped.
+func btNames(text string, gdb bool) map[int][]string {
+	blocks := map[int]string{}
+	if gdb {
+		blocks = gdbtest.Threads(text)
+	} else {
+		tid := 0
+		for _, line := range strings.Split(text, "\n") {
+			if m := btThreadRE.FindStringSubmatch(line); m != nil {
+				tid, _ = strconv.Atoi(m[1])
+			} else if tid != 0 {
+				blocks[tid] += line + "\n"
+			}
+		}
+	}
 	out := map[int][]string{}
-	tid := 0
-	for _, line := range strings.Split(text, "\n") {
-		re := btThreadRE
-		if gdbLWP {
-			re = gdbLWPRE
+	for tid, block := range blocks {
+		for _, line := range strings.Split(block, "\n") {
+			m := btFrameRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			fn := m[1]
+			if strings.HasPrefix(m[0][strings.Index(m[0], m[1]):], "<signal handler called>") || strings.Contains(m[2], "(signal frame)") {
+				fn = "<signal handler called>"
+			}
+			out[tid] = append(out[tid], strings.TrimSuffix(fn, ".abi0"))
 		}
-		if m := re.FindStringSubmatch(line); m != nil {
-			tid, _ = strconv.Atoi(m[1])
-			continue
-		}
-		m := btFrameRE.FindStringSubmatch(line)
-		if m == nil || tid == 0 {
-			continue
-		}
-		fn := m[1]
-		if strings.HasPrefix(m[0][strings.Index(m[0], m[1]):], "<signal handler called>") || strings.Contains(m[2], "(signal frame)") {
-			fn = "<signal handler called>"
-		}
-		out[tid] = append(out[tid], strings.TrimSuffix(fn, ".abi0"))
 	}
 	return out
 }
@@ -203,6 +208,21 @@ func TestStackCore(t *testing.T) {
 	}
 }
 
+// startUnpublished starts `run -jit -perf-map spin.scm` in a test
+// directory and returns its pid, its perf map (removed when the test
+// ends) and the directory.
+func startUnpublished(t *testing.T, f *gdbFixture) (int, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := startReady(t, f.cli, dir, "run", "-jit", "-perf-map", "spin.scm")
+	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	t.Cleanup(func() { os.Remove(perfMap) })
+	return pid, perfMap, dir
+}
+
 // gcoreOf writes a core of the live process pid into dir with gdb's gcore
 // (the process continues) and returns its path.
 func gcoreOf(t *testing.T, gdb, dir string, pid int) string {
@@ -225,13 +245,7 @@ func gcoreOf(t *testing.T, gdb, dir string, pid int) string {
 // they are ?? but the walk is the same).
 func TestStackCoreUnpublished(t *testing.T) {
 	f := setupGDB(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pid := startReady(t, f.cli, dir, "run", "-jit", "-perf-map", "spin.scm")
-	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
-	t.Cleanup(func() { os.Remove(perfMap) })
+	pid, perfMap, dir := startUnpublished(t, f)
 	if text := stackUntil(t, unpublishedSpinRE(perfMap), pid); !unpublishedSpinRE(perfMap).MatchString(text) {
 		t.Fatalf("no thread in spin unwound to main.main:\n%s", text)
 	}
