@@ -17,7 +17,7 @@ func ExampleFormat() {
 		{Name: "ratio", Offset: 8, Type: &value.Type{Kind: value.KindFloat, Name: "double", Size: 8}},
 	}}
 	b := binary.LittleEndian.AppendUint64(nil, uint64(0xffffffff)) // n = -1
-	b = binary.LittleEndian.AppendUint64(b, 0x400c000000000000)     // ratio = 3.5
+	b = binary.LittleEndian.AppendUint64(b, 0x400c000000000000)    // ratio = 3.5
 	obj := value.Object{Bytes: b}
 	text, _ := value.Format(pair, obj, &value.Options{Style: value.Print})
 	fmt.Println(text)
