@@ -164,6 +164,16 @@ func compareWithDebugELF(t *testing.T, b []byte, c *procview.Core) {
 			if k, _ := p.ReadAt(w, int64(at)); uint64(k) != n {
 				continue
 			}
+			if addr := s.Addr + at; addr >= 1<<63 {
+				// Beyond ReadAt's int64 offsets: ReadSized reads there.
+				k := min(n, 8)
+				var le [8]byte
+				copy(le[:], w[:k])
+				if v, err := c.ReadSized(addr, int(k)); err != nil || v != binary.LittleEndian.Uint64(le[:]) {
+					t.Fatalf("memory at %#x: %#x %v, debug/elf %x", addr, v, err, w[:k])
+				}
+				continue
+			}
 			g := make([]byte, n)
 			if _, err := c.ReadAt(g, int64(s.Addr+at)); err != nil || !bytes.Equal(g, w) {
 				t.Fatalf("memory at %#x: %x %v, debug/elf %x", s.Addr+at, g, err, w)
