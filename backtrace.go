@@ -13,6 +13,7 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/dwarf/value"
 	"github.com/elfimage/elfimage/unwind"
 )
 
@@ -244,7 +245,7 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 	// are read for Vars but not shown: when asked for, or when an
 	// argument's type needs them.
 	var ls []Local
-	if locals || slices.ContainsFunc(f.Args, func(a Arg) bool { u := under(a.Type); return u != nil && u.CountVar != "" }) {
+	if locals || slices.ContainsFunc(f.Args, func(a Arg) bool { u := value.Under(a.Type); return u != nil && u.CountVar != "" }) {
 		var err error
 		if ls, err = im.locals(addr, true); err != nil && locals {
 			errs = append(errs, err)
@@ -296,28 +297,11 @@ func (f *Frame) describe(im *Image, addr uint64, uf *unwind.Frame, mem unwind.Me
 
 // readInteger reads a value as an integer of its type (see Arg.Value).
 func readInteger(location []byte, t *Type, st *FrameState) (int64, error) {
-	src, err := locate(location, st)
+	obj, opts, err := st.locate(location)
 	if err != nil {
 		return 0, err
 	}
-	u := under(t)
-	if u != nil && u.Size >= 1 && u.Size <= 8 {
-		switch u.Kind {
-		case KindSigned, KindUnsigned, KindBool, KindChar, KindEnum:
-			signed := u.Kind == KindSigned || (u.Kind == KindChar && u.Size == 1) || (u.Kind == KindEnum && (u.Elem == nil || under(u.Elem).Kind != KindUnsigned))
-			v, err := integer(src, 0, u.Size, signed)
-			return int64(v), err
-		}
-	}
-	n := 8
-	if src.mem == nil {
-		n = min(n, len(src.bytes))
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	v, err := src.read(0, n)
-	return int64(v), err
+	return value.Integer(t, obj, opts)
 }
 
 // FrameState is what location expressions read in one frame: its
@@ -343,38 +327,17 @@ type FrameState struct {
 // ReadLocation evaluates a location expression (a [Param.Location] or
 // [Local.Location]) in a frame and returns the 8-byte value it designates:
 // the word in memory at a memory location, a register's value, or the
-// value of a DW_OP_stack_value expression. Errors: the expression is
-// malformed or unsupported (dwarf/expr), a register it needs is not
-// known, or memory cannot be read. Cost: one expression evaluation; no
-// allocation on success.
+// value of a DW_OP_stack_value expression (the bytes of an implicit or
+// composite value, zero-extended). Errors: those of value.Locate (the
+// expression is malformed or unsupported, a register it needs is not
+// known, it is empty: optimized out), or memory cannot be read. Cost: one
+// expression evaluation.
 func ReadLocation(location []byte, st *FrameState) (int64, error) {
-	if len(location) == 0 {
-		return 0, errors.New("elfimage: value not available here (optimized out)")
-	}
-	a := st.Arch
-	if a == nil {
-		a = arch.X86_64
-	}
-	ctx := frameContext{st}
-	p := expr.Params{Section: ".debug_info", AddrSize: uint8(a.PtrSize), Order: binary.LittleEndian}
-	r, err := expr.Eval(location, p, ctx)
+	obj, opts, err := st.locate(location)
 	if err != nil {
 		return 0, err
 	}
-	switch r.Kind {
-	case expr.Memory:
-		v, err := st.Mem.ReadUint64(r.Addr)
-		return int64(v), err
-	case expr.Register:
-		v, ok := st.Regs.Get(r.Reg)
-		if !ok {
-			return 0, fmt.Errorf("elfimage: register %s not known in this frame", a.RegName(r.Reg))
-		}
-		return int64(v), nil
-	case expr.Value:
-		return int64(r.Value), nil
-	}
-	return 0, fmt.Errorf("elfimage: unsupported location kind %v", r.Kind)
+	return value.Integer(VoidType(), obj, opts) // untyped: the first 8 bytes
 }
 
 // frameContext is the expr.Context of a FrameState.
@@ -382,11 +345,7 @@ type frameContext struct{ st *FrameState }
 
 func (c frameContext) Reg(r arch.Reg) (uint64, bool) { return c.st.Regs.Get(r) }
 func (c frameContext) ReadMemory(addr uint64, size int) (uint64, error) {
-	v, err := c.st.Mem.ReadUint64(addr)
-	if size < 8 {
-		v &= 1<<(8*size) - 1
-	}
-	return v, err
+	return value.Read(c.st.Mem, addr, size)
 }
 func (c frameContext) CFA() (uint64, bool) { return c.st.CFA, c.st.CFA != 0 }
 func (c frameContext) FrameBase() (uint64, bool) {

@@ -9,6 +9,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/dwarf/value"
 	"github.com/elfimage/elfimage/meta"
 )
 
@@ -303,7 +304,7 @@ func (pv *procVars) resolveCounts() error {
 			return fmt.Errorf("%s %s: type %s: CountVar %s names no other parameter or variable visible there", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar)
 		}
 		if u := count.v.Type; u != nil {
-			if u = under(u); u == nil || (u.Kind != KindSigned && u.Kind != KindUnsigned) {
+			if u = value.Under(u); u == nil || (u.Kind != KindSigned && u.Kind != KindUnsigned) {
 				return fmt.Errorf("%s %s: type %s: CountVar %s is of type %s, not an integer", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar, count.v.Type)
 			}
 		}

@@ -7,11 +7,12 @@ import (
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
+	"github.com/elfimage/elfimage/dwarf/value"
 )
 
 // maxTypeSize bounds the size of any type, so that sizes and offsets stay
 // far from overflow and readers never allocate a hostile size (1 TiB).
-const maxTypeSize = 1 << 40
+const maxTypeSize = value.MaxSize
 
 // typeWriter turns model Types into DWARF type entries of the unit: each
 // type once, found first by identity, then by structure (key), so that
@@ -38,7 +39,7 @@ func newTypeWriter(l *linker, cu, intType *info.DIE) *typeWriter {
 }
 
 // defaultType is what a Var without a Type has.
-var defaultType = &Type{Kind: KindSigned, Name: "integer", Size: 8}
+var defaultType = value.DefaultType()
 
 // typeError says what is wrong with a type, naming it.
 func typeError(t *Type, format string, args ...any) error {
@@ -103,6 +104,8 @@ func (w *typeWriter) check(t *Type, top bool) error {
 		return first(named(), sizeIn(4, 8), noElem(), noMembers(), noArray(), noEnums())
 	case KindChar:
 		return first(named(), sizeIn(1, 2, 4), noElem(), noMembers(), noArray(), noEnums())
+	case KindUnsignedChar:
+		return first(named(), sizeIn(1), noElem(), noMembers(), noArray(), noEnums())
 	case KindVoid:
 		return first(extra("Size", t.Size != 0), noElem(), noMembers(), noArray(), noEnums())
 	case KindPointer:
@@ -230,7 +233,7 @@ func (w *typeWriter) check(t *Type, top bool) error {
 
 // article is "a" or "an" before a kind's name.
 func article(k TypeKind) string {
-	if k == KindUnsigned || k == KindArray || k == KindEnum {
+	if k == KindUnsigned || k == KindUnsignedChar || k == KindArray || k == KindEnum {
 		return "an"
 	}
 	return "a"
@@ -375,10 +378,11 @@ func (w *typeWriter) die(t *Type, count *info.DIE) (*info.DIE, error) {
 		return nil
 	}
 	switch t.Kind {
-	case KindSigned, KindUnsigned, KindBool, KindFloat, KindChar:
+	case KindSigned, KindUnsigned, KindBool, KindFloat, KindChar, KindUnsignedChar:
 		d.Tag = dwarf.DW_TAG_base_type
 		enc := map[TypeKind]dwarf.ATE{KindSigned: dwarf.DW_ATE_signed, KindUnsigned: dwarf.DW_ATE_unsigned,
-			KindBool: dwarf.DW_ATE_boolean, KindFloat: dwarf.DW_ATE_float, KindChar: dwarf.DW_ATE_signed_char}[t.Kind]
+			KindBool: dwarf.DW_ATE_boolean, KindFloat: dwarf.DW_ATE_float, KindChar: dwarf.DW_ATE_signed_char,
+			KindUnsignedChar: dwarf.DW_ATE_unsigned_char}[t.Kind]
 		if t.Kind == KindChar && t.Size > 1 {
 			enc = dwarf.DW_ATE_UTF // DWARF 4 section 5.1
 			if w.l.enc.Version < 4 {

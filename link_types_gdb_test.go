@@ -3,15 +3,12 @@
 package elfimage_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/internal/typedemo"
 	"github.com/elfimage/elfimage/unwind"
@@ -204,38 +202,22 @@ func typesGDB(t *testing.T, gdb, prog string) {
 func typesLLDB(t *testing.T, lldb, prog string) {
 	for _, args := range []string{"5", "3"} {
 		t.Run("dwarf "+args, func(t *testing.T) {
-			cmds := []string{
-				"breakpoint set -n inspect",
-				"process launch --stop-at-entry -- " + args,
-				// Go preempts with SIGURG; lldb would stop on each.
-				"process handle -p true -s false -n false SIGURG",
-				"continue",
-				"frame variable",
-				"frame variable *vm",
-				"frame variable vm->cells[3] vm->list->next->value",
-				"type lookup vm",
-				"type lookup node",
-				"continue",
+			s := &lldbtest.Session{LLDB: lldb, Program: prog, Args: strings.Fields(args), Dir: t.TempDir(), Timeout: 90 * time.Second,
+				Cmds: []string{
+					"breakpoint set -n inspect",
+					"run",
+					"frame variable",
+					"frame variable *vm",
+					"frame variable vm->cells[3] vm->list->next->value",
+					"type lookup vm",
+					"type lookup node",
+					"continue",
+				}}
+			r, runErr := s.Run()
+			if runErr != nil {
+				t.Fatalf("%v\n%v", runErr, r)
 			}
-			argv := []string{"--no-lldbinit", "--batch"}
-			for _, c := range cmds {
-				argv = append(argv, "-o", c)
-			}
-			argv = append(argv, prog)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, lldb, argv...)
-			cmd.Dir = t.TempDir()
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			cmd.WaitDelay = 5 * time.Second
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			runErr := cmd.Run()
-			text := out.String()
-			if ctx.Err() != nil {
-				t.Fatalf("lldb timed out (%v):\n%s", runErr, text)
-			}
+			text := r.Output
 			for _, w := range []string{
 				"stop reason = breakpoint 1.1",
 				"`inspect(vm=0x", ", n=5, fix=21) at vm.c:4",

@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/elfimage/elfimage/arch"
@@ -14,6 +12,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/dwarf/value"
 	"github.com/elfimage/elfimage/symbolize"
 	"github.com/elfimage/elfimage/unwind"
 )
@@ -23,12 +22,12 @@ import (
 type Arg struct {
 	Name string
 	// Value is formatted as gdb's bt does by default (print
-	// frame-arguments scalars): integers in decimal (signed or unsigned
-	// per DW_ATE_*), characters as 97 'a', booleans true or false,
-	// floating-point values with 9 or 17 significant digits, pointers as
-	// 0x hexadecimal, enumerations by enumerator name, and "..." for
-	// aggregates (structures, unions, classes, arrays), which are not
-	// read. Where there is no value it says why in gdb's words:
+	// frame-arguments scalars; value.Brief): integers in decimal (signed
+	// or unsigned per DW_ATE_*), characters as 97 'a', booleans true or
+	// false, floating-point values with 9 or 17 significant digits,
+	// pointers as 0x hexadecimal, enumerations by enumerator name, and
+	// "..." for aggregates (structures, unions, classes, arrays), which
+	// are not read. Where there is no value it says why in gdb's words:
 	// "<optimized out>" (no location at the pc), "<not saved>" (a
 	// register the unwinding did not recover), "<error: ...>".
 	Value string
@@ -40,23 +39,11 @@ type Arg struct {
 const (
 	// MaxArgs bounds the parameters read for one function.
 	MaxArgs = 256
-	// maxTypeHops bounds the typedef/const/volatile/abstract_origin chains
+	// maxTypeHops bounds the abstract_origin and specification chains
 	// followed.
 	maxTypeHops = 16
 	// maxArgRanges bounds the compile-unit ranges indexed per module.
 	maxArgRanges = 1 << 20
-)
-
-// DWARF tags and operations the dwarf package does not name.
-const (
-	tagReferenceType       dwarf.Tag = 0x10
-	tagPtrToMemberType     dwarf.Tag = 0x1f
-	tagRvalueReferenceType dwarf.Tag = 0x42
-	tagClassType           dwarf.Tag = 0x02
-	tagStringType          dwarf.Tag = 0x12
-	tagSharedType          dwarf.Tag = 0x40
-	opEntryValue           dwarf.Op  = 0xa3
-	opGNUEntryValue        dwarf.Op  = 0xf3
 )
 
 // argIndex reads formal parameters from one module's DWARF: the compile
@@ -68,10 +55,11 @@ type argIndex struct {
 	cus  []span // sorted by lo
 	err  error
 
+	types *value.Reader
+
 	mu    sync.Mutex
 	subs  map[uint64][]span // unit offset -> subprograms (off: DIE offset), sorted by lo
 	bases map[uint64]uint64 // unit offset -> base address (root DW_AT_low_pc)
-	types map[uint64]typeDesc
 }
 
 // span is [lo, hi) -> off.
@@ -102,7 +90,7 @@ func (v *View) args(o *object) *argIndex {
 // newArgIndex indexes the DWARF whose sections sect returns (nil when
 // absent): the compile units' ranges.
 func newArgIndex(sect func(name string) []byte) *argIndex {
-	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, types: map[uint64]typeDesc{}}
+	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}}
 	var sec info.Sections
 	sec.Info, sec.Abbrev = sect(".debug_info"), sect(".debug_abbrev")
 	if len(sec.Info) == 0 || len(sec.Abbrev) == 0 {
@@ -115,6 +103,7 @@ func newArgIndex(sect func(name string) []byte) *argIndex {
 	if x.data, x.err = info.New(sec); x.err != nil {
 		return x
 	}
+	x.types = value.NewReader(x.data)
 	x.sec = loc.Sections{Loc: sect(".debug_loc"), LocLists: sec.LocLists, Ranges: sect(".debug_ranges"), RngLists: sec.RngLists, Addr: sec.Addr}
 	if ar := sect(".debug_aranges"); len(ar) > 0 {
 		if sets, err := loc.ReadAranges(ar, binary.LittleEndian); err == nil {
@@ -482,140 +471,6 @@ func refOf(e *info.Entry, a dwarf.Attr) (uint64, bool) {
 	return f.Val, true
 }
 
-// typeKind is how a value of a type is printed.
-type typeKind uint8
-
-const (
-	typeUnknown typeKind = iota
-	typeSigned
-	typeUnsigned
-	typeBool
-	typeFloat
-	typeChar // signed or unsigned per signed
-	typePointer
-	typeEnum
-	typeAggregate
-)
-
-type typeDesc struct {
-	kind   typeKind
-	size   int // bytes, 1 to 8 for scalars
-	signed bool
-	enums  []enumerator
-}
-
-type enumerator struct {
-	name string
-	val  int64
-}
-
-// typeOf describes the type at off, following typedefs and qualifiers.
-func (x *argIndex) typeOf(off uint64, addrSize int) typeDesc {
-	x.mu.Lock()
-	t, ok := x.types[off]
-	x.mu.Unlock()
-	if ok {
-		return t
-	}
-	t = x.readType(off, addrSize, 0)
-	x.mu.Lock()
-	x.types[off] = t
-	x.mu.Unlock()
-	return t
-}
-
-// readType reads the type at off; hops counts the DIEs followed so far
-// (typedefs, qualifiers, an enumeration's underlying type), at most
-// maxTypeHops.
-func (x *argIndex) readType(off uint64, addrSize, hops int) typeDesc {
-	r := x.data.Reader()
-	for ; hops < maxTypeHops && off != 0; hops++ {
-		r.Seek(off)
-		e, err := r.Next()
-		if err != nil || e == nil {
-			return typeDesc{}
-		}
-		size := 0
-		if s, ok := e.Uint(dwarf.DW_AT_byte_size); ok && s <= 8 {
-			size = int(s)
-		} else if ok {
-			size = -1 // larger than a scalar
-		}
-		switch e.Tag {
-		case dwarf.DW_TAG_typedef, dwarf.DW_TAG_const_type, dwarf.DW_TAG_volatile_type, dwarf.DW_TAG_restrict_type, dwarf.DW_TAG_atomic_type, tagSharedType:
-			next, ok := refOf(e, dwarf.DW_AT_type)
-			if !ok {
-				return typeDesc{}
-			}
-			off = next
-			continue
-		case dwarf.DW_TAG_base_type:
-			if size <= 0 {
-				return typeDesc{kind: typeAggregate} // a 16-byte integer, a complex number: not read
-			}
-			enc, _ := e.Uint(dwarf.DW_AT_encoding)
-			switch dwarf.ATE(enc) {
-			case dwarf.DW_ATE_signed:
-				return typeDesc{kind: typeSigned, size: size, signed: true}
-			case dwarf.DW_ATE_unsigned, dwarf.DW_ATE_address, dwarf.DW_ATE_UTF:
-				return typeDesc{kind: typeUnsigned, size: size}
-			case dwarf.DW_ATE_signed_char:
-				return typeDesc{kind: typeChar, size: size, signed: true}
-			case dwarf.DW_ATE_unsigned_char:
-				return typeDesc{kind: typeChar, size: size}
-			case dwarf.DW_ATE_boolean:
-				return typeDesc{kind: typeBool, size: size}
-			case dwarf.DW_ATE_float:
-				if size == 4 || size == 8 {
-					return typeDesc{kind: typeFloat, size: size}
-				}
-			}
-			return typeDesc{kind: typeAggregate}
-		case dwarf.DW_TAG_pointer_type, tagReferenceType, tagRvalueReferenceType, tagPtrToMemberType:
-			if size <= 0 {
-				size = addrSize
-			}
-			return typeDesc{kind: typePointer, size: size}
-		case dwarf.DW_TAG_subroutine_type:
-			// A function value (Go's func types: a pointer-sized
-			// closure pointer) is printed as a pointer.
-			if size == addrSize {
-				return typeDesc{kind: typePointer, size: size}
-			}
-			return typeDesc{kind: typeAggregate}
-		case dwarf.DW_TAG_enumeration_type:
-			t := typeDesc{kind: typeEnum, size: size, signed: true}
-			if size <= 0 {
-				return typeDesc{kind: typeAggregate}
-			}
-			if under, ok := refOf(e, dwarf.DW_AT_type); ok {
-				ut := x.readType(under, addrSize, hops+1)
-				t.signed = ut.signed
-			}
-			if e.Children {
-				for len(t.enums) < MaxArgs {
-					c, err := r.Next()
-					if err != nil || c == nil || c.Tag == 0 {
-						break
-					}
-					if c.Tag == dwarf.DW_TAG_enumerator {
-						n, _ := c.String(dwarf.DW_AT_name)
-						f, _ := c.Val(dwarf.DW_AT_const_value)
-						t.enums = append(t.enums, enumerator{n, f.Int})
-					}
-					if c.Children {
-						r.SkipChildren()
-					}
-				}
-			}
-			return t
-		default: // structures, unions, classes, arrays, strings, ...
-			return typeDesc{kind: typeAggregate}
-		}
-	}
-	return typeDesc{}
-}
-
 // argContext is the expr.Context of one frame.
 // A register, the CFA or the frame base it did not know sets missing.
 type argContext struct {
@@ -632,7 +487,7 @@ func (c *argContext) Reg(r arch.Reg) (uint64, bool) {
 	return v, ok
 }
 func (c *argContext) ReadMemory(a uint64, n int) (uint64, error) {
-	return readSized(c.mem, a, n)
+	return value.Read(c.mem, a, n)
 }
 func (c *argContext) CFA() (uint64, bool) {
 	c.missing = c.missing || c.f.CFA == 0
@@ -641,18 +496,6 @@ func (c *argContext) CFA() (uint64, bool) {
 func (c *argContext) FrameBase() (uint64, bool) {
 	c.missing = c.missing || !c.hasFB
 	return c.fb, c.hasFB
-}
-
-// readSized reads n (1 to 8) bytes at a as a little-endian integer.
-func readSized(m unwind.Memory, a uint64, n int) (uint64, error) {
-	if sm, ok := m.(unwind.SizedMemory); ok {
-		return sm.ReadSized(a, n)
-	}
-	v, err := m.ReadUint64(a)
-	if n < 8 {
-		v &= 1<<(8*n) - 1
-	}
-	return v, err
 }
 
 // frameArgs reads the parameters of the functions of f (Funcs, innermost
@@ -672,7 +515,6 @@ func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory) {
 	if err != nil || len(scopes) == 0 {
 		return
 	}
-	addrSize := int(u.Enc.AddrSize)
 	ctx := &argContext{f: f, mem: mem}
 	if fb := scopes[0].frameBase; fb != nil {
 		ep := expr.Params{Section: ".debug_info", AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian}
@@ -690,165 +532,53 @@ func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory) {
 		args := make([]Arg, 0, len(s.params))
 		for _, p := range s.params {
 			a := Arg{Name: p.name}
-			a.Value, a.Err = x.value(&p, ctx, u.Enc.AddrSize, addrSize)
+			a.Value, a.Err = x.value(&p, ctx, u.Enc.AddrSize)
 			args = append(args, a)
 		}
 		f.Args[len(f.Funcs)-1-k] = args
 	}
 }
 
-// errOptimizedOut and errNotSaved are the Err of Args without a value.
-var (
-	errOptimizedOut = errors.New("procview: no location at this pc (optimized out)")
-	errNotSaved     = errors.New("procview: register not recovered in this frame")
-)
+// errNotSaved is the Err of an Arg in a register the unwinding did not
+// recover.
+var errNotSaved = errors.New("procview: register not recovered in this frame")
 
-// value reads and formats one parameter.
-func (x *argIndex) value(p *param, ctx *argContext, as uint8, addrSize int) (string, error) {
-	t := typeDesc{kind: typeSigned, size: 8, signed: true}
+// value reads and formats one parameter of address size as, in the
+// style of gdb's bt (value.Brief): an aggregate is "..." whatever its
+// location; a type that cannot be read is the default integer.
+func (x *argIndex) value(p *param, ctx *argContext, as uint8) (string, error) {
+	var t *value.Type
 	if p.typ != 0 {
-		t = x.typeOf(p.typ, addrSize)
+		t, _ = x.types.Type(p.typ)
 	}
-	if t.kind == typeAggregate {
+	if !value.IsScalar(t) {
 		return "...", nil
 	}
-	if t.kind == typeUnknown {
-		t = typeDesc{kind: typeSigned, size: 8, signed: true}
-	}
-	if p.constant != nil {
-		c := p.constant
-		if c.Class == info.ClassConstant {
-			return format(t, c.Val), nil
+	opts := &value.Options{Style: value.Brief, Mem: ctx.mem, PtrSize: int(as)}
+	if c := p.constant; c != nil {
+		switch c.Class {
+		case info.ClassConstant:
+			return value.Format(t, value.Object{Bytes: binary.LittleEndian.AppendUint64(nil, c.Val)}, opts)
+		case info.ClassBlock, info.ClassExprloc:
+			return value.Format(t, value.Object{Bytes: c.Block}, opts)
 		}
 		return "<error: unsupported constant form>", fmt.Errorf("procview: %s: DW_AT_const_value of class %d", p.name, c.Class)
 	}
-	if p.location == nil {
-		return "<optimized out>", errOptimizedOut
-	}
-	if op := dwarf.Op(p.location[0]); op == opEntryValue || op == opGNUEntryValue {
-		// The value on entry, which only the caller's call site
-		// (DW_TAG_call_site_parameter) could give: gdb prints
-		// <optimized out> when it cannot find it either.
-		return "<optimized out>", fmt.Errorf("%w: DW_OP_entry_value is not supported", errOptimizedOut)
-	}
 	ep := expr.Params{Section: ".debug_info", AddrSize: as, Order: binary.LittleEndian}
 	ctx.missing = false
-	r, err := expr.Eval(p.location, ep, ctx)
-	if err != nil {
-		if errors.Is(err, expr.ErrUnsupported) {
-			return "<error: unsupported location>", err
-		}
-		if ctx.missing { // a register, the CFA or the frame base
-			return "<not saved>", fmt.Errorf("%w: %w", errNotSaved, err)
-		}
-		return "<error: " + err.Error() + ">", err
+	obj, err := value.Locate(p.location, ep, ctx)
+	switch {
+	case err == nil:
+		return value.Format(t, obj, opts)
+	case errors.Is(err, value.ErrOptimizedOut):
+		// Also a value on entry, which only the caller's call site
+		// (DW_TAG_call_site_parameter) could give: gdb prints
+		// <optimized out> when it cannot find it either.
+		return "<optimized out>", err
+	case errors.Is(err, expr.ErrUnsupported):
+		return "<error: unsupported location>", err
+	case ctx.missing || errors.Is(err, value.ErrNotSaved): // a register, the CFA or the frame base
+		return "<not saved>", fmt.Errorf("%w: %w", errNotSaved, err)
 	}
-	var raw uint64
-	switch r.Kind {
-	case expr.Memory:
-		raw, err = readSized(ctx.mem, r.Addr, t.size)
-		if err != nil {
-			return fmt.Sprintf("<error: Cannot access memory at address %#x>", r.Addr), err
-		}
-	case expr.Register:
-		v, ok := ctx.f.Regs.Get(r.Reg)
-		if !ok {
-			return "<not saved>", errNotSaved
-		}
-		raw = v
-	case expr.Value:
-		raw = r.Value
-	case expr.Implicit:
-		for i := len(r.Bytes) - 1; i >= 0; i-- {
-			if i < 8 {
-				raw = raw<<8 | uint64(r.Bytes[i])
-			}
-		}
-	default:
-		return "<error: unsupported location>", fmt.Errorf("procview: location kind %v", r.Kind)
-	}
-	if t.size < 8 {
-		raw &= 1<<(8*t.size) - 1
-	}
-	return format(t, raw), nil
-}
-
-// format prints raw (t.size bytes, zero-extended) as gdb does.
-func format(t typeDesc, raw uint64) string {
-	sext := func() int64 {
-		if t.size >= 8 {
-			return int64(raw)
-		}
-		sh := 64 - 8*uint(t.size)
-		return int64(raw<<sh) >> sh
-	}
-	switch t.kind {
-	case typeSigned:
-		return strconv.FormatInt(sext(), 10)
-	case typeUnsigned:
-		return strconv.FormatUint(raw, 10)
-	case typeBool:
-		switch raw {
-		case 0:
-			return "false"
-		case 1:
-			return "true"
-		}
-		return strconv.FormatUint(raw, 10)
-	case typeFloat:
-		if t.size == 4 {
-			return strconv.FormatFloat(float64(math.Float32frombits(uint32(raw))), 'g', 9, 32)
-		}
-		return strconv.FormatFloat(math.Float64frombits(raw), 'g', 17, 64)
-	case typeChar:
-		n := strconv.FormatUint(raw, 10)
-		if t.signed {
-			n = strconv.FormatInt(sext(), 10)
-		}
-		return n + " " + charLiteral(byte(raw))
-	case typePointer:
-		return fmt.Sprintf("%#x", raw)
-	case typeEnum:
-		n := int64(raw)
-		if t.signed {
-			n = sext()
-		}
-		for _, e := range t.enums {
-			if e.val == n {
-				return e.name
-			}
-		}
-		return strconv.FormatInt(n, 10)
-	}
-	return strconv.FormatUint(raw, 10)
-}
-
-// charLiteral quotes c as gdb prints a char: 'a', '\n', '\000'.
-func charLiteral(c byte) string {
-	switch c {
-	case '\a':
-		return `'\a'`
-	case '\b':
-		return `'\b'`
-	case '\f':
-		return `'\f'`
-	case '\n':
-		return `'\n'`
-	case '\r':
-		return `'\r'`
-	case '\t':
-		return `'\t'`
-	case '\v':
-		return `'\v'`
-	case '\\':
-		return `'\\'`
-	case '\'':
-		return `'\''`
-	case 033:
-		return `'\033'`
-	}
-	if c >= 0x20 && c < 0x7f {
-		return "'" + string(rune(c)) + "'"
-	}
-	return fmt.Sprintf(`'\%03o'`, c)
+	return "<error: " + err.Error() + ">", err
 }

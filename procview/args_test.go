@@ -186,6 +186,12 @@ func (c argCase) want() string {
 		if kind == 4 {
 			n = fmt.Sprint(signed)
 		}
+		if size > 1 {
+			// A character encoding wider than a byte is an integer, as
+			// gdb's C printer shows it (only one-byte integers print as
+			// characters).
+			return n
+		}
 		b := byte(v)
 		q := fmt.Sprintf(`'\%03o'`, b)
 		if b >= ' ' && b < 0x7f && b != '\\' && b != '\'' {

@@ -38,7 +38,8 @@ type Frame struct {
 	// Method says how the frame's registers were found:
 	// unwind.MethodRegisters for the innermost frame (read from the
 	// thread), MethodCFI or MethodSignal from the call frame information
-	// of the frame before, MethodFramePointer, MethodPrologue or
+	// of the frame before (MethodSignal also from the registers saved in
+	// a signal frame without CFI), MethodFramePointer, MethodPrologue or
 	// MethodEpilogue by the frame-pointer fallback, MethodStackSwitch
 	// across native.Call's trampoline.
 	Method unwind.Method
@@ -66,8 +67,10 @@ type Frame struct {
 // (DescribeFrames, with mem). Frames without call frame information are
 // unwound by frame pointer (unwind.StepFP, with the View's mappings as
 // address space and the function starts its perf map and symbol tables
-// give), and native.Call's stack switch by the layout its trampoline
-// leaves at the top of the native stack. It returns at most maxFrames
+// give), native.Call's stack switch by the layout its trampoline leaves
+// at the top of the native stack, and a signal frame without CFI, whose
+// code is the rt_sigreturn trampoline, from the registers saved in it
+// (read from mem; the code is read through the View). It returns at most maxFrames
 // frames (DefaultMaxFrames when maxFrames <= 0) and the reason the walk
 // stopped: nil at the outermost frame only (an undefined return address,
 // a return address of 0, a zero frame pointer); otherwise an error
@@ -77,14 +80,18 @@ type Frame struct {
 // unwind.ErrImplausible for a frame without CFI whose frame pointer is not
 // plausible, or the unwinder's error (unreadable memory, malformed CFI),
 // with the frames before it. Cost: one unwind step and one description
-// per frame; the first use of a module opens it.
+// per frame, and a read of 9 bytes of code; the first use of a module
+// opens it.
 func (v *View) Backtrace(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Frame, error) {
 	frames, err := v.walk(mem, start, maxFrames)
 	v.DescribeFrames(frames, mem)
 	return frames, err
 }
 
-// walk is Backtrace without descriptions (Module is set).
+// walk is Backtrace without descriptions (Module is set). A frame whose
+// code is the signal return trampoline (sigreturn.go) and that its CFI
+// did not already make a signal frame becomes one, and the walk goes on
+// from the registers the kernel saved in its signal frame.
 func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Frame, error) {
 	if maxFrames <= 0 {
 		maxFrames = DefaultMaxFrames
@@ -112,6 +119,13 @@ func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Fra
 		}
 		err := v.step(u, &cur, &caller, lookup)
 		f.CFA, f.Signal = cur.CFA, cur.Signal
+		if !f.Signal && v.isSigreturn(f.PC) {
+			// A signal frame without CFI (Go's sigreturn): whatever the
+			// step made of it is replaced by the registers it restores.
+			f.Signal, f.Exact = true, true
+			caller, err = sigreturnCaller(mem, f.SP)
+			f.CFA = caller.SP // as glibc's CFI for __restore_rt defines it
+		}
 		out = append(out, f)
 		switch {
 		case err == nil:
@@ -140,10 +154,12 @@ func (v *View) SymbolizeFrames(frames []Frame) { v.DescribeFrames(frames, nil) }
 // expression or location list entry at the pc is evaluated with
 // dwarf/expr against the frame's registers, its CFA, the subprogram's
 // DW_AT_frame_base and mem, the memory of the process as it was when the
-// frames were unwound. Scalars are read (see Arg); aggregates are shown
-// as "...", and composite locations (more than one DW_OP_piece), typed
-// DWARF 5 operations and entry values are not supported (an Arg with an
-// error). Cost: one symbolization and, per function with parameters, the
+// frames were unwound (value.Locate, pieces included). Scalars are read
+// and shown as gdb's bt shows them (value.Brief, see Arg); aggregates are
+// shown as "..."; typed DWARF 5 operations are not supported (an Arg with
+// an error), and a value on entry (DW_OP_entry_value) is
+// "<optimized out>", as gdb shows it without the caller's call site.
+// Cost: one symbolization and, per function with parameters, the
 // decode of its DIEs; the first frame in a compile unit indexes the
 // unit's subprograms.
 func (v *View) DescribeFrames(frames []Frame, mem unwind.Memory) {

@@ -40,6 +40,7 @@ const (
 	prstatusPID    = 32  // pid_t pr_pid
 	prstatusReg    = 112 // elf_gregset_t pr_reg (struct user_regs_struct)
 	prpsinfoSize   = 136 // struct elf_prpsinfo
+	prpsinfoUID    = 16  // __kernel_uid_t pr_uid (unsigned int)
 	prpsinfoPID    = 24  // pid_t pr_pid
 	prpsinfoFname  = 40  // char pr_fname[16]
 	prpsinfoArgs   = 56  // char pr_psargs[80]
@@ -74,6 +75,9 @@ type Core struct {
 	// PID is the process's id: NT_PRPSINFO's pr_pid, else the first
 	// thread's.
 	PID int
+	// UID is the process's user id (NT_PRPSINFO pr_uid), -1 without
+	// NT_PRPSINFO.
+	UID int
 	// Command is the process's name (NT_PRPSINFO pr_fname, the main
 	// thread's comm, at most 15 bytes); Args the start of its command line
 	// (pr_psargs: at most 80 bytes, arguments separated by spaces). Both
@@ -234,7 +238,7 @@ func coreErr(section string, off uint64, field, msg string) error {
 // missing bytes fail (ErrNotDumped), and Warnings lists them. Cost: reads
 // the headers and the notes; allocates O(segments + notes).
 func NewCore(r io.ReaderAt, size int64) (*Core, error) {
-	c := &Core{r: r, size: size}
+	c := &Core{r: r, size: size, UID: -1}
 	le := binary.LittleEndian
 	var h [ehSize64]byte
 	if n, err := r.ReadAt(h[:], 0); n < len(h) {
@@ -460,6 +464,7 @@ func (c *Core) decodePRPSInfo(desc []byte, at uint64) error {
 	if pid := int32(binary.LittleEndian.Uint32(desc[prpsinfoPID:])); pid > 0 {
 		c.PID = int(pid)
 	}
+	c.UID = int(binary.LittleEndian.Uint32(desc[prpsinfoUID:]))
 	c.Command = cstr(desc[prpsinfoFname:prpsinfoArgs])
 	c.Args = cstr(desc[prpsinfoArgs:prpsinfoSize])
 	return nil

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/procview"
+	"github.com/elfimage/elfimage/unwind"
 )
 
 // gcore writes a core of the live process pid with gdb's gcore (the
@@ -44,44 +46,35 @@ func gcore(t *testing.T, gdb, dir string, pid int) string {
 // and returns each thread's frames by thread id.
 func gdbCoreStacks(t *testing.T, gdb, dir, exe, core string) map[int][]gdbFrame {
 	t.Helper()
-	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true, Program: exe,
-		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
-	out := parseGDBThreads(r.Blocks[0])
-	if len(out) == 0 {
-		t.Fatalf("no backtrace in gdb's output:\n%s", r.Output)
-	}
-	return out
+	return gdbThreads(t, &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true, Program: exe,
+		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}})
 }
 
-// parseGDBThreads parses the output of `thread apply all bt` (see
-// gdbStacks). A frame right after "<signal handler called>" prints no pc
+// parseGDBThreads parses the output of `thread apply all bt`: each
+// thread's frames by thread id (the LWP gdb names). A frame right after "<signal handler called>" prints no pc
 // when its pc is at the start of a line, but it has one: it was
 // interrupted there, not inlined into the signal frame.
 func parseGDBThreads(text string) map[int][]gdbFrame {
 	out := map[int][]gdbFrame{}
-	tid := 0
-	for _, line := range strings.Split(text, "\n") {
-		if m := gdbThreadRE.FindStringSubmatch(line); m != nil {
-			tid, _ = strconv.Atoi(m[1])
-			continue
+	for tid, block := range gdbtest.Threads(text) {
+		var fs []gdbFrame
+		for _, line := range strings.Split(block, "\n") {
+			m := gdbFrameRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			fn := m[3]
+			if i := strings.Index(fn, " ("); i >= 0 {
+				fn = fn[:i]
+			} else if i := strings.Index(fn, " at "); i >= 0 {
+				fn = fn[:i]
+			}
+			afterSignal := len(fs) > 0 && fs[len(fs)-1].fn == "<signal handler called>"
+			fs = append(fs, gdbFrame{fn: strings.TrimSuffix(fn, " ()"), hasPC: m[2] != "" || m[1] == "0" || afterSignal})
 		}
-		m := gdbFrameRE.FindStringSubmatch(line)
-		if m == nil || tid == 0 {
-			continue
+		if len(fs) > 0 {
+			out[tid] = fs
 		}
-		fn := m[3]
-		if i := strings.Index(fn, " ("); i >= 0 {
-			fn = fn[:i]
-		} else if i := strings.Index(fn, " at "); i >= 0 {
-			fn = fn[:i]
-		}
-		prev := out[tid]
-		afterSignal := len(prev) > 0 && prev[len(prev)-1].fn == "<signal handler called>"
-		out[tid] = append(prev, gdbFrame{fn: strings.TrimSuffix(fn, " ()"), hasPC: m[2] != "" || m[1] == "0" || afterSignal})
 	}
 	return out
 }
@@ -135,8 +128,9 @@ func euStacks(t *testing.T, euStack string, args ...string) map[int][]euFrame {
 // physical frame's functions). eu-stack stops at frames it cannot unwind
 // (Go's signal return trampoline has no CFI): we must go at least as far.
 // Past a pc outside every module (a thread just cloned, whose stack is
-// not set up yet, returns there) eu-stack goes on guessing where gdb and
-// we stop: the comparison ends at that frame. It returns the number of
+// not set up yet, returns there), or in data where our walk stopped
+// (notCode), eu-stack goes on guessing where gdb and we stop: the
+// comparison ends at that frame. It returns the number of
 // frames compared.
 func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFrame) int {
 	t.Helper()
@@ -146,7 +140,7 @@ func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFra
 			return i
 		}
 		f := ours.Frames[i]
-		if f.PC == e.pc && e.fn == "" && f.Module == "" {
+		if f.PC == e.pc && (e.fn == "" && f.Module == "" || notCode(ours, i)) {
 			return i + 1
 		}
 		if f.PC == e.pc && len(f.Funcs) > 0 && strings.HasPrefix(f.Funcs[0].Function, "github.com/elfimage/elfimage/native.trampoline") {
@@ -169,6 +163,30 @@ func compareWithEUStack(t *testing.T, tid int, ours *procview.Thread, eu []euFra
 		}
 	}
 	return len(eu)
+}
+
+// compareCoreTools compares every thread of the core with gdb's `thread
+// apply all bt` on `gdb EXE -c CORE` (compareWithGDB) and with eu-stack
+// --core CORE -e EXE (compareWithEUStack), and returns by thread id the
+// physical frames compared with gdb and the frames compared with
+// eu-stack out of how many eu-stack shows; on a failure it logs our
+// threads.
+func compareCoreTools(t *testing.T, gdb, euStack, dir, exe, core string, threads []procview.Thread) (nGDB, nEU, ofEU map[int]int) {
+	t.Helper()
+	g := gdbCoreStacks(t, gdb, dir, exe, core)
+	e := euStacks(t, euStack, "--core", core, "-e", exe)
+	nGDB, nEU, ofEU = map[int]int{}, map[int]int{}, map[int]int{}
+	for i := range threads {
+		th := &threads[i]
+		ofEU[th.TID] = len(e[th.TID])
+		nGDB[th.TID] = compareWithGDB(t, th.TID, th, g[th.TID])
+		nEU[th.TID] = compareWithEUStack(t, th.TID, th, e[th.TID])
+		t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", th.TID, len(th.Frames), nGDB[th.TID], nEU[th.TID])
+	}
+	if t.Failed() {
+		t.Logf("ours:\n%s", dumpThreads(threads))
+	}
+	return nGDB, nEU, ofEU
 }
 
 // TestCoreStacksGcore: a core that gdb's gcore writes of a child running
@@ -207,23 +225,7 @@ func TestCoreStacksGcore(t *testing.T) {
 			for _, w := range view.Warnings() {
 				t.Logf("warning: %v", w)
 			}
-			byTID := map[int]*procview.Thread{}
-			for i := range threads {
-				byTID[threads[i].TID] = &threads[i]
-			}
-			for i := range live {
-				l, o := &live[i], byTID[live[i].TID]
-				if o == nil {
-					t.Errorf("thread %d is not in the core", l.TID)
-					continue
-				}
-				// Thread names aside: the core has only the process's.
-				lc, oc := *l, *o
-				lc.Name, oc.Name = "", ""
-				if a, b := dumpThreads([]procview.Thread{lc}), dumpThreads([]procview.Thread{oc}); a != b {
-					t.Errorf("live and core differ:\nlive %s\ncore %s", a, b)
-				}
-			}
+			sameAsLive(t, live, threads)
 			th := threadWith(threads, "spin")
 			if th == nil {
 				t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
@@ -231,27 +233,39 @@ func TestCoreStacksGcore(t *testing.T) {
 			if want := "[jit@"; args[1] == "-jit" && !strings.HasPrefix(th.Frames[0].Module, want) {
 				t.Errorf("frame 0 in %q, want a JIT symbol file", th.Frames[0].Module)
 			}
-			g := gdbCoreStacks(t, gdb, dir, cli, corePath)
-			e := euStacks(t, euStack, "--core", corePath, "-e", cli)
-			for i := range threads {
-				n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
-				if &threads[i] == th && n < 8 {
-					t.Errorf("only %d frames of the spinning thread compared with gdb", n)
-				}
-				m := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
-				t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", threads[i].TID, len(threads[i].Frames), n, m)
-				// eu-stack reads CFI from files only: it unwinds spin and
-				// %start by the image file's CFI (or by frame pointer for
-				// -jit), the library's entry frame, in anonymous memory,
-				// by frame pointer, and agrees down to native.trampoline.
-				if &threads[i] == th && m < 4 {
-					t.Errorf("only %d frames of the spinning thread compared with eu-stack", m)
-				}
+			nGDB, nEU, _ := compareCoreTools(t, gdb, euStack, dir, cli, corePath, threads)
+			if n := nGDB[th.TID]; n < 8 {
+				t.Errorf("only %d frames of the spinning thread compared with gdb", n)
 			}
-			if t.Failed() {
-				t.Logf("ours:\n%s", dumpThreads(threads))
+			if m := nEU[th.TID]; args[1] != "-jit" && m < 8 {
+				t.Errorf("only %d frames of the spinning thread compared with eu-stack", m)
 			}
 		})
+	}
+}
+
+// sameAsLive checks that the threads of a core are those the live
+// process had when it was dumped: the same frames (pcs, modules,
+// functions, signal frames) found the same way; thread names aside, as a
+// core has only the process's.
+func sameAsLive(t *testing.T, live, core []procview.Thread) {
+	t.Helper()
+	for i := range live {
+		l, o := &live[i], byTIDOf(core, live[i].TID)
+		if o == nil {
+			t.Errorf("thread %d is not in the core", l.TID)
+			continue
+		}
+		lc, oc := *l, *o
+		lc.Name, oc.Name = "", ""
+		if a, b := dumpThreads([]procview.Thread{lc}), dumpThreads([]procview.Thread{oc}); a != b {
+			t.Errorf("live and core differ:\nlive %s\ncore %s", a, b)
+		}
+		for j := range min(len(l.Frames), len(o.Frames)) {
+			if l.Frames[j].Method != o.Frames[j].Method {
+				t.Errorf("thread %d frame %d: found by %v in the core, %v live", l.TID, j, o.Frames[j].Method, l.Frames[j].Method)
+			}
+		}
 	}
 }
 
@@ -448,21 +462,12 @@ func TestCoreStacksCrash(t *testing.T) {
 	if want := "runtime.sigtramp <signal handler called> spin %start <signal handler called> github.com/elfimage/elfimage/native.trampoline github.com/elfimage/elfimage/native.call"; !strings.Contains(seq, want) || !strings.Contains(seq, " main.main") {
 		t.Errorf("spinning thread: %s\nwant it to contain %s ... main.main", seq, want)
 	}
-	g := gdbCoreStacks(t, gdb, dir, cli, corePath)
-	e := euStacks(t, euStack, "--core", corePath, "-e", cli)
-	for i := range threads {
-		n := compareWithGDB(t, threads[i].TID, &threads[i], g[threads[i].TID])
-		if &threads[i] == th && n < 14 {
-			t.Errorf("only %d frames of the spinning thread compared with gdb", n)
-		}
-		m := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
-		t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", threads[i].TID, len(threads[i].Frames), n, m)
-		if &threads[i] == th && m < 4 {
-			t.Errorf("spinning thread: only %d frames compared with eu-stack", m)
-		}
+	nGDB, nEU, _ := compareCoreTools(t, gdb, euStack, dir, cli, corePath, threads)
+	if n := nGDB[th.TID]; n < 14 {
+		t.Errorf("only %d frames of the spinning thread compared with gdb", n)
 	}
-	if t.Failed() {
-		t.Logf("ours:\n%s", dumpThreads(threads))
+	if m := nEU[th.TID]; m < 4 {
+		t.Errorf("spinning thread: only %d frames compared with eu-stack", m)
 	}
 
 	// Another executable (this test's binary) is refused: its Go build ID
@@ -562,15 +567,8 @@ int main(int argc, char **argv) {
 func TestCoreStacksC(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
 	euStack := tooltest.Require(t, "eu-stack")
-	gcc := tooltest.Require(t, "gcc")
 	dir := t.TempDir()
-	src, exe := filepath.Join(dir, "cabort.c"), filepath.Join(dir, "cabort")
-	if err := os.WriteFile(src, []byte(cCrashProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(gcc, "-g", "-O1", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	exe := tooltest.GCC(t, cCrashProg, "-g", "-O1", "-pthread")
 	check := func(t *testing.T, corePath string, pid int, want string) *procview.Core {
 		t.Helper()
 		c, err := procview.OpenCore(corePath)
@@ -607,19 +605,11 @@ func TestCoreStacksC(t *testing.T) {
 		if !vdso {
 			t.Errorf("no vDSO module: %+v", view.Modules())
 		}
-		g := gdbCoreStacks(t, gdb, dir, exe, corePath)
-		e := euStacks(t, euStack, "--core", corePath, "-e", exe)
-		for i := range threads {
-			th := &threads[i]
-			n := compareWithGDB(t, th.TID, th, g[th.TID])
-			m := compareWithEUStack(t, th.TID, th, e[th.TID])
-			t.Logf("thread %d: %d frames, %d physical frames compared with gdb, %d with eu-stack", th.TID, len(th.Frames), n, m)
-			if n < 3 || m < min(3, len(e[th.TID])) {
-				t.Errorf("thread %d: compared %d frames with gdb, %d of eu-stack's %d", th.TID, n, m, len(e[th.TID]))
+		nGDB, nEU, ofEU := compareCoreTools(t, gdb, euStack, dir, exe, corePath, threads)
+		for _, th := range threads {
+			if n, m := nGDB[th.TID], nEU[th.TID]; n < 3 || m < min(3, ofEU[th.TID]) {
+				t.Errorf("thread %d: compared %d frames with gdb, %d of eu-stack's %d", th.TID, n, m, ofEU[th.TID])
 			}
-		}
-		if t.Failed() {
-			t.Logf("ours:\n%s", dumpThreads(threads))
 		}
 		return c
 	}
@@ -645,4 +635,125 @@ func TestCoreStacksC(t *testing.T) {
 			t.Errorf("siginfo %+v, thread signal %d; want SIGSEGV at 0", si, c.Threads[0].Signal)
 		}
 	})
+}
+
+// TestCoreStacksUnpublished: a gcore of a process running image code
+// linked in memory and announced only in its perf map (run -jit
+// -perf-map, as in TestStacksUnpublished). The core's PT_LOAD segments
+// give the address space: the anonymous code is executable, so the
+// spinning thread is walked by frame pointer through the six down frames,
+// %start and the library's entry routine (elfimage.entry), across
+// native.Call's stack switch into the Go frames
+// to runtime.goexit, each JIT frame named from /tmp/perf-PID.map (read by
+// default for the core's PID): the same frames, found the same way, as
+// the live process gave. eu-stack --core, which walks by frame pointer
+// too (in a core past the entry routine, as it does not live), agrees pc by pc as
+// far as it goes. Without the perf map the walk
+// is the same with the JIT frames unnamed; a perf map given by path is
+// used, one of other addresses is used only with a warning.
+func TestCoreStacksUnpublished(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	euStack := tooltest.Require(t, "eu-stack")
+	pid := startDown(t, "-jit", "-perf-map")
+	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	live, _ := stacksWhen(t, pid, 100, func(th []procview.Thread) bool {
+		s := spinning(th)
+		return s != nil && len(s.Frames) > 1 && s.Frames[1].Method == unwind.MethodFramePointer
+	})
+	dir := t.TempDir()
+	corePath := gcore(t, gdb, dir, pid)
+	c, err := procview.OpenCore(corePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.UID != os.Geteuid() {
+		t.Errorf("core's user %d, want %d", c.UID, os.Geteuid())
+	}
+	stacks := func(opts *procview.CoreOptions) ([]procview.Thread, *procview.View) {
+		t.Helper()
+		threads, view, err := procview.CoreStacks(c, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { view.Close() })
+		return threads, view
+	}
+	threads, view := stacks(nil)
+	for _, w := range view.Warnings() {
+		t.Logf("warning: %v", w)
+	}
+	sameAsLive(t, live, threads)
+	th := spinning(threads)
+	if th == nil {
+		t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
+	}
+	want := []string{"spin", "down", "down", "down", "down", "down", "down", "%start", "elfimage.entry", "github.com/elfimage/elfimage/native.trampoline", "github.com/elfimage/elfimage/native.call"}
+	nJIT := len(want) - 2 // spin to the entry routine: in anonymous memory, named from the perf map
+	seq := funcSeq(th)
+	if len(seq) < len(want) || strings.Join(seq[:len(want)], " ") != strings.Join(want, " ") ||
+		!strings.Contains(strings.Join(seq, " "), " main.main runtime.main runtime.goexit") || th.Err != nil {
+		t.Errorf("spinning thread: %v (%v), want %v ... main.main runtime.main runtime.goexit", seq, th.Err, want)
+	}
+	for i, f := range th.Frames[:nJIT] {
+		if f.Module != perfMap || (i > 0 && f.Method != unwind.MethodFramePointer) {
+			t.Errorf("frame %d: module %q, %v; want %s, by frame pointer", i, f.Module, f.Method, perfMap)
+		}
+	}
+
+	e := euStacks(t, euStack, "--core", corePath, "-e", filepath.Join(fixture(t), "elfimage"))
+	for i := range threads {
+		n := compareWithEUStack(t, threads[i].TID, &threads[i], e[threads[i].TID])
+		t.Logf("thread %d: %d frames, %d compared with eu-stack's %d", threads[i].TID, len(threads[i].Frames), n, len(e[threads[i].TID]))
+		if &threads[i] == th && (n < nJIT || n < len(e[th.TID])) {
+			t.Errorf("spinning thread: %d of eu-stack's %d frames the same; want eu-stack to walk to the entry routine and ours as far", n, len(e[th.TID]))
+		}
+	}
+
+	// No perf map: the same walk, the JIT frames without names.
+	bare, _ := stacks(&procview.CoreOptions{Options: procview.Options{NoPerfMap: true}})
+	bt := byTIDOf(bare, th.TID)
+	if bt == nil || len(bt.Frames) != len(th.Frames) || bt.Err != nil {
+		t.Fatalf("without the perf map:\n%s", dumpThreads(bare))
+	}
+	for i := range bt.Frames {
+		if bt.Frames[i].PC != th.Frames[i].PC || (i < nJIT) != (len(bt.Frames[i].Funcs) == 0) {
+			t.Errorf("without the perf map, frame %d: %#x %+v; with it %#x %+v", i, bt.Frames[i].PC, bt.Frames[i].Funcs, th.Frames[i].PC, th.Frames[i].Funcs)
+		}
+	}
+
+	// A perf map given by path (a copy, as if /tmp had been cleaned).
+	b, err := os.ReadFile(perfMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(dir, "saved.map")
+	if err := os.WriteFile(copyPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given, _ := stacks(&procview.CoreOptions{PerfMap: copyPath})
+	if g := byTIDOf(given, th.TID); g == nil || g.Frames[1].Module != copyPath || funcSeq(g)[1] != "down" {
+		t.Errorf("with --perf-map %s:\n%s", copyPath, dumpThreads(given))
+	}
+	// One of other addresses: used as given, with a warning.
+	other := filepath.Join(dir, "other.map")
+	if err := os.WriteFile(other, []byte("1000 10 elsewhere\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, ov := stacks(&procview.CoreOptions{PerfMap: other})
+	if !strings.Contains(fmt.Sprint(ov.Warnings()), "not this process's perf map") {
+		t.Errorf("a perf map of other addresses: warnings %v", ov.Warnings())
+	}
+	if _, _, err := procview.CoreStacks(c, &procview.CoreOptions{PerfMap: filepath.Join(dir, "none.map")}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing perf map given by path: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func byTIDOf(threads []procview.Thread, tid int) *procview.Thread {
+	for i := range threads {
+		if threads[i].TID == tid {
+			return &threads[i]
+		}
+	}
+	return nil
 }

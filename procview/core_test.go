@@ -41,7 +41,7 @@ func sampleRegs(base uint64) procview.UserRegs {
 // vector, a siginfo and a note of another owner with NT_PRSTATUS's number.
 func sampleCore() *testCore {
 	return &testCore{
-		PID: 4242, Command: "prog", Args: "./prog -x",
+		PID: 4242, UID: 1234, Command: "prog", Args: "./prog -x",
 		Threads: []procview.CoreThread{
 			{TID: 4242, Signal: 11, Regs: sampleRegs(0x1000)},
 			{TID: 4243, Regs: sampleRegs(0x2000)},
@@ -88,8 +88,8 @@ func TestCoreDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.PID != 4242 || c.Command != "prog" || c.Args != "./prog -x" || c.PageSize != 4096 {
-		t.Errorf("pid %d command %q args %q page size %d", c.PID, c.Command, c.Args, c.PageSize)
+	if c.PID != 4242 || c.UID != 1234 || c.Command != "prog" || c.Args != "./prog -x" || c.PageSize != 4096 {
+		t.Errorf("pid %d uid %d command %q args %q page size %d", c.PID, c.UID, c.Command, c.Args, c.PageSize)
 	}
 	if !reflect.DeepEqual(c.Threads, tc.Threads) {
 		t.Errorf("threads\n got %+v\nwant %+v", c.Threads, tc.Threads)
@@ -164,11 +164,59 @@ func compareWithDebugELF(t *testing.T, b []byte, c *procview.Core) {
 			if k, _ := p.ReadAt(w, int64(at)); uint64(k) != n {
 				continue
 			}
+			if addr := s.Addr + at; addr >= 1<<63 {
+				// Beyond ReadAt's int64 offsets: ReadSized reads there.
+				k := min(n, 8)
+				var le [8]byte
+				copy(le[:], w[:k])
+				if v, err := c.ReadSized(addr, int(k)); err != nil || v != binary.LittleEndian.Uint64(le[:]) {
+					t.Fatalf("memory at %#x: %#x %v, debug/elf %x", addr, v, err, w[:k])
+				}
+				continue
+			}
 			g := make([]byte, n)
 			if _, err := c.ReadAt(g, int64(s.Addr+at)); err != nil || !bytes.Equal(g, w) {
 				t.Fatalf("memory at %#x: %x %v, debug/elf %x", s.Addr+at, g, err, w)
 			}
 		}
+	}
+}
+
+// TestCoreMappings: the address space of sampleCore is its segments, in
+// address order, with /proc/PID/maps permissions from p_flags and the
+// file and offset of the NT_FILE entry that covers each.
+func TestCoreMappings(t *testing.T) {
+	b := writeCore(sampleCore())
+	c, err := procview.NewCore(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []procview.Mapping{
+		{Start: 0x400000, End: 0x401000, Perms: "r-xp", Path: "/usr/bin/prog"},
+		{Start: 0x600000, End: 0x600100, Perms: "rw-p"},
+		{Start: 0x600100, End: 0x600200, Perms: "rw-p"},
+		{Start: 0x7ffe0000, End: 0x7ffe2000, Perms: "rw-p"},
+	}
+	if got := c.Mappings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("mappings\n got %+v\nwant %+v", got, want)
+	}
+	tc := sampleCore()
+	tc.Files[0] = procview.CoreFile{Start: 0x3ff000, End: 0x401000, Offset: 0x3000, Path: "/usr/bin/prog"}
+	tc.Auxv[1].Value = 0x400000 // the segment at 0x400000 is the vDSO
+	b = writeCore(tc)
+	if c, err = procview.NewCore(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Mappings()[0]; m.Path != "/usr/bin/prog" || m.Offset != 0x4000 {
+		t.Errorf("a segment inside a file mapping: %+v, want offset 0x4000", m)
+	}
+	tc.Files = nil
+	b = writeCore(tc)
+	if c, err = procview.NewCore(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Mappings()[0]; m.Path != "[vdso]" {
+		t.Errorf("the vDSO's segment: %+v", m)
 	}
 }
 

@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/symbolize"
+	"github.com/elfimage/elfimage/unwind"
 )
 
 // ErrBuildIDMismatch is wrapped by NewCoreView's error when the executable
@@ -30,35 +33,52 @@ type CoreOptions struct {
 	// core's NT_FILE note names for the mapping that holds the entry point
 	// (AT_ENTRY), as it was when the process ran.
 	Exe string
+	// PerfMap is the perf map of the process (see View.LoadPerfMap),
+	// which names code outside every module and gives the frame-pointer
+	// fallback its function starts. Empty: /tmp/perf-PID.map for the
+	// core's PID when there is one, trusted when owned by root or by the
+	// core's user (NT_PRPSINFO pr_uid), and used only when one of its
+	// entries lies in executable memory of the core (the file of a later
+	// process with the same PID describes other addresses). A given
+	// PerfMap is also trusted when owned by the calling user, and a
+	// problem with it is an error of CoreStacks. Options.NoPerfMap reads
+	// none.
+	PerfMap string
 }
 
 // CoreStacks unwinds every thread of the core c as Stacks does for a live
-// process: the View of c's modules (NewCoreView with opts.Exe), then each
-// thread from its NT_PRSTATUS registers over the core's memory, with the
-// same walk as View.Backtrace, carried across signal frames that have no
-// CFI: a frame whose code is the x86-64 rt_sigreturn trampoline (mov $15,
-// %rax; syscall, as gdb recognises it) is a signal frame, and the walk
-// goes on from the registers the kernel saved in its struct rt_sigframe;
-// and, unless opts.NoSymbolize, every frame symbolized. The threads are in the core's order (the one that received
-// the signal first); a thread's Name is c.Command for the main thread (tid
-// equal to the pid: NT_PRPSINFO names only the process) and empty for the
-// others. A read of memory the core does not hold ends that thread's walk
-// with an error wrapping unwind.ErrMemory (and ErrNotDumped where the core
-// left the bytes out) in its Thread.Err; other threads are walked all the
-// same. The caller closes the View, then c. Errors: those of NewCoreView.
+// process: the View of c's modules (NewCoreView with opts.Exe) and the
+// process's perf map (CoreOptions.PerfMap), then each thread from its
+// NT_PRSTATUS registers over the core's memory, with the walk of
+// View.Backtrace (frame-pointer fallback against the core's mappings,
+// signal frames without CFI recognised by their code); and, unless
+// opts.NoSymbolize, every frame symbolized with its arguments read from
+// the core's memory (View.DescribeFrames; opts.NoArgs leaves them out).
+// The threads are in the core's order (the one that received the signal
+// first); a thread's Name is c.Command for the main thread (tid equal to
+// the pid: NT_PRPSINFO names only the process) and empty for the others.
+// A read of memory the core does not hold ends that thread's walk with an
+// error wrapping unwind.ErrMemory (and ErrNotDumped where the core left
+// the bytes out) in its Thread.Err; other threads are walked all the
+// same. The caller closes the View, then c. Errors: those of NewCoreView,
+// and a given CoreOptions.PerfMap that cannot be read or is not trusted.
 // Cost: the View's (reads the JIT symbol files), then one unwind step per
-// frame (a read of the core file per stack slot) and one symbolization per
+// frame (a read of the core file per stack slot) and one description per
 // frame.
 func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 	if opts == nil {
 		opts = &CoreOptions{}
 	}
-	v, opened, err := newCoreView(c, opts.Exe)
+	v, err := newCoreView(c, opts.Exe)
 	if err != nil {
 		return nil, nil, err
 	}
-	code := &codeReader{c: c, opened: opened, files: map[string]*os.File{}}
-	defer code.close()
+	if !opts.NoPerfMap {
+		if err := v.loadCorePerfMap(c, opts.PerfMap); err != nil {
+			v.Close()
+			return nil, nil, err
+		}
+	}
 	threads := make([]Thread, 0, len(c.Threads))
 	for i := range c.Threads {
 		ct := &c.Threads[i]
@@ -66,13 +86,52 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 		if ct.TID == c.PID {
 			th.Name = c.Command
 		}
-		th.Frames, th.Err = v.walkCore(c, code, ct.Frame(), opts.MaxFrames)
+		th.Frames, th.Err = v.walk(c, ct.Frame(), opts.MaxFrames)
 		if !opts.NoSymbolize {
-			v.SymbolizeFrames(th.Frames)
+			var mem unwind.Memory
+			if !opts.NoArgs {
+				mem = c
+			}
+			v.DescribeFrames(th.Frames, mem)
 		}
 		threads = append(threads, th)
 	}
 	return threads, v, nil
+}
+
+// loadCorePerfMap loads the perf map of core c's process: path when not
+// empty (an error if it cannot be used), else /tmp/perf-PID.map if there
+// is one (a problem with it is a warning); see CoreOptions.PerfMap.
+func (v *View) loadCorePerfMap(c *Core, path string) error {
+	given := path != ""
+	uids := []int{c.UID}
+	if given {
+		uids = append(uids, os.Geteuid())
+	} else {
+		path = fmt.Sprintf("/tmp/perf-%d.map", c.PID)
+		if c.UID < 0 {
+			uids = append(uids, os.Geteuid()) // no NT_PRPSINFO: the user reading the core
+		}
+	}
+	err := v.LoadPerfMap(path, uids...)
+	switch {
+	case err != nil && given:
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		v.warn = append(v.warn, err)
+		return nil
+	}
+	space := addressSpace{v}
+	if slices.ContainsFunc(v.ext.perf.Entries, func(e perfmap.Entry) bool { return space.Executable(e.Start) }) {
+		return nil
+	}
+	v.warn = append(v.warn, fmt.Errorf("procview: %s: none of its %d entries is in executable memory of the core: not this process's perf map", path, len(v.ext.perf.Entries)))
+	if !given {
+		v.ext.perf, v.ext.perfPath = nil, ""
+	}
+	return nil
 }
 
 // NewCoreView builds the module View of the process core c was dumped
@@ -91,7 +150,10 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 //   - the vDSO, read from the core at AT_SYSINFO_EHDR;
 //   - the GDB JIT interface's symbol files, found through
 //     __jit_debug_descriptor of the executable's symbol table and read
-//     from the core's memory (ReadJITList).
+//     from the core's memory (ReadJITList);
+//   - the address space the frame-pointer fallback checks return
+//     addresses and frame records against, as /proc/PID/maps showed it
+//     (Core.Mappings).
 //
 // Errors: exe was given but the core names no executable mapping
 // (no NT_FILE, or none that AT_ENTRY points into), or exe's build ID
@@ -100,21 +162,18 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 // reads the program headers and notes of every mapped file; module files
 // are opened for symbols and CFI on first use.
 func NewCoreView(c *Core, exe string) (*View, error) {
-	v, _, err := newCoreView(c, exe)
-	return v, err
+	return newCoreView(c, exe)
 }
 
-// newCoreView is NewCoreView; it also returns, for each NT_FILE path it
-// could use, the path of the file it opened in its place.
-func newCoreView(c *Core, exe string) (*View, map[string]string, error) {
+func newCoreView(c *Core, exe string) (*View, error) {
 	v := &View{PID: c.PID, Mem: c}
 	v.warn = append(v.warn, c.Warnings()...)
 	exePath := c.exePath()
 	if exe != "" && exePath == "" {
 		if len(c.Files) == 0 {
-			return nil, nil, fmt.Errorf("procview: the core has no NT_FILE note: where %s was mapped is unknown", exe)
+			return nil, fmt.Errorf("procview: the core has no NT_FILE note: where %s was mapped is unknown", exe)
 		}
-		return nil, nil, fmt.Errorf("procview: no mapping of the core holds the entry point (AT_ENTRY): which file is the executable is unknown")
+		return nil, fmt.Errorf("procview: no mapping of the core holds the entry point (AT_ENTRY): which file is the executable is unknown")
 	}
 	type fileInfo struct {
 		open  string
@@ -175,7 +234,7 @@ func newCoreView(c *Core, exe string) (*View, map[string]string, error) {
 		fi, err := info(m.Path)
 		if err != nil {
 			v.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		if !fi.ok || !c.executable(m, fi.phdrs) {
 			continue
@@ -209,13 +268,16 @@ func newCoreView(c *Core, exe string) (*View, map[string]string, error) {
 	if exeObj != nil {
 		v.addJIT(exeObj, exeBias)
 	}
-	opened := map[string]string{}
+	v.maps = c.mappings(v.mods)
+	// Code for recognising signal frames: from the core, else from the
+	// files it could use, where it left their text out.
+	v.code = &codeReader{c: c, opened: map[string]string{}, files: map[string]*os.File{}}
 	for p, fi := range files {
 		if fi.ok {
-			opened[p] = fi.open
+			v.code.opened[p] = fi.open
 		}
 	}
-	return v, opened, nil
+	return v, nil
 }
 
 // exePath returns the NT_FILE path of the process's executable: the
@@ -352,4 +414,76 @@ func buildIDs(r io.ReaderAt, phdrs []ProgHeader) map[string]string {
 		}
 	}
 	return out
+}
+
+// Mappings returns the address space of the process as /proc/PID/maps
+// showed it when the core was written, sorted by Start: a Mapping per
+// PT_LOAD segment (the kernel and gcore write one per mapping, also those
+// whose bytes they leave out), with the permissions of its p_flags
+// ("r-xp": whether the mapping was private or shared is not recorded, and
+// reads as private) and, where an NT_FILE entry covers it, that file's
+// path and the offset in it. Device and inode are unknown (0). Cost:
+// O(segments log files); allocates the result.
+func (c *Core) Mappings() []Mapping { return c.mappings(nil) }
+
+// mappings is Mappings with, for code a module covers but no segment
+// does (a file mapping the core left out altogether), a mapping "r-xp"
+// named for the module, so that the address space agrees with the
+// modules on what is code.
+func (c *Core) mappings(mods []Module) []Mapping {
+	files := append([]CoreFile(nil), c.Files...)
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Start < files[j].Start })
+	out := make([]Mapping, 0, len(c.Segments))
+	for _, s := range c.Segments {
+		m := Mapping{Start: s.Addr, End: s.End(), Perms: segmentPerms(s.Flags)}
+		i := sort.Search(len(files), func(i int) bool { return files[i].End > s.Addr })
+		if i < len(files) && files[i].Start <= s.Addr {
+			m.Path, m.Offset = files[i].Path, files[i].Offset+(s.Addr-files[i].Start)
+		}
+		out = append(out, m)
+	}
+	if vdso, ok := c.Aux(atSysinfoEHDR); ok {
+		for i := range out {
+			if out[i].Start == vdso && out[i].Path == "" {
+				out[i].Path = "[vdso]"
+			}
+		}
+	}
+	var extra []Mapping
+	for _, md := range mods {
+		lo := md.Start
+		i := sort.Search(len(out), func(i int) bool { return out[i].End > lo })
+		for lo < md.End {
+			hi := md.End
+			if i < len(out) && out[i].Start <= lo {
+				lo, i = out[i].End, i+1 // covered up to there
+				continue
+			}
+			if i < len(out) && out[i].Start < hi {
+				hi = out[i].Start
+			}
+			extra = append(extra, Mapping{Start: lo, End: hi, Perms: "r-xp", Path: md.Name})
+			lo = hi
+		}
+	}
+	if len(extra) > 0 {
+		out = append(out, extra...)
+		sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	}
+	return out
+}
+
+// segmentPerms spells a segment's p_flags as /proc/PID/maps does.
+func segmentPerms(f elf.ProgFlag) string {
+	b := []byte("---p")
+	if f&elf.PF_R != 0 {
+		b[0] = 'r'
+	}
+	if f&elf.PF_W != 0 {
+		b[1] = 'w'
+	}
+	if f&elf.PF_X != 0 {
+		b[2] = 'x'
+	}
+	return string(b)
 }

@@ -14,6 +14,7 @@ import (
 // segments' bytes).
 type testCore struct {
 	PID           int
+	UID           int
 	Command, Args string
 	NoPSInfo      bool
 	Threads       []procview.CoreThread
@@ -47,6 +48,7 @@ func (c *testCore) notes() []testNote {
 	var ns []testNote
 	if !c.NoPSInfo {
 		d := make([]byte, 136)
+		le.PutUint32(d[16:], uint32(c.UID))
 		le.PutUint32(d[24:], uint32(c.PID))
 		copy(d[40:56], c.Command)
 		copy(d[56:136], c.Args)

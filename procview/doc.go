@@ -66,9 +66,15 @@
 // elfimage.entry, states in CFI when its image is published), both from
 // the trampoline's return address and from a frame without a frame
 // record just below it (the entry routine or the code it calls, when not
-// published). Each Frame says how it was found (Frame.Method). Code
-// outside every module is named from the perf map (View.LoadPerfMap,
-// which trusts it only when owned by root or the process's user).
+// published). A signal frame without CFI (Go's
+// runtime.sigreturn__sigaction, or a restorer of one's own that a handler
+// installed with rt_sigaction returns to) is recognised by the rt_sigreturn trampoline's code
+// (mov $15, %rax; syscall), as gdb does, and the walk continues from the
+// registers the kernel saved in the signal frame; glibc's __restore_rt
+// has CFI that says the same. Each Frame says how it was found
+// (Frame.Method). Code outside every module is named from the perf map
+// (View.LoadPerfMap, which trusts it only when owned by root or the
+// process's user).
 //
 // A walk ends cleanly (Thread.Err nil) only at the outermost frame: an
 // undefined return address, a return address of 0, or a zero frame
@@ -94,15 +100,17 @@
 // text) or cut off by a truncated file fail that read with ErrNotDumped.
 //
 // CoreStacks unwinds every thread of a core as Stacks does a live process,
-// over a View that NewCoreView builds from it: the executable mappings of
-// NT_FILE, opened by path (the executable may be given instead) and
-// refused when their build ID differs from the core's copy of their first
-// page, the vDSO from AT_SYSINFO_EHDR, and the GDB JIT symbol files found
-// through __jit_debug_descriptor in the core's memory. Signal frames
-// without CFI (Go's runtime.sigreturn__sigaction: every thread of a
-// GOTRACEBACK=crash core is in one) are recognised by the rt_sigreturn
-// trampoline's code, as gdb does, and the walk continues from the
-// registers saved in the signal frame.
+// with the same walk, over a View that NewCoreView builds from it: the
+// executable mappings of NT_FILE, opened by path (the executable may be
+// given instead) and refused when their build ID differs from the core's
+// copy of their first page, the vDSO from AT_SYSINFO_EHDR, the GDB JIT
+// symbol files found through __jit_debug_descriptor in the core's memory,
+// and the address space of the PT_LOAD segments (Core.Mappings), against
+// which the frame-pointer fallback checks return addresses and frame
+// records. The process's perf map, when /tmp/perf-PID.map is still there
+// or one is given, names code outside every module. Every thread of a
+// GOTRACEBACK=crash core is in a signal frame without CFI (Go's
+// runtime.sigreturn__sigaction), which the walk crosses as above.
 //
 // The process's memory and files are untrusted: the maps file, the JIT list
 // (at most MaxJITEntries entries of at most MaxSymfileSize bytes), the

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -78,12 +81,13 @@ func (s addressSpace) Mapping(addr uint64) (lo, hi uint64, ok bool) {
 // of their functions. As perf trusts such a file only when it is owned by
 // root or by the user running perf, LoadPerfMap trusts it only when it is
 // a regular file (not followed through a symbolic link) owned by root or
-// by uid, the process's effective user, which wrote it. Call it before
-// the View is used by several goroutines. Errors: those of opening it
+// by one of uids (the process's effective user, which wrote it; for a
+// core, also the user who names the file). Call it before the View is
+// used by several goroutines. Errors: those of opening it
 // (errors.Is(err, fs.ErrNotExist) when there is none), an untrusted or
 // oversized file, and those of perfmap.Parse. Cost: O(n log n) for n
 // lines, at most MaxPerfMapSize bytes read.
-func (v *View) LoadPerfMap(path string, uid int) error {
+func (v *View) LoadPerfMap(path string, uids ...int) error {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
@@ -98,8 +102,8 @@ func (v *View) LoadPerfMap(path string, uid int) error {
 	switch {
 	case !st.Mode().IsRegular():
 		return fmt.Errorf("procview: %s is not a regular file", path)
-	case !ok || (sys.Uid != 0 && int(sys.Uid) != uid):
-		return fmt.Errorf("procview: %s is not owned by root or by the process's user %d: not trusted", path, uid)
+	case !ok || (sys.Uid != 0 && !slices.Contains(uids, int(sys.Uid))):
+		return fmt.Errorf("procview: %s is not owned by root or by the process's user %v: not trusted", path, uidList(uids))
 	case st.Size() > MaxPerfMapSize:
 		return fmt.Errorf("procview: %s: %d bytes is more than %d", path, st.Size(), MaxPerfMapSize)
 	}
@@ -109,6 +113,20 @@ func (v *View) LoadPerfMap(path string, uid int) error {
 	}
 	v.ext.perf, v.ext.perfPath = m, path
 	return nil
+}
+
+// uidList spells user ids for an error: "1000", "1000 or 0", "(unknown)".
+func uidList(uids []int) string {
+	var parts []string
+	for _, u := range uids {
+		if u >= 0 {
+			parts = append(parts, strconv.Itoa(u))
+		}
+	}
+	if len(parts) == 0 {
+		return "(unknown)"
+	}
+	return strings.Join(parts, " or ")
 }
 
 // perfEntry returns the perf map entry covering pc.

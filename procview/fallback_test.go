@@ -314,8 +314,6 @@ func sameArgs(ours, gdb string) bool {
 	return true
 }
 
-var gdbLWPRE = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
-
 // gdbArgStacks runs gdb -p pid with `thread apply all bt` and returns each
 // thread's frame lines (gdbtest.Frames) by thread id.
 func gdbArgStacks(t *testing.T, gdb string, pid int) map[int][]gdbtest.Frame {
@@ -328,66 +326,20 @@ func gdbArgStacks(t *testing.T, gdb string, pid int) map[int][]gdbtest.Frame {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
 	out := map[int][]gdbtest.Frame{}
-	var tid int
-	var chunk []string
-	flush := func() {
-		if tid != 0 {
-			out[tid] = gdbtest.Frames(strings.Join(chunk, "\n"))
-		}
-		chunk = nil
+	for tid, block := range gdbtest.Threads(r.Blocks[0]) {
+		out[tid] = gdbtest.Frames(block)
 	}
-	for _, line := range strings.Split(r.Blocks[0], "\n") {
-		if m := gdbLWPRE.FindStringSubmatch(line); m != nil {
-			flush()
-			tid, _ = strconv.Atoi(m[1])
-			continue
-		}
-		chunk = append(chunk, line)
-	}
-	flush()
 	if len(out) == 0 {
 		t.Fatalf("no backtrace in gdb's output:\n%s", r.Output)
 	}
 	return out
 }
 
-// bogusFPProg runs code copied into anonymous executable memory (no
-// module, no CFI, no perf map) that loads a misaligned frame pointer and
-// spins.
-const bogusFPProg = `#include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
-
-int main(void) {
-	/* movabs $0xdeadbeef, %rbp; jmp . */
-	static const unsigned char code[] = {0x48, 0xbd, 0xef, 0xbe, 0xad, 0xde, 0, 0, 0, 0, 0xeb, 0xfe};
-	void *p = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return 1;
-	memcpy(p, code, sizeof code);
-	if (mprotect(p, 4096, PROT_READ | PROT_EXEC) != 0)
-		return 1;
-	printf("ready\n");
-	fflush(stdout);
-	((void (*)(void))p)();
-	return 0;
-}
-`
-
-// startBogusFP compiles and starts bogusFPProg and returns its process
-// id.
+// startBogusFP compiles and starts tooltest.BogusFPProg and returns its
+// process id.
 func startBogusFP(t *testing.T) int {
 	t.Helper()
-	gcc := tooltest.Require(t, "gcc")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "bogus.c"), []byte(bogusFPProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "bogus")
-	if out, err := exec.Command(gcc, "-O1", "-o", bin, filepath.Join(dir, "bogus.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(tooltest.GCC(t, tooltest.BogusFPProg, "-O1"))
 	tooltest.StartReady(t, cmd)
 	return cmd.Process.Pid
 }
@@ -522,15 +474,7 @@ int main(void) {
 // pointer, and an aggregate as "...".
 func TestStacksArgsC(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
-	gcc := tooltest.Require(t, "gcc")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "args.c"), []byte(argsCProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "args")
-	if out, err := exec.Command(gcc, "-g", "-O0", "-o", bin, filepath.Join(dir, "args.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := tooltest.GCC(t, argsCProg, "-g", "-O0")
 	cmd := exec.Command(bin)
 	tooltest.StartReady(t, cmd)
 	pid := cmd.Process.Pid

@@ -1,6 +1,7 @@
 package procview_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/procview"
+	"github.com/elfimage/elfimage/unwind"
 )
 
 // spinProg prints "ready", then loops in spin (tail calls) until killed.
@@ -80,41 +82,25 @@ type gdbFrame struct {
 	hasPC bool
 }
 
-var (
-	gdbThreadRE = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
-	gdbFrameRE  = regexp.MustCompile(`^#(\d+)\s+(0x[0-9a-f]+ in )?(.*)$`)
-)
+var gdbFrameRE = regexp.MustCompile(`^#(\d+)\s+(0x[0-9a-f]+ in )?(.*)$`)
 
 // gdbStacks runs gdb -p pid with `thread apply all bt` and returns each
-// thread's frames by thread id.
+// thread's frames by thread id (gdbThreads).
 func gdbStacks(t *testing.T, gdb, dir string, pid int) map[int][]gdbFrame {
 	t.Helper()
-	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true,
-		Args: []string{"-p", strconv.Itoa(pid)},
-		Cmds: []string{"thread apply all bt", "detach"}}
+	return gdbThreads(t, &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true,
+		Args: []string{"-p", strconv.Itoa(pid)}, Cmds: []string{"thread apply all bt", "detach"}})
+}
+
+// gdbThreads runs s, whose first command is `thread apply all bt`, and
+// returns each thread's frames by thread id (parseGDBThreads).
+func gdbThreads(t *testing.T, s *gdbtest.Session) map[int][]gdbFrame {
+	t.Helper()
 	r, err := s.Run()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
-	out := map[int][]gdbFrame{}
-	tid := 0
-	for _, line := range strings.Split(r.Blocks[0], "\n") {
-		if m := gdbThreadRE.FindStringSubmatch(line); m != nil {
-			tid, _ = strconv.Atoi(m[1])
-			continue
-		}
-		m := gdbFrameRE.FindStringSubmatch(line)
-		if m == nil || tid == 0 {
-			continue
-		}
-		fn := m[3]
-		if i := strings.Index(fn, " ("); i >= 0 {
-			fn = fn[:i]
-		} else if i := strings.Index(fn, " at "); i >= 0 {
-			fn = fn[:i]
-		}
-		out[tid] = append(out[tid], gdbFrame{fn: strings.TrimSuffix(fn, " ()"), hasPC: m[2] != "" || m[1] == "0"})
-	}
+	out := parseGDBThreads(r.Blocks[0])
 	if len(out) == 0 {
 		t.Fatalf("no backtrace in gdb's output:\n%s", r.Output)
 	}
@@ -213,10 +199,20 @@ func ourPhysical(th *procview.Thread) [][]string {
 	return out
 }
 
+// notCode reports whether frame i of th is where its walk stopped
+// because the CFI of the frame before gave a return address outside
+// executable memory (a thread just cloned returns to what its new stack
+// holds): gdb and eu-stack show that pc too, named after the data symbol
+// it may fall in ("type:*"), and go on guessing.
+func notCode(th *procview.Thread, i int) bool {
+	return i == len(th.Frames)-1 && len(th.Frames[i].Funcs) == 0 && errors.Is(th.Err, procview.ErrNotExecutable)
+}
+
 // compareWithGDB checks that our backtrace of a thread agrees with gdb's,
 // physical frame by physical frame, up to the first frame gdb cannot name
 // ("??", where gdb's own unwinding has left the code it knows: past that
-// gdb prints guesses) and gdb's last frame (gdb stops at main.main). In
+// gdb prints guesses), the frame our walk stopped at outside executable
+// memory (notCode), and gdb's last frame (gdb stops at main.main). In
 // each physical frame the outermost function must be equal, and the
 // inlined ones too when we have them (our answer for a module whose DWARF
 // fails to load is the symbol table's name alone). It returns the number
@@ -226,7 +222,7 @@ func compareWithGDB(t *testing.T, tid int, ours *procview.Thread, gdb []gdbFrame
 	g, o := gdbPhysical(gdb), ourPhysical(ours)
 	n := 0
 	for ; n < len(g); n++ {
-		if g[n][0] == "??" {
+		if g[n][0] == "??" || notCode(ours, n) {
 			break
 		}
 		if n >= len(o) {
@@ -433,5 +429,112 @@ func BenchmarkStacksSpin(b *testing.B) {
 				b.ReportMetric(float64(frames)/float64(b.N), "frames/op")
 			})
 		}
+	}
+}
+
+// sigProg spins in interrupted until SIGUSR1 arrives, then in the
+// handler. With the argument "raw" the handler is installed with the
+// rt_sigaction system call and a restorer of its own, restorer_sigaction,
+// which has no CFI (as Go's runtime.sigreturn__sigaction); otherwise with
+// sigaction(3), whose restorer is glibc's __restore_rt, described by CFI
+// as a signal frame.
+const sigProg = `#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void restorer_sigaction(void);
+__asm__(".text\n.globl restorer_sigaction\n.type restorer_sigaction, @function\n"
+	"restorer_sigaction:\n\tmov $15, %rax\n\tsyscall\n.size restorer_sigaction, .-restorer_sigaction\n");
+
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	unsigned long mask;
+};
+
+volatile int stop, spins;
+
+__attribute__((noinline)) static void handler(int sig) {
+	while (!stop)
+		spins += sig;
+}
+
+__attribute__((noinline)) static void interrupted(int n) {
+	while (!stop)
+		spins += n;
+}
+
+int main(int argc, char **argv) {
+	if (argc > 1 && strcmp(argv[1], "raw") == 0) {
+		struct kernel_sigaction sa = {handler, 0x04000000 /* SA_RESTORER */, restorer_sigaction, 0};
+		if (syscall(SYS_rt_sigaction, SIGUSR1, &sa, NULL, 8) != 0)
+			return 1;
+	} else {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = handler;
+		if (sigaction(SIGUSR1, &sa, NULL) != 0)
+			return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	interrupted(1);
+	return 0;
+}
+`
+
+// TestStacksSignal: a thread stopped in a signal handler shows the
+// handler, the signal frame, and the function the signal interrupted at
+// its exact pc, then main, as gdb's `thread apply all bt` does
+// ("<signal handler called>"): with glibc's __restore_rt, which CFI
+// describes as a signal frame, and with a restorer without CFI, which the
+// walk recognises by its code (mov $15, %rax; syscall), as gdb does, and
+// continues from the registers saved in the signal frame.
+func TestStacksSignal(t *testing.T) {
+	gdb := tooltest.Require(t, "gdb")
+	exe := tooltest.GCC(t, sigProg, "-g", "-O1")
+	for _, mode := range []string{"glibc", "raw"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(exe, mode)
+			tooltest.StartReady(t, cmd)
+			pid := cmd.Process.Pid
+			inFunc := func(fn string) func(th []procview.Thread) bool {
+				return func(th []procview.Thread) bool {
+					f := th[0].Frames
+					return len(f) > 0 && len(f[0].Funcs) > 0 && f[0].Funcs[0].Function == fn
+				}
+			}
+			// Once in interrupted, the signal arrives when it resumes.
+			stacksWhen(t, pid, 50, inFunc("interrupted"))
+			if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			syscall.Kill(pid, syscall.SIGCONT)
+			threads, _ := stacksWhen(t, pid, 50, inFunc("handler"))
+			th := &threads[0]
+			seq := funcSeq(th)
+			if want := "handler <signal handler called> interrupted main"; !strings.HasPrefix(strings.Join(seq, " "), want) {
+				t.Fatalf("frames %v, want %s ...\n%s", seq, want, dumpThreads(threads))
+			}
+			sig, in := th.Frames[1], th.Frames[2]
+			if !in.Exact || in.Method != unwind.MethodSignal || len(in.Funcs) == 0 || in.Funcs[0].Line == 0 {
+				t.Errorf("interrupted frame: exact %v, %v, %+v; want the exact pc by the signal frame, with a line", in.Exact, in.Method, in.Funcs)
+			}
+			if mode == "raw" {
+				if len(sig.Funcs) == 0 || sig.Funcs[0].Function != "restorer_sigaction" || sig.Module != exe {
+					t.Errorf("signal frame %+v in %s, want restorer_sigaction in %s", sig.Funcs, sig.Module, exe)
+				}
+			}
+			if th.Err != nil {
+				t.Errorf("walk stopped: %v", th.Err)
+			}
+			g := gdbStacks(t, gdb, t.TempDir(), pid)
+			if n := compareWithGDB(t, th.TID, th, g[th.TID]); n < 4 {
+				t.Errorf("only %d frames compared with gdb: %v", n, g[th.TID])
+			}
+		})
 	}
 }

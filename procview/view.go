@@ -237,6 +237,9 @@ type View struct {
 	// descriptions keep beside the modules (fallback.go).
 	maps []Mapping
 	ext  extras
+	// code reads code for recognising signal frames (sigreturn.go):
+	// nil reads Mem; for a core, also the mapped files.
+	code *codeReader
 }
 
 // Open takes a snapshot of the modules of process pid (os.Getpid() for the
@@ -573,6 +576,9 @@ func (v *View) Symbolize(pc uint64, frames []symbolize.Frame) ([]symbolize.Frame
 // be used afterwards.
 func (v *View) Close() error {
 	var errs []error
+	if v.code != nil {
+		v.code.close()
+	}
 	for _, o := range v.objs {
 		o.once.Do(func() { o.err = errors.New("procview: view closed") })
 		o.dbgOnce.Do(func() {})

@@ -25,7 +25,9 @@ const (
 	MethodCFI
 	// MethodSignal: recovered with the call frame information of a callee
 	// that is a signal frame (CIE augmentation "S"), which restores the
-	// interrupted registers; this frame's pc is exact.
+	// interrupted registers, or, by a walker that recognises a signal
+	// frame without CFI by its code, from the registers the kernel saved
+	// in it; this frame's pc is exact.
 	MethodSignal
 	// MethodFramePointer: recovered from the callee's frame record, the
 	// saved frame pointer and return address the frame pointer points at

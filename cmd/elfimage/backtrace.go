@@ -24,7 +24,7 @@ func (m captureMemory) ReadUint64(addr uint64) (uint64, error) {
 
 // printBacktrace unwinds a capture with the images' CFI and prints one
 // line per frame: number, run-time pc (a return address), procedure with
-// its argument values, file:line:column of the call, and the image with
+// its argument values as their types show them (Arg.Text), file:line:column of the call, and the image with
 // the link-time address of the call (pc-1). Runtime support frames and
 // the host frame the walk ends in are not shown.
 func printBacktrace(w io.Writer, c *scheme.Capture, locals bool) { printBacktraceMax(w, c, 0, locals) }
@@ -42,7 +42,7 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 			if a.Err != nil {
 				args = append(args, a.Name+"=?")
 			} else {
-				args = append(args, fmt.Sprintf("%s=%d", a.Name, a.Value))
+				args = append(args, a.Name+"="+a.Text)
 			}
 		}
 		name := f.Proc.Name
@@ -60,7 +60,7 @@ func printBacktraceMax(w io.Writer, c *scheme.Capture, max int, locals bool) {
 		for _, l := range f.Locals {
 			val := "<unreadable>"
 			if l.Err == nil {
-				val = fmt.Sprint(l.Value)
+				val = l.Text
 			}
 			fmt.Fprintf(w, "        %s%s = %s\n", strings.Repeat("  ", indentOf(l.Depth)), l.Name, val)
 		}

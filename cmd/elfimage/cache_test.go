@@ -32,6 +32,13 @@ func isolateCache() func() {
 	if err != nil {
 		panic(err)
 	}
+	if os.Getenv("GOCACHE") == "" {
+		// go's build cache defaults to $XDG_CACHE_HOME/go-build: keep it
+		// where it is, or every go build of a test starts from nothing.
+		if d, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(d, "go-build"))
+		}
+	}
 	os.Setenv("XDG_CACHE_HOME", dir)
 	os.Unsetenv(ccache.EnvCache)
 	os.Unsetenv(ccache.EnvCacheSize)

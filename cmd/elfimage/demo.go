@@ -121,7 +121,7 @@ func printToolCommands(w io.Writer, dir string, rerun bool) {
 	}
 	fmt.Fprintf(w, "   go build -o /tmp/elfimage ./cmd/elfimage\n")
 	fmt.Fprintf(w, "   # gdb: the image is published through the GDB JIT interface (-gdb); no script needed\n")
-	fmt.Fprintf(w, "   gdb -q -iex 'set auto-load safe-path /' -iex 'set breakpoint pending on' -iex 'handle SIGURG nostop noprint pass' \\\n")
+	fmt.Fprintf(w, "   gdb -q -iex \"add-auto-load-safe-path $(go env GOROOT)\" -iex 'set breakpoint pending on' \\\n")
 	fmt.Fprintf(w, "       -ex 'break %s:%d' -ex run -ex bt -ex 'info args' -ex 'info locals' -ex continue -ex 'info locals' -ex kill \\\n", scheme.DemoFile, backtraceLine())
 	fmt.Fprintf(w, "       --args /tmp/elfimage run -gdb %s\n", img)
 	fmt.Fprintf(w, "   # perf, image mapped from its file: names and lines come from the file itself\n")

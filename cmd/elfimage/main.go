@@ -40,7 +40,7 @@ func init() {
 		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses (hexadecimal): procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},
 		{"symbolize", "-e FILE [-f] [-i[=false]] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (addresses from stdin when none are given; --json: llvm-symbolizer's JSON)", runSymbolize},
 		{"cache", "[-list|-clear|-dir]", "list the compile cache's images (size, last use, whether current, source), remove them all, or print the cache directory", runCacheCmd},
-		{"stack", "[--json] [-max N] PID | --core CORE [--exe BINARY]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
+		{"stack", "[--json] [-max N] PID | --core CORE [--exe BINARY] [--perf-map FILE]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
 	}
 }
 

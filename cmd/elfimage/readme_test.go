@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +57,8 @@ func readmeSection(t *testing.T, title string) []string {
 // Each must exit 0 and print no warning but LLDB's for a breakpoint that
 // is pending; the gdb recipe must stop in fib with n = 10 and unwind to
 // main.main, each LLDB recipe the same in LLDB's words, never stopping on
-// SIGURG.
+// SIGURG; the stack recipes (a live process, a gcore of it) must show the
+// spinning thread from spin to main.main.
 func TestREADMEDebuggerRecipes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gdb and lldb-19 on a fresh build of the CLI; skipped with -short")
@@ -85,6 +83,9 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 		case "go":
 			tooltest.Require(t, "go")
 		}
+		if strings.Contains(c, "gcore ") {
+			tooltest.Require(t, "gcore")
+		}
 		out := runRecipe(t, root, c)
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Contains(strings.ToLower(line), "warning") && !(tool == "lldb-19" && line == "WARNING:  Unable to resolve breakpoint to any actual locations.") {
@@ -92,6 +93,11 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 			}
 		}
 		var want []string
+		if strings.Contains(c, "elfimage stack") {
+			// stack PID, stack --core of a gcore: the spinning thread
+			// with its argument, through the stack switch to main.main.
+			want = []string{" in spin (n=", " in elfimage.entry () (signal frame) [jit@", " in main.main () at "}
+		}
 		switch tool {
 		case "gdb":
 			want = []string{"hit Breakpoint 1, fib (n=10) at " + dir + "/prog.scm:1", " n = 10 ",
@@ -115,8 +121,14 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 			t.Fatalf("output of %s:\n%s", c, out)
 		}
 	}
-	if ngdb < 1 || nlldb < 2 {
-		t.Errorf("README recipes: %d gdb and %d lldb-19 commands, want at least 1 and 2 (run -jit -gdb and run -gdb FILE):\n%q", ngdb, nlldb, cmds)
+	nstack := 0
+	for _, c := range cmds {
+		if strings.Contains(c, "elfimage stack") {
+			nstack++
+		}
+	}
+	if ngdb < 1 || nlldb < 2 || nstack < 2 {
+		t.Errorf("README recipes: %d gdb, %d lldb-19 and %d stack commands, want at least 1, 2 (run -jit -gdb and run -gdb FILE) and 2 (PID, --core):\n%q", ngdb, nlldb, nstack, cmds)
 	}
 }
 
@@ -125,18 +137,11 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 // non-zero exit or a run over 2 minutes fails the test.
 func runRecipe(t *testing.T, dir, line string) string {
 	t.Helper()
-	bash := tooltest.Require(t, "bash")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, "-c", line)
+	cmd := exec.Command(tooltest.Require(t, "bash"), "-c", line)
 	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %v\n%s", line, err, out.String())
+	out, err := tooltest.RunGroup(cmd, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
 	}
-	return out.String()
+	return out
 }

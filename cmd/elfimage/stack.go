@@ -57,7 +57,7 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if cf.core != "" || cf.exe != "" {
+	if cf.core != "" || cf.exe != "" || cf.perfMap != "" {
 		return runStackCore(cf, fs.Args(), *asJSON, *maxFrames, stdout, stderr)
 	}
 	if fs.NArg() != 1 {

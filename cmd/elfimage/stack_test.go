@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,22 +117,8 @@ func TestStack(t *testing.T) {
 // native.Call's stack switch into the Go frames and reaches main.main;
 // --json says the same, with no error for that thread.
 func TestStackUnpublished(t *testing.T) {
-	f := setupGDB(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pid := startReady(t, f.cli, dir, "run", "-jit", "-perf-map", "spin.scm")
-	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
-	t.Cleanup(func() { os.Remove(perfMap) }) // after the child is killed (cleanups run last first)
-	q := regexp.QuoteMeta("[" + perfMap + "]")
-	spinRE := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin ` + q + ` via registers\n` +
-		`#1  0x[0-9a-f]{16} in %start ` + q + ` via (fp|prologue|epilogue)\n` +
-		`#2  0x[0-9a-f]{16} in elfimage\.entry ` + q + ` via fp\n` +
-		`#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? \(\) at \S+/native/call_amd64\.s:\d+ \[\S+\] via fp\n` +
-		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n` +
-		`(#\d+ .*\n)*` +
-		`#\d+ +0x[0-9a-f]{16} in main.main \(\) at \S+ \[\S+\] via cfi\n`)
+	pid, perfMap, _ := startUnpublished(t, setupGDB(t))
+	spinRE := unpublishedSpinRE(perfMap)
 	text := stackUntil(t, spinRE, pid)
 	if !spinRE.MatchString(text) {
 		t.Fatalf("no thread in spin unwound to main.main:\n%s", text)
@@ -164,43 +149,11 @@ func TestStackUnpublished(t *testing.T) {
 	t.Errorf("no thread in spin in the JSON:\n%s", raw)
 }
 
-// bogusFPProg runs code copied into anonymous executable memory (no
-// module, no CFI, no perf map) that loads a misaligned frame pointer and
-// spins.
-const bogusFPProg = `#include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
-
-int main(void) {
-	/* movabs $0xdeadbeef, %rbp; jmp . */
-	static const unsigned char code[] = {0x48, 0xbd, 0xef, 0xbe, 0xad, 0xde, 0, 0, 0, 0, 0xeb, 0xfe};
-	void *p = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return 1;
-	memcpy(p, code, sizeof code);
-	if (mprotect(p, 4096, PROT_READ | PROT_EXEC) != 0)
-		return 1;
-	printf("ready\n");
-	fflush(stdout);
-	((void (*)(void))p)();
-	return 0;
-}
-`
-
 // TestStackStops: a walk that cannot go on says why, in the text
 // ("Backtrace stopped: ...", as gdb) and in --json ("error"), and stack
 // still exits 0, as gdb's bt does.
 func TestStackStops(t *testing.T) {
-	gcc := tooltest.Require(t, "gcc")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "bogus.c"), []byte(bogusFPProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "bogus")
-	if out, err := exec.Command(gcc, "-O1", "-o", bin, filepath.Join(dir, "bogus.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(tooltest.GCC(t, tooltest.BogusFPProg, "-O1"))
 	tooltest.StartReady(t, cmd)
 	pid := cmd.Process.Pid
 	re := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in \?\? via registers\n` +

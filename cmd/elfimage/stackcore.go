@@ -14,9 +14,10 @@ import (
 	"github.com/elfimage/elfimage/procview"
 )
 
-// coreFlags are the flags of `elfimage stack --core CORE [--exe BINARY]`.
+// coreFlags are the flags of `elfimage stack --core CORE [--exe BINARY]
+// [--perf-map FILE]`.
 type coreFlags struct {
-	core, exe string
+	core, exe, perfMap string
 }
 
 // addCoreFlags defines --core and --exe on the stack command's flags.
@@ -24,17 +25,21 @@ func addCoreFlags(fs *flag.FlagSet) *coreFlags {
 	cf := &coreFlags{}
 	fs.StringVar(&cf.core, "core", "", "read the threads of the ELF core file `CORE` (from a crash, or gdb's gcore) instead of a live process")
 	fs.StringVar(&cf.exe, "exe", "", "with --core: the process's executable `BINARY` (default: the path the core names for it)")
+	fs.StringVar(&cf.perfMap, "perf-map", "", "with --core: the process's perf map `FILE`, which names code outside every module (default: /tmp/perf-PID.map when it is still there, owned by the process's user or root, and describes the core's code)")
 	return cf
 }
 
-// runStackCore is `elfimage stack --core CORE [--exe BINARY] [--json]
-// [-max N]`: every thread's backtrace from a core file, as gdb's `thread
+// runStackCore is `elfimage stack --core CORE [--exe BINARY] [--perf-map
+// FILE] [--json] [-max N]`: every thread's backtrace from a core file, as gdb's `thread
 // apply all bt` on `gdb BINARY CORE` shows it, through
 // procview.CoreStacks. Warnings about modules it could not use (missing
 // or mismatched files, a truncated core) go to stderr.
 func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, stdout, stderr io.Writer) error {
-	if cf.core == "" {
+	if cf.core == "" && cf.exe != "" {
 		return fmt.Errorf("%w: --exe needs --core", errUsage)
+	}
+	if cf.core == "" {
+		return fmt.Errorf("%w: --perf-map needs --core", errUsage)
 	}
 	if len(args) != 0 {
 		return fmt.Errorf("%w: --core takes no PID (got %q)", errUsage, args[0])
@@ -44,7 +49,7 @@ func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, stdo
 		return err
 	}
 	defer c.Close()
-	threads, view, err := procview.CoreStacks(c, &procview.CoreOptions{Options: procview.Options{MaxFrames: maxFrames}, Exe: cf.exe})
+	threads, view, err := procview.CoreStacks(c, &procview.CoreOptions{Options: procview.Options{MaxFrames: maxFrames}, Exe: cf.exe, PerfMap: cf.perfMap})
 	if err != nil {
 		return err
 	}

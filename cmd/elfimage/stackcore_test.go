@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,38 +17,59 @@ import (
 
 var (
 	btThreadRE = regexp.MustCompile(`^Thread (\d+)`)
-	gdbLWPRE   = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
 	btFrameRE  = regexp.MustCompile(`^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+)(.*)$`)
+	inSpinRE   = regexp.MustCompile(` in spin (\(n=\d+\) )?at `)
 )
 
 // btNames returns, by thread id, the function of every line of a
-// backtrace as `stack` prints it (gdbLWP false) or as gdb's `thread apply
-// all bt` does: one line per source frame, inlined ones included; a signal
-// frame as gdb names it, "<signal handler called>"; Go's ABI wrapper
-// suffix dropped.
-func btNames(text string, gdbLWP bool) map[int][]string {
+// backtrace as `stack` prints it (gdb false) or as gdb's `thread apply
+// all bt` does (gdbtest.Threads): one line per source frame, inlined ones
+// included; a signal frame as gdb names it, "<signal handler called>";
+// Go's ABI wrapper suffix dropped.
+func btNames(text string, gdb bool) map[int][]string {
+	blocks := map[int]string{}
+	if gdb {
+		blocks = gdbtest.Threads(text)
+	} else {
+		tid := 0
+		for _, line := range strings.Split(text, "\n") {
+			if m := btThreadRE.FindStringSubmatch(line); m != nil {
+				tid, _ = strconv.Atoi(m[1])
+			} else if tid != 0 {
+				blocks[tid] += line + "\n"
+			}
+		}
+	}
 	out := map[int][]string{}
-	tid := 0
-	for _, line := range strings.Split(text, "\n") {
-		re := btThreadRE
-		if gdbLWP {
-			re = gdbLWPRE
+	for tid, block := range blocks {
+		for _, line := range strings.Split(block, "\n") {
+			m := btFrameRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			fn := m[1]
+			if strings.HasPrefix(m[0][strings.Index(m[0], m[1]):], "<signal handler called>") || strings.Contains(m[2], "(signal frame)") {
+				fn = "<signal handler called>"
+			}
+			out[tid] = append(out[tid], strings.TrimSuffix(fn, ".abi0"))
 		}
-		if m := re.FindStringSubmatch(line); m != nil {
-			tid, _ = strconv.Atoi(m[1])
-			continue
-		}
-		m := btFrameRE.FindStringSubmatch(line)
-		if m == nil || tid == 0 {
-			continue
-		}
-		fn := m[1]
-		if strings.HasPrefix(m[0][strings.Index(m[0], m[1]):], "<signal handler called>") || strings.Contains(m[2], "(signal frame)") {
-			fn = "<signal handler called>"
-		}
-		out[tid] = append(out[tid], strings.TrimSuffix(fn, ".abi0"))
 	}
 	return out
+}
+
+// unpublishedSpinRE matches the spinning thread of `run -jit -perf-map
+// spin.scm` as stack prints it: spin, %start and the library's entry routine named from the
+// perf map and unwound by frame pointer, native.Call's stack switch, and
+// the Go frames to main.main.
+func unpublishedSpinRE(perfMap string) *regexp.Regexp {
+	q := regexp.QuoteMeta("[" + perfMap + "]")
+	return regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in spin ` + q + ` via registers\n` +
+		`#1  0x[0-9a-f]{16} in %start ` + q + ` via (fp|prologue|epilogue)\n` +
+		`#2  0x[0-9a-f]{16} in elfimage\.entry ` + q + ` via fp\n` +
+		`#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? \(\) at \S+/native/call_amd64\.s:\d+ \[\S+\] via fp\n` +
+		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n` +
+		`(#\d+ .*\n)*` +
+		`#\d+ +0x[0-9a-f]{16} in main.main \(\) at \S+ \[\S+\] via cfi\n`)
 }
 
 // TestStackCore: `elfimage stack --core` on a core that gdb's gcore wrote
@@ -70,7 +92,7 @@ func TestStackCore(t *testing.T) {
 		if code := run([]string{"stack", pid}, &out, &errb); code != 0 {
 			t.Fatalf("stack: exit %d: %s", code, errb.String())
 		}
-		if strings.Contains(out.String(), " in spin (") {
+		if inSpinRE.MatchString(out.String()) {
 			break
 		}
 		if try == 50 {
@@ -78,12 +100,7 @@ func TestStackCore(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	core := filepath.Join(dir, "core")
-	s := &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true, Timeout: 5 * time.Minute,
-		Args: []string{"-p", pid}, Cmds: []string{"gcore " + core, "detach"}}
-	if r, err := s.Run(); err != nil {
-		t.Fatalf("gcore: %v\n%s", err, r.Output)
-	}
+	core := gcoreOf(t, f.gdb, dir, childPID)
 
 	var out, errb bytes.Buffer
 	if code := run([]string{"stack", "--core", core, "--exe", f.cli}, &out, &errb); code != 0 {
@@ -93,7 +110,7 @@ func TestStackCore(t *testing.T) {
 	if !strings.HasPrefix(text, "Core of process "+pid) || strings.Contains(text, "Program terminated") {
 		t.Errorf("want a header naming the process and no signal (gcore of a live process):\n%s", text)
 	}
-	s = &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true, Program: f.cli,
+	s := &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true, Program: f.cli,
 		Args: []string{"-c", core}, Cmds: []string{"thread apply all bt"}}
 	r, err := s.Run()
 	if err != nil {
@@ -189,5 +206,88 @@ func TestStackCore(t *testing.T) {
 	run([]string{"stack", "-h"}, &h, &h)
 	if !strings.Contains(h.String(), "--core CORE [--exe BINARY]") || !strings.Contains(h.String(), "-core CORE") {
 		t.Errorf("stack -h does not document --core:\n%s", h.String())
+	}
+}
+
+// startUnpublished starts `run -jit -perf-map spin.scm` in a test
+// directory and returns its pid, its perf map (removed when the test
+// ends) and the directory.
+func startUnpublished(t *testing.T, f *gdbFixture) (int, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := startReady(t, f.cli, dir, "run", "-jit", "-perf-map", "spin.scm")
+	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	t.Cleanup(func() { os.Remove(perfMap) })
+	return pid, perfMap, dir
+}
+
+// gcoreOf writes a core of the live process pid into dir with gdb's gcore
+// (the process continues) and returns its path.
+func gcoreOf(t *testing.T, gdb, dir string, pid int) string {
+	t.Helper()
+	core := filepath.Join(dir, "core")
+	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true, Timeout: 5 * time.Minute,
+		Args: []string{"-p", strconv.Itoa(pid)}, Cmds: []string{"gcore " + core, "detach"}}
+	if r, err := s.Run(); err != nil {
+		t.Fatalf("gcore: %v\n%s", err, r.Output)
+	}
+	return core
+}
+
+// TestStackCoreUnpublished: `stack --core` on a gcore of `run -jit
+// -perf-map spin.scm` (the image linked in memory, announced only in the
+// perf map) walks the spinning thread by frame pointer through spin,
+// %start and the entry routine into the Go frames to main.main, as `stack PID` does
+// live, naming the JIT frames from /tmp/perf-PID.map while it is there,
+// and from the file --perf-map names after it is gone (without either
+// they are ?? but the walk is the same).
+func TestStackCoreUnpublished(t *testing.T) {
+	f := setupGDB(t)
+	pid, perfMap, dir := startUnpublished(t, f)
+	if text := stackUntil(t, unpublishedSpinRE(perfMap), pid); !unpublishedSpinRE(perfMap).MatchString(text) {
+		t.Fatalf("no thread in spin unwound to main.main:\n%s", text)
+	}
+	core := gcoreOf(t, f.gdb, dir, pid)
+	stackCore := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"stack", "--core", core}, args...), &out, &errb); code != 0 {
+			t.Fatalf("stack --core %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	if text := stackCore(); !unpublishedSpinRE(perfMap).MatchString(text) {
+		t.Errorf("stack --core with /tmp/perf-%d.map:\n%s", pid, text)
+	}
+	saved := filepath.Join(dir, "saved.map")
+	b, err := os.ReadFile(perfMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(saved, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(perfMap); err != nil {
+		t.Fatal(err)
+	}
+	if text := stackCore("--perf-map", saved); !unpublishedSpinRE(saved).MatchString(text) {
+		t.Errorf("stack --core --perf-map %s:\n%s", saved, text)
+	}
+	bare := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in \?\? via registers\n` +
+		`#1  0x[0-9a-f]{16} in \?\? via (fp|prologue|epilogue)\n` +
+		`#2  0x[0-9a-f]{16} in \?\? via fp\n` +
+		`#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n`)
+	if text := stackCore(); !bare.MatchString(text) {
+		t.Errorf("stack --core without a perf map:\n%s", text)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"stack", "--perf-map", saved, strconv.Itoa(pid)}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--perf-map needs --core") {
+		t.Errorf("--perf-map without --core: exit %d, %q", code, errb.String())
+	}
+	if code := run([]string{"stack", "--core", core, "--perf-map", filepath.Join(dir, "none.map")}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "none.map") {
+		t.Errorf("--perf-map of a missing file: exit %d, %q", code, errb.String())
 	}
 }

@@ -5,13 +5,11 @@
 // of each command, "name = value" lists (info args, info locals) and
 // backtraces.
 //
-// It is a test helper: it depends on nothing but the standard library and
-// a gdb with Python (gdb 13 on Debian has it).
+// It is a test helper: it depends on nothing but the standard library,
+// internal/tooltest and a gdb with Python (gdb 13 on Debian has it).
 package gdbtest
 
 import (
-	"bytes"
-	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -21,8 +19,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // Script is the gdb Python script (elfimage_gdb.py). Sourced before the
@@ -114,27 +113,18 @@ func (s *Session) Run() (*Result, error) {
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.GDB, args...)
+	cmd := exec.Command(s.GDB, args...)
 	cmd.Dir = s.Dir
-	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	runErr := cmd.Run()
-	r := split(out.String(), len(s.Cmds))
-	if ctx.Err() != nil {
+	out, runErr := tooltest.RunGroup(cmd, timeout)
+	r := split(out, len(s.Cmds))
+	if errors.Is(runErr, tooltest.ErrTimeout) {
 		return r, fmt.Errorf("gdbtest: gdb timed out after %v", timeout)
 	}
 	var exitErr *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &exitErr) {
 		return r, fmt.Errorf("gdbtest: %w", runErr)
 	}
-	if !strings.Contains(out.String(), marker+" end") {
+	if !strings.Contains(out, marker+" end") {
 		return r, fmt.Errorf("gdbtest: gdb stopped before the last command (%v)", runErr)
 	}
 	return r, nil
@@ -223,6 +213,34 @@ func Frames(block string) []Frame {
 		fs = append(fs, f)
 	}
 	return fs
+}
+
+var threadRE = regexp.MustCompile(`^Thread \d+ \(.*?LWP (\d+)`)
+
+// Threads splits the output of `thread apply all bt` by thread: the lines
+// after each thread's heading, "Thread 2 (Thread 0x7ffff... (LWP 4712)
+// "name"):" (for a core, "Thread 2 (LWP 4712):"), up to the next heading,
+// by the thread id (LWP) the heading names.
+func Threads(block string) map[int]string {
+	out := map[int]string{}
+	tid := 0
+	var lines []string
+	flush := func() {
+		if tid != 0 {
+			out[tid] = strings.Join(lines, "\n")
+		}
+		lines = nil
+	}
+	for _, line := range strings.Split(block, "\n") {
+		if m := threadRE.FindStringSubmatch(line); m != nil {
+			flush()
+			tid, _ = strconv.Atoi(m[1])
+			continue
+		}
+		lines = append(lines, line)
+	}
+	flush()
+	return out
 }
 
 // FullLocals parses a bt full output into the "name = value" lines listed

@@ -47,3 +47,15 @@ func TestScriptEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// TestThreads: `thread apply all bt` of a live process and of a core are
+// split by the LWP each heading names.
+func TestThreads(t *testing.T) {
+	out := "\nThread 2 (Thread 0x7ffff7d8a6c0 (LWP 4712) \"a.out\"):\n#0  0x1 in pause ()\n#1  0x2 in worker (arg=0x0) at a.c:7\n\n" +
+		"Thread 1 (Thread 0x7ffff7d8b740 (LWP 4711) \"a.out\"):\n#0  main () at a.c:20\n" +
+		"Thread 3 (LWP 4713):\n#0  0x3 in ?? ()\n"
+	th := Threads(out)
+	if len(th) != 3 || len(Frames(th[4712])) != 2 || Frames(th[4712])[1].Func != "worker" || Frames(th[4711])[0].Line != 20 || th[4713] != "#0  0x3 in ?? ()\n" {
+		t.Errorf("threads %v", th)
+	}
+}

@@ -11,12 +11,11 @@
 // otherwise: every Session first runs [HandleSIGURG], which lldb-19
 // accepts before the process exists and applies when it is launched.
 //
-// It is a test helper: it depends on nothing but the standard library.
+// It is a test helper: it depends on nothing but the standard library and
+// internal/tooltest.
 package lldbtest
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -24,8 +23,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // Names is where internal/tooltest.Require looks for LLDB: the Debian package
@@ -86,22 +86,13 @@ func (s *Session) Run() (*Result, error) {
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.LLDB, args...)
+	cmd := exec.Command(s.LLDB, args...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	runErr := cmd.Run()
-	r, splitErr := Split(out.String(), cmds)
+	out, runErr := tooltest.RunGroup(cmd, timeout)
+	r, splitErr := Split(out, cmds)
 	r.Blocks = r.Blocks[len(setup):]
-	if ctx.Err() != nil {
+	if errors.Is(runErr, tooltest.ErrTimeout) {
 		return r, fmt.Errorf("lldbtest: lldb timed out after %v", timeout)
 	}
 	var exitErr *exec.ExitError

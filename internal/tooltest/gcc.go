@@ -8,12 +8,11 @@ import (
 	"testing"
 )
 
-// GCCBinary compiles the C source src with gcc and the given flags (for
-// example "-g", "-gdwarf-5", "-O1") into an executable in a test
-// directory, and returns it opened with debug/elf (closed when the test
-// ends) and a function that returns a section's bytes, or nil when the
-// section is absent. Without gcc the test is skipped (failed under CI).
-func GCCBinary(t *testing.T, src string, flags ...string) (*elf.File, func(name string) []byte) {
+// GCC compiles the C source src with gcc and the given flags (for
+// example "-g", "-gdwarf-5", "-O1", "-pthread") into an executable in a
+// test directory and returns its path. Without gcc the test is skipped
+// (failed under CI); a compile error fails it.
+func GCC(t testing.TB, src string, flags ...string) string {
 	t.Helper()
 	gcc := Require(t, "gcc")
 	dir := t.TempDir()
@@ -26,7 +25,15 @@ func GCCBinary(t *testing.T, src string, flags ...string) (*elf.File, func(name 
 	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", flags, err, out)
 	}
-	f, err := elf.Open(exe)
+	return exe
+}
+
+// GCCBinary is GCC that returns the executable opened with debug/elf
+// (closed when the test ends) and a function that returns a section's
+// bytes, or nil when the section is absent.
+func GCCBinary(t *testing.T, src string, flags ...string) (*elf.File, func(name string) []byte) {
+	t.Helper()
+	f, err := elf.Open(GCC(t, src, flags...))
 	if err != nil {
 		t.Fatal(err)
 	}

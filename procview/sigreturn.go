@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/unwind"
@@ -12,7 +13,7 @@ import (
 // rtSigreturn is the x86-64 Linux signal return trampoline, the code a
 // signal handler returns to (sa_restorer): mov $15 (__NR_rt_sigreturn),
 // %rax; syscall. glibc's __restore_rt and Go's runtime.sigreturn__sigaction
-// are this sequence; Go's has no CFI, so the walk stops there (as
+// are this sequence; Go's has no CFI, so the walk would stop there (as
 // eu-stack's does) unless the frame is recognised by its code, as gdb
 // does (amd64_linux_sigtramp_p).
 var rtSigreturn = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
@@ -33,14 +34,51 @@ var sigcontextRegs = [...]arch.Reg{
 	arch.X86_64_RA, // rip
 }
 
+// isSigreturn reports whether the code at pc is the signal return
+// trampoline, read through the View's code reader: the process's memory,
+// and for a core also the files mapped where it left out their text.
+func (v *View) isSigreturn(pc uint64) bool {
+	var b [9]byte // len(rtSigreturn)
+	if v.code != nil {
+		return v.code.read(b[:], pc) && bytes.Equal(b[:], rtSigreturn)
+	}
+	if pc >= 1<<63 {
+		return false
+	}
+	n, err := v.Mem.ReadAt(b[:], int64(pc))
+	return err == nil && n == len(b) && bytes.Equal(b[:], rtSigreturn)
+}
+
+// sigreturnCaller returns the frame a signal interrupted, from the
+// registers the kernel saved in the struct rt_sigframe at sp, the stack
+// pointer of the signal return trampoline's frame: its pc is exact
+// (unwind.Frame.AfterSignal), found by MethodSignal.
+func sigreturnCaller(mem unwind.Memory, sp uint64) (unwind.Frame, error) {
+	var regs unwind.Regs
+	for i, reg := range sigcontextRegs {
+		val, err := mem.ReadUint64(sp + ucMcontext + uint64(i)*8)
+		if err != nil {
+			return unwind.Frame{}, fmt.Errorf("reading the registers saved by the signal frame at %#x: %w", sp, err)
+		}
+		regs.Set(reg, val)
+	}
+	pc, _ := regs.Get(arch.X86_64_RA)
+	f := unwind.FirstFrame(arch.X86_64, pc, regs)
+	f.First, f.AfterSignal, f.Method = false, true, unwind.MethodSignal
+	return f, nil
+}
+
 // codeReader reads code at run-time addresses of a core's process: from
 // the core, and, where the core did not dump it (the kernel leaves out
 // file-backed pages never written, such as text), from the file mapped
-// there (NT_FILE), at the mapping's offset.
+// there (NT_FILE), at the mapping's offset. It is safe for concurrent
+// use.
 type codeReader struct {
 	c      *Core
 	opened map[string]string // NT_FILE path → the file opened for it
-	files  map[string]*os.File
+
+	mu    sync.Mutex
+	files map[string]*os.File
 }
 
 func (r *codeReader) read(p []byte, addr uint64) bool {
@@ -55,14 +93,21 @@ func (r *codeReader) read(p []byte, addr uint64) bool {
 		if !ok {
 			return false
 		}
+		r.mu.Lock()
+		if r.files == nil { // closed
+			r.mu.Unlock()
+			return false
+		}
 		f := r.files[path]
 		if f == nil {
 			var err error
 			if f, err = os.Open(path); err != nil {
+				r.mu.Unlock()
 				return false
 			}
 			r.files[path] = f
 		}
+		r.mu.Unlock()
 		off := m.Offset + (addr - m.Start)
 		if off >= 1<<62 {
 			return false
@@ -74,61 +119,10 @@ func (r *codeReader) read(p []byte, addr uint64) bool {
 }
 
 func (r *codeReader) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, f := range r.files {
 		f.Close()
 	}
-}
-
-// isSigreturn reports whether the code at pc is the signal return
-// trampoline.
-func (r *codeReader) isSigreturn(pc uint64) bool {
-	var b [9]byte // len(rtSigreturn)
-	return r.read(b[:], pc) && bytes.Equal(b[:], rtSigreturn)
-}
-
-// walkCore is View.walk over a core's memory that also crosses signal
-// frames without CFI: a frame whose pc is the signal return trampoline
-// (and that its CFI did not already mark a signal frame) becomes a signal
-// frame (Signal, symbolized at its exact pc), frames the walk found past
-// it are dropped, and the walk goes on from the registers the kernel
-// saved in the struct rt_sigframe at its stack pointer, with an exact pc
-// (unwind.Frame.AfterSignal). Errors are those of walk, or of reading the
-// saved registers.
-func (v *View) walkCore(c *Core, code *codeReader, start unwind.Frame, maxFrames int) ([]Frame, error) {
-	if maxFrames <= 0 {
-		maxFrames = DefaultMaxFrames
-	}
-	var out []Frame
-	cur := start
-	for {
-		frames, err := v.walk(c, cur, maxFrames-len(out))
-		cut := -1
-		for i := range frames {
-			if f := &frames[i]; !f.Signal && code.isSigreturn(f.PC) {
-				cut = i
-				break
-			}
-		}
-		if cut < 0 {
-			return append(out, frames...), err
-		}
-		tramp := frames[cut]
-		tramp.Signal, tramp.Exact = true, true
-		out = append(out, frames[:cut]...)
-		out = append(out, tramp)
-		var regs unwind.Regs
-		for i, reg := range sigcontextRegs {
-			val, rerr := c.ReadUint64(tramp.SP + ucMcontext + uint64(i)*8)
-			if rerr != nil {
-				return out, fmt.Errorf("procview: reading the registers saved by the signal frame at %#x: %w", tramp.SP, rerr)
-			}
-			regs.Set(reg, val)
-		}
-		if len(out) >= maxFrames {
-			return out, fmt.Errorf("%w: %d frames", ErrMaxFrames, maxFrames)
-		}
-		pc, _ := regs.Get(arch.X86_64_RA)
-		cur = unwind.FirstFrame(arch.X86_64, pc, regs)
-		cur.First, cur.AfterSignal = false, true
-	}
+	r.files = nil
 }
