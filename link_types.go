@@ -428,7 +428,9 @@ func (w *typeWriter) die(t *Type, count *info.DIE) (*info.DIE, error) {
 		if err := ref(t.Elem); err != nil {
 			return nil, err
 		}
-		sub := &info.DIE{Tag: dwarf.DW_TAG_subrange_type}
+		// The default lower bound depends on DW_AT_language (DWARF 5
+		// section 5.13, Table 7.17), which a module may leave out: say 0.
+		sub := &info.DIE{Tag: dwarf.DW_TAG_subrange_type, Attrs: []info.Attr{{Name: dwarf.DW_AT_lower_bound, Value: info.Udata(0)}}}
 		if dynamic {
 			sub.Attrs = append(sub.Attrs, info.Attr{Name: dwarf.DW_AT_count, Value: info.Ref(count)})
 		} else {
