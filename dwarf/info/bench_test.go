@@ -1,6 +1,7 @@
 package info_test
 
 import (
+	"crypto/sha256"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -29,21 +30,71 @@ func benchSource(n int) string {
 	return b.String()
 }
 
-// benchSections builds benchSource with gcc and flags and returns its
-// DWARF sections.
-func benchSections(b *testing.B, flags ...string) info.Sections {
-	gcc := tooltest.Require(b, "gcc")
-	dir := b.TempDir()
-	src := filepath.Join(dir, "bench.c")
-	if err := os.WriteFile(src, []byte(benchSource(2000)), 0o644); err != nil {
-		b.Fatal(err)
+// benchSections builds benchSource with gcc and flags, or the Go program
+// benchGoSource when gcc is false, and returns its DWARF sections. The
+// binaries are kept between runs (in the temporary directory, named by
+// a hash of what built them), so that runs of different versions of the
+// reader decode the same bytes.
+func benchSections(b *testing.B, gcc bool, flags ...string) info.Sections {
+	var tool, src, name string
+	if gcc {
+		tool, src, name = tooltest.Require(b, "gcc"), benchSource(2000), "bench.c"
+	} else {
+		tool, src, name = tooltest.Require(b, "go"), benchGoSource, "main.go"
 	}
+	h := sha256.Sum256([]byte(fmt.Sprint(tool, flags, src)))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("elfimage-info-bench-%x", h[:8]))
 	exe := filepath.Join(dir, "bench")
-	if out, err := exec.Command(gcc, append(flags, "-o", exe, src)...).CombinedOutput(); err != nil {
-		b.Fatalf("gcc: %v\n%s", err, out)
+	if _, err := os.Stat(exe); err != nil {
+		tmp, err := os.MkdirTemp("", "elfimage-info-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(src), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		var cmd *exec.Cmd
+		if gcc {
+			cmd = exec.Command(tool, append(flags, "-o", "bench", name)...)
+		} else {
+			if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module bench\n\ngo 1.22\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			cmd = exec.Command(tool, "build", "-o", "bench", ".")
+		}
+		cmd.Dir = tmp
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(tmp, "bench"), exe); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return elfSections(b, exe)
 }
+
+// benchGoSource is a Go program that links the HTTP server and client:
+// about 8 MB of Go's DWARF 5.
+const benchGoSource = `package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		fmt.Println(http.ListenAndServe(os.Args[1], nil))
+	}
+	_, err := http.Get("http://127.0.0.1:1")
+	fmt.Println(err)
+}
+`
 
 // elfSections returns the DWARF sections of the ELF file at path
 // (decompressed).
@@ -71,25 +122,16 @@ func elfSections(b *testing.B, path string) info.Sections {
 
 // BenchmarkReader decodes every DIE of a binary: New, then Next to the
 // end. The inputs are a 2,000-function C program built by gcc -O2 with
-// DWARF 5 and DWARF 4, and the elfimage command (Go's linker's DWARF 5). The
+// DWARF 5 and DWARF 4, and a Go program linking net/http (Go's DWARF 5). The
 // metric DIE/s counts entries, null entries included.
 func BenchmarkReader(b *testing.B) {
 	inputs := []struct {
 		name string
 		sec  func(*testing.B) info.Sections
 	}{
-		{"gcc-dwarf5", func(b *testing.B) info.Sections { return benchSections(b, "-O2", "-g", "-gdwarf-5") }},
-		{"gcc-dwarf4", func(b *testing.B) info.Sections { return benchSections(b, "-O2", "-g", "-gdwarf-4") }},
-		{"go", func(b *testing.B) info.Sections {
-			// The elfimage command, built with DWARF (go test strips
-			// its own binary).
-			exe := filepath.Join(b.TempDir(), "elfimage")
-			gocmd := tooltest.Require(b, "go")
-			if out, err := exec.Command(gocmd, "build", "-ldflags=-compressdwarf=false", "-o", exe, "github.com/elfimage/elfimage/cmd/elfimage").CombinedOutput(); err != nil {
-				b.Fatalf("go build: %v\n%s", err, out)
-			}
-			return elfSections(b, exe)
-		}},
+		{"gcc-dwarf5", func(b *testing.B) info.Sections { return benchSections(b, true, "-O2", "-g", "-gdwarf-5") }},
+		{"gcc-dwarf4", func(b *testing.B) info.Sections { return benchSections(b, true, "-O2", "-g", "-gdwarf-4") }},
+		{"go", func(b *testing.B) info.Sections { return benchSections(b, false) }},
 	}
 	for _, in := range inputs {
 		b.Run(in.name, func(b *testing.B) {
