@@ -122,8 +122,8 @@ func elfSections(b *testing.B, path string) info.Sections {
 
 // BenchmarkReader decodes every DIE of a binary: New, then Next to the
 // end. The inputs are a 2,000-function C program built by gcc -O2 with
-// DWARF 5 and DWARF 4, and a Go program linking net/http (Go's DWARF 5). The
-// metric DIE/s counts entries, null entries included.
+// DWARF 5 and DWARF 4, and a Go program linking net/http (Go's DWARF 5).
+// The metric DIE/s counts entries, null entries included.
 func BenchmarkReader(b *testing.B) {
 	inputs := []struct {
 		name string
