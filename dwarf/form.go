@@ -225,7 +225,7 @@ func (b *Buf) Indirect(f Form) Form {
 // errors, which are the cursor's: a truncated value, an unknown form
 // (s.Size SizeUnknown), or DW_FORM_indirect (resolve it first with
 // [Buf.Indirect]). Cost: the bytes read, no allocation.
-func (b *Buf) FormValue(s FormSpec, enc Encoding, field string) (v uint64, p []byte) {
+func (b *Buf) FormValue(s *FormSpec, enc Encoding, field string) (v uint64, p []byte) {
 	switch s.Size {
 	case SizeFixed:
 		switch n := s.N; n {

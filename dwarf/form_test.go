@@ -255,7 +255,7 @@ func TestFormValue(t *testing.T) {
 		seen[c.form] = true
 		s, _ := c.form.Spec()
 		b := NewBuf(".debug_info", c.enc.ByteOrder, c.in)
-		v, p := b.FormValue(s, c.enc, c.field)
+		v, p := b.FormValue(&s, c.enc, c.field)
 		if err := b.Err(); err != nil || v != c.v || !bytes.Equal(p, c.p) || int(b.Off()) != c.n {
 			t.Errorf("%s\n\tread %#x %x, %d bytes, err %v", c.line, v, p, b.Off(), err)
 		}
@@ -264,7 +264,7 @@ func TestFormValue(t *testing.T) {
 		}
 		for cut := range c.n {
 			b := NewBuf(".debug_info", c.enc.ByteOrder, c.in[:cut])
-			v, p := b.FormValue(s, c.enc, c.field)
+			v, p := b.FormValue(&s, c.enc, c.field)
 			var fe *FormatError
 			if !errors.As(b.Err(), &fe) || fe.Field != c.field || v != 0 || p != nil {
 				t.Errorf("%s\n\tcut to %d bytes: %#x %x, err %v", c.line, cut, v, p, b.Err())
@@ -279,7 +279,7 @@ func TestFormValue(t *testing.T) {
 	// Neither an unknown form nor an unresolved DW_FORM_indirect reads.
 	for _, s := range []FormSpec{{}, func() FormSpec { s, _ := DW_FORM_indirect.Spec(); return s }()} {
 		b := NewBuf(".debug_info", binary.LittleEndian, []byte{1, 2, 3})
-		if b.FormValue(s, Default64, "x"); b.Err() == nil {
+		if b.FormValue(&s, Default64, "x"); b.Err() == nil {
 			t.Errorf("%+v read", s)
 		}
 	}

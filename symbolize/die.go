@@ -16,13 +16,64 @@ const (
 	maxNameHops   = 8                  // specification/abstract_origin links followed for a name
 )
 
-// attrSpec is one attribute specification of an abbreviation.
+// attrSpec is one attribute specification of an abbreviation, with what
+// the form table says about its form, looked up once per abbreviation.
 type attrSpec struct {
 	attr     dwarf.Attr
 	form     dwarf.Form
 	size     int8 // bytes of a fixed-size form, -1 when variable
 	want     bool // readAttrs keeps this attribute (wanted)
+	kind     valueKind
 	implicit int64
+	fs       dwarf.FormSpec // the form's row (Size SizeUnknown when unknown)
+}
+
+// valueKind is what symbolization makes of a value, from the form table.
+type valueKind uint8
+
+const (
+	kindOther     valueKind = iota // flags, blocks, data16, signatures, supplementary files, loclistx
+	kindConst                      // an integer constant (v, or the abbreviation's implicit_const)
+	kindAddr                       // an address
+	kindAddrx                      // an index into .debug_addr
+	kindStr                        // a string: offset or index (DW_FORM_string: its .debug_info offset)
+	kindUnitRef                    // a reference relative to the unit header
+	kindInfoRef                    // a .debug_info offset
+	kindSecOffset                  // an offset into another section
+	kindRnglistx                   // an index into the .debug_rnglists offsets
+)
+
+// kindOf is the kind of a value of form fs for attribute attr in units of
+// encoding enc.
+func kindOf(fs *dwarf.FormSpec, attr dwarf.Attr, enc dwarf.Encoding) valueKind {
+	switch fs.Target {
+	case dwarf.TargetNone:
+		switch {
+		case fs.Classes&dwarf.ClassConstant != 0 && (fs.Size != dwarf.SizeFixed || fs.N <= 8):
+			if enc.Version < 4 && (fs.Form == dwarf.DW_FORM_data4 || fs.Form == dwarf.DW_FORM_data8) &&
+				(attr == dwarf.DW_AT_ranges || attr == dwarf.DW_AT_stmt_list) {
+				return kindSecOffset // DWARF 3 section 7.5.4: a lineptr or rangelistptr
+			}
+			return kindConst
+		case fs.Classes&dwarf.ClassAddress != 0:
+			return kindAddr
+		case fs.Size == dwarf.SizeString:
+			return kindStr
+		}
+	case dwarf.TargetAddr:
+		return kindAddrx
+	case dwarf.TargetStr, dwarf.TargetLineStr, dwarf.TargetStrOffsets:
+		return kindStr
+	case dwarf.TargetUnit:
+		return kindUnitRef
+	case dwarf.TargetInfo:
+		return kindInfoRef
+	case dwarf.TargetSection:
+		return kindSecOffset
+	case dwarf.TargetRngLists:
+		return kindRnglistx
+	}
+	return kindOther
 }
 
 // wanted reports whether readAttrs keeps attribute a.
@@ -58,15 +109,11 @@ func (t *abbrevTable) lookup(code uint64) *abbrev {
 	return t.sparse[code]
 }
 
-// fixedSize is the size in bytes of every value of form f in units of
-// encoding enc, from the form table, or -1 when it varies (or f is
-// unknown, or DW_FORM_indirect).
-func fixedSize(f dwarf.Form, enc dwarf.Encoding) int8 {
-	s, ok := f.Spec()
-	if !ok {
-		return -1
-	}
-	if n := s.FixedSize(enc); n <= 127 {
+// fixedSize is the size in bytes of every value of form fs in units of
+// encoding enc, or -1 when it varies (or the form is unknown, or
+// DW_FORM_indirect).
+func fixedSize(fs *dwarf.FormSpec, enc dwarf.Encoding) int8 {
+	if n := fs.FixedSize(enc); n <= 127 {
 		return int8(n)
 	}
 	return -1
@@ -88,7 +135,9 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
 		for _, is := range ia.Specs {
-			s := attrSpec{attr: is.Attr, form: is.Form, implicit: is.Implicit, size: fixedSize(is.Form, enc), want: wanted(is.Attr)}
+			s := attrSpec{attr: is.Attr, form: is.Form, implicit: is.Implicit, want: wanted(is.Attr)}
+			s.fs, _ = is.Form.Spec()
+			s.size, s.kind = fixedSize(&s.fs, enc), kindOf(&s.fs, s.attr, enc)
 			all = append(all, s)
 			if s.size < 0 {
 				a.fixed = -1
@@ -146,17 +195,18 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 			if s.size >= 0 {
 				b.Skip(uint64(s.size), "attribute value")
 			} else {
-				d.skipForm(b, s.form, enc)
+				skipForm(b, s, enc)
 			}
 			continue
 		}
 		at := b.Off()
-		form := s.form
+		form, fs, kind := s.form, &s.fs, s.kind
 		if form == dwarf.DW_FORM_indirect {
 			form = b.Indirect(form)
+			ifs, _ := form.Spec()
+			fs, kind = &ifs, kindOf(&ifs, s.attr, enc)
 		}
-		fs, ok := form.Spec()
-		if !ok {
+		if fs.Size == dwarf.SizeUnknown {
 			if b.Err() == nil {
 				b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v", form))
 			}
@@ -164,43 +214,29 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 		}
 		start := b.Off()
 		v, _ := b.FormValue(fs, enc, fs.Name)
-		if b.Err() != nil {
-			return
-		}
-		// The kind of value, from the form table: c constant (of up to 8
-		// bytes), a address, s string (v an offset or index; for
-		// DW_FORM_string the string's .debug_info offset), r reference
-		// (v an absolute .debug_info offset), o section offset, x
-		// anything else (flags, blocks, signatures, supplementary files).
-		class := byte('x')
-		switch fs.Target {
-		case dwarf.TargetNone:
-			switch {
-			case fs.Classes&dwarf.ClassConstant != 0 && (fs.Size != dwarf.SizeFixed || fs.N <= 8):
-				class = 'c'
-				if fs.Size == dwarf.SizeImplicit {
-					v = uint64(s.implicit)
-				}
-				if enc.Version < 4 && (form == dwarf.DW_FORM_data4 || form == dwarf.DW_FORM_data8) &&
-					(s.attr == dwarf.DW_AT_ranges || s.attr == dwarf.DW_AT_stmt_list) {
-					class = 'o' // DWARF 3 section 7.5.4: a lineptr or rangelistptr
-				}
-			case fs.Classes&dwarf.ClassAddress != 0:
-				class = 'a'
-			case fs.Size == dwarf.SizeString:
-				v, class = start, 's'
+		var class byte // c constant, a address, s string, r reference, o section offset, 0 other
+		switch kind {
+		case kindConst:
+			class = 'c'
+			if fs.Size == dwarf.SizeImplicit {
+				v = uint64(s.implicit)
 			}
-		case dwarf.TargetAddr:
+		case kindAddr:
+			class = 'a'
+		case kindAddrx:
 			v, class = d.addrx(b, u, v, at), 'a'
-		case dwarf.TargetStr, dwarf.TargetLineStr, dwarf.TargetStrOffsets:
+		case kindStr:
 			class = 's'
-		case dwarf.TargetUnit:
+			if fs.Size == dwarf.SizeString {
+				v = start
+			}
+		case kindUnitRef:
 			v, class = u.hdr.Offset+v, 'r'
-		case dwarf.TargetInfo:
+		case kindInfoRef:
 			class = 'r'
-		case dwarf.TargetSection:
+		case kindSecOffset:
 			class = 'o'
-		case dwarf.TargetRngLists:
+		case kindRnglistx:
 			v, class = d.rnglistx(b, u, v, at), 'o'
 		}
 		if b.Err() != nil {
@@ -263,15 +299,17 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	}
 }
 
-// skipForm skips one value of a variable-size form (or fails b with the
-// form unknown).
-func (d *dwarfData) skipForm(b *dwarf.Buf, form dwarf.Form, enc dwarf.Encoding) {
+// skipForm skips one value of s's form, of variable size (or fails b
+// with the form unknown).
+func skipForm(b *dwarf.Buf, s *attrSpec, enc dwarf.Encoding) {
 	at := b.Off()
+	form, fs := s.form, &s.fs
 	if form == dwarf.DW_FORM_indirect {
 		form = b.Indirect(form)
+		ifs, _ := form.Spec()
+		fs = &ifs
 	}
-	fs, ok := form.Spec()
-	if !ok {
+	if fs.Size == dwarf.SizeUnknown {
 		if b.Err() == nil {
 			b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v", form))
 		}

@@ -741,7 +741,7 @@ func (r *Reader) field(u *UnitHeader, spec *AttrSpec, resolve bool) Field {
 		return f
 	}
 	field := fs.Name
-	v, p := b.FormValue(fs, u.Enc, field)
+	v, p := b.FormValue(&fs, u.Enc, field)
 	if b.Err() != nil {
 		return f
 	}

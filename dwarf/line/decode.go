@@ -285,7 +285,7 @@ func (r *Reader) entries5(fs []entryFormat, what string) []FileEntry {
 			// formats let only forms through that need no unit: inline
 			// data, or an offset in a string section.
 			spec, _ := ef.form.Spec()
-			v, p := b.FormValue(spec, enc, ef.lnct.String())
+			v, p := b.FormValue(&spec, enc, ef.lnct.String())
 			if b.Err() != nil {
 				return nil
 			}
