@@ -104,6 +104,30 @@ func TestFormTableStandard(t *testing.T) {
 	}
 }
 
+// formTargets says what each form's value refers to, from the
+// descriptions of the classes in DWARF 5 section 7.5.5 (and, for the GNU
+// forms, the GNU split-DWARF and dwz proposals); forms not listed hold the
+// datum itself.
+var formTargets = map[Form]FormTarget{
+	DW_FORM_ref1: TargetUnit, DW_FORM_ref2: TargetUnit, DW_FORM_ref4: TargetUnit, DW_FORM_ref8: TargetUnit, DW_FORM_ref_udata: TargetUnit,
+	DW_FORM_ref_addr: TargetInfo, DW_FORM_ref_sig8: TargetSignature,
+	DW_FORM_ref_sup4: TargetSupInfo, DW_FORM_ref_sup8: TargetSupInfo, DW_FORM_GNU_ref_alt: TargetSupInfo,
+	DW_FORM_strp: TargetStr, DW_FORM_line_strp: TargetLineStr, DW_FORM_strp_sup: TargetSupStr, DW_FORM_GNU_strp_alt: TargetSupStr,
+	DW_FORM_strx: TargetStrOffsets, DW_FORM_strx1: TargetStrOffsets, DW_FORM_strx2: TargetStrOffsets,
+	DW_FORM_strx3: TargetStrOffsets, DW_FORM_strx4: TargetStrOffsets, DW_FORM_GNU_str_index: TargetStrOffsets,
+	DW_FORM_addrx: TargetAddr, DW_FORM_addrx1: TargetAddr, DW_FORM_addrx2: TargetAddr,
+	DW_FORM_addrx3: TargetAddr, DW_FORM_addrx4: TargetAddr, DW_FORM_GNU_addr_index: TargetAddr,
+	DW_FORM_loclistx: TargetLocLists, DW_FORM_rnglistx: TargetRngLists, DW_FORM_sec_offset: TargetSection,
+}
+
+func TestFormTargets(t *testing.T) {
+	for s := range Forms() {
+		if want := formTargets[s.Form]; s.Target != want {
+			t.Errorf("%s: target %v, want %v", s.Name, s.Target, want)
+		}
+	}
+}
+
 // TestFormVersions spot-checks the version column: DWARF 2 defined
 // 0x01-0x16, DWARF 4 added sec_offset, exprloc, flag_present and
 // ref_sig8 (DWARF 4 section 7.5.4), DWARF 5 the rest (its appendix F).
@@ -281,6 +305,33 @@ func TestFormValue(t *testing.T) {
 		b := NewBuf(".debug_info", binary.LittleEndian, []byte{1, 2, 3})
 		if b.FormValue(&s, Default64, "x"); b.Err() == nil {
 			t.Errorf("%+v read", s)
+		}
+	}
+}
+
+// TestFormValueLongBlocks reads blocks longer than 127 bytes, where the
+// length encodings differ (a ULEB128 length of 300 is 0xac 0x02).
+func TestFormValueLongBlocks(t *testing.T) {
+	body := bytes.Repeat([]byte{0x96}, 300)
+	for _, c := range []struct {
+		form Form
+		len  []byte
+	}{
+		{DW_FORM_block2, []byte{0x2c, 0x01}},
+		{DW_FORM_block4, []byte{0x2c, 0x01, 0, 0}},
+		{DW_FORM_block, []byte{0xac, 0x02}},
+		{DW_FORM_exprloc, []byte{0xac, 0x02}},
+		{DW_FORM_block1, nil}, // at most 255: 200 bytes
+	} {
+		in, n := append(append([]byte{}, c.len...), body...), 300
+		if c.len == nil {
+			in, n = append([]byte{200}, body[:200]...), 200
+		}
+		s, _ := c.form.Spec()
+		b := NewBuf(".debug_info", binary.LittleEndian, append(in, 0xff))
+		v, p := b.FormValue(&s, Default64, "x")
+		if b.Err() != nil || v != uint64(n) || len(p) != n || int(b.Off()) != len(in) {
+			t.Errorf("%v: length %d, %d bytes, %d read, err %v", c.form, v, len(p), b.Off(), b.Err())
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 
 // TestAttrsVsGo decodes the attributes symbolization reads (pc ranges,
 // names, references, call sites, line program) from every unit root,
-// subprogram and inlined subroutine of gcc, clang and Go binaries, and
+// subprogram and inlined subroutine of gcc (32- and 64-bit DWARF), clang
+// and Go binaries, and
 // compares them with Go's debug/dwarf: both readers must agree on every
 // value, so a form read with a wrong size or class shows up as a
 // difference or a decoding error.
@@ -23,6 +24,9 @@ func TestAttrsVsGo(t *testing.T) {
 	}{
 		{"gcc-dwarf5", func(t *testing.T) string { return buildC(t, tooltest.Require(t, "gcc"), "-O2", "-g", "-gdwarf-5") }},
 		{"gcc-dwarf4", func(t *testing.T) string { return buildC(t, tooltest.Require(t, "gcc"), "-O2", "-g", "-gdwarf-4") }},
+		{"gcc-dwarf5-64", func(t *testing.T) string {
+			return buildC(t, tooltest.Require(t, "gcc"), "-O2", "-g", "-gdwarf-5", "-gdwarf64")
+		}},
 		{"clang-dwarf5", func(t *testing.T) string {
 			return buildC(t, tooltest.Require(t, "clang-14", "clang"), "-O2", "-g", "-gdwarf-5")
 		}},
