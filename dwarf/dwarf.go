@@ -1,8 +1,11 @@
 // Package dwarf holds what every DWARF format package in elfimage shares: the
 // encoding parameters of a unit ([Encoding]), LEB128 and fixed-width
 // encoders, a bounds-checked decoding cursor with a sticky first error
-// ([Buf]), the [FormatError] every decoder returns, and the DWARF 5
-// constants in the standard's own spelling, each type with a String method.
+// ([Buf]), the [FormatError] every decoder returns, the DWARF 5
+// constants in the standard's own spelling, each type with a String method,
+// and the form table ([Form.Spec], [Buf.FormValue]) through which every DIE
+// reader decodes attribute values. The constants and the form table are
+// generated from one source, constants.txt (go generate).
 //
 // The formats themselves live below: dwarf/info (DIEs and abbrevs),
 // dwarf/line (line programs), dwarf/frame (CIE, FDE, CFA programs,

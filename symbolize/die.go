@@ -16,13 +16,64 @@ const (
 	maxNameHops   = 8                  // specification/abstract_origin links followed for a name
 )
 
-// attrSpec is one attribute specification of an abbreviation.
+// attrSpec is one attribute specification of an abbreviation, with what
+// the form table says about its form, looked up once per abbreviation.
 type attrSpec struct {
 	attr     dwarf.Attr
 	form     dwarf.Form
 	size     int8 // bytes of a fixed-size form, -1 when variable
 	want     bool // readAttrs keeps this attribute (wanted)
+	kind     valueKind
 	implicit int64
+	fs       dwarf.FormSpec // the form's row (Size SizeUnknown when unknown)
+}
+
+// valueKind is what symbolization makes of a value, from the form table.
+type valueKind uint8
+
+const (
+	kindOther     valueKind = iota // flags, blocks, data16, signatures, supplementary files, loclistx
+	kindConst                      // an integer constant (v, or the abbreviation's implicit_const)
+	kindAddr                       // an address
+	kindAddrx                      // an index into .debug_addr
+	kindStr                        // a string: offset or index (DW_FORM_string: its .debug_info offset)
+	kindUnitRef                    // a reference relative to the unit header
+	kindInfoRef                    // a .debug_info offset
+	kindSecOffset                  // an offset into another section
+	kindRnglistx                   // an index into the .debug_rnglists offsets
+)
+
+// kindOf is the kind of a value of form fs for attribute attr in units of
+// encoding enc.
+func kindOf(fs *dwarf.FormSpec, attr dwarf.Attr, enc dwarf.Encoding) valueKind {
+	switch fs.Target {
+	case dwarf.TargetNone:
+		switch {
+		case fs.Classes&dwarf.ClassConstant != 0 && (fs.Size != dwarf.SizeFixed || fs.N <= 8):
+			if enc.Version < 4 && (fs.Form == dwarf.DW_FORM_data4 || fs.Form == dwarf.DW_FORM_data8) &&
+				(attr == dwarf.DW_AT_ranges || attr == dwarf.DW_AT_stmt_list) {
+				return kindSecOffset // DWARF 3 section 7.5.4: a lineptr or rangelistptr
+			}
+			return kindConst
+		case fs.Classes&dwarf.ClassAddress != 0:
+			return kindAddr
+		case fs.Size == dwarf.SizeString:
+			return kindStr
+		}
+	case dwarf.TargetAddr:
+		return kindAddrx
+	case dwarf.TargetStr, dwarf.TargetLineStr, dwarf.TargetStrOffsets:
+		return kindStr
+	case dwarf.TargetUnit:
+		return kindUnitRef
+	case dwarf.TargetInfo:
+		return kindInfoRef
+	case dwarf.TargetSection:
+		return kindSecOffset
+	case dwarf.TargetRngLists:
+		return kindRnglistx
+	}
+	return kindOther
 }
 
 // wanted reports whether readAttrs keeps attribute a.
@@ -58,34 +109,12 @@ func (t *abbrevTable) lookup(code uint64) *abbrev {
 	return t.sparse[code]
 }
 
-// formSize is the size of a fixed-size form in unit u, or -1.
-func formSize(f dwarf.Form, enc dwarf.Encoding) int8 {
-	osz := int8(enc.Format.OffsetSize())
-	switch f {
-	case dwarf.DW_FORM_addr:
-		return int8(enc.AddrSize)
-	case dwarf.DW_FORM_data1, dwarf.DW_FORM_ref1, dwarf.DW_FORM_flag, dwarf.DW_FORM_strx1, dwarf.DW_FORM_addrx1:
-		return 1
-	case dwarf.DW_FORM_data2, dwarf.DW_FORM_ref2, dwarf.DW_FORM_strx2, dwarf.DW_FORM_addrx2:
-		return 2
-	case dwarf.DW_FORM_strx3, dwarf.DW_FORM_addrx3:
-		return 3
-	case dwarf.DW_FORM_data4, dwarf.DW_FORM_ref4, dwarf.DW_FORM_strx4, dwarf.DW_FORM_addrx4, dwarf.DW_FORM_ref_sup4:
-		return 4
-	case dwarf.DW_FORM_data8, dwarf.DW_FORM_ref8, dwarf.DW_FORM_ref_sig8, dwarf.DW_FORM_ref_sup8:
-		return 8
-	case dwarf.DW_FORM_data16:
-		return 16
-	case dwarf.DW_FORM_flag_present, dwarf.DW_FORM_implicit_const:
-		return 0
-	case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp, dwarf.DW_FORM_sec_offset, dwarf.DW_FORM_strp_sup,
-		dwarf.DW_FORM_GNU_strp_alt, dwarf.DW_FORM_GNU_ref_alt:
-		return osz
-	case dwarf.DW_FORM_ref_addr:
-		if enc.Version == 2 {
-			return int8(enc.AddrSize)
-		}
-		return osz
+// fixedSize is the size in bytes of every value of form fs in units of
+// encoding enc, or -1 when it varies (or the form is unknown, or
+// DW_FORM_indirect).
+func fixedSize(fs *dwarf.FormSpec, enc dwarf.Encoding) int8 {
+	if n := fs.FixedSize(enc); n <= 127 {
+		return int8(n)
 	}
 	return -1
 }
@@ -106,7 +135,9 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
 		for _, is := range ia.Specs {
-			s := attrSpec{attr: is.Attr, form: is.Form, implicit: is.Implicit, size: formSize(is.Form, enc), want: wanted(is.Attr)}
+			s := attrSpec{attr: is.Attr, form: is.Form, implicit: is.Implicit, want: wanted(is.Attr)}
+			s.fs, _ = is.Form.Spec()
+			s.size, s.kind = fixedSize(&s.fs, enc), kindOf(&s.fs, s.attr, enc)
 			all = append(all, s)
 			if s.size < 0 {
 				a.fixed = -1
@@ -164,61 +195,49 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 			if s.size >= 0 {
 				b.Skip(uint64(s.size), "attribute value")
 			} else {
-				d.skipForm(b, s.form, enc)
+				skipForm(b, s, enc)
 			}
 			continue
 		}
-		form := s.form
 		at := b.Off()
-		for form == dwarf.DW_FORM_indirect && b.Err() == nil {
-			form = dwarf.Form(b.Uleb("DW_FORM_indirect"))
-			if form == dwarf.DW_FORM_implicit_const {
-				b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
-			}
+		form, fs, kind := s.form, &s.fs, s.kind
+		if form == dwarf.DW_FORM_indirect {
+			form = b.Indirect(form)
+			ifs, _ := form.Spec()
+			fs, kind = &ifs, kindOf(&ifs, s.attr, enc)
 		}
-		var v uint64
-		class := 'c' // c constant, a address, s string, r reference, o section offset, x other
-		switch form {
-		case dwarf.DW_FORM_addr:
-			v, class = b.Addr(enc.AddrSize, "DW_FORM_addr"), 'a'
-		case dwarf.DW_FORM_addrx, dwarf.DW_FORM_GNU_addr_index:
-			v, class = d.addrx(b, u, b.Uleb("DW_FORM_addrx"), at), 'a'
-		case dwarf.DW_FORM_addrx1, dwarf.DW_FORM_addrx2, dwarf.DW_FORM_addrx3, dwarf.DW_FORM_addrx4:
-			v, class = d.addrx(b, u, readN(b, int(formSize(form, enc))), at), 'a'
-		case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
-			v = readN(b, int(formSize(form, enc)))
-			if enc.Version < 4 && (form == dwarf.DW_FORM_data4 || form == dwarf.DW_FORM_data8) &&
-				(s.attr == dwarf.DW_AT_ranges || s.attr == dwarf.DW_AT_stmt_list) {
-				class = 'o'
+		if fs.Size == dwarf.SizeUnknown {
+			if b.Err() == nil {
+				b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v", form))
 			}
-		case dwarf.DW_FORM_udata:
-			v = b.Uleb("DW_FORM_udata")
-		case dwarf.DW_FORM_sdata:
-			v = uint64(b.Sleb("DW_FORM_sdata"))
-		case dwarf.DW_FORM_implicit_const:
-			v = uint64(s.implicit)
-		case dwarf.DW_FORM_string:
-			v, class = b.Off(), 's'
-			b.CString("DW_FORM_string")
-		case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp:
-			v, class = b.Offset(enc.Format, "DW_FORM_strp"), 's'
-		case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index:
-			v, class = b.Uleb("DW_FORM_strx"), 's'
-		case dwarf.DW_FORM_strx1, dwarf.DW_FORM_strx2, dwarf.DW_FORM_strx3, dwarf.DW_FORM_strx4:
-			v, class = readN(b, int(formSize(form, enc))), 's'
-		case dwarf.DW_FORM_ref1, dwarf.DW_FORM_ref2, dwarf.DW_FORM_ref4, dwarf.DW_FORM_ref8:
-			v, class = u.hdr.Offset+readN(b, int(formSize(form, enc))), 'r'
-		case dwarf.DW_FORM_ref_udata:
-			v, class = u.hdr.Offset+b.Uleb("DW_FORM_ref_udata"), 'r'
-		case dwarf.DW_FORM_ref_addr:
-			v, class = readN(b, int(formSize(form, enc))), 'r'
-		case dwarf.DW_FORM_sec_offset:
-			v, class = b.Offset(enc.Format, "DW_FORM_sec_offset"), 'o'
-		case dwarf.DW_FORM_rnglistx:
-			v, class = d.rnglistx(b, u, b.Uleb("DW_FORM_rnglistx"), at), 'o'
-		default:
-			d.skipForm(b, form, enc)
-			class = 'x'
+			return
+		}
+		start := b.Off()
+		v, _ := b.FormValue(fs, enc, fs.Name)
+		var class byte // c constant, a address, s string, r reference, o section offset, 0 other
+		switch kind {
+		case kindConst:
+			class = 'c'
+			if fs.Size == dwarf.SizeImplicit {
+				v = uint64(s.implicit)
+			}
+		case kindAddr:
+			class = 'a'
+		case kindAddrx:
+			v, class = d.addrx(b, u, v, at), 'a'
+		case kindStr:
+			class = 's'
+			if fs.Size == dwarf.SizeString {
+				v = start
+			}
+		case kindUnitRef:
+			v, class = u.hdr.Offset+v, 'r'
+		case kindInfoRef:
+			class = 'r'
+		case kindSecOffset:
+			class = 'o'
+		case kindRnglistx:
+			v, class = d.rnglistx(b, u, v, at), 'o'
 		}
 		if b.Err() != nil {
 			return
@@ -280,47 +299,23 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	}
 }
 
-// readN reads an n-byte little-endian unsigned integer (n 1 to 8).
-func readN(b *dwarf.Buf, n int) uint64 {
-	p := b.Bytes(uint64(n), "attribute value")
-	var v uint64
-	for i := len(p) - 1; i >= 0; i-- {
-		v = v<<8 | uint64(p[i])
-	}
-	return v
-}
-
-// skipForm skips one value of a variable-size form.
-func (d *dwarfData) skipForm(b *dwarf.Buf, form dwarf.Form, enc dwarf.Encoding) {
+// skipForm skips one value of s's form, of variable size (or fails b
+// with the form unknown).
+func skipForm(b *dwarf.Buf, s *attrSpec, enc dwarf.Encoding) {
 	at := b.Off()
-	for form == dwarf.DW_FORM_indirect && b.Err() == nil {
-		form = dwarf.Form(b.Uleb("DW_FORM_indirect"))
-		if form == dwarf.DW_FORM_implicit_const {
-			b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
-			return
-		}
+	form, fs := s.form, &s.fs
+	if form == dwarf.DW_FORM_indirect {
+		form = b.Indirect(form)
+		ifs, _ := form.Spec()
+		fs = &ifs
 	}
-	if n := formSize(form, enc); n >= 0 {
-		b.Skip(uint64(n), "attribute value")
+	if fs.Size == dwarf.SizeUnknown {
+		if b.Err() == nil {
+			b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v", form))
+		}
 		return
 	}
-	switch form {
-	case dwarf.DW_FORM_udata, dwarf.DW_FORM_sdata, dwarf.DW_FORM_ref_udata, dwarf.DW_FORM_strx, dwarf.DW_FORM_addrx,
-		dwarf.DW_FORM_rnglistx, dwarf.DW_FORM_loclistx, dwarf.DW_FORM_GNU_addr_index, dwarf.DW_FORM_GNU_str_index:
-		b.Uleb("attribute value")
-	case dwarf.DW_FORM_string:
-		b.CString("DW_FORM_string")
-	case dwarf.DW_FORM_block1:
-		b.Skip(uint64(b.U8("DW_FORM_block1")), "DW_FORM_block1")
-	case dwarf.DW_FORM_block2:
-		b.Skip(uint64(b.U16("DW_FORM_block2")), "DW_FORM_block2")
-	case dwarf.DW_FORM_block4:
-		b.Skip(uint64(b.U32("DW_FORM_block4")), "DW_FORM_block4")
-	case dwarf.DW_FORM_block, dwarf.DW_FORM_exprloc:
-		b.Skip(b.Uleb("DW_FORM_block"), "DW_FORM_block")
-	default:
-		b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v", form))
-	}
+	b.FormValue(fs, enc, "attribute value")
 }
 
 // index reads entry i of size bytes from the array at base of data

@@ -647,7 +647,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 				if s := &ab.specs[i]; s.size >= 0 {
 					b.Skip(uint64(s.size), "attribute value")
 				} else {
-					d.skipForm(&b, s.form, u.hdr.Enc)
+					skipForm(&b, s, u.hdr.Enc)
 				}
 			}
 		}

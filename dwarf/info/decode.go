@@ -690,150 +690,122 @@ func isPtrAttr(a dwarf.Attr) bool {
 	return false
 }
 
-// field reads one attribute value of spec's form at the cursor.
+// classOf is the Class a Field of form spec s has: the form's attribute
+// classes (DWARF 5 table 7.6) refined by what it refers to.
+func classOf(s dwarf.FormSpec) Class {
+	c := s.Classes
+	switch {
+	case c&dwarf.ClassAddress != 0:
+		return ClassAddress
+	case c&dwarf.ClassConstant != 0:
+		return ClassConstant
+	case c&dwarf.ClassString != 0:
+		if s.Target == dwarf.TargetSupStr {
+			return ClassStringAlt
+		}
+		return ClassString
+	case c&dwarf.ClassExprloc != 0:
+		return ClassExprloc
+	case c&dwarf.ClassBlock != 0:
+		return ClassBlock
+	case c&dwarf.ClassFlag != 0:
+		return ClassFlag
+	case c&dwarf.ClassReference != 0:
+		switch s.Target {
+		case dwarf.TargetSignature:
+			return ClassReferenceSig8
+		case dwarf.TargetSupInfo:
+			return ClassReferenceAlt
+		}
+		return ClassReference
+	case c != 0: // lineptr, loclist, rnglist, ... pointers into other sections
+		return ClassSecOffset
+	}
+	return ClassUnknown
+}
+
+// field reads one attribute value of spec's form at the cursor, as the
+// form table (dwarf.Form.Spec) lays it out.
 func (r *Reader) field(u *UnitHeader, spec *AttrSpec, resolve bool) Field {
 	b := &r.b
 	f := Field{Attr: spec.Attr, Form: spec.Form}
-	osz := u.Enc.Format.OffsetSize()
 	at := b.Off()
-	// DW_FORM_indirect: each level consumes at least one byte.
-	for f.Form == dwarf.DW_FORM_indirect && b.Err() == nil {
-		v := b.Uleb("DW_FORM_indirect")
-		if v > math.MaxUint16 {
-			b.FailAt(at, "DW_FORM_indirect", fmt.Sprintf("form %#x out of range", v))
+	if f.Form == dwarf.DW_FORM_indirect {
+		if f.Form = b.Indirect(f.Form); b.Err() != nil {
 			return f
 		}
-		f.Form = dwarf.Form(v)
-		if f.Form == dwarf.DW_FORM_implicit_const {
-			b.FailAt(at, "DW_FORM_indirect", "implicit_const through indirect")
-		}
 	}
-	field := f.Form.String()
-	switch f.Form {
-	case dwarf.DW_FORM_addr:
-		f.Class, f.Val = ClassAddress, b.Addr(u.Enc.AddrSize, field)
-	case dwarf.DW_FORM_addrx, dwarf.DW_FORM_GNU_addr_index:
-		f.Class, f.Val = ClassAddress, b.Uleb(field)
-	case dwarf.DW_FORM_addrx1:
-		f.Class, f.Val = ClassAddress, uint64(b.U8(field))
-	case dwarf.DW_FORM_addrx2:
-		f.Class, f.Val = ClassAddress, uint64(b.U16(field))
-	case dwarf.DW_FORM_addrx3:
-		f.Class, f.Val = ClassAddress, r.u24(field)
-	case dwarf.DW_FORM_addrx4:
-		f.Class, f.Val = ClassAddress, uint64(b.U32(field))
-	case dwarf.DW_FORM_data1:
-		f.Class, f.Val = ClassConstant, uint64(b.U8(field))
-	case dwarf.DW_FORM_data2:
-		f.Class, f.Val = ClassConstant, uint64(b.U16(field))
-	case dwarf.DW_FORM_data4:
-		f.Class, f.Val = ClassConstant, uint64(b.U32(field))
-	case dwarf.DW_FORM_data8:
-		f.Class, f.Val = ClassConstant, b.U64(field)
-	case dwarf.DW_FORM_data16:
-		f.Class, f.Block = ClassConstant, b.Bytes(16, field)
-	case dwarf.DW_FORM_udata:
-		f.Class, f.Val = ClassConstant, b.Uleb(field)
-	case dwarf.DW_FORM_sdata:
-		f.Class, f.Int = ClassConstant, b.Sleb(field)
-		f.Val = uint64(f.Int)
-	case dwarf.DW_FORM_implicit_const:
-		f.Class, f.Int, f.Val = ClassConstant, spec.Implicit, uint64(spec.Implicit)
-	case dwarf.DW_FORM_string:
-		f.Class, f.Str = ClassString, string(b.CString(field))
-	case dwarf.DW_FORM_strp, dwarf.DW_FORM_line_strp:
-		f.Class, f.Val = ClassString, b.Offset(u.Enc.Format, field)
-	case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index:
-		f.Class, f.Val = ClassString, b.Uleb(field)
-	case dwarf.DW_FORM_strx1:
-		f.Class, f.Val = ClassString, uint64(b.U8(field))
-	case dwarf.DW_FORM_strx2:
-		f.Class, f.Val = ClassString, uint64(b.U16(field))
-	case dwarf.DW_FORM_strx3:
-		f.Class, f.Val = ClassString, r.u24(field)
-	case dwarf.DW_FORM_strx4:
-		f.Class, f.Val = ClassString, uint64(b.U32(field))
-	case dwarf.DW_FORM_strp_sup, dwarf.DW_FORM_GNU_strp_alt:
-		f.Class, f.Val = ClassStringAlt, b.Offset(u.Enc.Format, field)
-	case dwarf.DW_FORM_block1:
-		f.Class, f.Block = ClassBlock, b.Bytes(uint64(b.U8(field)), field)
-	case dwarf.DW_FORM_block2:
-		f.Class, f.Block = ClassBlock, b.Bytes(uint64(b.U16(field)), field)
-	case dwarf.DW_FORM_block4:
-		f.Class, f.Block = ClassBlock, b.Bytes(uint64(b.U32(field)), field)
-	case dwarf.DW_FORM_block:
-		f.Class, f.Block = ClassBlock, b.Bytes(b.Uleb(field), field)
-	case dwarf.DW_FORM_exprloc:
-		f.Class, f.Block = ClassExprloc, b.Bytes(b.Uleb(field), field)
-	case dwarf.DW_FORM_flag:
-		f.Class, f.Val = ClassFlag, uint64(b.U8(field))
-		if f.Val != 0 {
-			f.Val = 1
-		}
-	case dwarf.DW_FORM_flag_present:
-		f.Class, f.Val = ClassFlag, 1
-	case dwarf.DW_FORM_ref1:
-		f.Class, f.Val = ClassReference, u.Offset+uint64(b.U8(field))
-	case dwarf.DW_FORM_ref2:
-		f.Class, f.Val = ClassReference, u.Offset+uint64(b.U16(field))
-	case dwarf.DW_FORM_ref4:
-		f.Class, f.Val = ClassReference, u.Offset+uint64(b.U32(field))
-	case dwarf.DW_FORM_ref8:
-		f.Class, f.Val = ClassReference, u.Offset+b.U64(field)
-	case dwarf.DW_FORM_ref_udata:
-		f.Class, f.Val = ClassReference, u.Offset+b.Uleb(field)
-	case dwarf.DW_FORM_ref_addr:
-		if u.Enc.Version == 2 {
-			f.Class, f.Val = ClassReference, b.Addr(u.Enc.AddrSize, field)
-		} else {
-			f.Class, f.Val = ClassReference, b.Offset(u.Enc.Format, field)
-		}
-	case dwarf.DW_FORM_ref_sig8:
-		f.Class, f.Val = ClassReferenceSig8, b.U64(field)
-	case dwarf.DW_FORM_ref_sup4:
-		f.Class, f.Val = ClassReferenceAlt, uint64(b.U32(field))
-	case dwarf.DW_FORM_ref_sup8:
-		f.Class, f.Val = ClassReferenceAlt, b.U64(field)
-	case dwarf.DW_FORM_GNU_ref_alt:
-		f.Class, f.Val = ClassReferenceAlt, b.Offset(u.Enc.Format, field)
-	case dwarf.DW_FORM_sec_offset:
-		f.Class, f.Val = ClassSecOffset, b.Offset(u.Enc.Format, field)
-	case dwarf.DW_FORM_rnglistx, dwarf.DW_FORM_loclistx:
-		f.Class, f.Val = ClassSecOffset, b.Uleb(field)
-	default:
+	fs, ok := f.Form.Spec()
+	if !ok {
 		b.FailAt(at, "attribute form", fmt.Sprintf("unknown form %v for %v", f.Form, f.Attr))
 		return f
 	}
-	if (f.Form == dwarf.DW_FORM_data4 || f.Form == dwarf.DW_FORM_data8) && u.Enc.Version < 4 && isPtrAttr(f.Attr) {
-		f.Class = ClassSecOffset
+	field := fs.Name
+	v, p := b.FormValue(&fs, u.Enc, field)
+	if b.Err() != nil {
+		return f
 	}
-	if f.Class == ClassConstant && f.Form != dwarf.DW_FORM_sdata && f.Form != dwarf.DW_FORM_implicit_const {
-		f.Int = int64(f.Val)
+	f.Class = classOf(fs)
+	switch f.Class {
+	case ClassConstant:
+		switch {
+		case fs.Size == dwarf.SizeImplicit:
+			f.Int, f.Val = spec.Implicit, uint64(spec.Implicit)
+		case p != nil: // data16
+			f.Block = p
+		default: // sdata as its two's complement, the others zero-extended
+			f.Int, f.Val = int64(v), v
+			if (f.Form == dwarf.DW_FORM_data4 || f.Form == dwarf.DW_FORM_data8) && u.Enc.Version < 4 && isPtrAttr(f.Attr) {
+				f.Class = ClassSecOffset
+			}
+		}
+	case ClassString, ClassStringAlt:
+		if fs.Size == dwarf.SizeString {
+			f.Str = string(p)
+		} else {
+			f.Val = v
+		}
+	case ClassExprloc, ClassBlock:
+		f.Block = p
+	case ClassFlag:
+		// flag_present takes no byte; DW_FORM_flag is true when not 0
+		// (DWARF 5 section 7.5.5).
+		if v != 0 || fs.FixedSize(u.Enc) == 0 {
+			f.Val = 1
+		}
+	case ClassReference:
+		f.Val = v
+		if fs.Target == dwarf.TargetUnit {
+			f.Val += u.Offset
+		}
+	default:
+		f.Val = v
 	}
-	if !resolve || b.Err() != nil {
+	if !resolve {
 		return f
 	}
 	// Resolve strings and indexes through the other sections.
 	sec := &r.d.sec
+	osz := u.Enc.Format.OffsetSize()
 	var err error
-	switch f.Form {
-	case dwarf.DW_FORM_strp:
+	switch fs.Target {
+	case dwarf.TargetStr:
 		f.Str, err = dwarf.CStringAt(".debug_str", sec.Str, f.Val, field)
-	case dwarf.DW_FORM_line_strp:
+	case dwarf.TargetLineStr:
 		f.Str, err = dwarf.CStringAt(".debug_line_str", sec.LineStr, f.Val, field)
-	case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index, dwarf.DW_FORM_strx1, dwarf.DW_FORM_strx2, dwarf.DW_FORM_strx3, dwarf.DW_FORM_strx4:
+	case dwarf.TargetStrOffsets:
 		var off uint64
 		off, err = index(secStrOffsets, sec.StrOffsets, u, u.StrOffsetsBase, f.Val, osz, field)
 		if err == nil {
 			f.Str, err = dwarf.CStringAt(".debug_str", sec.Str, off, field)
 		}
-	case dwarf.DW_FORM_addrx, dwarf.DW_FORM_GNU_addr_index, dwarf.DW_FORM_addrx1, dwarf.DW_FORM_addrx2, dwarf.DW_FORM_addrx3, dwarf.DW_FORM_addrx4:
+	case dwarf.TargetAddr:
 		f.Val, err = index(secAddr, sec.Addr, u, u.AddrBase, f.Val, int(u.Enc.AddrSize), field)
-	case dwarf.DW_FORM_rnglistx:
+	case dwarf.TargetRngLists:
 		var off uint64
 		off, err = index(".debug_rnglists", sec.RngLists, u, u.RngListsBase, f.Val, osz, field)
 		f.Val = u.RngListsBase + off
-	case dwarf.DW_FORM_loclistx:
+	case dwarf.TargetLocLists:
 		var off uint64
 		off, err = index(".debug_loclists", sec.LocLists, u, u.LocListsBase, f.Val, osz, field)
 		f.Val = u.LocListsBase + off
@@ -842,17 +814,6 @@ func (r *Reader) field(u *UnitHeader, spec *AttrSpec, resolve bool) Field {
 		b.FailAt(at, field, err.Error())
 	}
 	return f
-}
-
-func (r *Reader) u24(field string) uint64 {
-	p := r.b.Bytes(3, field)
-	if len(p) < 3 {
-		return 0
-	}
-	if r.b.Order == binary.BigEndian {
-		return uint64(p[0])<<16 | uint64(p[1])<<8 | uint64(p[2])
-	}
-	return uint64(p[0]) | uint64(p[1])<<8 | uint64(p[2])<<16
 }
 
 // index reads entry i of size bytes from the array at base in section

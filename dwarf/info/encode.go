@@ -252,6 +252,16 @@ func (e *encoder) uint(size int, v uint64) {
 
 func fits(v uint64, size int) bool { return size >= 8 || v>>(8*uint(size)) == 0 }
 
+// dataForms are the fixed-size constant forms, shortest first.
+var dataForms = [...]dwarf.Form{dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8}
+
+// fixedSize is the size in bytes of a fixed-size form, from the form
+// table.
+func fixedSize(f dwarf.Form) int {
+	s, _ := f.Spec()
+	return int(s.N)
+}
+
 // form chooses the form of v in the current unit.
 func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
 	ver := e.enc.Version
@@ -284,18 +294,16 @@ func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
 		if v.signed {
 			best = dwarf.DW_FORM_sdata
 		}
-		for _, c := range []struct {
-			f dwarf.Form
-			n int
-		}{{dwarf.DW_FORM_data1, 1}, {dwarf.DW_FORM_data2, 2}, {dwarf.DW_FORM_data4, 4}, {dwarf.DW_FORM_data8, 8}} {
-			if c.n >= 4 && ver < 4 {
+		for _, f := range dataForms {
+			n := fixedSize(f)
+			if n >= 4 && ver < 4 {
 				break
 			}
-			if c.n == 8 && v.signed {
+			if n == 8 && v.signed {
 				break
 			}
-			if u>>(uint(c.n)*8-signBit) == 0 && c.n <= size {
-				best = c.f
+			if u>>(uint(n)*8-signBit) == 0 && n <= size {
+				best = f
 				break
 			}
 		}
@@ -401,15 +409,7 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			e.addrs = append(e.addrs, uint64(len(e.info)))
 			e.uint(int(e.enc.AddrSize), v.u)
 		case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
-			n := 8 // DW_FORM_data8
-			switch f {
-			case dwarf.DW_FORM_data1:
-				n = 1
-			case dwarf.DW_FORM_data2:
-				n = 2
-			case dwarf.DW_FORM_data4:
-				n = 4
-			}
+			n := fixedSize(f)
 			u := v.u
 			if v.signed {
 				u = uint64(v.s)

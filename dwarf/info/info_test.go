@@ -40,6 +40,9 @@ func sampleUnit(enc edwarf.Encoding, name string) *Unit {
 			{Tag: edwarf.DW_TAG_variable, Attrs: []Attr{{edwarf.DW_AT_name, String("big")}, {edwarf.DW_AT_const_value, Sdata(1 << 40)}}},
 			{Tag: edwarf.DW_TAG_variable, Attrs: []Attr{{edwarf.DW_AT_name, String("u64")}, {edwarf.DW_AT_const_value, Udata(1 << 63)}}},
 			{Tag: edwarf.DW_TAG_variable, Attrs: []Attr{{edwarf.DW_AT_name, String("s200")}, {edwarf.DW_AT_const_value, Sdata(200)}}},
+			// A location longer than 127 bytes: its exprloc length takes
+			// two ULEB128 bytes.
+			{Tag: edwarf.DW_TAG_variable, Attrs: []Attr{{edwarf.DW_AT_name, String("long")}, {edwarf.DW_AT_location, Exprloc(bytes.Repeat([]byte{0x96}, 200))}}},
 		}},
 	}}
 	f1.Attrs[5].Value = Ref(intType)

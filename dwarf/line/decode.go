@@ -276,44 +276,40 @@ func (r *Reader) entries5(fs []entryFormat, what string) []FileEntry {
 		b.FailAt(f, what+"_count", fmt.Sprintf("%d entries do not fit in %d bytes", n, b.Len()))
 		return nil
 	}
+	enc := dwarf.Encoding{Version: r.hdr.Version, Format: r.hdr.Format, AddrSize: r.hdr.AddrSize}
 	es := make([]FileEntry, n)
 	for i := range es {
 		e := &es[i]
 		for _, ef := range fs {
 			at := b.Off()
+			// formats let only forms through that need no unit: inline
+			// data, or an offset in a string section.
+			spec, _ := ef.form.Spec()
+			v, p := b.FormValue(&spec, enc, ef.lnct.String())
+			if b.Err() != nil {
+				return nil
+			}
 			var s string
-			var v uint64
 			var blk []byte
-			isStr := false
-			switch ef.form {
-			case dwarf.DW_FORM_string:
-				s, isStr = string(b.CString("path")), true
-			case dwarf.DW_FORM_line_strp, dwarf.DW_FORM_strp:
-				o := b.Offset(r.hdr.Format, "string offset")
-				if b.Err() != nil {
-					return nil
-				}
+			isStr := spec.Classes&dwarf.ClassString != 0
+			switch spec.Target {
+			case dwarf.TargetStr, dwarf.TargetLineStr:
 				sec, data := ".debug_line_str", r.lineS.LineStr
-				if ef.form == dwarf.DW_FORM_strp {
+				if spec.Target == dwarf.TargetStr {
 					sec, data = ".debug_str", r.lineS.Str
 				}
-				str, err := dwarf.CStringAt(sec, data, o, ef.lnct.String())
+				str, err := dwarf.CStringAt(sec, data, v, ef.lnct.String())
 				if err != nil {
 					b.FailAt(at, ef.lnct.String(), err.Error())
 					return nil
 				}
-				s, isStr = str, true
-			case dwarf.DW_FORM_udata:
-				v = b.Uleb(ef.lnct.String())
-			case dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8:
-				v = b.Uint(dataSize(ef.form), ef.lnct.String())
-			case dwarf.DW_FORM_data16:
-				blk = b.Bytes(16, ef.lnct.String())
-			case dwarf.DW_FORM_block:
-				blk = b.Bytes(b.Uleb("block length"), ef.lnct.String())
-			}
-			if b.Err() != nil {
-				return nil
+				s = str
+			default:
+				if isStr {
+					s = string(p)
+				} else if p != nil { // data16, block: no integer
+					blk, v = p, 0
+				}
 			}
 			switch ef.lnct {
 			case dwarf.DW_LNCT_path:
@@ -337,18 +333,6 @@ func (r *Reader) entries5(fs []entryFormat, what string) []FileEntry {
 		}
 	}
 	return es
-}
-
-func dataSize(f dwarf.Form) int {
-	switch f {
-	case dwarf.DW_FORM_data1:
-		return 1
-	case dwarf.DW_FORM_data2:
-		return 2
-	case dwarf.DW_FORM_data4:
-		return 4
-	}
-	return 8
 }
 
 // tables5 reads the directory and file name tables of version 5.

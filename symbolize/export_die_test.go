@@ -1,0 +1,54 @@
+package symbolize
+
+// DIEAttrs are the attributes readAttrs decoded from one DIE, strings
+// resolved, for the differential test against debug/dwarf.
+type DIEAttrs struct {
+	Offset                      uint64 // of a unit's root DIE; 0 for the others
+	Root                        bool
+	LowPC, HighPC               uint64
+	HasLow, HasHigh, HighIsLen  bool
+	Ranges                      uint64
+	HasRanges                   bool
+	Name, Linkage, CompDir      string
+	Spec, Origin                uint64 // ^0 when absent
+	CallFile, CallLine, CallCol uint64
+	StmtList                    uint64
+	HasStmt                     bool
+}
+
+// ReadDIEs loads the DWARF sections that section returns and gives, for
+// every compile unit in order, its root DIE and then its subprogram and
+// inlined_subroutine DIEs in preorder, as symbolization reads them.
+func ReadDIEs(section func(name string) ([]byte, error)) ([]DIEAttrs, error) {
+	d, err := loadSections(section)
+	if err != nil {
+		return nil, err
+	}
+	var out []DIEAttrs
+	conv := func(u *unit, a *attrs) DIEAttrs {
+		name, _ := d.str(u, a.name)
+		link, _ := d.str(u, a.linkage)
+		dir, _ := d.str(u, a.compDir)
+		return DIEAttrs{LowPC: a.lowPC, HighPC: a.highPC, HasLow: a.hasLow, HasHigh: a.hasHigh, HighIsLen: a.highIsLen,
+			Ranges: a.ranges, HasRanges: a.hasRanges, Name: string(name), Linkage: string(link), CompDir: string(dir),
+			Spec: a.spec, Origin: a.origin, CallFile: a.callFile, CallLine: a.callLine, CallCol: a.callCol,
+			StmtList: a.stmtList, HasStmt: a.hasStmt}
+	}
+	for i := range d.units {
+		u := &d.units[i]
+		r := conv(u, &u.root)
+		r.Offset, r.Root = u.hdr.DataOffset, true
+		out = append(out, r)
+		t, err := d.abbrevTable(u)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := d.walkSubrs(u, t, nil, func(a *attrs, inlined bool, me, parent int32) error {
+			out = append(out, conv(u, a))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
