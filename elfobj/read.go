@@ -391,8 +391,10 @@ type Sym struct {
 	Name  uint32 // st_name: offset of the name in the string table
 	Info  byte   // st_info: binding and type
 	Other byte   // st_other: visibility
-	// Section is st_shndx; [SymbolTable.Sym] replaces SHN_XINDEX by the
-	// index in the table's SHT_SYMTAB_SHNDX section when there is one.
+	// Section is st_shndx as stored: a section index below
+	// SHN_LORESERVE, SHN_UNDEF, a reserved index (SHN_ABS, SHN_COMMON),
+	// or SHN_XINDEX when the index is in the SHT_SYMTAB_SHNDX section
+	// ([SymbolTable.SectionOf] resolves it).
 	Section elf.SectionIndex
 	Value   uint64 // st_value
 	Size    uint64 // st_size, bytes
@@ -408,8 +410,8 @@ func (s Sym) Bind() elf.SymBind { return elf.ST_BIND(s.Info) }
 func (s Sym) Visibility() elf.SymVis { return elf.ST_VISIBILITY(s.Other) }
 
 // DecodeSym decodes the symbol table entry at the start of b, which must
-// hold at least [Header.SymSize] bytes (it panics otherwise). Section is
-// st_shndx as stored. Cost: constant; no allocation.
+// hold at least [Header.SymSize] bytes (it panics otherwise). Cost:
+// constant; no allocation.
 func (h *Header) DecodeSym(b []byte) Sym {
 	if h.is64 {
 		_ = b[sym64Size-1]

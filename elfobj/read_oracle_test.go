@@ -77,7 +77,7 @@ func compareFile(f *File, ef *elf.File, data []byte) error {
 		compared += len(want)
 		if err != nil {
 			var fe *dwarf.FormatError
-			if errors.As(err, &fe) && fe.Field == "ZLIB header" && !bytes.HasPrefix(want, []byte("ZLIB")) {
+			if errors.As(err, &fe) && fe.Field == "ZLIB header" && (len(want) < 12 || !bytes.HasPrefix(want, []byte("ZLIB"))) {
 				continue // documented: a .zdebug_ section must start with "ZLIB"
 			}
 			if n, ierr := inflatedSize(f, i); errors.As(err, &fe) && (fe.Field == "ch_size" || fe.Field == "compressed data") &&
@@ -150,6 +150,12 @@ func compareSymbols(f *File, ef *elf.File, typ elf.SectionType) error {
 		}
 		return nil
 	case err != nil:
+		compressed := func(j int) bool {
+			return j >= 0 && j < len(f.Sections) && (f.Sections[j].Flags&elf.SHF_COMPRESSED != 0 || strings.HasPrefix(f.Sections[j].Name, ".zdebug"))
+		}
+		if i := f.FindSectionType(typ); compressed(i) || compressed(int(f.Sections[i].Link)) {
+			return nil // a decompression refusal, which compareFile judged
+		}
 		return fmt.Errorf("%v: %v; debug/elf read %d symbols", typ, err, len(want))
 	}
 	if t.Len() != len(want)+1 {
@@ -158,10 +164,6 @@ func compareSymbols(f *File, ef *elf.File, typ elf.SectionType) error {
 	for i, w := range want {
 		s := t.Sym(i + 1)
 		sec := s.Section
-		if w.Section == elf.SHN_XINDEX {
-			// debug/elf leaves the escape; this reader resolves it.
-			sec = t.h.DecodeSym(t.syms[(i+1)*t.ent:]).Section
-		}
 		name, err := t.Name(i + 1)
 		if err != nil {
 			// debug/elf gives "" for a name it cannot read.

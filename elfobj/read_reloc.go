@@ -365,19 +365,19 @@ func (f *File) symValue(t *SymbolTable, idx uint32) (uint64, error) {
 		return 0, fmt.Errorf("symbol %d outside %s (%d symbols)", idx, t.SectionName, t.Len())
 	}
 	s := t.Sym(int(idx))
-	switch {
-	case s.Section == elf.SHN_UNDEF || s.Section == elf.SHN_COMMON:
-		return 0, nil
-	case s.Section == elf.SHN_ABS:
-		return s.Value, nil
-	case s.Section == elf.SHN_XINDEX:
-		return 0, fmt.Errorf("symbol %d has st_shndx SHN_XINDEX but no SHT_SYMTAB_SHNDX entry", idx)
-	case uint64(s.Section) < uint64(len(f.Sections)):
-		return s.Value + f.Sections[s.Section].Addr, nil
-	case s.Section >= elf.SHN_LORESERVE && s.Section <= elf.SHN_HIRESERVE:
-		return s.Value, nil // processor- or OS-specific: taken as absolute
+	if sec, ok := t.SectionOf(int(idx)); ok {
+		if uint64(sec) >= uint64(len(f.Sections)) {
+			return 0, fmt.Errorf("symbol %d in section %d, but there are %d sections", idx, sec, len(f.Sections))
+		}
+		return s.Value + f.Sections[sec].Addr, nil
 	}
-	return 0, fmt.Errorf("symbol %d in section %d, but there are %d sections", idx, s.Section, len(f.Sections))
+	switch s.Section {
+	case elf.SHN_UNDEF, elf.SHN_COMMON:
+		return 0, nil
+	case elf.SHN_XINDEX:
+		return 0, fmt.Errorf("symbol %d has st_shndx SHN_XINDEX but no SHT_SYMTAB_SHNDX entry", idx)
+	}
+	return s.Value, nil // SHN_ABS, and processor- or OS-specific indices: taken as absolute
 }
 
 // DebugSection returns the contents of the DWARF section name (for example

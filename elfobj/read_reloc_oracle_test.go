@@ -93,6 +93,7 @@ func independentRelocate(ef *elf.File, i int) ([]byte, error) {
 		type sym struct {
 			value uint64
 			shndx elf.SectionIndex
+			ext   bool // shndx is from SHT_SYMTAB_SHNDX: an index, whatever its value
 		}
 		var syms []sym
 		symSize := 16
@@ -110,11 +111,11 @@ func independentRelocate(ef *elf.File, i int) ([]byte, error) {
 			if is64 {
 				var s elf.Sym64
 				binary.Read(sr, bo, &s)
-				syms = append(syms, sym{s.Value, elf.SectionIndex(s.Shndx)})
+				syms = append(syms, sym{value: s.Value, shndx: elf.SectionIndex(s.Shndx)})
 			} else {
 				var s elf.Sym32
 				binary.Read(sr, bo, &s)
-				syms = append(syms, sym{uint64(s.Value), elf.SectionIndex(s.Shndx)})
+				syms = append(syms, sym{value: uint64(s.Value), shndx: elf.SectionIndex(s.Shndx)})
 			}
 		}
 		// Extended section indices.
@@ -126,7 +127,7 @@ func independentRelocate(ef *elf.File, i int) ([]byte, error) {
 				}
 				for k := range syms {
 					if syms[k].shndx == elf.SHN_XINDEX && 4*k+4 <= len(xd) {
-						syms[k].shndx = elf.SectionIndex(bo.Uint32(xd[4*k:]))
+						syms[k].shndx, syms[k].ext = elf.SectionIndex(bo.Uint32(xd[4*k:])), true
 					}
 				}
 				break
@@ -154,6 +155,10 @@ func independentRelocate(ef *elf.File, i int) ([]byte, error) {
 				}
 				y := syms[e.sym]
 				switch {
+				case y.ext && int(y.shndx) < len(ef.Sections):
+					s = y.value + ef.Sections[y.shndx].Addr
+				case y.ext:
+					return nil, errors.New("extended symbol section out of range")
 				case y.shndx == elf.SHN_UNDEF, y.shndx == elf.SHN_COMMON:
 				case y.shndx == elf.SHN_XINDEX:
 					return nil, errors.New("unresolved SHN_XINDEX")

@@ -70,6 +70,9 @@ func (f *File) symbols(i int, names bool) (*SymbolTable, error) {
 	}
 	var strs []byte
 	if names {
+		if f.Sections[s.Link].Type == elf.SHT_NOBITS && s.Type != elf.SHT_NOBITS {
+			return nil, formatErr(name, at+secLink[c], "sh_link", "string table %d has no contents (SHT_NOBITS)", s.Link)
+		}
 		if strs, err = f.SectionData(int(s.Link)); err != nil {
 			return nil, err
 		}
@@ -123,15 +126,28 @@ func NewSymbolTable(class elf.Class, data elf.Data, name string, syms, strs []by
 func (t *SymbolTable) Len() int { return len(t.syms) / t.ent }
 
 // Sym returns entry i, 0 <= i < Len() (it panics otherwise, as indexing
-// does). A Section of SHN_XINDEX is replaced by the entry's extended index
-// from the SHT_SYMTAB_SHNDX section; it stays SHN_XINDEX when the file has
-// none or the entry lies outside it. Cost: constant; no allocation.
-func (t *SymbolTable) Sym(i int) Sym {
-	s := t.h.DecodeSym(t.syms[i*t.ent:])
-	if s.Section == elf.SHN_XINDEX && uint64(i)*4+4 <= uint64(len(t.shndx)) {
-		s.Section = elf.SectionIndex(t.h.u32(t.shndx[i*4:]))
+// does). Cost: constant; no allocation.
+func (t *SymbolTable) Sym(i int) Sym { return t.h.DecodeSym(t.syms[i*t.ent:]) }
+
+// SectionOf returns the index of the section that entry i, 0 <= i <
+// Len(), is defined in: its st_shndx, or, when that is SHN_XINDEX, its
+// entry in the table's SHT_SYMTAB_SHNDX section (gABI "Extended Section
+// Index Section"). ok is false for an undefined symbol (SHN_UNDEF), a
+// reserved index (SHN_ABS, SHN_COMMON, processor- and OS-specific ones)
+// and an SHN_XINDEX without an extended entry. The index is not checked
+// against the section count. Cost: constant; no allocation.
+func (t *SymbolTable) SectionOf(i int) (section int, ok bool) {
+	s := t.Sym(i)
+	switch {
+	case s.Section == elf.SHN_XINDEX:
+		if uint64(i)*4+4 > uint64(len(t.shndx)) {
+			return 0, false
+		}
+		return int(t.h.u32(t.shndx[i*4:])), true
+	case s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE:
+		return 0, false
 	}
-	return s
+	return int(s.Section), true
 }
 
 // Strings returns the string table (names are at [Sym].Name offsets in
