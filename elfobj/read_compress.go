@@ -71,6 +71,9 @@ func (f *File) contents(i int) (p []byte, fresh bool, err error) {
 	default:
 		return p, fresh, nil
 	}
+	if kind != elf.COMPRESS_ZLIB && kind != elf.COMPRESS_ZSTD {
+		return nil, false, ferr(0, "ch_type", "unknown compression %v", kind)
+	}
 	if size > MaxDecompressed {
 		return nil, false, ferr(0, "ch_size", "%d bytes is more than the %d this reader accepts", size, MaxDecompressed)
 	}

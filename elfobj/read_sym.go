@@ -70,7 +70,7 @@ func (f *File) symbols(i int, names bool) (*SymbolTable, error) {
 	}
 	var strs []byte
 	if names {
-		if f.Sections[s.Link].Type == elf.SHT_NOBITS && s.Type != elf.SHT_NOBITS {
+		if st := f.Sections[s.Link]; st.Type == elf.SHT_NOBITS && st.Size > 0 && s.Type != elf.SHT_NOBITS {
 			return nil, formatErr(name, at+secLink[c], "sh_link", "string table %d has no contents (SHT_NOBITS)", s.Link)
 		}
 		if strs, err = f.SectionData(int(s.Link)); err != nil {
