@@ -417,21 +417,29 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 		return nil, ferr
 	}
 
-	p := &plan{entry: h.Entry}
+	// Decode the program headers once, on the stack for the usual
+	// handful.
+	var stack [16]elf.ProgHeader
+	phs := stack[:0]
+	if int(h.Phnum) > len(stack) {
+		phs = make([]elf.ProgHeader, 0, h.Phnum)
+	}
 	nload := 0
 	for i := range int(h.Phnum) {
-		if h.DecodeProg(phtab[i*phdrSize:]).Type == elf.PT_LOAD {
+		phs = append(phs, h.DecodeProg(phtab[i*phdrSize:]))
+		if phs[i].Type == elf.PT_LOAD {
 			nload++
 		}
 	}
+	p := &plan{entry: h.Entry}
 	if nload == 0 {
 		return nil, d.errorf(h.Phoff, "program header table", "no PT_LOAD segment")
 	}
 	p.segs = make([]Segment, 0, nload)
 	var dynIdx, ehIdx = -1, -1
 	var prevEnd, firstAt uint64
-	for i := range int(h.Phnum) {
-		ph := h.DecodeProg(phtab[i*phdrSize:])
+	for i := range phs {
+		ph := &phs[i]
 		at := h.Phoff + uint64(i)*phdrSize
 		field := func(f string) string { return fmt.Sprintf("%s of program header %d", f, i) }
 		switch ph.Type {
@@ -515,8 +523,8 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	}
 
 	// Second pass: the headers that point into loaded segments.
-	for i := range int(h.Phnum) {
-		ph := h.DecodeProg(phtab[i*phdrSize:])
+	for i := range phs {
+		ph := &phs[i]
 		at := h.Phoff + uint64(i)*phdrSize
 		t := ph.Type
 		if t != elf.PT_DYNAMIC && t != elf.PT_NOTE && t != elf.PT_GNU_EH_FRAME {

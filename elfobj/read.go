@@ -320,6 +320,15 @@ func (h *Header) DynSize() int {
 // [Header.ProgHeaderSize] bytes (it panics otherwise, as indexing does).
 // Cost: constant; no allocation.
 func (h *Header) DecodeProg(b []byte) elf.ProgHeader {
+	if h.is64 && !h.big { // the common case, without a branch per field
+		le := binary.LittleEndian
+		_ = b[prog64Size-1]
+		return elf.ProgHeader{
+			Type: elf.ProgType(le.Uint32(b)), Flags: elf.ProgFlag(le.Uint32(b[4:])),
+			Off: le.Uint64(b[8:]), Vaddr: le.Uint64(b[16:]), Paddr: le.Uint64(b[24:]),
+			Filesz: le.Uint64(b[32:]), Memsz: le.Uint64(b[40:]), Align: le.Uint64(b[48:]),
+		}
+	}
 	if h.is64 {
 		_ = b[prog64Size-1]
 		return elf.ProgHeader{
@@ -413,6 +422,12 @@ func (s Sym) Visibility() elf.SymVis { return elf.ST_VISIBILITY(s.Other) }
 // hold at least [Header.SymSize] bytes (it panics otherwise). Cost:
 // constant; no allocation.
 func (h *Header) DecodeSym(b []byte) Sym {
+	if h.is64 && !h.big {
+		le := binary.LittleEndian
+		_ = b[sym64Size-1]
+		return Sym{Name: le.Uint32(b), Info: b[4], Other: b[5], Section: elf.SectionIndex(le.Uint16(b[6:])),
+			Value: le.Uint64(b[8:]), Size: le.Uint64(b[16:])}
+	}
 	if h.is64 {
 		_ = b[sym64Size-1]
 		return Sym{Name: h.u32(b), Info: b[4], Other: b[5], Section: elf.SectionIndex(h.u16(b[6:])),

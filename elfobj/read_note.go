@@ -50,8 +50,14 @@ type NoteReader struct {
 // errors ("PT_NOTE", ".note.gnu.build-id"). A data encoding other than
 // ELFDATA2LSB/MSB is reported by the first Next. Cost: constant.
 func NewNoteReader(b []byte, base uint64, data elf.Data, align uint64, section string) NoteReader {
-	h, err := HeaderFor(elf.ELFCLASS64, data)
-	r := NoteReader{h: h, b: b, base: base, align: 4, section: section, err: err}
+	r := NoteReader{b: b, base: base, align: 4, section: section}
+	switch data {
+	case elf.ELFDATA2LSB:
+	case elf.ELFDATA2MSB:
+		r.h.big = true
+	default:
+		r.err = formatErr(section, base, "e_ident[EI_DATA]", "unknown data encoding %v", data)
+	}
 	if align == 8 {
 		r.align = 8
 	}
