@@ -363,7 +363,7 @@ const (
 
 const (
 	elfOSABIGNU  = elf.ELFOSABI_LINUX // ELFOSABI_GNU
-	ntGNUBuildID = elfobj.NT_GNU_BUILD_ID
+	ntGNUBuildID = 3                  // NT_GNU_BUILD_ID
 	dtRELRSZ     = 35
 	dtRELR       = 36
 )

@@ -106,15 +106,15 @@ type headerLayout struct {
 }
 
 var (
-	layout32 = headerLayout{phoff: 28, shoff: 32, phentsize: 42, phnum: 44, shentsize: 46, shnum: 48, shstrndx: 50}
-	layout64 = headerLayout{phoff: 32, shoff: 40, phentsize: 54, phnum: 56, shentsize: 58, shnum: 60, shstrndx: 62}
+	hdrLayout32 = headerLayout{phoff: 28, shoff: 32, phentsize: 42, phnum: 44, shentsize: 46, shnum: 48, shstrndx: 50}
+	hdrLayout64 = headerLayout{phoff: 32, shoff: 40, phentsize: 54, phnum: 56, shentsize: 58, shnum: 60, shstrndx: 62}
 )
 
 func (h *Header) layout() *headerLayout {
 	if h.is64 {
-		return &layout64
+		return &hdrLayout64
 	}
-	return &layout32
+	return &hdrLayout32
 }
 
 func formatErr(section string, off uint64, field, format string, args ...any) *dwarf.FormatError {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 )
 
-// NT_GNU_BUILD_ID is the type of the note, owner "GNU", whose descriptor
-// is the file's build ID (binutils include/elf/common.h); debug/elf does
-// not name it.
-const NT_GNU_BUILD_ID = 3
+// NT_GNU_BUILD_ID is the type of the GNU build-ID note (owner "GNU"),
+// which debug/elf does not name. (The writer declares the same constant:
+// when both are merged, keep one.)
+const NT_GNU_BUILD_ID elf.NType = 3
 
 // Note is one note (gABI "Note Section"): owner name, type and
 // descriptor. Name and Desc alias the bytes the [NoteReader] reads.
@@ -17,7 +17,7 @@ type Note struct {
 	// Name is the owner's name without its terminating NUL bytes
 	// ("GNU", "CORE", "LINUX", "Go").
 	Name []byte
-	Type uint32
+	Type elf.NType // n_type
 	Desc []byte
 	// Offset is the offset of the note header, DescOffset that of the
 	// descriptor: the reader's base plus their place in its bytes (file
@@ -82,7 +82,7 @@ func (r *NoteReader) Next() (Note, bool) {
 	}
 	namesz := uint64(r.h.u32(r.b[at:]))
 	descsz := uint64(r.h.u32(r.b[at+4:]))
-	typ := r.h.u32(r.b[at+8:])
+	typ := elf.NType(r.h.u32(r.b[at+8:]))
 	off := at + noteHdrSize
 	if namesz > n-off {
 		r.err = formatErr(r.section, r.base+at, "n_namesz", "note name of %d bytes runs past the end of %s (%d bytes left)", namesz, r.section, n-off)

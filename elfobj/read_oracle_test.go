@@ -215,7 +215,7 @@ func compareNotes(f *File, i int, b []byte, off, align uint64, order binary.Byte
 		}
 		name := bytes.TrimRight(b[pos+12:pos+12+namesz], "\x00")
 		desc := b[pos+dOff : pos+dOff+descsz]
-		if !bytes.Equal(n.Name, name) || n.Type != order.Uint32(b[pos+8:]) || !bytes.Equal(n.Desc, desc) || n.Offset != off+pos {
+		if !bytes.Equal(n.Name, name) || n.Type != elf.NType(order.Uint32(b[pos+8:])) || !bytes.Equal(n.Desc, desc) || n.Offset != off+pos {
 			return fmt.Errorf("note of section %d at %#x: %q %d %x at %#x, want %q %x", i, off+pos, n.Name, n.Type, n.Desc, n.Offset, name, desc)
 		}
 		pos = min(uint64(len(b)), pos+dOff+pad(descsz))

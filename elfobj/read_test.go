@@ -17,12 +17,12 @@ import (
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-// TestExtendedNumbering: an object with 66,000 sections, as GNU as writes
+// TestReadExtendedNumbering: an object with 66,000 sections, as GNU as writes
 // it (e_shnum 0 with the count in section 0's sh_size, e_shstrndx
 // SHN_XINDEX with the index in its sh_link, symbols in sections above
 // SHN_LORESERVE through SHT_SYMTAB_SHNDX), reads as debug/elf reads it,
 // and every symbol's section is resolved to the section of its name.
-func TestExtendedNumbering(t *testing.T) {
+func TestReadExtendedNumbering(t *testing.T) {
 	as := tooltest.Require(t, "as")
 	const n = 66000
 	var src strings.Builder
@@ -292,12 +292,12 @@ func TestNotes(t *testing.T) {
 	le := binary.LittleEndian
 	for _, note := range []struct {
 		name string
-		typ  uint32
+		typ  elf.NType
 		desc []byte
 	}{{"GNU\x00", NT_GNU_BUILD_ID, bytes.Repeat([]byte{0xab}, 20)}, {"CORE\x00", 1, []byte{1, 2, 3}}} {
 		body = le.AppendUint32(body, uint32(len(note.name)))
 		body = le.AppendUint32(body, uint32(len(note.desc)))
-		body = le.AppendUint32(body, note.typ)
+		body = le.AppendUint32(body, uint32(note.typ))
 		body = append(body, note.name...)
 		for len(body)%4 != 0 {
 			body = append(body, 0)

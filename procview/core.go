@@ -337,7 +337,7 @@ func (c *Core) decodeNotes(b []byte, base uint64, seen *noteSeen) error {
 	le := binary.LittleEndian
 	r := elfobj.NewNoteReader(b, base, elf.ELFDATA2LSB, 4, "core notes")
 	for n, ok := r.Next(); ok; n, ok = r.Next() {
-		name, typ, desc, descAt := string(n.Name), n.Type, n.Desc, n.DescOffset
+		name, typ, desc, descAt := string(n.Name), uint32(n.Type), n.Desc, n.DescOffset
 		if name != "CORE" {
 			continue
 		}
