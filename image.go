@@ -1,16 +1,18 @@
 package elfimage
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/elfimage/elfimage/jit/gdbjit"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // FormatError reports an image that the loader or the section-table reader
@@ -223,86 +225,89 @@ func (im *Image) Sections() (_ []SectionHeader, err error) {
 // little-endian file data (whose ELF header the loader already checked, but
 // it is checked again here so that the fuzzer can call this alone).
 func parseSections(path string, data []byte) ([]SectionHeader, error) {
+	_, secs, err := parseSectionTable(path, data)
+	return secs, err
+}
+
+// parseSectionTable is parseSections, also returning the file as the ELF
+// reader sees it. The reader (elfobj) decodes the tables and checks what
+// any ELF file must satisfy; the image's own rules are checked here: an
+// ELF64 little-endian file whose section header table, if any, has no
+// extended numbering, a section name table, 8-byte alignment after the
+// ELF header, and no SHT_NOBITS section placed past the end of the file.
+func parseSectionTable(path string, data []byte) (*elfobj.File, []SectionHeader, error) {
 	d := decoder{path: path, data: data}
 	if len(data) < ehdrSize {
-		return nil, d.errorf(0, "ELF header", "file is %d bytes, shorter than the ELF header", len(data))
+		return nil, nil, d.errorf(0, "ELF header", "file is %d bytes, shorter than the ELF header", len(data))
 	}
-	h := decodeHeader(data)
-	if h.Shoff == 0 {
-		if h.Shnum != 0 {
-			return nil, d.errorf(offShnum, "e_shnum", "%d sections but e_shoff is 0", h.Shnum)
-		}
-		return nil, nil
-	}
-	if h.Shentsize != shdrSize {
-		return nil, d.errorf(offShentsize, "e_shentsize", "is %d, want %d", h.Shentsize, shdrSize)
-	}
-	if h.Shnum == 0 {
-		return nil, d.errorf(offShnum, "e_shnum", "extended section numbering (e_shnum 0) not supported")
-	}
-	if h.Shstrndx == uint16(elf.SHN_XINDEX) {
-		return nil, d.errorf(offShstrndx, "e_shstrndx", "extended section numbering (SHN_XINDEX) not supported")
-	}
-	if h.Shstrndx == uint16(elf.SHN_UNDEF) || h.Shstrndx >= h.Shnum {
-		return nil, d.errorf(offShstrndx, "e_shstrndx", "index %d not in [1, %d)", h.Shstrndx, h.Shnum)
+	h, err := elfobj.DecodeHeader(data)
+	if err != nil {
+		return nil, nil, objError(path, err)
 	}
 	switch {
-	case h.Shoff < ehdrSize:
-		return nil, d.errorf(offShoff, "e_shoff", "section header table at %#x overlaps the ELF header", h.Shoff)
-	case h.Shoff%8 != 0:
-		return nil, d.errorf(offShoff, "e_shoff", "section header table at %#x not 8-byte aligned", h.Shoff)
+	case h.Class != elf.ELFCLASS64:
+		return nil, nil, d.errorf(uint64(elf.EI_CLASS), "e_ident[EI_CLASS]", "class %v, want ELFCLASS64", h.Class)
+	case h.Data != elf.ELFDATA2LSB:
+		return nil, nil, d.errorf(uint64(elf.EI_DATA), "e_ident[EI_DATA]", "data encoding %v, want ELFDATA2LSB", h.Data)
 	}
-	n := uint64(h.Shnum)
-	tab, err := d.span(h.Shoff, n*shdrSize, "e_shoff", "section header table")
+	if h.Shoff != 0 {
+		switch {
+		case h.Shentsize != shdrSize:
+			return nil, nil, d.errorf(offShentsize, "e_shentsize", "is %d, want %d", h.Shentsize, shdrSize)
+		case h.Shnum == 0:
+			return nil, nil, d.errorf(offShnum, "e_shnum", "extended section numbering (e_shnum 0) not supported")
+		case h.Shstrndx == uint16(elf.SHN_XINDEX):
+			return nil, nil, d.errorf(offShstrndx, "e_shstrndx", "extended section numbering (SHN_XINDEX) not supported")
+		case h.Shstrndx == uint16(elf.SHN_UNDEF) || h.Shstrndx >= h.Shnum:
+			return nil, nil, d.errorf(offShstrndx, "e_shstrndx", "index %d not in [1, %d)", h.Shstrndx, h.Shnum)
+		case h.Shoff < ehdrSize:
+			return nil, nil, d.errorf(offShoff, "e_shoff", "section header table at %#x overlaps the ELF header", h.Shoff)
+		case h.Shoff%8 != 0:
+			return nil, nil, d.errorf(offShoff, "e_shoff", "section header table at %#x not 8-byte aligned", h.Shoff)
+		}
+	}
+	f, err := elfobj.NewBytes(data)
 	if err != nil {
-		err.Offset = offShoff // the field, not where it points
-		return nil, err
+		return nil, nil, objError(path, err)
 	}
-	raw := make([]elf.Section64, n)
-	for i := range raw {
-		off := h.Shoff + uint64(i)*shdrSize
-		s := decodeSection(tab[i*shdrSize:])
-		raw[i] = s
-		if s.Type != uint32(elf.SHT_NOBITS) {
-			if _, err := d.span(s.Off, s.Size, fmt.Sprintf("sh_offset of section %d", i), "section"); err != nil {
-				// Report the size field when the offset alone is fine.
-				if s.Off <= uint64(len(data)) {
-					err.Field = fmt.Sprintf("sh_size of section %d", i)
-					err.Offset = off + 32
-				} else {
-					err.Offset = off + 24
-				}
-				return nil, err
-			}
-		} else if s.Off > uint64(len(data)) {
-			return nil, d.errorf(off+24, fmt.Sprintf("sh_offset of section %d", i), "offset %#x past end of file (%#x bytes)", s.Off, len(data))
-		}
+	if len(f.Sections) == 0 {
+		return f, nil, nil
 	}
-	strs := raw[h.Shstrndx]
-	if strs.Type != uint32(elf.SHT_STRTAB) {
-		return nil, d.errorf(h.Shoff+uint64(h.Shstrndx)*shdrSize+4, fmt.Sprintf("sh_type of section %d", h.Shstrndx),
-			"e_shstrndx names a section of type %v, not SHT_STRTAB", elf.SectionType(strs.Type))
-	}
-	strtab := data[strs.Off : strs.Off+strs.Size]
-	out := make([]SectionHeader, n)
-	for i, s := range raw {
-		if uint64(s.Name) >= uint64(len(strtab)) {
-			return nil, d.errorf(h.Shoff+uint64(i)*shdrSize, fmt.Sprintf("sh_name of section %d", i),
-				"name offset %#x outside .shstrtab (%#x bytes)", s.Name, len(strtab))
-		}
-		name := strtab[s.Name:]
-		end := bytes.IndexByte(name, 0)
-		if end < 0 {
-			return nil, d.errorf(h.Shoff+uint64(i)*shdrSize, fmt.Sprintf("sh_name of section %d", i),
-				"name at .shstrtab offset %#x not NUL-terminated", s.Name)
+	out := make([]SectionHeader, len(f.Sections))
+	for i, s := range f.Sections {
+		if s.Type == elf.SHT_NOBITS && s.Offset > uint64(len(data)) {
+			return nil, nil, d.errorf(f.SectionHeaderOffset(i)+24, fmt.Sprintf("sh_offset of section %d", i), "offset %#x past end of file (%#x bytes)", s.Offset, len(data))
 		}
 		out[i] = SectionHeader{
-			Name: string(name[:end]), Type: elf.SectionType(s.Type), Flags: elf.SectionFlag(s.Flags),
-			Addr: s.Addr, Offset: s.Off, Size: s.Size, Link: s.Link, Info: s.Info,
-			Addralign: s.Addralign, Entsize: s.Entsize,
+			Name: s.Name, Type: s.Type, Flags: s.Flags, Addr: s.Addr, Offset: s.Offset, Size: s.FileSize,
+			Link: s.Link, Info: s.Info, Addralign: s.Addralign, Entsize: s.Entsize,
 		}
 	}
-	return out, nil
+	return f, out, nil
+}
+
+// objError turns an error of the ELF reader (a *dwarf.FormatError whose
+// Section names the structure) into the loader's *FormatError for path:
+// fields of section and program headers are named "sh_size of section 5",
+// "p_offset of program header 2"; fields of the ELF header and of notes
+// keep their name; others are prefixed with their section's name
+// (".symtab sh_size"). Other errors are returned wrapped with the path.
+func objError(path string, err error) error {
+	var fe *dwarf.FormatError
+	if !errors.As(err, &fe) {
+		return fmt.Errorf("elfimage: %s: %w", path, err)
+	}
+	field := fe.Field
+	switch {
+	case fe.Section == "ELF header", fe.Section == "PT_NOTE":
+	case strings.HasPrefix(fe.Section, "section header "):
+		field += " of section " + strings.TrimPrefix(fe.Section, "section header ")
+	case strings.HasPrefix(fe.Section, "program header "):
+		field += " of " + fe.Section
+	default:
+		field = fe.Section + " " + field
+	}
+	return &FormatError{Path: path, Offset: fe.Offset, Field: field, Msg: fe.Msg}
 }
 
 // ELF64 structure sizes and ELF header field offsets (System V gABI, "ELF
@@ -329,45 +334,6 @@ const (
 )
 
 var le = binary.LittleEndian
-
-// decodeHeader decodes an Elf64_Ehdr from b (len(b) >= 64).
-func decodeHeader(b []byte) elf.Header64 {
-	var h elf.Header64
-	copy(h.Ident[:], b[:16])
-	h.Type = le.Uint16(b[16:])
-	h.Machine = le.Uint16(b[18:])
-	h.Version = le.Uint32(b[20:])
-	h.Entry = le.Uint64(b[24:])
-	h.Phoff = le.Uint64(b[32:])
-	h.Shoff = le.Uint64(b[40:])
-	h.Flags = le.Uint32(b[48:])
-	h.Ehsize = le.Uint16(b[52:])
-	h.Phentsize = le.Uint16(b[54:])
-	h.Phnum = le.Uint16(b[56:])
-	h.Shentsize = le.Uint16(b[58:])
-	h.Shnum = le.Uint16(b[60:])
-	h.Shstrndx = le.Uint16(b[62:])
-	return h
-}
-
-// decodeProg decodes an Elf64_Phdr from b (len(b) >= 56).
-func decodeProg(b []byte) elf.Prog64 {
-	return elf.Prog64{
-		Type: le.Uint32(b[0:]), Flags: le.Uint32(b[4:]), Off: le.Uint64(b[8:]),
-		Vaddr: le.Uint64(b[16:]), Paddr: le.Uint64(b[24:]), Filesz: le.Uint64(b[32:]),
-		Memsz: le.Uint64(b[40:]), Align: le.Uint64(b[48:]),
-	}
-}
-
-// decodeSection decodes an Elf64_Shdr from b (len(b) >= 64).
-func decodeSection(b []byte) elf.Section64 {
-	return elf.Section64{
-		Name: le.Uint32(b[0:]), Type: le.Uint32(b[4:]), Flags: le.Uint64(b[8:]),
-		Addr: le.Uint64(b[16:]), Off: le.Uint64(b[24:]), Size: le.Uint64(b[32:]),
-		Link: le.Uint32(b[40:]), Info: le.Uint32(b[44:]), Addralign: le.Uint64(b[48:]),
-		Entsize: le.Uint64(b[56:]),
-	}
-}
 
 // decoder builds *FormatError values for one file.
 type decoder struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/elfimage/elfimage/addrmap"
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // LoadOptions tunes [Open] and [Load]. A nil *LoadOptions means the zero
@@ -347,6 +348,9 @@ type plan struct {
 	tail           map[elf.ProgType][]byte // PTProcTable etc.: bytes not read at load
 }
 
+// image64 decodes the tables of images, which are ELF64 little-endian.
+var image64, _ = elfobj.HeaderFor(elf.ELFCLASS64, elf.ELFDATA2LSB)
+
 // Program header field offsets.
 const (
 	offPFlags  = 4
@@ -358,8 +362,8 @@ const (
 )
 
 const (
-	elfOSABIGNU  = 3 // ELFOSABI_GNU (= ELFOSABI_LINUX)
-	ntGNUBuildID = 3 // NT_GNU_BUILD_ID
+	elfOSABIGNU  = elf.ELFOSABI_LINUX // ELFOSABI_GNU
+	ntGNUBuildID = 3                  // NT_GNU_BUILD_ID
 	dtRELRSZ     = 35
 	dtRELR       = 36
 )
@@ -373,32 +377,32 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	if len(data) < ehdrSize {
 		return nil, d.errorf(uint64(len(data)), "ELF header", "file is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)
 	}
-	h := decodeHeader(data)
-	id := &h.Ident
+	h, err := elfobj.DecodeHeader(data)
+	if err != nil {
+		return nil, objError(path, err) // bad magic, class or data encoding
+	}
 	switch {
-	case string(id[:4]) != elf.ELFMAG:
-		return nil, d.errorf(0, "e_ident[EI_MAG]", "bad magic %q", id[:4])
-	case elf.Class(id[elf.EI_CLASS]) != elf.ELFCLASS64:
-		return nil, d.errorf(uint64(elf.EI_CLASS), "e_ident[EI_CLASS]", "class %v, want ELFCLASS64", elf.Class(id[elf.EI_CLASS]))
-	case elf.Data(id[elf.EI_DATA]) != elf.ELFDATA2LSB:
-		return nil, d.errorf(uint64(elf.EI_DATA), "e_ident[EI_DATA]", "data encoding %v, want ELFDATA2LSB", elf.Data(id[elf.EI_DATA]))
-	case elf.Version(id[elf.EI_VERSION]) != elf.EV_CURRENT:
-		return nil, d.errorf(uint64(elf.EI_VERSION), "e_ident[EI_VERSION]", "version %d, want 1", id[elf.EI_VERSION])
-	case id[elf.EI_OSABI] != byte(elf.ELFOSABI_NONE) && id[elf.EI_OSABI] != elfOSABIGNU:
-		return nil, d.errorf(uint64(elf.EI_OSABI), "e_ident[EI_OSABI]", "OS ABI %v, want ELFOSABI_NONE or ELFOSABI_LINUX", elf.OSABI(id[elf.EI_OSABI]))
-	case elf.Type(h.Type) != elf.ET_DYN:
-		return nil, d.errorf(offType, "e_type", "type %v, want ET_DYN", elf.Type(h.Type))
-	case elf.Machine(h.Machine) != a.Machine:
-		return nil, d.errorf(offMachine, "e_machine", "machine %v, want %v", elf.Machine(h.Machine), a.Machine)
-	case h.Version != uint32(elf.EV_CURRENT):
-		return nil, d.errorf(offVersion, "e_version", "version %d, want 1", h.Version)
+	case h.Class != elf.ELFCLASS64:
+		return nil, d.errorf(uint64(elf.EI_CLASS), "e_ident[EI_CLASS]", "class %v, want ELFCLASS64", h.Class)
+	case h.Data != elf.ELFDATA2LSB:
+		return nil, d.errorf(uint64(elf.EI_DATA), "e_ident[EI_DATA]", "data encoding %v, want ELFDATA2LSB", h.Data)
+	case h.Version != elf.EV_CURRENT:
+		return nil, d.errorf(uint64(elf.EI_VERSION), "e_ident[EI_VERSION]", "version %d, want 1", h.Version)
+	case h.OSABI != elf.ELFOSABI_NONE && h.OSABI != elfOSABIGNU:
+		return nil, d.errorf(uint64(elf.EI_OSABI), "e_ident[EI_OSABI]", "OS ABI %v, want ELFOSABI_NONE or ELFOSABI_LINUX", h.OSABI)
+	case h.Type != elf.ET_DYN:
+		return nil, d.errorf(offType, "e_type", "type %v, want ET_DYN", h.Type)
+	case h.Machine != a.Machine:
+		return nil, d.errorf(offMachine, "e_machine", "machine %v, want %v", h.Machine, a.Machine)
+	case h.ObjectVersion != uint32(elf.EV_CURRENT):
+		return nil, d.errorf(offVersion, "e_version", "version %d, want 1", h.ObjectVersion)
 	case h.Ehsize != ehdrSize:
 		return nil, d.errorf(offEhsize, "e_ehsize", "is %d, want %d", h.Ehsize, ehdrSize)
 	case h.Phentsize != phdrSize:
 		return nil, d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
 	case h.Phnum == 0:
 		return nil, d.errorf(offPhnum, "e_phnum", "no program headers")
-	case h.Phnum == 0xffff: // PN_XNUM
+	case h.Phnum == elfobj.PN_XNUM:
 		return nil, d.errorf(offPhnum, "e_phnum", "extended numbering (PN_XNUM) not supported")
 	}
 	switch {
@@ -413,26 +417,34 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 		return nil, ferr
 	}
 
-	p := &plan{entry: h.Entry}
+	// Decode the program headers once, on the stack for the usual
+	// handful.
+	var stack [16]elf.ProgHeader
+	phs := stack[:0]
+	if int(h.Phnum) > len(stack) {
+		phs = make([]elf.ProgHeader, 0, h.Phnum)
+	}
 	nload := 0
 	for i := range int(h.Phnum) {
-		if elf.ProgType(le.Uint32(phtab[i*phdrSize:])) == elf.PT_LOAD {
+		phs = append(phs, h.DecodeProg(phtab[i*phdrSize:]))
+		if phs[i].Type == elf.PT_LOAD {
 			nload++
 		}
 	}
+	p := &plan{entry: h.Entry}
 	if nload == 0 {
 		return nil, d.errorf(h.Phoff, "program header table", "no PT_LOAD segment")
 	}
 	p.segs = make([]Segment, 0, nload)
 	var dynIdx, ehIdx = -1, -1
 	var prevEnd, firstAt uint64
-	for i := range int(h.Phnum) {
-		ph := decodeProg(phtab[i*phdrSize:])
+	for i := range phs {
+		ph := &phs[i]
 		at := h.Phoff + uint64(i)*phdrSize
 		field := func(f string) string { return fmt.Sprintf("%s of program header %d", f, i) }
-		switch elf.ProgType(ph.Type) {
+		switch ph.Type {
 		case elf.PT_LOAD:
-			flags := elf.ProgFlag(ph.Flags)
+			flags := ph.Flags
 			switch {
 			case flags&^(elf.PF_R|elf.PF_W|elf.PF_X) != 0:
 				return nil, d.errorf(at+offPFlags, field("p_flags"), "unknown flags %#x", ph.Flags)
@@ -477,11 +489,11 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			}
 			ehIdx = i
 		case elf.PT_INTERP, elf.PT_TLS:
-			return nil, d.errorf(at, field("p_type"), "%v not supported", elf.ProgType(ph.Type))
+			return nil, d.errorf(at, field("p_type"), "%v not supported", ph.Type)
 		case PTProcTable, PTLineProgram, PTLineStrings:
 			// Only the bounds are checked: these point into the tail,
 			// which is read on the first query.
-			t := elf.ProgType(ph.Type)
+			t := ph.Type
 			switch {
 			case p.tail[t] != nil:
 				return nil, d.errorf(at, field("p_type"), "second program header of type %#x", ph.Type)
@@ -511,10 +523,10 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	}
 
 	// Second pass: the headers that point into loaded segments.
-	for i := range int(h.Phnum) {
-		ph := decodeProg(phtab[i*phdrSize:])
+	for i := range phs {
+		ph := &phs[i]
 		at := h.Phoff + uint64(i)*phdrSize
-		t := elf.ProgType(ph.Type)
+		t := ph.Type
 		if t != elf.PT_DYNAMIC && t != elf.PT_NOTE && t != elf.PT_GNU_EH_FRAME {
 			continue
 		}
@@ -527,7 +539,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 		body := data[ph.Off : ph.Off+ph.Filesz]
 		switch t {
 		case elf.PT_NOTE:
-			if err := p.parseNotes(d, ph, body); err != nil {
+			if err := p.parseNotes(d, elf.Prog64{Off: ph.Off, Align: ph.Align}, body); err != nil {
 				return nil, err
 			}
 		case elf.PT_GNU_EH_FRAME:
@@ -560,39 +572,17 @@ func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
 }
 
 // parseNotes scans the notes of one PT_NOTE segment (gABI "Note Section")
-// for the first NT_GNU_BUILD_ID of owner "GNU".
+// at file offset ph.Off, aligned to ph.Align, for the first NT_GNU_BUILD_ID
+// of owner "GNU".
 func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body []byte) error {
-	align := uint64(4)
-	if ph.Align == 8 {
-		align = 8
+	r := elfobj.NewNoteReader(body, ph.Off, elf.ELFDATA2LSB, ph.Align, "PT_NOTE")
+	for n, ok := r.Next(); ok; n, ok = r.Next() {
+		if n.Type == elfobj.NT_GNU_BUILD_ID && string(n.Name) == "GNU" && p.buildID == nil {
+			p.buildID = n.Desc
+		}
 	}
-	off := uint64(0)
-	n := uint64(len(body))
-	for off < n {
-		at := ph.Off + off
-		if n-off < 12 {
-			return d.errorf(at, "note header", "truncated note header (%d bytes left)", n-off)
-		}
-		namesz := uint64(le.Uint32(body[off:]))
-		descsz := uint64(le.Uint32(body[off+4:]))
-		typ := le.Uint32(body[off+8:])
-		off += 12
-		if namesz > n-off {
-			return d.errorf(at, "n_namesz", "note name of %d bytes runs past the end of PT_NOTE", namesz)
-		}
-		name := body[off : off+namesz]
-		off += alignUp(namesz, align)
-		if off > n || descsz > n-off {
-			return d.errorf(at+4, "n_descsz", "note descriptor of %d bytes runs past the end of PT_NOTE", descsz)
-		}
-		desc := body[off : off+descsz : off+descsz]
-		off += alignUp(descsz, align)
-		if typ == ntGNUBuildID && string(name) == "GNU\x00" && p.buildID == nil {
-			p.buildID = desc
-		}
-		if off > n {
-			off = n // padding of the last note may be omitted
-		}
+	if err := r.Err(); err != nil {
+		return objError(d.path, err)
 	}
 	return nil
 }
@@ -605,9 +595,7 @@ func (p *plan) parseDynamic(d *decoder, off uint64, body []byte) error {
 	var where [4]uint64
 	terminated := false
 	for i := uint64(0); (i+1)*dynSize <= uint64(len(body)); i++ {
-		e := body[i*dynSize:]
-		tag := elf.DynTag(int64(le.Uint64(e)))
-		val := le.Uint64(e[8:])
+		tag, val := image64.DecodeDyn(body[i*dynSize:])
 		at := off + i*dynSize
 		k := -1
 		switch tag {
@@ -685,14 +673,14 @@ func relocate(path string, data []byte, base uint64, p *plan, a *arch.Arch, writ
 	d := &decoder{path: path, data: data}
 	for i := range p.relaCount {
 		at := p.relaOff + i*relaSize
-		r := data[at : at+relaSize]
-		off, info, addend := le.Uint64(r), le.Uint64(r[8:]), le.Uint64(r[16:])
-		if typ := uint32(info); typ != a.RelocRelative {
+		r := image64.DecodeRel(data[at:at+relaSize], true)
+		off, addend := r.Off, uint64(r.Addend)
+		if r.Type != a.RelocRelative {
 			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "type %s, want %s",
-				relocName(a, typ), relocName(a, a.RelocRelative))
+				elfobj.RelocTypeName(a.Machine, r.Type), elfobj.RelocTypeName(a.Machine, a.RelocRelative))
 		}
-		if sym := info >> 32; sym != 0 {
-			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "symbol %d, want 0 for a relative relocation", sym)
+		if r.Sym != 0 {
+			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "symbol %d, want 0 for a relative relocation", r.Sym)
 		}
 		s, ok := p.segmentOf(off, 8)
 		if !ok || s.Flags&elf.PF_W == 0 {
@@ -704,14 +692,4 @@ func relocate(path string, data []byte, base uint64, p *plan, a *arch.Arch, writ
 		}
 	}
 	return nil
-}
-
-func relocName(a *arch.Arch, t uint32) string {
-	switch a.Machine {
-	case elf.EM_X86_64:
-		return elf.R_X86_64(t).String()
-	case elf.EM_AARCH64:
-		return elf.R_AARCH64(t).String()
-	}
-	return fmt.Sprintf("%d", t)
 }

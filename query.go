@@ -14,6 +14,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/meta"
 )
 
@@ -165,30 +166,24 @@ func (im *Image) readSymbols() ([]procSym, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(symtab)%symSize != 0 {
-		return nil, &FormatError{Path: im.path, Field: ".symtab sh_size", Msg: fmt.Sprintf("size %#x is not a multiple of %d", len(symtab), symSize)}
+	t, err := elfobj.NewSymbolTable(elf.ELFCLASS64, elf.ELFDATA2LSB, ".symtab", symtab, strtab)
+	if err != nil {
+		return nil, objError(im.path, err)
 	}
-	le := binary.LittleEndian
 	var syms []procSym
-	for i := 1; i < len(symtab)/symSize; i++ {
-		b := symtab[i*symSize:]
-		info := b[4]
-		if elf.ST_TYPE(info) != elf.STT_FUNC {
+	for i := 1; i < t.Len(); i++ {
+		sym := t.Sym(i)
+		if sym.Type() != elf.STT_FUNC || sym.Size == 0 {
 			continue
 		}
-		size := le.Uint64(b[16:])
-		if size == 0 {
-			continue
-		}
-		name, err := dwarf.CStringAt(".strtab", strtab, uint64(le.Uint32(b[0:])), fmt.Sprintf("st_name of symbol %d", i))
+		name, err := t.Name(i)
 		if err != nil {
 			return nil, err
 		}
-		start := le.Uint64(b[8:])
-		if start+size < start {
+		if sym.Value+sym.Size < sym.Value {
 			return nil, &FormatError{Path: im.path, Field: fmt.Sprintf("st_size of symbol %d", i), Msg: "address range overflows"}
 		}
-		syms = append(syms, procSym{start: start, size: size, name: name, global: elf.ST_BIND(info) == elf.STB_GLOBAL})
+		syms = append(syms, procSym{start: sym.Value, size: sym.Size, name: name, global: sym.Bind() == elf.STB_GLOBAL})
 	}
 	// Overlapping symbols keep the first in address order, so that
 	// bisection is exact.

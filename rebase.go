@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // SectionRebase is the name of the non-loaded section in which [Link]
@@ -88,28 +89,22 @@ func Rebase(data []byte, base uint64) ([]byte, error) {
 // data is parsed and validated first, and only then copied: a damaged
 // image leaves out partly written and an error.
 func rebaseInto(path string, out, data []byte, base uint64) error {
-	secs, err := parseSections(path, data)
+	f, secs, err := parseSectionTable(path, data)
 	if err != nil {
 		return err
 	}
 	d := decoder{path: path, data: data}
-	h := decodeHeader(data)
-	if h.Phentsize != phdrSize {
-		return d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
-	}
-	if _, err := d.span(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table"); err != nil {
-		return err
-	}
+	h := &f.Header
 	copy(out, data)
 	add := func(off uint64) { le.PutUint64(out[off:], le.Uint64(out[off:])+base) }
 
 	if h.Entry != 0 {
 		add(offEntry)
 	}
-	for i := range uint64(h.Phnum) {
-		off := h.Phoff + i*phdrSize
-		switch elf.ProgType(le.Uint32(data[off:])) {
+	for i, p := range f.Progs {
+		switch p.Type {
 		case elf.PT_LOAD, elf.PT_DYNAMIC, elf.PT_GNU_EH_FRAME, elf.PT_NOTE:
+			off := f.ProgHeaderOffset(i)
 			add(off + 16) // p_vaddr
 			add(off + 24) // p_paddr
 		}
@@ -117,21 +112,20 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 	var rebaseSec *SectionHeader
 	for i := range secs {
 		s := &secs[i]
-		shdr := h.Shoff + uint64(i)*shdrSize
 		if s.Flags&elf.SHF_ALLOC != 0 {
-			add(shdr + 16) // sh_addr
+			add(f.SectionHeaderOffset(i) + 16) // sh_addr
 		}
 		switch {
 		case s.Type == elf.SHT_SYMTAB:
-			if err := rebaseSymbols(&d, s, secs, add); err != nil {
+			if err := rebaseSymbols(&d, f, i, add); err != nil {
 				return err
 			}
 		case s.Type == elf.SHT_DYNAMIC:
-			if err := rebaseDynamic(&d, s, add); err != nil {
+			if err := rebaseDynamic(&d, h, s, add); err != nil {
 				return err
 			}
 		case s.Type == elf.SHT_RELA && s.Flags&elf.SHF_ALLOC != 0:
-			if err := rebaseRela(&d, s, add); err != nil {
+			if err := rebaseRela(&d, h, s, add); err != nil {
 				return err
 			}
 		case s.Name == SectionRebase && rebaseSec == nil:
@@ -147,32 +141,41 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 	return nil
 }
 
-func rebaseSymbols(d *decoder, s *SectionHeader, secs []SectionHeader, add func(uint64)) error {
-	const symSize = 24
-	if s.Entsize != symSize || s.Size%symSize != 0 {
+// rebaseSymbols moves st_value of the symbols of table i that are defined
+// in an SHF_ALLOC section.
+func rebaseSymbols(d *decoder, f *elfobj.File, i int, add func(uint64)) error {
+	s := &f.Sections[i]
+	if s.Entsize != elf.Sym64Size || s.Size%elf.Sym64Size != 0 {
 		return d.errorf(s.Offset, "sh_entsize of "+s.Name, "entry size %d and size %d do not describe Elf64_Sym entries", s.Entsize, s.Size)
 	}
-	for off := s.Offset; off < s.Offset+s.Size; off += symSize {
-		shndx := le.Uint16(d.data[off+6:])
-		if shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
+	t, err := f.Symbols(i)
+	if err != nil {
+		return objError(d.path, err)
+	}
+	for j := range t.Len() {
+		sym := t.Sym(j)
+		shndx := sym.Section
+		if shndx == elf.SHN_UNDEF || shndx >= elf.SHN_LORESERVE {
 			continue
 		}
-		if int(shndx) >= len(secs) {
-			return d.errorf(off+6, "st_shndx", "section index %d out of range (%d sections)", shndx, len(secs))
+		off := t.Offset + uint64(j)*elf.Sym64Size
+		if int(shndx) >= len(f.Sections) {
+			return d.errorf(off+6, "st_shndx", "section index %d out of range (%d sections)", shndx, len(f.Sections))
 		}
-		if secs[shndx].Flags&elf.SHF_ALLOC != 0 {
+		if f.Sections[shndx].Flags&elf.SHF_ALLOC != 0 {
 			add(off + 8) // st_value
 		}
 	}
 	return nil
 }
 
-func rebaseDynamic(d *decoder, s *SectionHeader, add func(uint64)) error {
+func rebaseDynamic(d *decoder, h *elfobj.Header, s *SectionHeader, add func(uint64)) error {
 	if s.Size%dynSize != 0 {
 		return d.errorf(s.Offset, "sh_size of "+s.Name, "size %d is not a multiple of %d", s.Size, dynSize)
 	}
 	for off := s.Offset; off < s.Offset+s.Size; off += dynSize {
-		switch elf.DynTag(le.Uint64(d.data[off:])) {
+		tag, _ := h.DecodeDyn(d.data[off:])
+		switch tag {
 		case elf.DT_NULL:
 			return nil
 		case elf.DT_RELA, elf.DT_STRTAB, elf.DT_SYMTAB:
@@ -182,13 +185,13 @@ func rebaseDynamic(d *decoder, s *SectionHeader, add func(uint64)) error {
 	return nil
 }
 
-func rebaseRela(d *decoder, s *SectionHeader, add func(uint64)) error {
+func rebaseRela(d *decoder, h *elfobj.Header, s *SectionHeader, add func(uint64)) error {
 	if s.Size%relaSize != 0 {
 		return d.errorf(s.Offset, "sh_size of "+s.Name, "size %d is not a multiple of %d", s.Size, relaSize)
 	}
 	for off := s.Offset; off < s.Offset+s.Size; off += relaSize {
 		add(off) // r_offset
-		if elf.R_X86_64(le.Uint64(d.data[off+8:])&0xffffffff) == elf.R_X86_64_RELATIVE {
+		if elf.R_X86_64(h.DecodeRel(d.data[off:], true).Type) == elf.R_X86_64_RELATIVE {
 			add(off + 16) // r_addend
 		}
 	}

@@ -2,8 +2,6 @@ package ccache
 
 import (
 	"crypto/sha256"
-	"debug/elf"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // DefaultMaxBytes is the default bound on the total size of a cache's
@@ -159,23 +159,23 @@ func ExecutableID() string { return executableID() }
 // goBuildID returns the Go build ID recorded in the ELF executable at path
 // (note "Go", type 4, in section .note.go.buildid), or "" when none.
 func goBuildID(path string) string {
-	f, err := elf.Open(path)
+	f, err := elfobj.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	s := f.Section(".note.go.buildid")
-	if s == nil || s.Size > 4096 {
+	i := f.FindSection(".note.go.buildid")
+	if i < 0 || f.Sections[i].Size > 4096 {
 		return ""
 	}
-	b, err := s.Data()
-	if err != nil || len(b) < 16 {
+	r, err := f.SectionNotes(i)
+	if err != nil {
 		return ""
 	}
-	le := binary.LittleEndian
-	namesz, descsz, typ := le.Uint32(b), le.Uint32(b[4:]), le.Uint32(b[8:])
-	if namesz != 4 || typ != 4 || string(b[12:16]) != "Go\x00\x00" || uint64(descsz) > uint64(len(b)-16) {
-		return ""
+	for n, ok := r.Next(); ok; n, ok = r.Next() {
+		if n.Type == 4 && string(n.Name) == "Go" {
+			return string(n.Desc)
+		}
 	}
-	return string(b[16 : 16+descsz])
+	return ""
 }

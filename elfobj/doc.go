@@ -10,8 +10,36 @@
 //
 // # Reading
 //
-// Type File is the reader; this section describes it once it lands
-// (files read*.go).
+// [File] reads an ELF file of either class (ELFCLASS32, ELFCLASS64) and
+// either byte order from an [io.ReaderAt] ([NewFile], [Open]) or from
+// bytes already in memory ([NewBytes]: a mapped image, whose section
+// contents are then returned as subslices, without a copy). It decodes
+// the file header, the program header table and the section header table
+// (System V gABI, chapter 4 "Object Files": "ELF Header", "Sections",
+// chapter 5 "Program Header"), resolving the extended numbering escapes:
+// e_shnum 0 takes the count from section header 0's sh_size, e_shstrndx
+// SHN_XINDEX from its sh_link, e_phnum PN_XNUM from its sh_info. On top of
+// the tables it reads notes ([NoteReader], [File.BuildID]), symbol tables
+// ([SymbolTable]: .symtab and .dynsym with SHT_SYMTAB_SHNDX), compressed
+// sections ([File.SectionData]: SHF_COMPRESSED with ELFCOMPRESS_ZLIB or
+// ELFCOMPRESS_ZSTD, and GNU .zdebug_ sections), and relocations of
+// relocatable objects ([File.Relocated]: what a reader of an ET_REL
+// file's DWARF and .eh_frame must apply first).
+//
+// Callers that must decode headers from a small buffer without allocating
+// (the image loader) use [DecodeHeader] and the Decode methods of
+// [Header] directly; they know nothing of the tables' placement rules and
+// never allocate.
+//
+// Every decoder treats its input as hostile: a malformed file gives a
+// *dwarf.FormatError whose Section names the structure ("ELF header",
+// "program header 2", "section header 5", ".symtab", ".rela.debug_info"),
+// whose Offset is the file offset of the offending field (for structures
+// read from a byte slice that is not a whole file, the offset given by
+// the caller plus the field's place in the slice) and whose Field is the
+// field's gABI name ("e_phoff", "sh_size", "r_info"). Every table and
+// every section is checked against the file size before anything is
+// allocated for it, and every loop is bounded by the input's size.
 //
 // # Writing
 //

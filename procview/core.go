@@ -12,6 +12,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/unwind"
 )
 
@@ -22,8 +23,6 @@ const (
 	ntAUXV    = 6
 	ntSIGINFO = 0x53494749 // "SIGI"
 	ntFILE    = 0x46494c45 // "FILE"
-
-	pnXNUM = 0xffff // e_phnum: the count is in section header 0
 
 	atNull        = 0
 	atPHDR        = 3
@@ -226,10 +225,12 @@ func coreErr(section string, off uint64, field, msg string) error {
 // NT_AUXV, NT_FILE (count, page size, count (start, end, page offset)
 // triples, then count NUL-terminated names) and NT_SIGINFO, all with
 // owner "CORE"; other notes (registers of other kinds, "LINUX" notes) are
-// skipped. Memory is not read: ReadAt reads it on demand.
+// skipped. The header, program headers and notes are decoded by package
+// elfobj. Memory is not read: ReadAt reads it on demand.
 //
 // Errors are *dwarf.FormatError naming the file offset and the field,
-// with Section "core header", "core program headers", "core notes", or the
+// with Section "core header", "ELF header" (elfobj's checks of the program
+// header table), "core program headers", "core notes", or the
 // note type ("NT_PRSTATUS", "NT_FILE", ...): not a core, another machine,
 // bounds exceeded (MaxCoreSegments, MaxCoreNoteBytes, MaxThreads),
 // overlapping segments, malformed notes, a core without threads, program
@@ -239,63 +240,28 @@ func coreErr(section string, off uint64, field, msg string) error {
 // the headers and the notes; allocates O(segments + notes).
 func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 	c := &Core{r: r, size: size, UID: -1}
-	le := binary.LittleEndian
-	var h [ehSize64]byte
-	if n, err := r.ReadAt(h[:], 0); n < len(h) {
-		return nil, coreErr("core header", 0, "e_ident", fmt.Sprintf("short ELF header (%d of %d bytes): %v", n, len(h), err))
+	h, err := readHeader(r, "core header", "cores")
+	if err != nil {
+		return nil, err
 	}
-	if !bytes.HasPrefix(h[:], []byte(elf.ELFMAG)) {
-		return nil, coreErr("core header", 0, "e_ident", "no ELF magic: not an ELF file")
+	if h.Type != elf.ET_CORE {
+		return nil, coreErr("core header", 16, "e_type", fmt.Sprintf("%v, want ET_CORE: not a core file", h.Type))
 	}
-	if h[elf.EI_CLASS] != byte(elf.ELFCLASS64) || h[elf.EI_DATA] != byte(elf.ELFDATA2LSB) {
-		return nil, coreErr("core header", elf.EI_CLASS, "e_ident", fmt.Sprintf("class %d data %d: only little-endian ELF64 cores are supported", h[elf.EI_CLASS], h[elf.EI_DATA]))
+	if h.Machine != elf.EM_X86_64 {
+		return nil, coreErr("core header", 18, "e_machine", fmt.Sprintf("%v: only x86-64 cores are supported", h.Machine))
 	}
-	if t := elf.Type(le.Uint16(h[16:])); t != elf.ET_CORE {
-		return nil, coreErr("core header", 16, "e_type", fmt.Sprintf("%v, want ET_CORE: not a core file", t))
-	}
-	if m := elf.Machine(le.Uint16(h[18:])); m != elf.EM_X86_64 {
-		return nil, coreErr("core header", 18, "e_machine", fmt.Sprintf("%v: only x86-64 cores are supported", m))
-	}
-	phoff := le.Uint64(h[32:])
-	shoff := le.Uint64(h[40:])
-	phentsize, phnum := le.Uint16(h[54:]), uint64(le.Uint16(h[56:]))
-	shentsize := le.Uint16(h[58:])
-	if phentsize != phentSize {
-		return nil, coreErr("core header", 54, "e_phentsize", fmt.Sprintf("%d, want %d", phentsize, phentSize))
-	}
-	if phnum == pnXNUM {
-		// The real count is sh_info of section header 0.
-		if shentsize != 64 {
-			return nil, coreErr("core header", 58, "e_shentsize", fmt.Sprintf("%d, want 64 (e_phnum is PN_XNUM: the count is in section header 0)", shentsize))
-		}
-		var sh [64]byte
-		if shoff > uint64(size) || uint64(size)-shoff < 64 {
-			return nil, coreErr("core header", 40, "e_shoff", fmt.Sprintf("section header 0 at %#x is beyond the end of the file (%d bytes): truncated core?", shoff, size))
-		}
-		if n, err := r.ReadAt(sh[:], int64(shoff)); n < len(sh) {
-			return nil, coreErr("core header", shoff, "sh_info", fmt.Sprintf("reading section header 0: %v", err))
-		}
-		phnum = uint64(le.Uint32(sh[44:]))
-	}
-	if phnum > MaxCoreSegments {
-		return nil, coreErr("core header", 56, "e_phnum", fmt.Sprintf("%d program headers, more than %d", phnum, MaxCoreSegments))
-	}
-	if phoff > uint64(size) || (uint64(size)-phoff)/phentSize < phnum {
-		return nil, coreErr("core program headers", phoff, "e_phoff", fmt.Sprintf("%d program headers of %d bytes at %#x do not fit in the file (%d bytes): truncated core?", phnum, phentSize, phoff, size))
-	}
-	ph := make([]byte, phnum*phentSize)
-	if n, err := r.ReadAt(ph, int64(phoff)); n < len(ph) {
-		return nil, coreErr("core program headers", phoff, "e_phoff", fmt.Sprintf("read %d of %d bytes: %v", n, len(ph), err))
+	phdrs, err := h.ReadProgs(r, size, MaxCoreSegments)
+	if err != nil {
+		return nil, err
 	}
 	var notes []byte
 	cut, firstCut := 0, ""                      // segments cut by the end of the file
 	type noteSeg struct{ off, start, n uint64 } // file offset, position in notes, length
 	var noteSegs []noteSeg
-	for i := uint64(0); i < phnum; i++ {
-		q := ph[i*phentSize:]
-		off := phoff + i*phentSize
-		typ, flags := elf.ProgType(le.Uint32(q)), elf.ProgFlag(le.Uint32(q[4:]))
-		pOff, vaddr, filesz, memsz := le.Uint64(q[8:]), le.Uint64(q[16:]), le.Uint64(q[32:]), le.Uint64(q[40:])
+	for i, p := range phdrs {
+		off := h.Phoff + uint64(i)*uint64(h.Phentsize)
+		typ, flags := p.Type, p.Flags
+		pOff, vaddr, filesz, memsz := p.Off, p.Vaddr, p.Filesz, p.Memsz
 		switch typ {
 		case elf.PT_LOAD:
 			if memsz == 0 {
@@ -346,7 +312,7 @@ func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 	sort.SliceStable(c.Segments, func(i, j int) bool { return c.Segments[i].Addr < c.Segments[j].Addr })
 	for i := 1; i < len(c.Segments); i++ {
 		if p, s := &c.Segments[i-1], &c.Segments[i]; s.Addr < p.End() {
-			return nil, coreErr("core program headers", phoff, "p_vaddr", fmt.Sprintf("PT_LOAD segments [%#x, %#x) and [%#x, %#x) overlap", p.Addr, p.End(), s.Addr, s.End()))
+			return nil, coreErr("core program headers", h.Phoff, "p_vaddr", fmt.Sprintf("PT_LOAD segments [%#x, %#x) and [%#x, %#x) overlap", p.Addr, p.End(), s.Addr, s.End()))
 		}
 	}
 	var seen noteSeen
@@ -369,30 +335,13 @@ func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 type noteSeen struct{ psinfo, file, auxv bool }
 
 // decodeNotes decodes the notes of one PT_NOTE segment, b, found at file
-// offset base: each an Elf64_Nhdr (namesz, descsz, type: 4 bytes each),
-// the name and the descriptor, each padded to 4 bytes as Linux writes
-// them.
+// offset base (read by elfobj's NoteReader: each an Elf64_Nhdr, the name
+// and the descriptor, each padded to 4 bytes as Linux writes them).
 func (c *Core) decodeNotes(b []byte, base uint64, seen *noteSeen) error {
 	le := binary.LittleEndian
-	for pos := uint64(0); pos < uint64(len(b)); {
-		off := base + pos
-		if uint64(len(b))-pos < 12 {
-			return coreErr("core notes", off, "n_namesz", fmt.Sprintf("%d bytes left, a note header needs 12", uint64(len(b))-pos))
-		}
-		namesz, descsz, typ := uint64(le.Uint32(b[pos:])), uint64(le.Uint32(b[pos+4:])), le.Uint32(b[pos+8:])
-		nameOff := pos + 12
-		descOff := nameOff + (namesz+3)&^3
-		end := descOff + (descsz+3)&^3
-		if descOff > uint64(len(b)) || descOff+descsz > uint64(len(b)) {
-			return coreErr("core notes", off, "n_descsz", fmt.Sprintf("note of type %#x (name %d bytes, descriptor %d bytes) runs past the end of its PT_NOTE segment (%d bytes left)", typ, namesz, descsz, uint64(len(b))-pos))
-		}
-		name := string(bytes.TrimRight(b[nameOff:nameOff+namesz], "\x00"))
-		desc := b[descOff : descOff+descsz]
-		descAt := base + descOff
-		if end > uint64(len(b)) {
-			end = uint64(len(b)) // the last descriptor's padding may be missing
-		}
-		pos = end
+	r := elfobj.NewNoteReader(b, base, elf.ELFDATA2LSB, 4, "core notes")
+	for n, ok := r.Next(); ok; n, ok = r.Next() {
+		name, typ, desc, descAt := string(n.Name), uint32(n.Type), n.Desc, n.DescOffset
 		if name != "CORE" {
 			continue
 		}
@@ -429,7 +378,7 @@ func (c *Core) decodeNotes(b []byte, base uint64, seen *noteSeen) error {
 			return err
 		}
 	}
-	return nil
+	return r.Err()
 }
 
 func (c *Core) decodePRStatus(desc []byte, at uint64) error {

@@ -1,24 +1,20 @@
 package procview
 
 import (
-	"bytes"
-	"encoding/binary"
+	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
-// ELF constants used here (System V gABI, "ELF Header", "Program Header",
-// "Symbol Table").
+// ELF constants used here (System V gABI, "Program Header").
 const (
-	ptLoad     = 1
-	pfX        = 1
-	emX86_64   = 62
-	ehSize64   = 64
-	phentSize  = 56
-	symentSize = 24
+	ptLoad = uint32(elf.PT_LOAD)
+	pfX    = uint32(elf.PF_X)
 	// MaxProgramHeaders bounds the program headers read from one file.
 	MaxProgramHeaders = 4096
 )
@@ -31,59 +27,53 @@ type ProgHeader struct {
 	Filesz, Memsz, Align uint64
 }
 
+// readHeader reads the ELF header of r with elfobj and accepts only
+// little-endian ELF64; errors are *dwarf.FormatError with the given
+// Section on e_ident.
+func readHeader(r io.ReaderAt, section, what string) (elfobj.Header, error) {
+	h, err := elfobj.ReadHeader(r)
+	if errors.Is(err, elfobj.ErrNotELF) {
+		return h, &dwarf.FormatError{Section: section, Offset: 0, Field: "e_ident", Msg: fmt.Sprintf("no ELF magic: not an ELF file (%v)", err)}
+	}
+	if err != nil {
+		return h, err
+	}
+	if h.Class != elf.ELFCLASS64 || h.Data != elf.ELFDATA2LSB {
+		return h, &dwarf.FormatError{Section: section, Offset: uint64(elf.EI_CLASS), Field: "e_ident",
+			Msg: fmt.Sprintf("class %d data %d: only little-endian ELF64 %s are supported", h.Class, h.Data, what)}
+	}
+	return h, nil
+}
+
 // ProgHeaders reads the ELF64 little-endian header and program headers
-// of the file (or memory image) r. Only x86-64 (EM_X86_64) is accepted, the
-// only machine Stacks unwinds. Errors are *dwarf.FormatError with Section
-// "ELF header" or "program headers" naming the offset and field, or wrap
-// r's error. Cost: two reads; at most MaxProgramHeaders headers
-// (56 bytes each) are allocated.
+// of the file (or memory image) r, with package elfobj (e_phnum PN_XNUM
+// takes the count from section header 0). Only x86-64 (EM_X86_64) is
+// accepted, the only machine Stacks unwinds. Errors are *dwarf.FormatError
+// with Section "ELF header" naming the offset and field, or wrap r's
+// error. Cost: two reads (three for PN_XNUM); at most MaxProgramHeaders
+// headers are allocated.
 func ProgHeaders(r io.ReaderAt) ([]ProgHeader, error) {
-	ferr := func(off uint64, field, msg string) error {
-		return &dwarf.FormatError{Section: "ELF header", Offset: off, Field: field, Msg: msg}
+	h, err := readHeader(r, "ELF header", "files")
+	if err != nil {
+		return nil, err
 	}
-	var h [ehSize64]byte
-	if n, err := r.ReadAt(h[:], 0); n < len(h) {
-		return nil, ferr(0, "e_ident", fmt.Sprintf("short ELF header (%d bytes): %v", n, err))
+	if h.Machine != elf.EM_X86_64 {
+		return nil, &dwarf.FormatError{Section: "ELF header", Offset: 18, Field: "e_machine", Msg: fmt.Sprintf("machine %v: only x86-64 is supported", h.Machine)}
 	}
-	if !bytes.HasPrefix(h[:], []byte("\x7fELF")) {
-		return nil, ferr(0, "e_ident", "no ELF magic")
+	phdrs, err := h.ReadProgs(r, -1, MaxProgramHeaders)
+	if err != nil || len(phdrs) == 0 {
+		return nil, err
 	}
-	if h[4] != 2 || h[5] != 1 {
-		return nil, ferr(4, "e_ident", fmt.Sprintf("class %d data %d: only little-endian ELF64 is supported", h[4], h[5]))
+	return progHeaders(phdrs), nil
+}
+
+func progHeaders(phdrs []elf.ProgHeader) []ProgHeader {
+	out := make([]ProgHeader, len(phdrs))
+	for i, p := range phdrs {
+		out[i] = ProgHeader{Type: uint32(p.Type), Flags: uint32(p.Flags), Offset: p.Off, Vaddr: p.Vaddr,
+			Filesz: p.Filesz, Memsz: p.Memsz, Align: p.Align}
 	}
-	le := binary.LittleEndian
-	if m := le.Uint16(h[18:]); m != emX86_64 {
-		return nil, ferr(18, "e_machine", fmt.Sprintf("machine %d: only x86-64 is supported", m))
-	}
-	phoff := le.Uint64(h[32:])
-	entsize, num := le.Uint16(h[54:]), le.Uint16(h[56:])
-	if num == 0 {
-		return nil, nil
-	}
-	if entsize != phentSize {
-		return nil, ferr(54, "e_phentsize", fmt.Sprintf("%d, want %d", entsize, phentSize))
-	}
-	if num > MaxProgramHeaders || num == 0xffff {
-		return nil, ferr(56, "e_phnum", fmt.Sprintf("%d program headers (at most %d read)", num, MaxProgramHeaders))
-	}
-	size := uint64(num) * phentSize
-	if phoff > 1<<62 || phoff+size > 1<<62 {
-		return nil, ferr(32, "e_phoff", fmt.Sprintf("%#x out of range", phoff))
-	}
-	p := make([]byte, size)
-	if n, err := r.ReadAt(p, int64(phoff)); uint64(n) < size {
-		return nil, &dwarf.FormatError{Section: "program headers", Offset: phoff, Field: "e_phoff", Msg: fmt.Sprintf("%d program headers do not fit (%d of %d bytes read): %v", num, n, size, err)}
-	}
-	out := make([]ProgHeader, num)
-	for i := range out {
-		q := p[i*phentSize:]
-		out[i] = ProgHeader{
-			Type: le.Uint32(q), Flags: le.Uint32(q[4:]),
-			Offset: le.Uint64(q[8:]), Vaddr: le.Uint64(q[16:]),
-			Filesz: le.Uint64(q[32:]), Memsz: le.Uint64(q[40:]), Align: le.Uint64(q[48:]),
-		}
-	}
-	return out, nil
+	return out
 }
 
 // LoadBias returns the load bias (run-time address minus link-time
@@ -110,22 +100,28 @@ func LoadBias(phdrs []ProgHeader, start, off uint64) (bias uint64, ok bool) {
 	return 0, false
 }
 
+// symbolTable decodes the ELF64 little-endian symbol table symtab (a
+// partial entry at the end is ignored) with names in strtab.
+func symbolTable(symtab, strtab []byte) *elfobj.SymbolTable {
+	t, _ := elfobj.NewSymbolTable(elf.ELFCLASS64, elf.ELFDATA2LSB, ".symtab", symtab[:len(symtab)/elf.Sym64Size*elf.Sym64Size], strtab)
+	return t
+}
+
 // LookupSymbol returns the value of the first symbol named name in an
 // ELF64 little-endian symbol table symtab (.symtab or .dynsym contents,
-// 24-byte Elf64_Sym entries) whose names are in strtab, with a defined
-// section (st_shndx != SHN_UNDEF). ok is false when there is none. Names
-// outside strtab are skipped. Cost: O(len(symtab)); no allocation.
+// 24-byte Elf64_Sym entries, decoded by elfobj) whose names are in
+// strtab, with a defined section (st_shndx != SHN_UNDEF). ok is false when
+// there is none. Names outside strtab are skipped. Cost: O(len(symtab));
+// one allocation.
 func LookupSymbol(symtab, strtab []byte, name string) (value uint64, ok bool) {
-	le := binary.LittleEndian
-	for i := 0; i+symentSize <= len(symtab); i += symentSize {
-		e := symtab[i : i+symentSize]
-		off := uint64(le.Uint32(e))
-		if le.Uint16(e[6:]) == 0 || off >= uint64(len(strtab)) {
+	t := symbolTable(symtab, strtab)
+	for i := range t.Len() {
+		s := t.Sym(i)
+		if s.Section == elf.SHN_UNDEF {
 			continue
 		}
-		s := strtab[off:]
-		if len(s) > len(name) && s[len(name)] == 0 && string(s[:len(name)]) == name {
-			return le.Uint64(e[8:]), true
+		if n, err := t.NameBytes(i); err == nil && string(n) == name {
+			return s.Value, true
 		}
 	}
 	return 0, false
@@ -145,21 +141,15 @@ const maxSymbols = 1 << 22
 // section in symtab (24-byte Elf64_Sym entries, names in strtab), sorted
 // by value. Cost: O(n log n); allocates the index and the names.
 func funcSymbols(symtab, strtab []byte) []symEntry {
-	le := binary.LittleEndian
+	t := symbolTable(symtab, strtab)
 	var out []symEntry
-	for i := 0; i+symentSize <= len(symtab) && len(out) < maxSymbols; i += symentSize {
-		e := symtab[i : i+symentSize]
-		typ := e[4] & 0xf
-		if (typ != 2 && typ != 0) || le.Uint16(e[6:]) == 0 {
+	for i := 0; i < t.Len() && len(out) < maxSymbols; i++ {
+		s := t.Sym(i)
+		if (s.Type() != elf.STT_FUNC && s.Type() != elf.STT_NOTYPE) || s.Section == elf.SHN_UNDEF {
 			continue
 		}
-		off := uint64(le.Uint32(e))
-		if off >= uint64(len(strtab)) {
-			continue
-		}
-		s := strtab[off:]
-		if j := bytes.IndexByte(s, 0); j > 0 {
-			out = append(out, symEntry{le.Uint64(e[8:]), le.Uint64(e[16:]), string(s[:j])})
+		if n, err := t.NameBytes(i); err == nil && len(n) > 0 {
+			out = append(out, symEntry{s.Value, s.Size, string(n)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].value < out[j].value })

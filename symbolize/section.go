@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"debug/elf"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -15,8 +16,10 @@ import (
 // otherwise possibly a subslice of New's data or a fresh buffer.
 //
 // It is used by unwinders that need a module's .eh_frame, .eh_frame_hdr or
-// .debug_frame, and by readers of .symtab and .strtab. A missing section
-// (or one of type SHT_NOBITS) returns nil, 0 and no error; errors are
+// .debug_frame, and by readers of .symtab and .strtab. In a relocatable
+// object (ET_REL) the relocations of the section are applied
+// (elfobj.File.Relocated), so that an object's DWARF and .eh_frame read as
+// if linked at address 0. A missing section (or one of type SHT_NOBITS) returns nil, 0 and no error; errors are
 // *dwarf.FormatError for a section outside the file or a malformed
 // compressed section, ErrFault when the mapped file could not be read, and
 // ErrClosed after Close. Cost: O(section size) (decompression or copy); not
@@ -29,20 +32,21 @@ func (s *Symbolizer) Section(name string) (data []byte, addr uint64, err error) 
 		defer s.guard(&err)
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	}
-	sec := s.f.find(name)
-	if sec != nil {
-		addr = sec.addr
+	i := s.f.obj.FindSection(name)
+	if i >= 0 {
+		addr = s.f.obj.Sections[i].Addr
 	}
-	if sec == nil && !strings.HasPrefix(name, ".debug_") {
+	if i < 0 && !strings.HasPrefix(name, ".debug_") {
 		return nil, 0, nil
 	}
 	p, err := s.f.debugSection(name)
 	if err != nil {
 		return nil, 0, fmt.Errorf("symbolize: section %s: %w", name, err)
 	}
-	if s.mapped && p != nil && sec != nil && sec.flags&shfCompr == 0 {
+	if s.mapped && p != nil && i >= 0 && s.f.obj.Sections[i].Flags&elf.SHF_COMPRESSED == 0 {
 		// debugSection returns a subslice of the mapping for an
-		// uncompressed section: copy it while faults are recoverable.
+		// uncompressed section (unless relocations were applied to a
+		// copy): copy it while faults are recoverable.
 		p = append([]byte(nil), p...)
 	}
 	return p, addr, nil

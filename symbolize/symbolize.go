@@ -133,7 +133,7 @@ func Open(path string) (*Symbolizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSymbolizer(byteSource(data))
+	s, err := newSymbolizer(data, nil, 0)
 	if err != nil {
 		unmap()
 		return nil, err
@@ -150,7 +150,7 @@ func Open(path string) (*Symbolizer, error) {
 // place: do not modify data while the Symbolizer is in use. Errors are
 // those of Open.
 func New(data []byte) (*Symbolizer, error) {
-	return newSymbolizer(byteSource(data))
+	return newSymbolizer(data, nil, 0)
 }
 
 // NewReaderAt returns a Symbolizer reading an ELF file of size bytes
@@ -160,11 +160,11 @@ func NewReaderAt(r io.ReaderAt, size int64) (*Symbolizer, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("%w: negative size", ErrNotELF)
 	}
-	return newSymbolizer(readerSource{r, uint64(size)})
+	return newSymbolizer(nil, r, size)
 }
 
-func newSymbolizer(src source) (s *Symbolizer, err error) {
-	f, err := parseELF(src)
+func newSymbolizer(data []byte, r io.ReaderAt, size int64) (s *Symbolizer, err error) {
+	f, err := parseELF(data, r, size)
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,13 @@ package symbolize
 
 import (
 	"bytes"
-	"encoding/binary"
-	"fmt"
+	"debug/elf"
 	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // symbol is one function or data symbol of the symbol table; its name is
@@ -28,7 +27,8 @@ type symbol struct {
 // of them it is sorted once and later lookups bisect.
 type symtab struct {
 	f       *elfFile
-	data    []byte // the raw table
+	tab     *elfobj.SymbolTable // decodes the entries of data
+	data    []byte              // the raw table
 	entsize uint64
 	strs    []byte // the string table, in place (mapped)
 	names   string // a copy of strs made by sort, so that sorted lookups' names cost nothing
@@ -43,46 +43,40 @@ type symtab struct {
 
 const scanLimit = 32
 
-// readSymtab finds the symbol table (gABI "Symbol Table") and its string
-// table. Neither is copied: the first lookups scan the table in place and
-// copy the one name they return; sort copies the string table once.
+// readSymtab finds the symbol table (gABI "Symbol Table"), .symtab, else
+// .dynsym, and its string table. Neither is copied: the first lookups scan
+// the table in place and copy the one name they return; sort copies the
+// string table once. Errors are elfobj's (a table whose size is not a
+// multiple of the entry size, a bad string table link).
 func readSymtab(f *elfFile) (*symtab, error) {
-	var s *section
-	for i := range f.sections {
-		if f.sections[i].typ == shtSymtab {
-			s = &f.sections[i]
-			break
-		}
+	i := f.obj.FindSectionType(elf.SHT_SYMTAB)
+	if i < 0 {
+		i = f.obj.FindSectionType(elf.SHT_DYNSYM)
 	}
-	if s == nil {
-		for i := range f.sections {
-			if f.sections[i].typ == shtDynsym {
-				s = &f.sections[i]
-				break
-			}
-		}
-	}
-	t := &symtab{f: f, entsize: 16}
-	if f.class64 {
-		t.entsize = 24
-	}
-	if s == nil {
+	t := &symtab{f: f, entsize: uint64(f.obj.SymSize())}
+	if i < 0 {
+		t.table()
 		return t, nil
 	}
-	data, err := f.raw(s)
+	tab, err := f.obj.Symbols(i)
 	if err != nil {
 		return nil, err
 	}
-	if uint64(s.link) >= uint64(len(f.sections)) {
-		return nil, &dwarf.FormatError{Section: s.name, Offset: s.off, Field: "sh_link", Msg: fmt.Sprintf("string table %d of %d sections", s.link, len(f.sections))}
-	}
-	strs, err := f.raw(&f.sections[s.link])
-	if err != nil {
-		return nil, err
-	}
-	t.data = data[:uint64(len(data))/t.entsize*t.entsize]
-	t.strs = strs
+	t.tab, t.strs = tab, tab.Strings()
 	return t, nil
+}
+
+// table returns the decoder of the entries, made from data and strs for a
+// symtab built without a file. It is set before the symtab is shared.
+func (t *symtab) table() *elfobj.SymbolTable {
+	if t.tab == nil {
+		class := elf.ELFCLASS32
+		if t.f.class64 {
+			class = elf.ELFCLASS64
+		}
+		t.tab, _ = elfobj.NewSymbolTable(class, elf.ELFDATA2LSB, ".symtab", t.data[:uint64(len(t.data))/t.entsize*t.entsize], t.strs)
+	}
+	return t.tab
 }
 
 // entry decodes symbol i; ok is false for symbols llvm-symbolizer skips.
@@ -105,27 +99,19 @@ func (t *symtab) entry(i uint64) (addr uint64, sym symbol, ok bool) {
 
 // raw decodes symbol i without its name.
 func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
-	p := t.data[i*t.entsize : (i+1)*t.entsize]
-	le := binary.LittleEndian
-	var info uint8
-	var shndx uint16
-	if t.f.class64 {
-		name, info, shndx, addr, size = le.Uint32(p), p[4], le.Uint16(p[6:]), le.Uint64(p[8:]), le.Uint64(p[16:])
-	} else {
-		name, addr, size, info, shndx = le.Uint32(p), uint64(le.Uint32(p[4:])), uint64(le.Uint32(p[8:])), p[12], le.Uint16(p[14:])
-	}
-	switch info & 0xf {
-	case 0, 1, 2, 10: // STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC
+	s := t.tab.Sym(int(i))
+	switch s.Type() {
+	case elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_GNU_IFUNC:
 	default:
 		return 0, 0, 0, false
 	}
-	if shndx == 0 || (shndx >= shnLoreserve && shndx != shnXindex) {
+	if s.Section == elf.SHN_UNDEF || (s.Section >= elf.SHN_LORESERVE && s.Section != elf.SHN_XINDEX) {
 		return 0, 0, 0, false // undefined, absolute or common: no section
 	}
-	return addr, size, name, true
+	return s.Value, s.Size, s.Name, true
 }
 
-func (t *symtab) count() uint64 { return uint64(len(t.data)) / t.entsize }
+func (t *symtab) count() uint64 { return uint64(t.table().Len()) }
 
 // packedSortBits is the width of the packed sort keys of symtab.sort and
 // flattenSubrs (a variable so that tests can force the unpacked paths).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/internal/cleanup"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
@@ -166,8 +166,12 @@ func summarize(w io.Writer, img *elfimage.Image) error {
 		used += s.Size
 	}
 	tw.Flush()
-	phnum := uint64(binary.LittleEndian.Uint16(img.Bytes()[56:]))
-	hdrs := 64 + 56*phnum + 64*uint64(len(secs)+1) // ELF header, program and section headers
+	h, err := elfobj.DecodeHeader(img.Bytes())
+	if err != nil {
+		return err
+	}
+	// ELF header, program and section headers.
+	hdrs := uint64(h.HeaderSize()) + uint64(h.ProgHeaderSize())*uint64(h.Phnum) + uint64(h.SectionHeaderSize())*uint64(len(secs)+1)
 	pad := fileSize - used - hdrs
 	fmt.Fprintf(w, "   padding and headers: %d bytes of headers, about %d bytes of alignment padding (%.1f%% of the file)\n",
 		hdrs, pad, 100*float64(pad)/float64(fileSize))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/meta"
 )
 
@@ -49,7 +50,9 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	defer bw.Flush()
 	w := bw
 	if all || *headers {
-		dumpHeaders(w, img)
+		if err := dumpHeaders(w, img); err != nil {
+			return err
+		}
 	}
 	if all || *sections {
 		if err := dumpSections(w, img); err != nil {
@@ -95,14 +98,16 @@ func inspect(path string, read bool) (*elfimage.Image, error) {
 	return im, err
 }
 
-func dumpHeaders(w io.Writer, img *elfimage.Image) {
+func dumpHeaders(w io.Writer, img *elfimage.Image) error {
 	b := img.Bytes()
-	le := binary.LittleEndian
+	f, err := elfobj.NewBytes(b)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "ELF header:\n")
-	fmt.Fprintf(w, "  class %v, data %v, type %v, machine %v\n", elf.Class(b[elf.EI_CLASS]), elf.Data(b[elf.EI_DATA]),
-		elf.Type(le.Uint16(b[16:])), elf.Machine(le.Uint16(b[18:])))
+	fmt.Fprintf(w, "  class %v, data %v, type %v, machine %v\n", f.Class, f.Header.Data, f.Type, f.Machine)
 	fmt.Fprintf(w, "  entry %#x, program headers at %#x (%d), section headers at %#x (%d)\n",
-		le.Uint64(b[24:]), le.Uint64(b[32:]), le.Uint16(b[56:]), le.Uint64(b[40:]), le.Uint16(b[60:]))
+		f.Entry, f.Phoff, len(f.Progs), f.Shoff, len(f.Sections))
 	fmt.Fprintf(w, "  loaded at %#x (%s), %d bytes loaded of %d in the file\n", img.Base(), loadPath(img), img.Size(), len(b))
 	if id := img.BuildID(); id != nil {
 		fmt.Fprintf(w, "  build ID %s\n", hex.EncodeToString(id))
@@ -110,14 +115,12 @@ func dumpHeaders(w io.Writer, img *elfimage.Image) {
 	fmt.Fprintf(w, "\nProgram headers:\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "  type\toffset\tvaddr\tfilesz\tmemsz\tflags\talign\n")
-	phoff, phnum := le.Uint64(b[32:]), int(le.Uint16(b[56:]))
-	for i := range phnum {
-		p := b[phoff+uint64(i)*56:]
-		fmt.Fprintf(tw, "  %s\t%#x\t%#x\t%#x\t%#x\t%s\t%#x\n", progType(elf.ProgType(le.Uint32(p[0:]))), le.Uint64(p[8:]), le.Uint64(p[16:]),
-			le.Uint64(p[32:]), le.Uint64(p[40:]), progFlags(elf.ProgFlag(le.Uint32(p[4:]))), le.Uint64(p[48:]))
+	for _, p := range f.Progs {
+		fmt.Fprintf(tw, "  %s\t%#x\t%#x\t%#x\t%#x\t%s\t%#x\n", progType(p.Type), p.Off, p.Vaddr, p.Filesz, p.Memsz, progFlags(p.Flags), p.Align)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	return nil
 }
 
 // progType names a program header type, including elfimage's own.

@@ -10,6 +10,7 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // dumpFramesInterp prints the call frame table of every CIE and FDE in the
@@ -18,9 +19,11 @@ import (
 // entry a header line, the register columns and one row per location,
 // rules spelled "rsp+8" (CFA), "c-16" (saved at CFA-16), "v+8" (value
 // CFA+8), "u" (undefined or unspecified), "s" (same value), a register
-// name, "exp" and "vexp". Compressed sections are decompressed.
+// name, "exp" and "vexp". The file is read with package elfobj:
+// compressed sections (zlib, zstd) are decompressed and a relocatable
+// object's sections relocated.
 func dumpFramesInterp(w io.Writer, path string) error {
-	f, err := elf.Open(path)
+	f, err := elfobj.Open(path)
 	if err != nil {
 		return err
 	}
@@ -38,18 +41,18 @@ func dumpFramesInterp(w io.Writer, path string) error {
 	defer bw.Flush()
 	found := false
 	for _, name := range []string{".eh_frame", ".debug_frame"} {
-		s := f.Section(name)
-		if s == nil || s.Type == elf.SHT_NOBITS {
+		i := f.FindSection(name)
+		if i < 0 || f.Sections[i].Type == elf.SHT_NOBITS {
 			continue
 		}
-		data, err := s.Data()
+		data, err := f.Relocated(i)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		found = true
 		var sec *frame.Section
 		if name == ".eh_frame" {
-			sec = frame.NewEHFrame(data, s.Addr, f.ByteOrder, addrSize)
+			sec = frame.NewEHFrame(data, f.Sections[i].Addr, f.ByteOrder, addrSize)
 		} else {
 			sec = frame.NewDebugFrame(data, f.ByteOrder, addrSize)
 		}
