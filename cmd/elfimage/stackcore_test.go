@@ -125,6 +125,14 @@ func TestStackCore(t *testing.T) {
 		o := ours[tid]
 		n := 0
 		for ; n < len(g) && g[n] != "??"; n++ {
+			if n == len(o)-1 && o[n] == "??" {
+				// Our walk stopped at a return address outside
+				// executable memory (a thread just cloned returns to
+				// what its new stack holds); gdb names that pc after
+				// the data symbol it falls in ("type:*") and goes on
+				// guessing.
+				break
+			}
 			if n >= len(o) || o[n] != g[n] {
 				t.Errorf("thread %d line %d: ours %v, gdb %v", tid, n, o, g)
 				break
@@ -279,7 +287,8 @@ func TestStackCoreUnpublished(t *testing.T) {
 	bare := regexp.MustCompile(`(?m)^#0  0x[0-9a-f]{16} in \?\? via registers\n` +
 		`#1  0x[0-9a-f]{16} in \?\? via (fp|prologue|epilogue)\n` +
 		`#2  0x[0-9a-f]{16} in \?\? via fp\n` +
-		`#3  0x[0-9a-f]{16} in github.com/elfimage/elfimage/native.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n`)
+		`#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? \(\) at \S+/native/call_amd64\.s:\d+ \[\S+\] via fp\n` +
+		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, .*\) at \S+ \[\S+\] via stack-switch\n`)
 	if text := stackCore(); !bare.MatchString(text) {
 		t.Errorf("stack --core without a perf map:\n%s", text)
 	}
