@@ -304,10 +304,25 @@ func FuzzParseMaps(f *testing.F) {
 	})
 }
 
+// FuzzProgHeaders reads arbitrary bytes as an ELF file's program
+// headers and checks them against Go's debug/elf, an independent reader of
+// the same format: wherever debug/elf reads a little-endian ELF64 x86-64
+// file, ProgHeaders must succeed with the same headers (up to
+// MaxProgramHeaders); its errors are *dwarf.FormatError; and LoadBias,
+// when it answers, gives a bias that maps start back to the link-time
+// address of offset off in a PT_LOAD segment holding off.
 func FuzzProgHeaders(f *testing.F) {
 	if exe, err := os.Executable(); err == nil {
 		if b, err := os.ReadFile(exe); err == nil {
 			f.Add(b[:min(len(b), 4096)])
+			// The same headers without section headers, which debug/elf
+			// then reads too.
+			h := append([]byte(nil), b[:min(len(b), 4096)]...)
+			if len(h) >= 64 {
+				clear(h[0x28:0x30]) // e_shoff
+				clear(h[0x3c:0x40]) // e_shnum, e_shstrndx
+				f.Add(h)
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -319,8 +334,40 @@ func FuzzProgHeaders(f *testing.F) {
 		if len(ph) > procview.MaxProgramHeaders {
 			t.Fatalf("%d headers", len(ph))
 		}
+		if gf, gerr := elf.NewFile(bytes.NewReader(b)); gerr == nil && gf.Class == elf.ELFCLASS64 && gf.Data == elf.ELFDATA2LSB &&
+			gf.Machine == elf.EM_X86_64 && len(gf.Progs) <= procview.MaxProgramHeaders {
+			if err != nil {
+				t.Fatalf("ProgHeaders: %v; debug/elf reads %d program headers", err, len(gf.Progs))
+			}
+			if len(ph) != len(gf.Progs) {
+				t.Fatalf("%d program headers; debug/elf reads %d", len(ph), len(gf.Progs))
+			}
+			for i, g := range gf.Progs {
+				want := procview.ProgHeader{Type: uint32(g.Type), Flags: uint32(g.Flags), Offset: g.Off, Vaddr: g.Vaddr,
+					Filesz: g.Filesz, Memsz: g.Memsz, Align: g.Align}
+				if ph[i] != want {
+					t.Fatalf("program header %d: %+v; debug/elf %+v", i, ph[i], want)
+				}
+			}
+		}
 		for _, p := range ph {
-			procview.LoadBias(ph, 0x400000, p.Offset)
+			for _, off := range []uint64{p.Offset, p.Offset + p.Filesz/2} {
+				bias, ok := procview.LoadBias(ph, 0x400000+off&^0xfff, off&^0xfff)
+				if !ok {
+					continue
+				}
+				held := false
+				for _, q := range ph {
+					lo := q.Offset &^ 0xfff
+					if q.Type == uint32(elf.PT_LOAD) && off&^0xfff >= lo && off&^0xfff-lo < q.Filesz+(q.Offset-lo) &&
+						bias == 0x400000+off&^0xfff-off&^0xfff-(q.Vaddr-q.Offset) {
+						held = true
+					}
+				}
+				if !held {
+					t.Fatalf("LoadBias(%#x) = %#x: no PT_LOAD holds the offset with that bias", off&^0xfff, bias)
+				}
+			}
 		}
 	})
 }
