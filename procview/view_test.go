@@ -15,6 +15,8 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/procview"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 const mapsSample = `00400000-0060a000 r-xp 00000000 08:01 1234                               /usr/bin/prog
@@ -48,7 +50,7 @@ func TestParseMaps(t *testing.T) {
 	// The real file parses, and agrees with itself on the executable.
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
-		t.Skip(err)
+		tooltest.Skip(t, "no /proc/self/maps: %v", err)
 	}
 	defer f.Close()
 	ms, err = procview.ParseMaps(f)
@@ -155,7 +157,7 @@ func TestOwnProcess(t *testing.T) {
 		}
 	}
 	if vdso == nil {
-		t.Skip("no vDSO")
+		tooltest.Skip(t, "no vDSO in this process")
 	}
 	img := make([]byte, 0x4000)
 	n, _ := v.Mem.ReadAt(img, int64(vdso.Start&^0xfff))
@@ -199,7 +201,7 @@ func TestFindFDEAllocs(t *testing.T) {
 		}
 	}
 	if pc == 0 {
-		t.Skip("no vDSO")
+		tooltest.Skip(t, "no vDSO in this process")
 	}
 	var fde frame.ParsedFDE
 	for end := pc + 0x1000; pc < end; pc++ {

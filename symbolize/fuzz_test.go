@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // fuzzSeedBinary builds testdata/csrc with gcc -O2 -g (DWARF 5) for seeds,
-// or returns "" without gcc.
+// or returns "" without gcc (which fails under CI: tooltest.Optional).
 func fuzzSeedBinary(f *testing.F, flags ...string) string {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
+	gcc := tooltest.Optional(f, "gcc")
+	if gcc == "" {
 		return ""
 	}
 	srcs, _ := filepath.Glob("testdata/csrc/*.c")
