@@ -374,15 +374,75 @@ func FuzzProgHeaders(f *testing.F) {
 	})
 }
 
+// FuzzReadJITList reads arbitrary memory as a GDB JIT descriptor and its
+// list, and compares with refJITList, which walks the same bytes by the
+// rules of the GDB manual ("JIT Declarations") directly: the same entries,
+// an error exactly when the reference meets one, and a *dwarf.FormatError
+// exactly for malformed data (not for unreadable memory).
 func FuzzReadJITList(f *testing.F) {
 	const base = 0x10000
 	e0, e1 := uint64(base+24), uint64(base+56)
 	f.Add(jitMem(base, 1, [][4]uint64{{e1, 0, 0x7000, 100}, {0, e0, 0x8000, 200}}))
 	f.Add(jitMem(base, 1, [][4]uint64{{e1, 0, 1, 1}, {e0, e0, 2, 2}}))
+	f.Add(jitMem(base, 1, [][4]uint64{{e0, 0, 1, 1}}))
+	f.Add(jitMem(base, 2, nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, _ := procview.ReadJITList(fakeMem{base, b}, base)
+		got, err := procview.ReadJITList(fakeMem{base, b}, base)
 		if len(got) > len(b) {
 			t.Fatalf("%d entries from %d bytes", len(got), len(b))
 		}
+		want, malformed, werr := refJITList(b, base)
+		if (err != nil) != werr || !reflect.DeepEqual(got, want) {
+			t.Fatalf("ReadJITList = %+v, %v; the reference reads %+v (error %v)", got, err, want, werr)
+		}
+		var fe *dwarf.FormatError
+		if err != nil && errors.As(err, &fe) != malformed {
+			t.Fatalf("ReadJITList error %v: FormatError %v, want %v", err, !malformed, malformed)
+		}
 	})
+}
+
+// refJITList walks the descriptor at base of mem (the bytes at base) and
+// its entries. It returns the entries read, whether it stopped at
+// malformed data (version not 1, prev_entry not the previous entry, a
+// cycle, more than MaxJITEntries) and whether it stopped at any error
+// (also: an address outside mem).
+func refJITList(mem []byte, base uint64) (out []procview.JITEntry, malformed, failed bool) {
+	word := func(a uint64) (uint64, bool) {
+		if a < base || a-base > uint64(len(mem)) || uint64(len(mem))-(a-base) < 8 {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint64(mem[a-base:]), true
+	}
+	if len(mem) < 24 {
+		return nil, false, true
+	}
+	if binary.LittleEndian.Uint32(mem) != 1 {
+		return nil, true, true
+	}
+	e, _ := word(base + 16)
+	var prev uint64
+	for e != 0 {
+		for _, x := range out {
+			if x.Addr == e {
+				return out, true, true
+			}
+		}
+		if len(out) == procview.MaxJITEntries {
+			return out, true, true
+		}
+		next, ok1 := word(e)
+		p, ok2 := word(e + 8)
+		addr, ok3 := word(e + 16)
+		size, ok4 := word(e + 24)
+		if !ok1 || !ok2 || !ok3 || !ok4 || e+32 < e {
+			return out, false, true
+		}
+		if p != prev {
+			return out, true, true
+		}
+		out = append(out, procview.JITEntry{Addr: e, SymfileAddr: addr, SymfileSize: size})
+		prev, e = e, next
+	}
+	return out, false, false
 }
