@@ -287,6 +287,9 @@ func TestReadJITList(t *testing.T) {
 	}
 }
 
+// FuzzParseMaps parses arbitrary text as /proc/PID/maps: ranges are not
+// reversed, errors are FormatErrors, and what parses, written back in the
+// kernel's format, parses the same.
 func FuzzParseMaps(f *testing.F) {
 	f.Add([]byte(mapsSample))
 	if b, err := os.ReadFile("/proc/self/maps"); err == nil {
@@ -302,6 +305,23 @@ func FuzzParseMaps(f *testing.F) {
 		var fe *dwarf.FormatError
 		if err != nil && !errors.As(err, &fe) {
 			t.Fatalf("error %v is not a FormatError", err)
+		}
+		if err != nil {
+			return
+		}
+		// Round trip: the mappings written as the kernel writes them
+		// (proc(5)) parse to the same mappings.
+		var text bytes.Buffer
+		for _, m := range ms {
+			fmt.Fprintf(&text, "%x-%x %s %08x %02x:%02x %d", m.Start, m.End, m.Perms, m.Offset, m.Major, m.Minor, m.Inode)
+			if m.Path != "" {
+				fmt.Fprintf(&text, "                          %s", m.Path)
+			}
+			text.WriteByte('\n')
+		}
+		again, err := procview.ParseMaps(&text)
+		if err != nil || !reflect.DeepEqual(again, ms) {
+			t.Fatalf("mappings %+v written out parse as %+v, %v", ms, again, err)
 		}
 	})
 }
