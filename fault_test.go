@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // TestTruncatedAfterLoad: a file truncated by someone else after it was
@@ -20,7 +22,7 @@ func TestTruncatedAfterLoad(t *testing.T) {
 	}
 	defer im.Close()
 	if !im.Mapped() {
-		t.Skip("the image was not mapped from its file")
+		tooltest.Skip(t, "the image was not mapped from its file")
 	}
 	// Keep the loaded part, drop the tail with the debug information.
 	if err := os.Truncate(path, int64((im.Size()+4095)&^4095)); err != nil {

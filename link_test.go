@@ -767,7 +767,7 @@ func TestSplitScope(t *testing.T) {
 			}
 		}
 		im.Close()
-		if dd, err := exec.LookPath("llvm-dwarfdump"); err == nil {
+		if dd := tooltest.Optional(t, "llvm-dwarfdump"); dd != "" {
 			path := filepath.Join(t.TempDir(), "split.elf")
 			os.WriteFile(path, b, 0o644)
 			if out, err := exec.Command(dd, "--verify", path).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("No errors.")) {

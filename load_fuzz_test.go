@@ -3,6 +3,7 @@ package elfimage
 import (
 	"bytes"
 	"debug/elf"
+	"errors"
 	"testing"
 )
 
@@ -18,7 +19,8 @@ func FuzzParseImage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := parseImage("fuzz", data, a, 4096)
 		if err != nil {
-			if _, ok := err.(*FormatError); !ok {
+			var fe *FormatError
+			if !errors.As(err, &fe) {
 				t.Fatalf("error %v is %T, not *FormatError", err, err)
 			}
 			return
@@ -52,14 +54,18 @@ func FuzzParseImage(f *testing.F) {
 	})
 }
 
-// FuzzSections feeds arbitrary bytes to the section header table reader.
+// FuzzSections feeds arbitrary bytes to the section header table reader:
+// errors are *FormatError, sections lie inside the data, and wherever Go's
+// debug/elf (an independent reader) reads the file, every section header
+// field is the same.
 func FuzzSections(f *testing.F) {
 	f.Add(buildTestImage())
 	f.Add(unterminateShstrtab(buildTestImage()))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		secs, err := parseSections("fuzz", data)
 		if err != nil {
-			if _, ok := err.(*FormatError); !ok {
+			var fe *FormatError
+			if !errors.As(err, &fe) {
 				t.Fatalf("error %v is %T, not *FormatError", err, err)
 			}
 			return
@@ -67,6 +73,23 @@ func FuzzSections(f *testing.F) {
 		for _, s := range secs {
 			if s.Type != elf.SHT_NOBITS && (s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset) {
 				t.Fatalf("accepted section %+v outside %d bytes", s, len(data))
+			}
+		}
+		gf, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		if len(gf.Sections) != len(secs) {
+			t.Fatalf("%d sections; debug/elf reads %d", len(secs), len(gf.Sections))
+		}
+		for i, g := range gf.Sections {
+			want := SectionHeader{Name: g.Name, Type: g.Type, Flags: g.Flags, Addr: g.Addr, Offset: g.Offset, Size: g.FileSize,
+				Link: g.Link, Info: g.Info, Addralign: g.Addralign, Entsize: g.Entsize}
+			if g.Type == elf.SHT_NOBITS {
+				want.Size = g.Size
+			}
+			if secs[i] != want {
+				t.Fatalf("section %d: %+v; debug/elf reads %+v", i, secs[i], want)
 			}
 		}
 	})

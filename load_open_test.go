@@ -154,7 +154,7 @@ func readMaps(t testing.TB) []mapping {
 	t.Helper()
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
-		t.Skipf("no /proc/self/maps: %v", err)
+		tooltest.Skip(t, "no /proc/self/maps: %v", err)
 	}
 	defer f.Close()
 	var out []mapping

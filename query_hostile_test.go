@@ -1,10 +1,12 @@
 package elfimage
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -287,17 +289,32 @@ func FuzzSymbols(f *testing.F) {
 }
 
 // FuzzNotes feeds arbitrary bytes to the PT_NOTE reader (the build-ID
-// lookup the loader runs): no panic, errors are FormatErrors, and a build
-// ID found lies inside the segment.
+// lookup the loader runs): no panic, errors are FormatErrors inside the
+// segment, and the build ID (or its absence) and the error are those of
+// an independent walk of the notes (refBuildID).
 func FuzzNotes(f *testing.F) {
 	b := buildTestImage()
 	f.Add(uint64(4), b[tNoteOff:tNoteOff+tNoteSize])
 	f.Add(uint64(8), b[tNoteOff:tNoteOff+tNoteSize])
 	f.Add(uint64(4), append(append([]byte(nil), b[tNoteOff:tNoteOff+tNoteSize]...), b[tNoteOff:tNoteOff+tNoteSize]...))
+	// Two build-ID notes, another note between them: the first counts.
+	note := func(name string, typ uint32, desc string) []byte {
+		n := binary.LittleEndian.AppendUint32(nil, uint32(len(name)+1))
+		n = binary.LittleEndian.AppendUint32(n, uint32(len(desc)))
+		n = binary.LittleEndian.AppendUint32(n, typ)
+		n = append(n, name...)
+		n = append(n, make([]byte, 4-len(name)%4)...)
+		n = append(n, desc...)
+		return append(n, make([]byte, (4-len(desc)%4)%4)...)
+	}
+	f.Add(uint64(4), bytes.Join([][]byte{note("GNU", 1, "abi."), note("GNU", 3, "first id"), note("Go", 3, "go-id"), note("GNU", 3, "second")}, nil))
 	f.Fuzz(func(t *testing.T, align uint64, body []byte) {
 		p := &plan{}
 		d := &decoder{path: "fuzz", data: body}
 		err := p.parseNotes(d, elf.Prog64{Off: 0x1000, Align: align}, body)
+		if _, _, ok := refBuildID(body, align); ok != (err == nil) {
+			t.Fatalf("parseNotes: %v; the reference walk finds the notes well-formed: %v", err, ok)
+		}
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) || fe.Offset < 0x1000 || fe.Offset >= 0x1000+uint64(len(body)) {
@@ -308,7 +325,47 @@ func FuzzNotes(f *testing.F) {
 		if len(p.buildID) > len(body) {
 			t.Fatalf("build ID of %d bytes from %d", len(p.buildID), len(body))
 		}
+		want, found, ok := refBuildID(body, align)
+		if !ok || found != (p.buildID != nil) || !bytes.Equal(p.buildID, want) {
+			t.Fatalf("build ID %x (found %v); the reference walk gives %x (found %v, well-formed %v)", p.buildID, p.buildID != nil, want, found, ok)
+		}
 	})
+}
+
+// refBuildID walks the notes of a PT_NOTE segment by the gABI's rules
+// ("Note Section": n_namesz, n_descsz, n_type, then the name and the
+// descriptor, each padded to 8 bytes when p_align is 8, else 4; the last
+// padding may be missing) and returns the descriptor of the first
+// NT_GNU_BUILD_ID note named "GNU" (NULs trimmed). ok is false when a note
+// runs past the end.
+func refBuildID(b []byte, align uint64) (id []byte, found, ok bool) {
+	a := 4
+	if align == 8 {
+		a = 8
+	}
+	pad := func(n int) int { return (n + a - 1) / a * a }
+	for i := 0; i < len(b); {
+		if len(b)-i < 12 {
+			return id, found, false
+		}
+		namesz := int(binary.LittleEndian.Uint32(b[i:]))
+		descsz := int(binary.LittleEndian.Uint32(b[i+4:]))
+		typ := binary.LittleEndian.Uint32(b[i+8:])
+		i += 12
+		if namesz < 0 || namesz > len(b)-i {
+			return id, found, false
+		}
+		name := strings.TrimRight(string(b[i:i+namesz]), "\x00")
+		i += pad(namesz)
+		if i > len(b) || descsz < 0 || descsz > len(b)-i {
+			return id, found, false
+		}
+		if typ == 3 /* NT_GNU_BUILD_ID */ && name == "GNU" && !found {
+			id, found = b[i:i+descsz], true
+		}
+		i += pad(descsz)
+	}
+	return id, found, true
 }
 
 // TestTrapCUWithoutRanges (REFERENCE.md, DWARF): a unit without

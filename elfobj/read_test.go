@@ -278,7 +278,7 @@ func TestNotes(t *testing.T) {
 	defer f.Close()
 	i := f.FindSection(".note.go.buildid")
 	if i < 0 {
-		t.Skip("test binary without .note.go.buildid")
+		tooltest.Skip(t, "test binary without .note.go.buildid")
 	}
 	r, err := f.SectionNotes(i)
 	if err != nil {

@@ -322,7 +322,7 @@ func crashCoreAfter(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, crash func(
 		t.Fatal(err)
 	}
 	if lim.Max == 0 {
-		t.Skip("the hard RLIMIT_CORE is 0: the kernel writes no core")
+		tooltest.Skip(t, "the hard RLIMIT_CORE is 0: the kernel writes no core")
 	}
 	lim.Cur = lim.Max
 	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &lim, nil); err != nil {
@@ -365,11 +365,11 @@ func corePattern(t *testing.T) (string, bool) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/sys/kernel/core_pattern")
 	if err != nil {
-		t.Skipf("no core_pattern: %v", err)
+		tooltest.Skip(t, "no core_pattern: %v", err)
 	}
 	pattern := strings.TrimSpace(string(b))
 	if strings.HasPrefix(pattern, "|") {
-		t.Skipf("core_pattern %q pipes cores to a handler: the kernel's core file is out of this test's reach", pattern)
+		tooltest.Skip(t, "core_pattern %q pipes cores to a handler: the kernel's core file is out of this test's reach", pattern)
 	}
 	u, _ := os.ReadFile("/proc/sys/kernel/core_uses_pid")
 	return pattern, strings.TrimSpace(string(u)) == "1"

@@ -15,6 +15,8 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/procview"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 const mapsSample = `00400000-0060a000 r-xp 00000000 08:01 1234                               /usr/bin/prog
@@ -48,7 +50,7 @@ func TestParseMaps(t *testing.T) {
 	// The real file parses, and agrees with itself on the executable.
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
-		t.Skip(err)
+		tooltest.Skip(t, "no /proc/self/maps: %v", err)
 	}
 	defer f.Close()
 	ms, err = procview.ParseMaps(f)
@@ -155,7 +157,7 @@ func TestOwnProcess(t *testing.T) {
 		}
 	}
 	if vdso == nil {
-		t.Skip("no vDSO")
+		tooltest.Skip(t, "no vDSO in this process")
 	}
 	img := make([]byte, 0x4000)
 	n, _ := v.Mem.ReadAt(img, int64(vdso.Start&^0xfff))
@@ -199,7 +201,7 @@ func TestFindFDEAllocs(t *testing.T) {
 		}
 	}
 	if pc == 0 {
-		t.Skip("no vDSO")
+		tooltest.Skip(t, "no vDSO in this process")
 	}
 	var fde frame.ParsedFDE
 	for end := pc + 0x1000; pc < end; pc++ {
@@ -285,6 +287,9 @@ func TestReadJITList(t *testing.T) {
 	}
 }
 
+// FuzzParseMaps parses arbitrary text as /proc/PID/maps: ranges are not
+// reversed, errors are FormatErrors, and what parses, written back in the
+// kernel's format, parses the same.
 func FuzzParseMaps(f *testing.F) {
 	f.Add([]byte(mapsSample))
 	if b, err := os.ReadFile("/proc/self/maps"); err == nil {
@@ -301,13 +306,45 @@ func FuzzParseMaps(f *testing.F) {
 		if err != nil && !errors.As(err, &fe) {
 			t.Fatalf("error %v is not a FormatError", err)
 		}
+		if err != nil {
+			return
+		}
+		// Round trip: the mappings written as the kernel writes them
+		// (proc(5)) parse to the same mappings.
+		var text bytes.Buffer
+		for _, m := range ms {
+			fmt.Fprintf(&text, "%x-%x %s %08x %02x:%02x %d", m.Start, m.End, m.Perms, m.Offset, m.Major, m.Minor, m.Inode)
+			if m.Path != "" {
+				fmt.Fprintf(&text, "                          %s", m.Path)
+			}
+			text.WriteByte('\n')
+		}
+		again, err := procview.ParseMaps(&text)
+		if err != nil || !reflect.DeepEqual(again, ms) {
+			t.Fatalf("mappings %+v written out parse as %+v, %v", ms, again, err)
+		}
 	})
 }
 
+// FuzzProgHeaders reads arbitrary bytes as an ELF file's program
+// headers and checks them against Go's debug/elf, an independent reader of
+// the same format: wherever debug/elf reads a little-endian ELF64 x86-64
+// file, ProgHeaders must succeed with the same headers (up to
+// MaxProgramHeaders); its errors are *dwarf.FormatError; and LoadBias,
+// when it answers, gives a bias that maps start back to the link-time
+// address of offset off in a PT_LOAD segment holding off.
 func FuzzProgHeaders(f *testing.F) {
 	if exe, err := os.Executable(); err == nil {
 		if b, err := os.ReadFile(exe); err == nil {
 			f.Add(b[:min(len(b), 4096)])
+			// The same headers without section headers, which debug/elf
+			// then reads too.
+			h := append([]byte(nil), b[:min(len(b), 4096)]...)
+			if len(h) >= 64 {
+				clear(h[0x28:0x30]) // e_shoff
+				clear(h[0x3c:0x40]) // e_shnum, e_shstrndx
+				f.Add(h)
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -319,21 +356,113 @@ func FuzzProgHeaders(f *testing.F) {
 		if len(ph) > procview.MaxProgramHeaders {
 			t.Fatalf("%d headers", len(ph))
 		}
+		if gf, gerr := elf.NewFile(bytes.NewReader(b)); gerr == nil && gf.Class == elf.ELFCLASS64 && gf.Data == elf.ELFDATA2LSB &&
+			gf.Machine == elf.EM_X86_64 && len(gf.Progs) <= procview.MaxProgramHeaders {
+			if err != nil {
+				t.Fatalf("ProgHeaders: %v; debug/elf reads %d program headers", err, len(gf.Progs))
+			}
+			if len(ph) != len(gf.Progs) {
+				t.Fatalf("%d program headers; debug/elf reads %d", len(ph), len(gf.Progs))
+			}
+			for i, g := range gf.Progs {
+				want := procview.ProgHeader{Type: uint32(g.Type), Flags: uint32(g.Flags), Offset: g.Off, Vaddr: g.Vaddr,
+					Filesz: g.Filesz, Memsz: g.Memsz, Align: g.Align}
+				if ph[i] != want {
+					t.Fatalf("program header %d: %+v; debug/elf %+v", i, ph[i], want)
+				}
+			}
+		}
 		for _, p := range ph {
-			procview.LoadBias(ph, 0x400000, p.Offset)
+			for _, off := range []uint64{p.Offset, p.Offset + p.Filesz/2} {
+				bias, ok := procview.LoadBias(ph, 0x400000+off&^0xfff, off&^0xfff)
+				if !ok {
+					continue
+				}
+				held := false
+				for _, q := range ph {
+					lo := q.Offset &^ 0xfff
+					if q.Type == uint32(elf.PT_LOAD) && off&^0xfff >= lo && off&^0xfff-lo < q.Filesz+(q.Offset-lo) &&
+						bias == 0x400000+off&^0xfff-off&^0xfff-(q.Vaddr-q.Offset) {
+						held = true
+					}
+				}
+				if !held {
+					t.Fatalf("LoadBias(%#x) = %#x: no PT_LOAD holds the offset with that bias", off&^0xfff, bias)
+				}
+			}
 		}
 	})
 }
 
+// FuzzReadJITList reads arbitrary memory as a GDB JIT descriptor and its
+// list, and compares with refJITList, which walks the same bytes by the
+// rules of the GDB manual ("JIT Declarations") directly: the same entries,
+// an error exactly when the reference meets one, and a *dwarf.FormatError
+// exactly for malformed data (not for unreadable memory).
 func FuzzReadJITList(f *testing.F) {
 	const base = 0x10000
 	e0, e1 := uint64(base+24), uint64(base+56)
 	f.Add(jitMem(base, 1, [][4]uint64{{e1, 0, 0x7000, 100}, {0, e0, 0x8000, 200}}))
 	f.Add(jitMem(base, 1, [][4]uint64{{e1, 0, 1, 1}, {e0, e0, 2, 2}}))
+	f.Add(jitMem(base, 1, [][4]uint64{{e0, 0, 1, 1}}))
+	f.Add(jitMem(base, 2, nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, _ := procview.ReadJITList(fakeMem{base, b}, base)
+		got, err := procview.ReadJITList(fakeMem{base, b}, base)
 		if len(got) > len(b) {
 			t.Fatalf("%d entries from %d bytes", len(got), len(b))
 		}
+		want, malformed, werr := refJITList(b, base)
+		if (err != nil) != werr || !reflect.DeepEqual(got, want) {
+			t.Fatalf("ReadJITList = %+v, %v; the reference reads %+v (error %v)", got, err, want, werr)
+		}
+		var fe *dwarf.FormatError
+		if err != nil && errors.As(err, &fe) != malformed {
+			t.Fatalf("ReadJITList error %v: FormatError %v, want %v", err, !malformed, malformed)
+		}
 	})
+}
+
+// refJITList walks the descriptor at base of mem (the bytes at base) and
+// its entries. It returns the entries read, whether it stopped at
+// malformed data (version not 1, prev_entry not the previous entry, a
+// cycle, more than MaxJITEntries) and whether it stopped at any error
+// (also: an address outside mem).
+func refJITList(mem []byte, base uint64) (out []procview.JITEntry, malformed, failed bool) {
+	word := func(a uint64) (uint64, bool) {
+		if a < base || a-base > uint64(len(mem)) || uint64(len(mem))-(a-base) < 8 {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint64(mem[a-base:]), true
+	}
+	if len(mem) < 24 {
+		return nil, false, true
+	}
+	if binary.LittleEndian.Uint32(mem) != 1 {
+		return nil, true, true
+	}
+	e, _ := word(base + 16)
+	var prev uint64
+	for e != 0 {
+		for _, x := range out {
+			if x.Addr == e {
+				return out, true, true
+			}
+		}
+		if len(out) == procview.MaxJITEntries {
+			return out, true, true
+		}
+		next, ok1 := word(e)
+		p, ok2 := word(e + 8)
+		addr, ok3 := word(e + 16)
+		size, ok4 := word(e + 24)
+		if !ok1 || !ok2 || !ok3 || !ok4 || e+32 < e {
+			return out, false, true
+		}
+		if p != prev {
+			return out, true, true
+		}
+		out = append(out, procview.JITEntry{Addr: e, SymfileAddr: addr, SymfileSize: size})
+		prev, e = e, next
+	}
+	return out, false, false
 }

@@ -2,18 +2,23 @@ package symbolize
 
 import (
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // fuzzSeedBinary builds testdata/csrc with gcc -O2 -g (DWARF 5) for seeds,
-// or returns "" without gcc.
+// or returns "" without gcc (which fails under CI: tooltest.Optional).
 func fuzzSeedBinary(f *testing.F, flags ...string) string {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
+	gcc := tooltest.Optional(f, "gcc")
+	if gcc == "" {
 		return ""
 	}
 	srcs, _ := filepath.Glob("testdata/csrc/*.c")
@@ -25,11 +30,9 @@ func fuzzSeedBinary(f *testing.F, flags ...string) string {
 	return out
 }
 
-// probe symbolizes addresses spread over the first 64 KiB and over the
-// address ranges the file's units claim; it must never panic. With prepare
-// the addresses go through Prepare first (units indexed in parallel),
-// otherwise each unit is indexed on demand.
-func probe(s *Symbolizer, prepare bool) {
+// probeAddrs returns addresses spread over the first 64 KiB and over the
+// address ranges the file's units claim.
+func probeAddrs(s *Symbolizer) []uint64 {
 	var addrs []uint64
 	for a := uint64(0); a < 1<<16; a += 997 {
 		addrs = append(addrs, a)
@@ -42,17 +45,14 @@ func probe(s *Symbolizer, prepare bool) {
 			addrs = append(addrs, r.start, r.start+(r.end-r.start)/2)
 		}
 	}
-	if prepare {
-		s.Prepare(addrs)
-	}
-	var frames []Frame
-	for _, a := range addrs {
-		frames, _ = s.Symbolize(a, frames[:0])
-	}
+	return addrs
 }
 
-// FuzzNew: any bytes as a whole ELF file (half the inputs, by length,
-// go through Prepare).
+// FuzzNew: any bytes as a whole ELF file. Oracle: the three ways to the
+// same answer agree at every probed address: the first query in a unit
+// (which walks its DIEs), a repeated query (which indexes the unit) and a
+// query after Prepare (units indexed in parallel beforehand). Errors of
+// New are those Open documents.
 func FuzzNew(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	for _, flags := range [][]string{{"-gdwarf-5"}, {"-gdwarf-4", "-Os"}} {
@@ -67,9 +67,29 @@ func FuzzNew(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := New(data)
 		if err != nil {
+			var fe *dwarf.FormatError
+			if !errors.Is(err, ErrNotELF) && !errors.As(err, &fe) {
+				t.Fatalf("New: error %v (%T) is neither ErrNotELF nor a *dwarf.FormatError", err, err)
+			}
 			return
 		}
-		probe(s, len(data)%2 == 0)
+		addrs := probeAddrs(s)
+		prepared, err := New(data)
+		if err != nil {
+			t.Fatalf("New succeeded once, then: %v", err)
+		}
+		prepared.Prepare(addrs)
+		for _, a := range addrs {
+			first, err1 := s.Symbolize(a, nil)
+			again, err2 := s.Symbolize(a, nil)
+			prep, err3 := prepared.Symbolize(a, nil)
+			if err1 != nil || err2 != nil || err3 != nil {
+				continue
+			}
+			if !reflect.DeepEqual(first, again) || !reflect.DeepEqual(first, prep) {
+				t.Fatalf("address %#x: first query %+v, repeated %+v, after Prepare %+v", a, first, again, prep)
+			}
+		}
 	})
 }
 

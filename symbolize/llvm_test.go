@@ -268,16 +268,7 @@ func TestGCCDWARF4(t *testing.T) {
 }
 
 func TestClang(t *testing.T) {
-	var clang string
-	for _, name := range []string{"clang-14", "clang"} {
-		if p, err := exec.LookPath(name); err == nil {
-			clang = p
-			break
-		}
-	}
-	if clang == "" {
-		t.Skip("clang not installed (apt-get install clang-14)")
-	}
+	clang := tooltest.Require(t, "clang-14", "clang")
 	compareWithLLVM(t, buildC(t, clang, "-O2", "-g", "-gdwarf-5"), 10000)
 }
 
@@ -329,7 +320,7 @@ func TestCompressed(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "prog."+kind)
 			if msg, err := exec.Command(objcopy, "--compress-debug-sections="+kind, plain, out).CombinedOutput(); err != nil {
 				if kind == "zstd" && bytes.Contains(msg, []byte("zstd")) {
-					t.Skipf("objcopy without zstd: %s", msg)
+					tooltest.Skip(t, "objcopy without zstd: %s", msg)
 				}
 				t.Fatalf("objcopy: %v\n%s", err, msg)
 			}

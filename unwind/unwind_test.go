@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -268,7 +270,12 @@ func BenchmarkStep(b *testing.B) {
 }
 
 // FuzzStep walks arbitrary CFI over arbitrary stack memory, for x86-64 or
-// AArch64, with and without an .eh_frame_hdr: no panic, a bounded walk.
+// AArch64, with and without an .eh_frame_hdr, and checks every step
+// against the call frame table computed independently (frame.Exec on the
+// FDE the finder returns): the frame's CFA is the CFA rule applied to its
+// registers, a caller's SP is the CFA unless a rule says otherwise, a
+// return address saved at CFA+offset is the caller's pc, and Walk reports
+// the pcs of repeated Steps. Errors must be the documented ones.
 func FuzzStep(f *testing.F) {
 	src := testSource(f)
 	eh := src.Sec.Data()
@@ -292,11 +299,190 @@ func FuzzStep(f *testing.F) {
 		regs.Set(a.SP, sp)
 		regs.Set(a.FP, sp+16)
 		regs.Set(a.RA, pc+4)
-		u := New(a, fi, &Snapshot{Base: 0x7000, Data: stack})
+		mem := &Snapshot{Base: 0x7000, Data: stack}
+		u := New(a, fi, mem)
+		cur := FirstFrame(a, pc, regs)
+		var pcs []uint64
+		var exec frame.Exec
+		var fde frame.ParsedFDE
+		var row frame.Row
+		for len(pcs) < 16 {
+			pcs = append(pcs, cur.PC)
+			if len(pcs) == 16 {
+				break
+			}
+			var caller Frame
+			err := u.Step(&cur, &caller)
+			if err != nil {
+				var fe *dwarf.FormatError
+				if !errors.Is(err, ErrOutermost) && !errors.Is(err, ErrNoFDE) && !errors.Is(err, ErrNoProgress) &&
+					!errors.Is(err, ErrUnknownRegister) && !errors.Is(err, ErrMemory) && !errors.As(err, &fe) && !strings.HasPrefix(err.Error(), "unwind: ") {
+					t.Fatalf("Step at pc %#x: undocumented error %v (%T)", cur.PC, err, err)
+				}
+				break
+			}
+			// The oracle: the row in effect, from the FDE the finder gives.
+			look := cur.PC
+			if !cur.First && !cur.AfterSignal {
+				look--
+			}
+			if err := fi.FindFDE(look, &fde); err != nil {
+				t.Fatalf("Step at pc %#x succeeded, FindFDE(%#x): %v", cur.PC, look, err)
+			}
+			if err := exec.RowAt(&fde, look, &row); err != nil {
+				t.Fatalf("Step at pc %#x succeeded, RowAt(%#x): %v", cur.PC, look, err)
+			}
+			if row.CFA.Kind == frame.RuleCFA {
+				v, _ := cur.Regs.Get(row.CFA.Reg)
+				if want := v + uint64(row.CFA.Offset); cur.CFA != want {
+					t.Fatalf("pc %#x: CFA %#x, want %s = %#x", cur.PC, cur.CFA, row.CFA.Format(a.RegName), want)
+				}
+			}
+			if k := row.Rule(a.SP).Kind; (k == frame.RuleUnspecified || k == frame.RuleSameValue) && caller.SP != cur.CFA {
+				t.Fatalf("pc %#x: caller SP %#x, want the CFA %#x", cur.PC, caller.SP, cur.CFA)
+			}
+			if r := row.Rule(a.RA); r.Kind == frame.RuleOffset && !row.RASigned {
+				want, err := mem.ReadUint64(cur.CFA + uint64(r.Offset))
+				if err != nil || caller.PC != want {
+					t.Fatalf("pc %#x: caller pc %#x, want [CFA%+d] = %#x (%v)", cur.PC, caller.PC, r.Offset, want, err)
+				}
+			}
+			cur = caller
+		}
+		walked := make([]uint64, 16)
+		n, _ := New(a, fi, mem).Walk(FirstFrame(a, pc, regs), walked)
+		if !slices.Equal(walked[:n], pcs) {
+			t.Fatalf("Walk gave pcs %#x, Step %#x", walked[:n], pcs)
+		}
+	})
+}
+
+// synthStack builds, from spec (two bytes a frame, at most 8 frames), a
+// call chain of x86-64 functions of three shapes with their CFI, the stack
+// memory they would leave, and the frames a correct unwinder must find,
+// computed from the shapes alone (not from the CFI):
+//   - 0: push rbp; mov rbp, rsp; sub rsp, n: CFA = rbp+16, rbp saved at
+//     CFA-16;
+//   - 1: sub rsp, n without a frame pointer: CFA = rsp+n+8, rbp untouched;
+//   - 2 (innermost frame only): stopped just after push rbp: CFA = rsp+16.
+//
+// Function i (frame i, 0 innermost) is at synthText+i*0x100; the outermost
+// has an undefined return address.
+func synthStack(spec []byte) (fdes []frame.FDE, mem *Snapshot, want []Frame) {
+	const synthText, fnSize = 0x20000, 0x100
+	nf := min(max(len(spec)/2, 1), 8)
+	spec = append(spec, make([]byte, 2*nf)...)
+	mem = &Snapshot{Base: 0x70000, Data: make([]byte, 0x4000)}
+	put := func(a, v uint64) { binary.LittleEndian.PutUint64(mem.Data[a-mem.Base:], v) }
+	kinds := make([]byte, nf)
+	want = make([]Frame, nf)
+	for i := range nf {
+		k, b := spec[2*i]%3, spec[2*i+1]
+		if i > 0 && k == 2 {
+			k = 0 // a caller is stopped at a call, past its prologue
+		}
+		kinds[i] = k
+		start := uint64(synthText + i*fnSize)
+		off := uint64(0x10 + b>>5*0x18) // in the body: [0x10, 0xc8]
+		if k == 2 {
+			off = 1 + uint64(b)%3
+		}
+		want[i].PC = start + off
+		fde := frame.FDE{Start: start, Size: fnSize}
+		if i == nf-1 {
+			fde.Insns = append(fde.Insns, frame.Insn{Op: frame.OpUndefined, Reg: ra})
+		}
+		if k == 1 {
+			fde.Insns = append(fde.Insns,
+				frame.Insn{PC: 4, Op: frame.OpDefCFAOffset, Offset: int64(8*uint64(b%32) + 8)},
+				frame.Insn{PC: 0xf0, Op: frame.OpDefCFAOffset, Offset: 8})
+		} else {
+			fde.Insns = append(fde.Insns,
+				frame.Insn{PC: 1, Op: frame.OpDefCFAOffset, Offset: 16},
+				frame.Insn{PC: 1, Op: frame.OpOffset, Reg: rbp, Offset: -16},
+				frame.Insn{PC: 4, Op: frame.OpDefCFARegister, Reg: rbp},
+				frame.Insn{PC: 0xf0, Op: frame.OpDefCFA, Reg: rsp, Offset: 8})
+		}
+		fdes = append(fdes, fde)
+	}
+	cfa, rbpIn := mem.Base+uint64(len(mem.Data))-0x100, uint64(0x1111)
+	for i := nf - 1; i >= 0; i-- {
+		n := 8 * uint64(spec[2*i+1]%32)
+		var ret uint64
+		if i < nf-1 {
+			ret = want[i+1].PC
+		}
+		put(cfa-8, ret)
+		var sp, rbpV uint64
+		switch kinds[i] {
+		case 0:
+			put(cfa-16, rbpIn)
+			rbpV, sp = cfa-16, cfa-16-n
+		case 1:
+			rbpV, sp = rbpIn, cfa-8-n
+		case 2:
+			put(cfa-16, rbpIn)
+			rbpV, sp = rbpIn, cfa-16
+		}
+		want[i].SP, want[i].CFA = sp, cfa
+		want[i].Regs.Set(rsp, sp)
+		want[i].Regs.Set(rbp, rbpV)
+		want[i].Regs.Set(rbx, 0xb0b)
+		cfa, rbpIn = sp, rbpV
+	}
+	return fdes, mem, want
+}
+
+// FuzzStepSynth unwinds synthesized call chains (synthStack) and compares
+// every frame's pc, SP, CFA and frame pointer with the chain's model.
+func FuzzStepSynth(f *testing.F) {
+	f.Add([]byte{0, 3})
+	f.Add([]byte{2, 1, 1, 4, 0, 0x27, 1, 0xff, 0, 0x80})
+	f.Add([]byte{1, 0, 1, 31, 1, 0xe0, 0, 5, 0, 9, 1, 2, 0, 0, 1, 1})
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		fdes, mem, want := synthStack(spec)
+		eh, offs, err := frame.EncodeEHFrame(frame.StandardCIE(arch.X86_64), fdes, ehAddr, dwarf.Default64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr, err := frame.EncodeEHFrameHdr(hdrAddr, ehAddr, fdes, offs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := NewSource(arch.X86_64, hdr, hdrAddr, eh, ehAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := New(arch.X86_64, src, mem)
+		cur := FirstFrame(arch.X86_64, want[0].PC, want[0].Regs)
+		for i, w := range want {
+			var caller Frame
+			err := u.Step(&cur, &caller)
+			if i == len(want)-1 {
+				if !errors.Is(err, ErrOutermost) {
+					t.Fatalf("frame %d (outermost): %v, want ErrOutermost", i, err)
+				}
+			} else if err != nil {
+				t.Fatalf("frame %d at pc %#x: %v", i, cur.PC, err)
+			}
+			rbpV, _ := cur.Regs.Get(rbp)
+			wrbp, _ := w.Regs.Get(rbp)
+			rbxV, _ := cur.Regs.Get(rbx)
+			if cur.PC != w.PC || cur.SP != w.SP || cur.CFA != w.CFA || rbpV != wrbp || rbxV != 0xb0b {
+				t.Fatalf("frame %d: pc %#x sp %#x cfa %#x rbp %#x rbx %#x; want pc %#x sp %#x cfa %#x rbp %#x rbx 0xb0b",
+					i, cur.PC, cur.SP, cur.CFA, rbpV, rbxV, w.PC, w.SP, w.CFA, wrbp)
+			}
+			cur = caller
+		}
 		pcs := make([]uint64, 16)
-		n, _ := u.Walk(FirstFrame(a, pc, regs), pcs)
-		if n > len(pcs) {
-			t.Fatalf("%d frames", n)
+		n, err := u.Walk(FirstFrame(arch.X86_64, want[0].PC, want[0].Regs), pcs)
+		if err != nil || n != len(want) {
+			t.Fatalf("Walk: %d frames, %v; want %d", n, err, len(want))
+		}
+		for i, w := range want {
+			if pcs[i] != w.PC {
+				t.Fatalf("Walk frame %d: pc %#x, want %#x", i, pcs[i], w.PC)
+			}
 		}
 	})
 }

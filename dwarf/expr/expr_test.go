@@ -1,9 +1,11 @@
 package expr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -185,6 +187,10 @@ func TestEvalNoAlloc(t *testing.T) {
 	}
 }
 
+// FuzzEval evaluates arbitrary expressions: a result has a kind, errors
+// are the documented ones, and Decode accepts what Eval accepted (when no
+// branch could have skipped an operation). FuzzEvalReference checks the
+// values.
 func FuzzEval(f *testing.F) {
 	f.Add(cat(op(dwarf.DW_OP_breg0+7, 8), op(dwarf.DW_OP_deref), lit(3), op(dwarf.DW_OP_plus)), uint64(0x10), true)
 	f.Add(cat(lit(1), op(dwarf.DW_OP_bra, 4, 0), lit(20), op(dwarf.DW_OP_skip, 1, 0), lit(10), op(dwarf.DW_OP_stack_value)), uint64(0), false)
@@ -198,6 +204,221 @@ func FuzzEval(f *testing.F) {
 		r, err := Eval(code, p, &fixedCtx{rsp: 0x7000}, initial)
 		if err == nil && r.Kind == 0 {
 			t.Fatal("no result kind")
+		}
+		var fe *dwarf.FormatError
+		if err != nil && !errors.As(err, &fe) && !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("error %v (%T) is neither a *dwarf.FormatError nor ErrUnsupported", err, err)
+		}
+		// Decode accepts what Eval ran to the end without branching.
+		if err == nil && bytes.IndexByte(code, byte(dwarf.DW_OP_skip)) < 0 && bytes.IndexByte(code, byte(dwarf.DW_OP_bra)) < 0 {
+			if _, derr := Decode(code, p); derr != nil {
+				t.Fatalf("Eval accepts % x, Decode refuses it: %v", code, derr)
+			}
+		}
+	})
+}
+
+// refOps are the operations refEval implements: the stack and arithmetic
+// operations of DWARF 5 sections 2.5.1.1 to 2.5.1.4 on 64-bit values.
+var refOps = []dwarf.Op{
+	dwarf.DW_OP_lit0, dwarf.DW_OP_const1u, dwarf.DW_OP_const1s, dwarf.DW_OP_const8u, dwarf.DW_OP_dup, dwarf.DW_OP_drop,
+	dwarf.DW_OP_swap, dwarf.DW_OP_over, dwarf.DW_OP_rot, dwarf.DW_OP_pick, dwarf.DW_OP_plus, dwarf.DW_OP_minus,
+	dwarf.DW_OP_mul, dwarf.DW_OP_div, dwarf.DW_OP_mod, dwarf.DW_OP_and, dwarf.DW_OP_or, dwarf.DW_OP_xor,
+	dwarf.DW_OP_neg, dwarf.DW_OP_not, dwarf.DW_OP_abs, dwarf.DW_OP_shl, dwarf.DW_OP_shr, dwarf.DW_OP_shra,
+	dwarf.DW_OP_plus_uconst, dwarf.DW_OP_eq, dwarf.DW_OP_ne, dwarf.DW_OP_lt, dwarf.DW_OP_gt, dwarf.DW_OP_le,
+	dwarf.DW_OP_ge, dwarf.DW_OP_deref, dwarf.DW_OP_breg0,
+}
+
+// refEval is an independent evaluator of the operations in refOps, built
+// from spec (two bytes an operation: which, and an operand), written
+// straight from the spec's definitions. It returns the encoded expression
+// (ending in DW_OP_stack_value), the value on top of the stack, and ok;
+// ok is false when the expression must fail (stack underflow, division by
+// zero); defined is false when the spec leaves the result open (a shift
+// by 64 or more, the absolute value or quotient that overflows), so only
+// the encoding is usable. ctx is fixedCtx: memory at a holds a+1, rsp is
+// 0x7000.
+func refEval(spec []byte) (code []byte, top uint64, ok, defined bool) {
+	var st []uint64
+	ok, defined = true, true
+	pop := func() uint64 {
+		if len(st) == 0 {
+			ok = false
+			return 0
+		}
+		v := st[len(st)-1]
+		st = st[:len(st)-1]
+		return v
+	}
+	push := func(v uint64) { st = append(st, v) }
+	b2 := func(x bool) uint64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	for i := 0; i+1 < len(spec) && ok && len(st) < MaxStack-1; i += 2 {
+		o, n := refOps[int(spec[i])%len(refOps)], spec[i+1]
+		code = append(code, byte(o))
+		switch o {
+		case dwarf.DW_OP_lit0:
+			code[len(code)-1] += n % 32
+			push(uint64(n % 32))
+		case dwarf.DW_OP_const1u:
+			code = append(code, n)
+			push(uint64(n))
+		case dwarf.DW_OP_const1s:
+			code = append(code, n)
+			push(uint64(int64(int8(n))))
+		case dwarf.DW_OP_const8u:
+			v := uint64(n) * 0x0101010101010101
+			code = binary.LittleEndian.AppendUint64(code, v)
+			push(v)
+		case dwarf.DW_OP_plus_uconst:
+			code = dwarf.AppendUleb128(code, uint64(n)<<20)
+			push(pop() + uint64(n)<<20)
+		case dwarf.DW_OP_pick:
+			code = append(code, n%4)
+			if int(n%4) >= len(st) {
+				ok = false
+				break
+			}
+			push(st[len(st)-1-int(n%4)])
+		case dwarf.DW_OP_breg0: // DW_OP_breg7 (rsp) + offset
+			code[len(code)-1] += 7
+			code = dwarf.AppendSleb128(code, int64(int8(n)))
+			push(0x7000 + uint64(int64(int8(n))))
+		case dwarf.DW_OP_dup:
+			v := pop()
+			push(v)
+			push(v)
+		case dwarf.DW_OP_drop:
+			pop()
+		case dwarf.DW_OP_swap:
+			a, b := pop(), pop()
+			push(a)
+			push(b)
+		case dwarf.DW_OP_over:
+			a, b := pop(), pop()
+			push(b)
+			push(a)
+			push(b)
+		case dwarf.DW_OP_rot: // top three: (c b a) -> (a c b), a on top first
+			a, b, c := pop(), pop(), pop()
+			push(a)
+			push(c)
+			push(b)
+		case dwarf.DW_OP_neg:
+			push(-pop())
+		case dwarf.DW_OP_not:
+			push(^pop())
+		case dwarf.DW_OP_abs:
+			v := int64(pop())
+			if v == math.MinInt64 {
+				defined = false
+			}
+			if v < 0 {
+				v = -v
+			}
+			push(uint64(v))
+		case dwarf.DW_OP_deref:
+			push(pop() + 1)
+		default: // binary: a is the former second entry, b the top
+			b, a := pop(), pop()
+			if !ok {
+				break
+			}
+			sa, sb := int64(a), int64(b)
+			var r uint64
+			switch o {
+			case dwarf.DW_OP_plus:
+				r = a + b
+			case dwarf.DW_OP_minus:
+				r = a - b
+			case dwarf.DW_OP_mul:
+				r = a * b
+			case dwarf.DW_OP_div: // signed
+				if b == 0 {
+					ok = false
+					break
+				}
+				if sa == math.MinInt64 && sb == -1 {
+					defined = false
+				}
+				r = uint64(sa / sb)
+			case dwarf.DW_OP_mod: // unsigned
+				if b == 0 {
+					ok = false
+					break
+				}
+				r = a % b
+			case dwarf.DW_OP_and:
+				r = a & b
+			case dwarf.DW_OP_or:
+				r = a | b
+			case dwarf.DW_OP_xor:
+				r = a ^ b
+			case dwarf.DW_OP_shl, dwarf.DW_OP_shr, dwarf.DW_OP_shra:
+				if b >= 64 {
+					defined = false
+					break
+				}
+				r = map[dwarf.Op]uint64{dwarf.DW_OP_shl: a << b, dwarf.DW_OP_shr: a >> b, dwarf.DW_OP_shra: uint64(sa >> b)}[o]
+			case dwarf.DW_OP_eq:
+				r = b2(sa == sb)
+			case dwarf.DW_OP_ne:
+				r = b2(sa != sb)
+			case dwarf.DW_OP_lt:
+				r = b2(sa < sb)
+			case dwarf.DW_OP_gt:
+				r = b2(sa > sb)
+			case dwarf.DW_OP_le:
+				r = b2(sa <= sb)
+			case dwarf.DW_OP_ge:
+				r = b2(sa >= sb)
+			}
+			push(r)
+		}
+	}
+	code = append(code, byte(dwarf.DW_OP_stack_value))
+	if ok && len(st) == 0 {
+		ok = false
+	}
+	if !ok || len(st) == 0 {
+		return code, 0, ok, defined
+	}
+	return code, st[len(st)-1], ok, defined
+}
+
+// FuzzEvalReference compares Eval with refEval on stack and arithmetic
+// programs: the same value, or an error exactly where the reference
+// fails, and always a *dwarf.FormatError.
+func FuzzEvalReference(f *testing.F) {
+	f.Add([]byte{0, 3, 0, 5, 10, 0})                     // 3 5 plus
+	f.Add([]byte{2, 0xfb, 0, 2, 13, 0, 1, 7, 14, 0})     // -5 2 div 7 mod
+	f.Add([]byte{32, 8, 31, 0, 4, 0, 8, 0, 9, 2, 29, 0}) // breg7 deref dup ... pick ge
+	f.Add([]byte{0, 1, 0, 63, 21, 0, 19, 0, 0, 4, 23, 0})
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		if len(spec) > 200 {
+			spec = spec[:200]
+		}
+		code, want, ok, defined := refEval(spec)
+		r, err := Eval(code, p64, &fixedCtx{rsp: 0x7000})
+		if err != nil {
+			var fe *dwarf.FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Eval(% x): error %v (%T) is not a *dwarf.FormatError", code, err, err)
+			}
+			if ok && defined {
+				t.Fatalf("Eval(% x): %v; the reference computes %#x", code, err, want)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("Eval(% x) = %+v; the reference fails", code, r)
+		}
+		if defined && (r.Kind != Value || r.Value != want) {
+			t.Fatalf("Eval(% x) = %+v; the reference computes %#x", code, r, want)
 		}
 	})
 }

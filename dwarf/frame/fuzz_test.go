@@ -2,38 +2,260 @@ package frame
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 )
 
-// exercise decodes and executes everything in sec; it must never panic.
-func exercise(sec *Section) {
+// exercise decodes and executes everything in sec, checking the answers
+// of its APIs against each other and against a re-encoding:
+//   - every error is a *dwarf.FormatError or wraps ErrNoFDE;
+//   - Entries, EntryAt, CIEAt and FDEAt agree on every entry;
+//   - a well-formed table (rows contiguous from Start to Start+Size) gives
+//     at each row's first and last address the row RowAt computes, and the
+//     section's FindFDE finds an FDE covering that address;
+//   - re-encoding a decoded FDE and its CIE with our encoder (when it
+//     accepts the instructions) decodes to the same FDE range and the same
+//     rows (reencode).
+func exercise(t *testing.T, sec *Section) {
+	t.Helper()
 	var e Exec
 	var row Row
 	sec.Bases = Bases{Text: textBase, Data: dataBase, HasText: true, HasData: true}
 	sec.Indirect = mapMem{0x50000: 0x123000, 0x50008: 0}
-	_ = sec.Entries(func(c *ParsedCIE, f *ParsedFDE) bool {
+	n := 0
+	err := sec.Entries(func(c *ParsedCIE, f *ParsedFDE) bool {
+		if n++; n > 64 {
+			return false
+		}
 		if c != nil {
-			_, _ = sec.DecodeInsns(c, nil)
-			_ = e.InitialRow(sec, c, &row)
+			c2, err := sec.CIEAt(c.Offset)
+			if err != nil || !reflect.DeepEqual(c2, *c) {
+				t.Fatalf("CIEAt(%#x) = %+v, %v; Entries gave %+v", c.Offset, c2, err, *c)
+			}
+			if kind, next, err := sec.EntryAt(c.Offset); kind != EntryCIE || next != c.End || err != nil {
+				t.Fatalf("EntryAt(%#x) = %v, %#x, %v; Entries gave a CIE ending at %#x", c.Offset, kind, next, err, c.End)
+			}
+			_, err = sec.DecodeInsns(c, nil)
+			checkErr(t, "DecodeInsns(CIE)", err)
+			checkErr(t, "InitialRow", e.InitialRow(sec, c, &row))
 			return true
 		}
-		_, _ = sec.DecodeInsns(nil, f)
-		_, _ = Table(f)
-		for _, pc := range []uint64{f.Start, f.Start + f.Size/2, f.Start + f.Size - 1} {
-			_ = e.RowAt(f, pc, &row)
+		f2, err := sec.FDEAt(f.Offset)
+		if err != nil || !reflect.DeepEqual(f2, *f) {
+			t.Fatalf("FDEAt(%#x) = %+v, %v; Entries gave %+v", f.Offset, f2, err, *f)
 		}
+		if kind, next, err := sec.EntryAt(f.Offset); kind != EntryFDE || next != f.End || err != nil {
+			t.Fatalf("EntryAt(%#x) = %v, %#x, %v; Entries gave an FDE ending at %#x", f.Offset, kind, next, err, f.End)
+		}
+		_, err = sec.DecodeInsns(nil, f)
+		checkErr(t, "DecodeInsns(FDE)", err)
+		rows, err := Table(f)
+		checkErr(t, "Table", err)
+		if err != nil {
+			return true
+		}
+		if contiguous(f, rows) {
+			var found ParsedFDE
+			for _, r := range rows {
+				if r.Loc == r.End {
+					continue
+				}
+				for _, pc := range []uint64{r.Loc, r.End - 1} {
+					if err := e.RowAt(f, pc, &row); err != nil || rowString(&row) != rowString(&r) {
+						t.Fatalf("FDE %#x: RowAt(%#x) = %s, %v; Table's row is %s", f.Offset, pc, rowString(&row), err, rowString(&r))
+					}
+					if err := sec.FindFDE(pc, &found); err != nil || !found.Contains(pc) {
+						t.Fatalf("FindFDE(%#x) = FDE %#x [%#x, +%#x), %v; FDE %#x covers it", pc, found.Offset, found.Start, found.Size, err, f.Offset)
+					}
+				}
+			}
+		}
+		reencode(t, sec, f, rows)
 		return true
 	})
+	checkErr(t, "Entries", err)
 	for off := uint64(0); off < uint64(len(sec.Data())) && off < 64; off++ {
-		_, _ = sec.CIEAt(off)
-		_, _ = sec.FDEAt(off)
-		_, _, _ = sec.EntryAt(off)
+		_, err := sec.CIEAt(off)
+		checkErr(t, "CIEAt", err)
+		_, err = sec.FDEAt(off)
+		checkErr(t, "FDEAt", err)
+		_, _, err = sec.EntryAt(off)
+		checkErr(t, "EntryAt", err)
 	}
 	var f ParsedFDE
-	_ = sec.FindFDE(0x10010, &f)
+	if err := sec.FindFDE(0x10010, &f); err == nil && !f.Contains(0x10010) {
+		t.Fatalf("FindFDE(0x10010) = FDE %#x [%#x, +%#x)", f.Offset, f.Start, f.Size)
+	} else {
+		checkErr(t, "FindFDE", err)
+	}
+}
+
+// checkErr fails t unless err is nil, a *dwarf.FormatError or wraps
+// ErrNoFDE: the decoders' documented errors.
+func checkErr(t *testing.T, what string, err error) {
+	t.Helper()
+	var fe *dwarf.FormatError
+	if err != nil && !errors.As(err, &fe) && !errors.Is(err, ErrNoFDE) {
+		t.Fatalf("%s: error %v (%T) is neither a *dwarf.FormatError nor ErrNoFDE", what, err, err)
+	}
+}
+
+// contiguous reports whether rows tile [f.Start, f.Start+f.Size) in order.
+func contiguous(f *ParsedFDE, rows []Row) bool {
+	if len(rows) == 0 || rows[0].Loc != f.Start || f.Start+f.Size < f.Start {
+		return false
+	}
+	for i, r := range rows {
+		if r.End < r.Loc || i > 0 && r.Loc != rows[i-1].End {
+			return false
+		}
+	}
+	return rows[len(rows)-1].End == f.Start+f.Size
+}
+
+// rowString formats a row's range and rules, registers in numeric order,
+// unspecified rules left out, expressions in full.
+func rowString(r *Row) string {
+	type reg struct {
+		n    arch.Reg
+		rule Rule
+	}
+	var regs []reg
+	for i := 0; i < r.NumRules(); i++ {
+		if n, rule := r.RuleAt(i); rule.Kind != RuleUnspecified {
+			regs = append(regs, reg{n, rule})
+		}
+	}
+	sort.Slice(regs, func(i, j int) bool { return regs[i].n < regs[j].n })
+	s := fmt.Sprintf("[%#x,%#x) cfa=%v args=%d signed=%v", r.Loc, r.End, r.CFA, r.ArgsSize, r.RASigned)
+	for _, x := range regs {
+		s += fmt.Sprintf(" r%d=%v", x.n, x.rule)
+	}
+	return s
+}
+
+// rulesString is rowString without the range.
+func rulesString(r *Row) string {
+	s := rowString(r)
+	return s[strings.IndexByte(s, ')')+1:]
+}
+
+// mergeRows drops empty rows and merges neighbours with equal rules: two
+// encodings of one table may split it at different advances.
+func mergeRows(rows []Row) []string {
+	var out []string
+	var loc, end uint64
+	var rules string
+	for i := range rows {
+		r := &rows[i]
+		if r.Loc == r.End {
+			continue
+		}
+		if rs := rulesString(r); len(out) > 0 && rs == rules && r.Loc == end {
+			end = r.End
+			out[len(out)-1] = fmt.Sprintf("[%#x,%#x)%s", loc, end, rules)
+			continue
+		} else {
+			loc, end, rules = r.Loc, r.End, rs
+		}
+		out = append(out, fmt.Sprintf("[%#x,%#x)%s", loc, end, rules))
+	}
+	return out
+}
+
+// reencode writes f (with rows, its table) back out with EncodeDebugFrame
+// from what DecodeInsns decoded and checks the result decodes to the same
+// range and rows. Instructions the encoder does not write (or refuses, such
+// as unsorted locations) end the check.
+func reencode(t *testing.T, sec *Section, f *ParsedFDE, rows []Row) {
+	t.Helper()
+	if !contiguous(f, rows) || f.CIE.CodeAlign == 0 || f.CIE.DataAlign == 0 {
+		return
+	}
+	ci, err := sec.DecodeInsns(&f.CIE, nil)
+	if err != nil {
+		return
+	}
+	fi, err := sec.DecodeInsns(nil, f)
+	if err != nil {
+		return
+	}
+	cie := CIE{CodeAlign: f.CIE.CodeAlign, DataAlign: f.CIE.DataAlign, RA: f.CIE.RA, Signal: f.CIE.Signal}
+	for _, d := range ci {
+		if d.Op != OpAdvanceLoc {
+			in := d.Insn
+			in.PC = 0
+			cie.Initial = append(cie.Initial, in)
+		}
+	}
+	fde := FDE{Start: f.Start, Size: f.Size}
+	for _, d := range fi {
+		if d.Op != OpAdvanceLoc {
+			fde.Insns = append(fde.Insns, d.Insn)
+		}
+	}
+	enc := dwarf.Encoding{Version: 5, Format: dwarf.Format32, AddrSize: 8, ByteOrder: binary.LittleEndian}
+	data, _, err := EncodeDebugFrame(cie, []FDE{fde}, enc)
+	if err != nil {
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("EncodeDebugFrame: error %v does not wrap ErrInvalid", err)
+		}
+		return
+	}
+	got, err := NewDebugFrame(data, binary.LittleEndian, 8).FDEs()
+	if err != nil || len(got) != 1 {
+		t.Fatalf("re-encoded FDE %#x: %d FDEs, %v", f.Offset, len(got), err)
+	}
+	g := &got[0]
+	if g.Start != f.Start || g.Size != f.Size || g.CIE.RA != f.CIE.RA || g.CIE.Signal != f.CIE.Signal {
+		t.Fatalf("re-encoded FDE %#x: [%#x, +%#x) RA %d signal %v, decoded [%#x, +%#x) RA %d signal %v",
+			f.Offset, g.Start, g.Size, g.CIE.RA, g.CIE.Signal, f.Start, f.Size, f.CIE.RA, f.CIE.Signal)
+	}
+	grows, err := Table(g)
+	if err != nil {
+		t.Fatalf("re-encoded FDE %#x: %v", f.Offset, err)
+	}
+	if a, b := mergeRows(rows), mergeRows(grows); !reflect.DeepEqual(a, b) {
+		t.Fatalf("FDE %#x: rows\n%s\nre-encoded as\n%s", f.Offset, strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	reencoded++
+}
+
+// reencoded counts the FDEs reencode compared, so that a test can check
+// the comparison is not skipped for the seeds.
+var reencoded int
+
+// TestExerciseSeeds runs the fuzz targets' checks on the encoder's output
+// for every encoding and checks every FDE got through to the re-encoding
+// comparison.
+func TestExerciseSeeds(t *testing.T) {
+	cie, fdes := seedModel()
+	for _, enc := range encodings() {
+		eh, _, err := EncodeEHFrame(cie, fdes, 0x2000, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		df, _, err := EncodeDebugFrame(cie, fdes, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reencoded = 0
+		exercise(t, NewEHFrame(eh, 0x2000, enc.ByteOrder, enc.AddrSize))
+		exercise(t, NewDebugFrame(df, enc.ByteOrder, enc.AddrSize))
+		if reencoded != 2*len(fdes) {
+			t.Errorf("%v: %d FDEs re-encoded and compared, want %d", enc, reencoded, 2*len(fdes))
+		}
+	}
+	reencoded = 0
+	exercise(t, NewDebugFrame(allInsnsFDE(), binary.LittleEndian, 8))
+	t.Logf("allInsnsFDE: %d FDEs re-encoded", reencoded)
 }
 
 func seedModel() (CIE, []FDE) {
@@ -65,7 +287,7 @@ func FuzzEHFrame(f *testing.F) {
 		if big {
 			bo = binary.BigEndian
 		}
-		exercise(NewEHFrame(data, 0x2000, bo, as))
+		exercise(t, NewEHFrame(data, 0x2000, bo, as))
 	})
 }
 
@@ -89,7 +311,7 @@ func FuzzDebugFrame(f *testing.F) {
 		if big {
 			bo = binary.BigEndian
 		}
-		exercise(NewDebugFrame(data, bo, as))
+		exercise(t, NewDebugFrame(data, bo, as))
 	})
 }
 

@@ -86,15 +86,12 @@ func TestReadelfGoDebugFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "hello")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command in PATH")
-	}
+	goBin := tooltest.Require(t, "go")
 	cmd := exec.Command(goBin, "build", "-o", exe, src)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("go build: %v\n%s", err, out)
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	checkFileAgainstReadelf(t, exe, false)
 }

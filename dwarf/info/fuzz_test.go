@@ -2,6 +2,7 @@ package info
 
 import (
 	"debug/dwarf"
+	"errors"
 	"testing"
 
 	edwarf "github.com/elfimage/elfimage/dwarf"
@@ -29,7 +30,8 @@ func FuzzInfo(f *testing.F) {
 		sec := Sections{Info: info, Abbrev: abbrev, Str: info, LineStr: info, StrOffsets: info, Addr: info, RngLists: info, LocLists: info}
 		d, err := New(sec)
 		if err != nil {
-			if _, ok := err.(*edwarf.FormatError); !ok {
+			var fe *edwarf.FormatError
+			if !errors.As(err, &fe) {
 				t.Fatalf("New: %T %v", err, err)
 			}
 			return
@@ -38,7 +40,8 @@ func FuzzInfo(f *testing.F) {
 		for n := 0; ; n++ {
 			e, err := r.Next()
 			if err != nil {
-				if _, ok := err.(*edwarf.FormatError); !ok {
+				var fe *edwarf.FormatError
+				if !errors.As(err, &fe) {
 					t.Fatalf("Next: %T %v", err, err)
 				}
 				return

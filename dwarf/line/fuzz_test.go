@@ -3,6 +3,7 @@ package line
 import (
 	"debug/dwarf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -31,7 +32,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := Decode(Sections{Line: data, Str: data, LineStr: data}, 0, "/cd")
 		if err != nil {
-			if _, ok := err.(*edwarf.FormatError); !ok {
+			var fe *edwarf.FormatError
+			if !errors.As(err, &fe) {
 				t.Fatalf("error %T %v is not a *dwarf.FormatError", err, err)
 			}
 			return

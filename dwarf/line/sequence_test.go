@@ -147,7 +147,12 @@ func TestSequenceRowAllocs(t *testing.T) {
 }
 
 // FuzzSequenceRow runs one sequence at arbitrary offsets of arbitrary
-// .debug_line bytes: no panic, errors are FormatErrors or ErrNotCovered.
+// .debug_line bytes: no panic, errors are FormatErrors or ErrNotCovered,
+// a row found is at or below addr; and for the unit's first sequence
+// (which starts at ProgramOffset) SequenceRow must give the row that
+// reading the rows one by one with Next gives: the last row at or below
+// addr before DW_LNE_end_sequence, when addr is below the end and the
+// addresses do not decrease.
 func FuzzSequenceRow(f *testing.F) {
 	sec, _, offs, _ := twoUnits(f, edwarf.Default64, nil)
 	for _, o := range offs {
@@ -159,18 +164,70 @@ func FuzzSequenceRow(f *testing.F) {
 			if err != nil {
 				return
 			}
-			row, err := r.SequenceRow(seqOff, addr)
-			var fe *edwarf.FormatError
-			switch {
-			case err == nil:
-				if row.EndSequence || row.Address > addr {
-					t.Fatalf("row %+v for addr %#x", row, addr)
+			for _, off := range []uint64{seqOff, r.Header().ProgramOffset} {
+				row, err := r.SequenceRow(off, addr)
+				var fe *edwarf.FormatError
+				switch {
+				case err == nil:
+					if row.EndSequence || row.Address > addr {
+						t.Fatalf("row %+v for addr %#x", row, addr)
+					}
+				case errors.Is(err, ErrNotCovered), errors.As(err, &fe):
+				default:
+					t.Fatalf("error %T %v", err, err)
 				}
-			case errors.Is(err, ErrNotCovered), errors.As(err, &fe):
-			default:
-				t.Fatalf("error %T %v", err, err)
+				if off == r.Header().ProgramOffset {
+					want, werr := firstSequenceRow(data, unit, addr)
+					if werr == nil && (err != nil || row != want) {
+						t.Fatalf("SequenceRow(%#x, %#x) = %+v, %v; Next gives %+v", off, addr, row, err, want)
+					}
+					if errors.Is(werr, ErrNotCovered) && !errors.Is(err, ErrNotCovered) {
+						t.Fatalf("SequenceRow(%#x, %#x) = %+v, %v; Next gives no row covering it", off, addr, row, err)
+					}
+				}
 			}
 			unit = r.Header().End
 		}
 	})
+}
+
+// errSkip: firstSequenceRow has no answer to compare with.
+var errSkip = errors.New("no comparison")
+
+// firstSequenceRow reads the first sequence of the unit at unit row by row
+// with Next and returns the last row at or below addr, ErrNotCovered when
+// addr is outside [first row, end_sequence), or errSkip when the sequence
+// does not decode or its addresses decrease.
+func firstSequenceRow(data []byte, unit, addr uint64) (Row, error) {
+	r, err := NewReader(Sections{Line: data, Str: data, LineStr: data}, unit, "/cd")
+	if err != nil {
+		return Row{}, errSkip
+	}
+	var rows []Row
+	for len(rows) < 1<<14 {
+		var row Row
+		if err := r.Next(&row); err != nil {
+			return Row{}, errSkip
+		}
+		if len(rows) > 0 && row.Address < rows[len(rows)-1].Address {
+			return Row{}, errSkip
+		}
+		rows = append(rows, row)
+		if row.EndSequence {
+			break
+		}
+	}
+	if len(rows) == 0 || !rows[len(rows)-1].EndSequence {
+		return Row{}, errSkip
+	}
+	if addr < rows[0].Address || addr >= rows[len(rows)-1].Address {
+		return Row{}, ErrNotCovered
+	}
+	var want Row
+	for _, row := range rows[:len(rows)-1] {
+		if row.Address <= addr {
+			want = row
+		}
+	}
+	return want, nil
 }

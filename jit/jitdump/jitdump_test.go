@@ -14,6 +14,8 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // fakeClock returns 1000, 1001, ...
@@ -106,7 +108,7 @@ func TestMarkerMapping(t *testing.T) {
 	maps := func() string {
 		b, err := os.ReadFile("/proc/self/maps")
 		if err != nil {
-			t.Skip(err)
+			tooltest.Skip(t, "no /proc/self/maps: %v", err)
 		}
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasSuffix(l, " "+w.Path()) {
