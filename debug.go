@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +65,9 @@ func (im *Image) LoadNotes() []string { return im.notes }
 func (im *Image) DebugFile() (_ string, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	st := im.debugFileState()
+	if st.err != nil && st.err != errIndexFault {
+		return "", fmt.Errorf("elfimage: %s: %w: %w", im.path, ErrNoDebugFile, st.err)
+	}
 	return st.path, st.err
 }
 
@@ -81,7 +85,7 @@ func (im *Image) debugSection(name string) ([]byte, error) {
 	case st.own:
 		return nil, err
 	case st.err != nil:
-		return nil, fmt.Errorf("elfimage: %s: section %q: %w: %w", im.path, name, ErrNoSection, st.err)
+		return nil, &noDebugError{path: im.path, section: name, err: st.err}
 	}
 	for i := range st.secs {
 		s := &st.secs[i]
@@ -95,6 +99,29 @@ func (im *Image) debugSection(name string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("elfimage: %s: section %q is in neither the image nor its debug file %s: %w", im.path, name, st.path, ErrNoSection)
 }
+
+// noDebugError is the error of a debug query of a stripped image whose
+// debug file is missing or unusable: it wraps ErrNoSection,
+// ErrNoDebugFile and the cause (debugfile.ErrNotFound with the paths
+// tried, or the debug file's *FormatError).
+type noDebugError struct {
+	path, section string
+	err           error
+}
+
+func (e *noDebugError) Error() string {
+	msg := e.err.Error()
+	if errors.Is(e.err, debugfile.ErrNotFound) {
+		msg = strings.TrimPrefix(msg, "debugfile: ")
+	} else {
+		msg = "its debug file is not usable: " + msg
+	}
+	return fmt.Sprintf("elfimage: %s: no section %s: the image is stripped, and %s", e.path, e.section, msg)
+}
+
+func (e *noDebugError) Is(target error) bool { return target == ErrNoSection || target == ErrNoDebugFile }
+
+func (e *noDebugError) Unwrap() error { return e.err }
 
 func (im *Image) debugFileState() *debugFileState {
 	st := &im.dbgFile
@@ -142,11 +169,11 @@ func (im *Image) openDebugFile(st *debugFileState, secs []SectionHeader) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNoDebugFile, err)
+		return err
 	}
 	mem, err := mapDebugFile(path)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNoDebugFile, err)
+		return err
 	}
 	f, secsD, err := parseSectionTable(path, mem)
 	if err == nil {
@@ -154,7 +181,7 @@ func (im *Image) openDebugFile(st *debugFileState, secs []SectionHeader) error {
 	}
 	if err != nil {
 		unix.Munmap(mem)
-		return fmt.Errorf("%w: %w", ErrNoDebugFile, err)
+		return err
 	}
 	st.path, st.mem, st.secs = path, mem, secsD
 	return nil
