@@ -119,7 +119,9 @@ func (e *noDebugError) Error() string {
 	return fmt.Sprintf("elfimage: %s: no section %s: the image is stripped, and %s", e.path, e.section, msg)
 }
 
-func (e *noDebugError) Is(target error) bool { return target == ErrNoSection || target == ErrNoDebugFile }
+func (e *noDebugError) Is(target error) bool {
+	return target == ErrNoSection || target == ErrNoDebugFile
+}
 
 func (e *noDebugError) Unwrap() error { return e.err }
 
