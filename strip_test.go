@@ -470,3 +470,216 @@ func TestStripTools(t *testing.T) {
 		}
 	})
 }
+
+// foreignStrips are other people's strip tools as a user runs them on an
+// image: the command (IN and OUT replaced by the paths) and the debug file
+// it writes (OUT.debug), if any.
+var foreignStrips = []struct {
+	name  string
+	tool  string
+	args  []string
+	debug bool // writes OUT.debug (and a .gnu_debuglink naming it)
+}{
+	{"objcopy--strip-debug", "objcopy", []string{"--strip-debug", "IN", "OUT"}, false},
+	{"strip", "strip", []string{"-o", "OUT", "IN"}, false},
+	{"eu-strip-f", "eu-strip", []string{"-f", "OUT.debug", "-o", "OUT", "IN"}, true},
+}
+
+// TestForeignStrip runs objcopy --strip-debug, strip and eu-strip -f on
+// a linked image and checks that what they write still loads (with a
+// note for each program header of ours that lost its section), runs,
+// answers the queries its remaining sections allow (the procedure table
+// and symbols when kept; everything through eu-strip's debug file), says
+// why for the others, publishes to gdb (Symfile: Rebase of a file whose
+// sections were renumbered and partly removed), and, given objcopy
+// --only-keep-debug's debug file in a build-ID directory, answers every
+// query as the whole image does.
+func TestForeignStrip(t *testing.T) {
+	fullPath := writeDemo(t, elfimage.LinkOptions{})
+	full := openImage(t, fullPath, noDirs)
+	procs, err := full.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fib, _ := full.ProcedureByName("fib")
+	want := answers(t, full, procs)
+	debugDir := t.TempDir()
+	byID := debugfile.BuildIDPath(debugDir, full.BuildID())
+	os.MkdirAll(filepath.Dir(byID), 0o755)
+	if out, err := exec.Command(tooltest.Require(t, "objcopy"), "--only-keep-debug", fullPath, byID).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy --only-keep-debug: %v\n%s", err, out)
+	}
+	for _, c := range foreignStrips {
+		t.Run(c.name, func(t *testing.T) {
+			tool := tooltest.Require(t, c.tool)
+			out := filepath.Join(t.TempDir(), "demo.elf")
+			var args []string
+			for _, a := range c.args {
+				a = strings.ReplaceAll(a, "IN", fullPath)
+				args = append(args, strings.ReplaceAll(a, "OUT", out))
+			}
+			if b, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+				t.Fatalf("%s %q: %v\n%s", c.tool, args, err, b)
+			}
+			img := openImage(t, out, noDirs)
+			notes := img.LoadNotes()
+			if len(notes) != 3 {
+				t.Errorf("notes: %q, want one for each of PTLineProgram, PTLineStrings, PTProcTable", notes)
+			}
+			for _, n := range notes {
+				if !strings.Contains(n, "ignored") || !strings.Contains(n, out) {
+					t.Errorf("note %q", n)
+				}
+			}
+			if got := runDemo(t, img); got != scheme.DemoOutput {
+				t.Errorf("printed %q", got)
+			}
+			ef := openELF(t, mustRead(t, out))
+			hasSyms := ef.Section(".symtab") != nil
+			if c.debug {
+				// Everything comes from eu-strip's debug file, found
+				// through its .gnu_debuglink beside the image.
+				if got := answers(t, img, procs); !slices.Equal(got, want) {
+					t.Errorf("answers with eu-strip's debug file differ from the whole image's")
+				}
+			} else {
+				if p, err := img.Procedure(fib.Start); err != nil || p.Name != "fib" || len(p.Args) != 1 {
+					t.Errorf("Procedure: %+v, %v", p, err)
+				}
+				if p, err := img.ProcedureAt(fib.Start + 1); hasSyms != (err == nil) || (err == nil && p.Name != "fib") {
+					t.Errorf("ProcedureAt with .symtab %v: %+v, %v", hasSyms, p, err)
+				} else if err != nil && !errors.Is(err, elfimage.ErrNoDebugFile) {
+					t.Errorf("ProcedureAt: %v, want ErrNoDebugFile", err)
+				}
+				if _, err := img.PositionAt(fib.Start); !errors.Is(err, elfimage.ErrNoDebugFile) || !strings.Contains(err.Error(), "tried ") {
+					t.Errorf("PositionAt: %v, want ErrNoDebugFile naming the paths tried", err)
+				}
+				withDebug := openImage(t, out, &elfimage.LoadOptions{DebugDirs: []string{debugDir}})
+				if got := answers(t, withDebug, procs); !slices.Equal(got, want) {
+					t.Errorf("answers with objcopy --only-keep-debug's file differ from the whole image's")
+				}
+			}
+			sym, err := img.Symfile()
+			if err != nil {
+				t.Fatalf("Symfile: %v", err)
+			}
+			moved := openELF(t, sym)
+			for _, s := range ef.Sections {
+				ms := moved.Section(s.Name)
+				wantAddr := s.Addr
+				if s.Flags&elf.SHF_ALLOC != 0 {
+					wantAddr += uint64(img.Base())
+				}
+				if ms == nil || ms.Addr != wantAddr {
+					t.Errorf("Symfile section %s: %+v, want sh_addr %#x", s.Name, ms, wantAddr)
+				}
+			}
+			if hasSyms {
+				syms, _ := moved.Symbols()
+				for _, s := range syms {
+					if s.Name == "fib" && s.Value != uint64(img.Base())+fib.Start {
+						t.Errorf("Symfile: fib at %#x, want %#x", s.Value, uint64(img.Base())+fib.Start)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRebaseVersion1 checks that a version 1 rebase table (keyed by
+// section index, as images linked before version 2 have) still moves an
+// image as version 2 does, and that after a strip tool renumbered the
+// sections it is refused with an error saying so, not applied to the
+// wrong sections.
+func TestRebaseVersion1(t *testing.T) {
+	orig := mustRead(t, writeDemo(t, elfimage.LinkOptions{}))
+	f := openELF(t, orig)
+	rs := f.Section(elfimage.SectionRebase)
+	tab, _ := rs.Data()
+	// Version 2 groups: name NUL count deltas; version 1: index count
+	// deltas. Rewrite in place and shrink sh_size.
+	v1 := []byte{1, tab[1]}
+	p := tab[2:]
+	for len(p) > 0 {
+		n := bytes.IndexByte(p, 0)
+		name := string(p[:n])
+		p = p[n+1:]
+		idx := -1
+		for i, s := range f.Sections {
+			if s.Name == name {
+				idx = i
+			}
+		}
+		if idx < 1 || idx > 127 {
+			t.Fatalf("section %q index %d", name, idx)
+		}
+		v1 = append(v1, byte(idx))
+		count, k := uleb(p)
+		v1 = append(v1, p[:k]...)
+		p = p[k:]
+		for range count {
+			_, k := uleb(p)
+			v1 = append(v1, p[:k]...)
+			p = p[k:]
+		}
+	}
+	old := bytes.Clone(orig)
+	copy(old[rs.Offset:], v1)
+	hdr := elfSectionHeaderOffset(t, orig, elfimage.SectionRebase)
+	le := f.ByteOrder
+	le.PutUint64(old[hdr+32:], uint64(len(v1)))
+	a, err := elfimage.Rebase(orig, rebaseBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := elfimage.Rebase(old, rebaseBase)
+	if err != nil {
+		t.Fatalf("Rebase of a version 1 table: %v", err)
+	}
+	// Equal but for the table itself and its sh_size.
+	for i := range a {
+		inTable := uint64(i) >= rs.Offset && uint64(i) < rs.Offset+rs.Size
+		inSize := uint64(i) >= hdr+32 && uint64(i) < hdr+40
+		if !inTable && !inSize && a[i] != b[i] {
+			t.Fatalf("byte %#x: version 1 gives %#x, version 2 %#x", i, b[i], a[i])
+		}
+	}
+	// objcopy --strip-debug renumbers the sections: version 2 goes on,
+	// version 1 is refused.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "v1.elf"), old, 0o644)
+	if out, err := exec.Command(tooltest.Require(t, "objcopy"), "--strip-debug", filepath.Join(dir, "v1.elf"), filepath.Join(dir, "v1s.elf")).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	_, err = elfimage.Rebase(mustRead(t, filepath.Join(dir, "v1s.elf")), rebaseBase)
+	var fe *elfimage.FormatError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "renumbered") {
+		t.Errorf("Rebase of a stripped image with a version 1 table: %v, want a *FormatError saying the sections were renumbered", err)
+	}
+}
+
+func uleb(p []byte) (uint64, int) {
+	var v uint64
+	for i, c := range p {
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, i + 1
+		}
+	}
+	return v, len(p)
+}
+
+// elfSectionHeaderOffset returns the file offset of the section header
+// of the section named name in the ELF64 file b.
+func elfSectionHeaderOffset(t *testing.T, b []byte, name string) uint64 {
+	t.Helper()
+	f := openELF(t, b)
+	shoff := f.ByteOrder.Uint64(b[40:])
+	for i, s := range f.Sections {
+		if s.Name == name {
+			return shoff + uint64(i)*64
+		}
+	}
+	t.Fatalf("no section %s", name)
+	return 0
+}
