@@ -66,7 +66,7 @@ func (im *Image) DebugFile() (_ string, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	st := im.debugFileState()
 	if st.err != nil && st.err != errIndexFault {
-		return "", fmt.Errorf("elfimage: %s: %w: %w", im.path, ErrNoDebugFile, st.err)
+		return "", &noDebugError{path: im.path, err: st.err}
 	}
 	return st.path, st.err
 }
@@ -100,8 +100,9 @@ func (im *Image) debugSection(name string) ([]byte, error) {
 	return nil, fmt.Errorf("elfimage: %s: section %q is in neither the image nor its debug file %s: %w", im.path, name, st.path, ErrNoSection)
 }
 
-// noDebugError is the error of a debug query of a stripped image whose
-// debug file is missing or unusable: it wraps ErrNoSection,
+// noDebugError is the error of a debug query (of DebugFile, when section
+// is "") of a stripped image whose debug file is missing or unusable: it
+// wraps ErrNoSection,
 // ErrNoDebugFile and the cause (debugfile.ErrNotFound with the paths
 // tried, or the debug file's *FormatError).
 type noDebugError struct {
@@ -116,11 +117,14 @@ func (e *noDebugError) Error() string {
 	} else {
 		msg = "its debug file is not usable: " + msg
 	}
+	if e.section == "" {
+		return fmt.Sprintf("elfimage: %s: the image is stripped, and %s", e.path, msg)
+	}
 	return fmt.Sprintf("elfimage: %s: no section %s: the image is stripped, and %s", e.path, e.section, msg)
 }
 
 func (e *noDebugError) Is(target error) bool {
-	return target == ErrNoSection || target == ErrNoDebugFile
+	return target == ErrNoDebugFile || (target == ErrNoSection && e.section != "")
 }
 
 func (e *noDebugError) Unwrap() error { return e.err }
