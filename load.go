@@ -409,7 +409,7 @@ const (
 // parseImage validates the ELF image data (see Open for the rules) and
 // returns what the loader needs. It reads only the ELF header, the program
 // headers and what they point to, never the non-loaded tail; it never
-// panics and allocates only the segment list and errors.
+// panics and allocates only the segment list, errors and notes.
 func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan, error) {
 	d := &decoder{path: path, data: data}
 	if len(data) < ehdrSize {
@@ -475,6 +475,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	}
 	p.segs = make([]Segment, 0, nload)
 	var dynIdx, ehIdx = -1, -1
+	var seenTail uint8 // bit t-PTProcTable: a program header of type t was seen
 	var prevEnd, firstAt uint64
 	for i := range phs {
 		ph := &phs[i]
@@ -537,11 +538,15 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			// look for the section through the section headers or in
 			// the image's debug file.
 			t := ph.Type
+			bit := uint8(1) << (t - PTProcTable)
 			switch {
-			case p.tail[t] != nil:
+			case seenTail&bit != 0:
 				return nil, d.errorf(at, field("p_type"), "second program header of type %#x", ph.Type)
 			case ph.Memsz != 0:
 				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x, want 0 (not loaded)", ph.Memsz)
+			}
+			seenTail |= bit
+			switch {
 			case ph.Filesz == 0:
 				p.notes = append(p.notes, fmt.Sprintf("%s: program header %d (%s) is empty: ignored (its section was stripped)", path, i, tailName(t)))
 				continue
