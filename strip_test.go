@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/debugfile"
+	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
@@ -409,7 +411,7 @@ func mustRead(t *testing.T, path string) []byte {
 // and eu-elflint find nothing in them they do not find in the whole
 // image (eu-elflint --debuginfo for the debug file), llvm-dwarfdump
 // verifies the debug file, objcopy --add-gnu-debuglink writes the same
-// .gnu_debuglink bytes (name, padding, CRC-32), and gdb reads the
+// .gnu_debuglink bytes (name, padding, CRC-32), and gdb and lldb read the
 // stripped image's lines from the debug file beside it, as from the whole
 // image.
 func TestStripTools(t *testing.T) {
@@ -453,6 +455,23 @@ func TestStripTools(t *testing.T) {
 		b, _ := openELF(t, mustRead(t, stripped)).Section(debugfile.SectionDebugLink).Data()
 		if !bytes.Equal(a, b) {
 			t.Errorf(".gnu_debuglink: objcopy wrote % x, we wrote % x", a, b)
+		}
+	})
+	t.Run("lldb", func(t *testing.T) {
+		lldb := tooltest.Require(t, lldbtest.Names...)
+		lookup := func(f string) string {
+			out, err := exec.Command(lldb, "-b", "-o", "image lookup -n fib -v", f).CombinedOutput()
+			if err != nil {
+				t.Fatalf("lldb: %v\n%s", err, out)
+			}
+			m := regexp.MustCompile(`LineEntry: .*`).FindString(string(out))
+			if m == "" {
+				t.Fatalf("lldb found no line entry for fib in %s:\n%s", f, out)
+			}
+			return m
+		}
+		if got, want := lookup(stripped), lookup(full); got != want {
+			t.Errorf("lldb: %s in the stripped image, %s in the whole image", got, want)
 		}
 	})
 	t.Run("gdb", func(t *testing.T) {
