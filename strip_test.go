@@ -407,8 +407,8 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-// TestStripTools checks the split files with the system tools: readelf
-// and eu-elflint find nothing in them they do not find in the whole
+// TestStripTools checks the split files with the system tools: readelf,
+// eu-readelf and eu-elflint find nothing in them they do not find in the whole
 // image (eu-elflint --debuginfo for the debug file), llvm-dwarfdump
 // verifies the debug file, objcopy --add-gnu-debuglink writes the same
 // .gnu_debuglink bytes (name, padding, CRC-32), and gdb and lldb read the
@@ -427,6 +427,31 @@ func TestStripTools(t *testing.T) {
 			if strings.Contains(strings.ToLower(out), "warning") || strings.Contains(strings.ToLower(out), "error") {
 				t.Errorf("readelf -W -a %s:\n%s", filepath.Base(f), out)
 			}
+		}
+	})
+	t.Run("eu-readelf", func(t *testing.T) {
+		complaints := func(f string, args ...string) []string {
+			var out []string
+			for _, l := range strings.Split(run("eu-readelf", append(args, f)...), "\n") {
+				if ll := strings.ToLower(l); strings.Contains(ll, "invalid") || strings.Contains(ll, "error") || strings.Contains(ll, "warn") || strings.Contains(ll, "cannot") {
+					out = append(out, strings.TrimSpace(l))
+				}
+			}
+			return out
+		}
+		base := complaints(full, "-a", "--debug-dump")
+		for _, c := range []struct {
+			file string
+			args []string
+		}{{stripped, []string{"-a"}}, {dbg, []string{"-a", "--debug-dump"}}} {
+			for _, l := range complaints(c.file, c.args...) {
+				if !slices.Contains(base, l) {
+					t.Errorf("eu-readelf %q %s: %q, which it does not say of the whole image", c.args, filepath.Base(c.file), l)
+				}
+			}
+		}
+		if out := run("eu-readelf", "--debug-dump=line", dbg); !strings.Contains(out, scheme.DemoFile) {
+			t.Errorf("eu-readelf --debug-dump=line of the debug file names no %s:\n%s", scheme.DemoFile, out)
 		}
 	})
 	t.Run("eu-elflint", func(t *testing.T) {
