@@ -117,9 +117,11 @@ func readFile(t *testing.T, path string) string {
 // debug file from a build-ID directory (`set debug-file-directory`): the
 // split `elfimage strip` writes, and images stripped by objcopy
 // --strip-debug and strip (debug file from objcopy --only-keep-debug) and
-// by eu-strip -f (its own debug file). An image objcopy stripped of its
-// DWARF but not its symbols, with no debug file, still gets a breakpoint
-// by name.
+// by eu-strip -f (its own debug file); and, through the hook script's
+// add-symbol-file of the image file, from the debug file its
+// .gnu_debuglink names beside it. An image objcopy stripped of its DWARF
+// but not its symbols, with no debug file, still gets a breakpoint by
+// name.
 func TestGDBStripped(t *testing.T) {
 	f := setupGDB(t)
 	cases := []struct {
@@ -186,6 +188,28 @@ func TestGDBStripped(t *testing.T) {
 			}
 		})
 	}
+	t.Run("hook-debuglink", func(t *testing.T) {
+		// The hook script adds the image file itself (add-symbol-file
+		// FILE -o BASE): gdb follows its .gnu_debuglink to the debug file
+		// beside it and moves it with the image.
+		t.Parallel()
+		dir := t.TempDir()
+		out := filepath.Join(dir, "prog.elf")
+		if code, o, e := runCLI(t, "strip", "-o", out, "-debug-file", filepath.Join(dir, "prog.debug"), f.img); code != 0 {
+			t.Fatalf("strip: %s%s", o, e)
+		}
+		s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, Cmds: []string{
+			"set debug-file-directory " + t.TempDir(), "break fib", "run run " + out + " > " + filepath.Join(dir, "out"), "info args"}}
+		r, err := s.Run()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, r.Output)
+		}
+		mustContain(t, "stop", r.Blocks[2], "hit Breakpoint 1, fib (n=10) at ", "prog.scm:"+strconv.Itoa(fibLine))
+		checkVars(t, "info args", r.Blocks[3], map[string]string{"n": "10"})
+		if t.Failed() {
+			t.Logf("gdb session:\n%s", r.Output)
+		}
+	})
 	t.Run("objcopy-no-debug-file", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
