@@ -12,13 +12,14 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage/debugfile"
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // TestLinkAgainstObjcopy checks AppendLink and CRC32 against the
 // .gnu_debuglink objcopy --add-gnu-debuglink writes for a file, for names
-// of every length modulo 4 (the padding), and ParseLink on objcopy's
-// bytes.
+// of every length modulo 4 (the padding), and ParseLink and ReadLink on
+// objcopy's output.
 func TestLinkAgainstObjcopy(t *testing.T) {
 	objcopy := tooltest.Require(t, "objcopy")
 	exe := tooltest.GCC(t, "int main(void) { return 0; }\n", "-g")
@@ -50,6 +51,15 @@ func TestLinkAgainstObjcopy(t *testing.T) {
 		fc, ferr := debugfile.FileCRC32(dbg)
 		if err != nil || n != name || crc != fc || ferr != nil {
 			t.Errorf("ParseLink(objcopy's %s) = %q %#x %v; FileCRC32 %#x %v", name, n, crc, err, fc, ferr)
+		}
+		ef, err := elfobj.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n2, crc2, ok, err := debugfile.ReadLink(ef)
+		ef.Close()
+		if !ok || err != nil || n2 != name || crc2 != fc {
+			t.Errorf("ReadLink(%s) = %q %#x %v %v", out, n2, crc2, ok, err)
 		}
 	}
 }
