@@ -727,3 +727,24 @@ func elfSectionHeaderOffset(t *testing.T, b []byte, name string) uint64 {
 	t.Fatalf("no section %s", name)
 	return 0
 }
+
+// BenchmarkStrip splits the demo program's image (Strip: both files and
+// the debug file's CRC-32).
+func BenchmarkStrip(b *testing.B) {
+	dir := b.TempDir()
+	m, err := scheme.Compile(filepath.Join(dir, scheme.DemoFile), scheme.DemoSource)
+	if err != nil {
+		b.Fatal(err)
+	}
+	img, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(img)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := elfimage.Strip(img, elfimage.StripOptions{DebugLink: "demo.debug"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
