@@ -27,6 +27,9 @@ func runStrip(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		*out = in
 	}
+	if *debugFile != "" && sameFile(*debugFile, *out) {
+		return fmt.Errorf("%w: -debug-file %s is the stripped image's own path", errUsage, *debugFile)
+	}
 	data, err := os.ReadFile(in)
 	if err != nil {
 		return err
@@ -43,4 +46,17 @@ func runStrip(args []string, stdout, stderr io.Writer) error {
 		return atomicfile.Write(*out, img, atomicfile.Options{Mode: 0o644, Sync: true, Track: cleanup.Track})
 	}
 	return writeSplit(*out, img, *debugFile, dbg)
+}
+
+// sameFile reports whether the paths a and b name the same file (by
+// their absolute, cleaned names, or by inode when both exist).
+func sameFile(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
 }

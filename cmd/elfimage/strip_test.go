@@ -98,6 +98,9 @@ func TestStripCommand(t *testing.T) {
 	if code, _, e := runCLI(t, "strip", inPlace); code != 1 || !strings.Contains(e, "stripped already") {
 		t.Errorf("strip of a stripped image: exit %d, %s", code, e)
 	}
+	if code, _, e := runCLI(t, "strip", "-debug-file", inPlace, inPlace); code != 2 || !strings.Contains(e, "the stripped image's own path") {
+		t.Errorf("strip with -debug-file the image: exit %d, %s", code, e)
+	}
 	if code, _, e := runCLI(t, "strip"); code != 2 || !strings.Contains(e, "want one image file") {
 		t.Errorf("strip without a file: exit %d, %s", code, e)
 	}
