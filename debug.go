@@ -64,6 +64,9 @@ func (im *Image) LoadNotes() []string { return im.notes }
 // and a parse of its section headers.
 func (im *Image) DebugFile() (_ string, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	if _, err := im.Sections(); err != nil {
+		return "", err // the image's own section table is damaged
+	}
 	st := im.debugFileState()
 	if st.err != nil && st.err != errIndexFault {
 		return "", &noDebugError{path: im.path, err: st.err}
@@ -102,9 +105,9 @@ func (im *Image) debugSection(name string) ([]byte, error) {
 
 // noDebugError is the error of a debug query (of DebugFile, when section
 // is "") of a stripped image whose debug file is missing or unusable: it
-// wraps ErrNoSection,
-// ErrNoDebugFile and the cause (debugfile.ErrNotFound with the paths
-// tried, or the debug file's *FormatError).
+// wraps ErrNoDebugFile, ErrNoSection (with a section) and the cause
+// (debugfile.ErrNotFound with the paths tried, or the debug file's
+// *FormatError).
 type noDebugError struct {
 	path, section string
 	err           error

@@ -300,6 +300,14 @@ func TestStripLookup(t *testing.T) {
 		if got := answers(t, img, procs); !slices.Equal(got, want) {
 			t.Errorf("answers differ from the whole image's")
 		}
+		maps := func() string { b, _ := os.ReadFile("/proc/self/maps"); return string(b) }
+		if !strings.Contains(maps(), byID) {
+			t.Errorf("the debug file is not mapped while the image is open")
+		}
+		img.Close()
+		if strings.Contains(maps(), byID) {
+			t.Errorf("the debug file is still mapped after Close")
+		}
 	})
 	t.Run("FindDebugFile", func(t *testing.T) {
 		var asked []byte
