@@ -44,7 +44,8 @@ type LoadOptions struct {
 	// example): it gets the image's build ID (nil when none), its
 	// debuglink name and CRC-32 ("" and 0 when none) and Path, and
 	// returns the path of a candidate, which is accepted only when its
-	// build ID is the image's; an error is reported with the others.
+	// build ID is the image's (when the image has one); an error is
+	// reported with the others.
 	FindDebugFile func(buildID []byte, debuglink string, crc uint32, imagePath string) (string, error)
 }
 

@@ -419,9 +419,9 @@ func mustRead(t *testing.T, path string) []byte {
 // eu-readelf and eu-elflint find nothing in them they do not find in the whole
 // image (eu-elflint --debuginfo for the debug file), llvm-dwarfdump
 // verifies the debug file, objcopy --add-gnu-debuglink writes the same
-// .gnu_debuglink bytes (name, padding, CRC-32), and gdb and lldb read the
-// stripped image's lines from the debug file beside it, as from the whole
-// image.
+// .gnu_debuglink bytes (name, padding, CRC-32), and addr2line,
+// llvm-symbolizer, gdb and lldb read the stripped image's lines from the
+// debug file beside it, as from the whole image.
 func TestStripTools(t *testing.T) {
 	dir := splitDemo(t, elfimage.LinkOptions{})
 	full, stripped, dbg := filepath.Join(dir, "demo.elf"), filepath.Join(dir, "demo.stripped.elf"), filepath.Join(dir, "demo.debug")
@@ -488,6 +488,34 @@ func TestStripTools(t *testing.T) {
 		b, _ := openELF(t, mustRead(t, stripped)).Section(debugfile.SectionDebugLink).Data()
 		if !bytes.Equal(a, b) {
 			t.Errorf(".gnu_debuglink: objcopy wrote % x, we wrote % x", a, b)
+		}
+	})
+	t.Run("addr2line-llvm-symbolizer", func(t *testing.T) {
+		// Both follow the stripped image's .gnu_debuglink to the debug
+		// file beside it.
+		img := openImage(t, full, noDirs)
+		procs, err := img.Procedures()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addrs []string
+		for _, p := range procs {
+			addrs = append(addrs, fmt.Sprintf("%#x", p.Start+1))
+		}
+		for _, tool := range []struct {
+			name string
+			args []string
+		}{{"addr2line", []string{"-f", "-i", "-e"}}, {"llvm-symbolizer", []string{"--inlining", "--obj"}}} {
+			// For an address without a line row, llvm-symbolizer names the
+			// unit's file when it reads the image itself and ?? when it
+			// reads the debug file (objcopy --only-keep-debug and
+			// --strip-debug --add-gnu-debuglink give the same).
+			noLine := regexp.MustCompile(`(?m)^\S*:0(:0)?$`)
+			got := noLine.ReplaceAllString(run(tool.name, append(append(append([]string{}, tool.args...), stripped), addrs...)...), "??:0")
+			want := noLine.ReplaceAllString(run(tool.name, append(append(append([]string{}, tool.args...), full), addrs...)...), "??:0")
+			if got != want || !strings.Contains(want, scheme.DemoFile+":") {
+				t.Errorf("%s on the stripped image:\n%s\non the whole image:\n%s", tool.name, got, want)
+			}
 		}
 	})
 	t.Run("lldb", func(t *testing.T) {
