@@ -9,6 +9,11 @@
 // p_filesz == p_memsz, then a non-loaded tail with the symbol table, DWARF
 // 5 (or 4, 3; 32- or 64-bit format), the procedure table of package meta
 // and the rebase table ([SectionRebase]). [WriteFile] writes it atomically.
+// [Strip] (or [LinkSplit], or [LinkOptions].DebugFile) splits an image into
+// a stripped image that loads and runs as it does and a separate debug
+// file with its symbols and DWARF, which the debug queries of the stripped
+// image find by build ID or .gnu_debuglink (package debugfile), as gdb,
+// lldb and debuginfod do.
 //
 // [Open] maps an image file with one mmap(PROT_READ) and mprotects the
 // segments that need write or execute (never both), applies the

@@ -86,6 +86,9 @@ type Image struct {
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
 	tail           map[elf.ProgType][]byte // tail sections found through program headers
+	notes          []string                // what the loader ignored (LoadNotes)
+	debugOpts      debugLookup             // where a stripped image's debug file is looked for
+	dbgFile        debugFileState          // the debug file, once looked for (debug.go)
 
 	closeMu sync.Mutex
 	closed  bool
@@ -171,8 +174,9 @@ func (im *Image) Close() error {
 	gdbErr := im.unpublishLocked()
 	notifyDebuggerUnloaded(im)
 	var unmapErr error // written by the free function; read only when it ran here
-	switch removed, freed := registry.RemoveFunc(im.Base(), func(im *Image) { unmapErr = unmap(im.mem) }); {
+	switch removed, freed := registry.RemoveFunc(im.Base(), func(im *Image) { im.closeDebugFile(); unmapErr = unmap(im.mem) }); {
 	case !removed: // not registered
+		im.closeDebugFile()
 		return errors.Join(gdbErr, unmap(im.mem))
 	case freed:
 		return errors.Join(gdbErr, unmapErr)

@@ -30,6 +30,17 @@ type LinkOptions struct {
 	DWARF dwarf.Encoding
 	// DebugFrame also emits .debug_frame beside .eh_frame (same rows).
 	DebugFrame bool
+	// DebugFile, when not "", splits the image (see [Strip]): [WriteFile]
+	// writes the stripped image at its path and the debug file at
+	// DebugFile (a path, relative to the working directory when not
+	// absolute), and the stripped image's .gnu_debuglink names
+	// filepath.Base(DebugFile); [LinkSplit] returns both. [Link], which
+	// returns one file, refuses it.
+	DebugFile string
+	// DropProcTable, with DebugFile, leaves the procedure table out of
+	// the stripped image (it stays in the debug file): the image is then
+	// smaller, and [Image.Procedure] needs the debug file.
+	DropProcTable bool
 }
 
 // Link lays out m as an mmap-ready ELF image and returns its bytes.
@@ -60,6 +71,9 @@ type LinkOptions struct {
 // CountVar naming no visible variable, two different types of one name).
 // Cost: linear in the size of the output; it allocates the output once.
 func Link(m *Module, opts LinkOptions) ([]byte, error) {
+	if opts.DebugFile != "" {
+		return nil, &LinkError{"module", "LinkOptions.DebugFile is set: LinkSplit returns the two files, WriteFile writes them"}
+	}
 	l, err := newLinker(m, opts)
 	if err != nil {
 		return nil, err
@@ -70,7 +84,20 @@ func Link(m *Module, opts LinkOptions) ([]byte, error) {
 // WriteFile links m and writes the image to path atomically: the bytes go
 // to a temporary file in the same directory, which is synced and renamed
 // over path, so a reader never sees a partial image. The file mode is 0644.
+// With opts.DebugFile it writes the stripped image at path and its debug
+// file at opts.DebugFile ([LinkSplit]), the debug file first, each
+// atomically.
 func WriteFile(path string, m *Module, opts LinkOptions) error {
+	if opts.DebugFile != "" {
+		img, dbg, err := LinkSplit(m, opts)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(opts.DebugFile, dbg); err != nil {
+			return err
+		}
+		return writeFileAtomic(path, img)
+	}
 	b, err := Link(m, opts)
 	if err != nil {
 		return err

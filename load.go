@@ -31,6 +31,30 @@ type LoadOptions struct {
 	// GDB publishes the image to gdb once loaded ([PublishGDB]); a
 	// failure to publish fails the load.
 	GDB bool
+	// DebugDirs are the debug directories in which the debug queries of a
+	// stripped image (one without .debug_info: [Strip], eu-strip, strip)
+	// look for its debug file, as DIR/.build-id/xx/rest.debug and
+	// DIR/ABSDIR/NAME for a .gnu_debuglink NAME (package debugfile); the
+	// debuglink is also looked for beside the image and in its .debug
+	// directory. nil means debugfile.DefaultDirs (/usr/lib/debug); an
+	// empty slice, none.
+	DebugDirs []string
+	// FindDebugFile, when not nil, is asked for the debug file when the
+	// directories and the debuglink give none (a debuginfod client, for
+	// example): it gets the image's build ID (nil when none), its
+	// debuglink name and CRC-32 ("" and 0 when none) and Path, and
+	// returns the path of a candidate, which is accepted only when its
+	// build ID is the image's (when the image has one); an error is
+	// reported with the others.
+	FindDebugFile func(buildID []byte, debuglink string, crc uint32, imagePath string) (string, error)
+}
+
+// debugOptions returns what the debug queries need of opts.
+func debugOptions(opts *LoadOptions) debugLookup {
+	if opts == nil {
+		return debugLookup{}
+	}
+	return debugLookup{dirs: opts.DebugDirs, find: opts.FindDebugFile}
 }
 
 // registry maps the loaded range [Base, Base+Size) of every open image to
@@ -150,7 +174,7 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 	if opts == nil || !opts.ForceRead {
 		mem, err := mapFile(f, int(size))
 		if err == nil {
-			im, err := finish(path, mem, int(size), true, a, pageSize)
+			im, err := finish(path, mem, int(size), true, a, pageSize, opts)
 			if err == nil || !errors.Is(err, errExecDenied) {
 				return im, err
 			}
@@ -169,7 +193,7 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		unmap(mem)
 		return nil, fmt.Errorf("elfimage: %s: mprotect: %w", path, err)
 	}
-	return finish(path, mem, int(size), false, a, pageSize)
+	return finish(path, mem, int(size), false, a, pageSize, opts)
 }
 
 // Load loads an image from bytes in memory (for example the output of
@@ -220,7 +244,7 @@ func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {
 		unmap(mem)
 		return nil, fmt.Errorf("elfimage: %s: mprotect: %w", name, err)
 	}
-	return finish(name, mem, len(data), false, a, pageSize)
+	return finish(name, mem, len(data), false, a, pageSize, opts)
 }
 
 func options(opts *LoadOptions) (*arch.Arch, uint64) {
@@ -242,7 +266,7 @@ var errExecDenied = errors.New("elfimage: executable mapping denied")
 // finish validates the PROT_READ mapping mem holding a size-byte image,
 // applies protections and relocations and registers the image. On error it
 // unmaps mem.
-func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSize uint64) (im *Image, err error) {
+func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSize uint64, opts *LoadOptions) (im *Image, err error) {
 	defer func() {
 		if err != nil {
 			unmap(mem)
@@ -279,6 +303,7 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 		path: path, arch: a, mem: mem, data: data, mapped: mapped,
 		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
 		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, tail: p.tail,
+		notes: p.notes, debugOpts: debugOptions(opts),
 	}
 	// Tell debuggers before the image is reachable through Lookup, so
 	// that no Close can come between registering and notifying.
@@ -346,6 +371,20 @@ type plan struct {
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
 	tail           map[elf.ProgType][]byte // PTProcTable etc.: bytes not read at load
+	notes          []string                // what was ignored (Image.LoadNotes)
+}
+
+// tailName names a program header type of ours in notes.
+func tailName(t elf.ProgType) string {
+	switch t {
+	case PTProcTable:
+		return "PTProcTable"
+	case PTLineProgram:
+		return "PTLineProgram"
+	case PTLineStrings:
+		return "PTLineStrings"
+	}
+	return fmt.Sprintf("%#x", uint32(t))
 }
 
 // image64 decodes the tables of images, which are ELF64 little-endian.
@@ -371,7 +410,7 @@ const (
 // parseImage validates the ELF image data (see Open for the rules) and
 // returns what the loader needs. It reads only the ELF header, the program
 // headers and what they point to, never the non-loaded tail; it never
-// panics and allocates only the segment list and errors.
+// panics and allocates only the segment list, errors and notes.
 func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan, error) {
 	d := &decoder{path: path, data: data}
 	if len(data) < ehdrSize {
@@ -437,6 +476,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 	}
 	p.segs = make([]Segment, 0, nload)
 	var dynIdx, ehIdx = -1, -1
+	var seenTail uint8 // bit t-PTProcTable: a program header of type t was seen
 	var prevEnd, firstAt uint64
 	for i := range phs {
 		ph := &phs[i]
@@ -492,15 +532,28 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			return nil, d.errorf(at, field("p_type"), "%v not supported", ph.Type)
 		case PTProcTable, PTLineProgram, PTLineStrings:
 			// Only the bounds are checked: these point into the tail,
-			// which is read on the first query.
+			// which is read on the first query. A strip tool that
+			// removed the section they point at leaves them empty
+			// (objcopy, strip) or past the end of the file (eu-strip):
+			// such a header is ignored with a note, and the queries
+			// look for the section through the section headers or in
+			// the image's debug file.
 			t := ph.Type
+			bit := uint8(1) << (t - PTProcTable)
 			switch {
-			case p.tail[t] != nil:
+			case seenTail&bit != 0:
 				return nil, d.errorf(at, field("p_type"), "second program header of type %#x", ph.Type)
-			case ph.Off > uint64(len(data)) || ph.Filesz > uint64(len(data))-ph.Off:
-				return nil, d.errorf(at+offPOffset, field("p_offset"), "[%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
 			case ph.Memsz != 0:
 				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x, want 0 (not loaded)", ph.Memsz)
+			}
+			seenTail |= bit
+			switch {
+			case ph.Filesz == 0:
+				p.notes = append(p.notes, fmt.Sprintf("%s: program header %d (%s) is empty: ignored (its section was stripped)", path, i, tailName(t)))
+				continue
+			case ph.Off > uint64(len(data)) || ph.Filesz > uint64(len(data))-ph.Off:
+				p.notes = append(p.notes, fmt.Sprintf("%s: program header %d (%s) [%#x, +%#x) runs past the end of the file (%#x bytes): ignored (its section was stripped)", path, i, tailName(t), ph.Off, ph.Filesz, len(data)))
+				continue
 			}
 			if p.tail == nil {
 				p.tail = map[elf.ProgType][]byte{}

@@ -158,11 +158,11 @@ func (im *Image) ProcedureAt(addr uint64) (_ Procedure, err error) {
 // readSymbols decodes the STT_FUNC symbols of .symtab into an index sorted
 // by address. Overlapping symbols keep the first in address order.
 func (im *Image) readSymbols() ([]procSym, error) {
-	symtab, err := im.Section(".symtab")
+	symtab, err := im.debugSection(".symtab")
 	if err != nil {
 		return nil, err
 	}
-	strtab, err := im.Section(".strtab")
+	strtab, err := im.debugSection(".strtab")
 	if err != nil {
 		return nil, err
 	}
@@ -234,12 +234,12 @@ func (im *Image) lineTable() (*line.Table, error) {
 		d.lineErr = errIndexFault
 		sec := line.Sections{Order: binary.LittleEndian}
 		var err error
-		if sec.Line, err = im.Section(".debug_line"); err != nil {
+		if sec.Line, err = im.debugSection(".debug_line"); err != nil {
 			d.lineErr = err
 			return
 		}
-		sec.Str, _ = im.Section(".debug_str")
-		sec.LineStr, _ = im.Section(".debug_line_str")
+		sec.Str, _ = im.debugSection(".debug_str")
+		sec.LineStr, _ = im.debugSection(".debug_line_str")
 		// Our images have one compile unit whose line program is at
 		// offset 0. Before DWARF 5 the program does not hold the
 		// compilation directory: take it from the unit.
@@ -454,14 +454,14 @@ func (im *Image) infoData() (*info.Data, error) {
 	s.dataOnce.Do(func() {
 		s.dataErr = errIndexFault
 		var sec info.Sections
-		if sec.Info, s.dataErr = im.Section(".debug_info"); s.dataErr != nil {
+		if sec.Info, s.dataErr = im.debugSection(".debug_info"); s.dataErr != nil {
 			return
 		}
-		if sec.Abbrev, s.dataErr = im.Section(".debug_abbrev"); s.dataErr != nil {
+		if sec.Abbrev, s.dataErr = im.debugSection(".debug_abbrev"); s.dataErr != nil {
 			return
 		}
-		sec.Str, _ = im.Section(".debug_str")
-		sec.LineStr, _ = im.Section(".debug_line_str")
+		sec.Str, _ = im.debugSection(".debug_str")
+		sec.LineStr, _ = im.debugSection(".debug_line_str")
 		sec.Order = binary.LittleEndian
 		s.data, s.dataErr = info.New(sec)
 	})
@@ -610,11 +610,11 @@ func (im *Image) locationAt(e *info.Entry, u *info.UnitHeader, addr uint64) ([]b
 	}
 	var sec loc.Sections
 	if u.Enc.Version >= 5 {
-		sec.LocLists, _ = im.Section(".debug_loclists")
+		sec.LocLists, _ = im.debugSection(".debug_loclists")
 	} else {
-		sec.Loc, _ = im.Section(".debug_loc")
+		sec.Loc, _ = im.debugSection(".debug_loc")
 	}
-	sec.Addr, _ = im.Section(".debug_addr")
+	sec.Addr, _ = im.debugSection(".debug_addr")
 	sec.AddrBase = u.AddrBase
 	expr, ok, err := loc.LocationAt(sec, u.Enc, f.Val, im.unitBase(u), addr)
 	if err != nil || !ok || len(expr) == 0 {
@@ -651,17 +651,17 @@ func (im *Image) procTable() (*meta.Table, error) {
 		if b := im.tail[PTProcTable]; b != nil { // found at load through PTProcTable
 			var strs []byte
 			if len(b) > 7 && b[7]&meta.FlagInlineStrings == 0 { // strings kept outside the table
-				strs, _ = im.Section(meta.SectionStrs)
+				strs, _ = im.debugSection(meta.SectionStrs)
 			}
 			d.meta, d.metaErr = meta.NewTable(b, strs)
 			return
 		}
-		sec, err := im.Section(meta.SectionProcs)
+		sec, err := im.debugSection(meta.SectionProcs)
 		if err != nil {
 			d.metaErr = err
 			return
 		}
-		strs, _ := im.Section(meta.SectionStrs)
+		strs, _ := im.debugSection(meta.SectionStrs)
 		d.meta, d.metaErr = meta.NewTable(sec, strs)
 	})
 	return d.meta, d.metaErr
@@ -748,11 +748,11 @@ func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
 	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail[PTLineProgram], LineStr: im.tail[PTLineStrings]}
 	if sec.Line == nil { // no program header: through the section headers
 		var err error
-		if sec.Line, err = im.Section(".debug_line"); err != nil {
+		if sec.Line, err = im.debugSection(".debug_line"); err != nil {
 			return nil, err
 		}
-		sec.Str, _ = im.Section(".debug_str")
-		sec.LineStr, _ = im.Section(".debug_line_str")
+		sec.Str, _ = im.debugSection(".debug_str")
+		sec.LineStr, _ = im.debugSection(".debug_line_str")
 	}
 	compDir := "" // a DWARF 5 line program names it itself (directory 0)
 	if lineVersion(sec.Line, off) < 5 {
@@ -895,11 +895,11 @@ func (im *Image) blockContains(e *info.Entry, u *info.UnitHeader, addr uint64) (
 	}
 	var sec loc.Sections
 	if u.Enc.Version >= 5 {
-		sec.RngLists, _ = im.Section(".debug_rnglists")
+		sec.RngLists, _ = im.debugSection(".debug_rnglists")
 	} else {
-		sec.Ranges, _ = im.Section(".debug_ranges")
+		sec.Ranges, _ = im.debugSection(".debug_ranges")
 	}
-	sec.Addr, _ = im.Section(".debug_addr")
+	sec.Addr, _ = im.debugSection(".debug_addr")
 	sec.AddrBase = u.AddrBase
 	return loc.RangeContains(sec, u.Enc, f.Val, im.unitBase(u), addr)
 }

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
@@ -14,25 +15,39 @@ import (
 // [Rebase] can move an image's debugging view to the address where it
 // runs.
 //
-// Contents (all numbers unsigned LEB128 unless noted): a version byte (1)
-// and an address-size byte, then one group per section that holds
-// addresses: the section header index, the number n ≥ 1 of addresses, and
-// n offsets in the section, the first as is and each later one as the
-// distance from the previous (at least the address size: the words do not
-// overlap). Each listed word is a little-endian address of the given size.
-// The words are the DW_FORM_addr values of .debug_info, the
-// DW_LNE_set_address operands of .debug_line, the tuple addresses of
-// .debug_aranges, the absolute entries of the location and range lists
-// and the initial_location of .debug_frame FDEs; relative encodings
-// (offset pairs, pc-relative .eh_frame pointers, the data-relative
-// .eh_frame_hdr table) are not listed because they do not change.
+// Contents, version 2 (all numbers unsigned LEB128 unless noted): a
+// version byte (2) and an address-size byte, then one group per section
+// that holds addresses: the section's name (NUL-terminated, not empty),
+// the number n ≥ 1 of addresses, and n offsets in the section, the first
+// as is and each later one as the distance from the previous (at least
+// the address size: the words do not overlap). Each listed word is a
+// little-endian address of the given size. The words are the
+// DW_FORM_addr values of .debug_info, the DW_LNE_set_address operands of
+// .debug_line, the tuple addresses of .debug_aranges, the absolute
+// entries of the location and range lists and the initial_location of
+// .debug_frame FDEs; relative encodings (offset pairs, pc-relative
+// .eh_frame pointers, the data-relative .eh_frame_hdr table) are not
+// listed because they do not change.
+//
+// Groups name sections, not section header indices, because strip tools
+// (objcopy --strip-debug, strip, eu-strip) renumber the section headers
+// and drop sections: a group whose section is gone is skipped, since
+// nothing of it is left to move. Version 1 (images linked before
+// version 2) had the section header index in place of the name; it is
+// still read when the index still names a .debug_ section (the section
+// table as the linker wrote it), and refused with an error naming the
+// section otherwise.
 const SectionRebase = ".elfimage.rebase"
 
-const rebaseVersion = 1
+// rebaseVersion is the version of the SectionRebase tables Link writes;
+// rebaseVersionIndex is the older one keyed by section index.
+const (
+	rebaseVersion      = 2
+	rebaseVersionIndex = 1
+)
 
-// encodeRebase builds the contents of SectionRebase from the tail
-// sections' recorded address offsets (the sections must be added to the
-// writer, which gives their indices).
+// encodeRebase builds the contents of SectionRebase (version 2) from the
+// tail sections' recorded address offsets.
 func encodeRebase(secs []builtSection) []byte {
 	b := []byte{rebaseVersion, 8} // ELF64: 8-byte addresses
 	for _, s := range secs {
@@ -41,7 +56,8 @@ func encodeRebase(secs []builtSection) []byte {
 		}
 		addrs := slices.Clone(s.addrs)
 		slices.Sort(addrs)
-		b = dwarf.AppendUleb128(b, uint64(s.sec.Index()))
+		b = append(b, s.hdr.Name...)
+		b = append(b, 0)
 		b = dwarf.AppendUleb128(b, uint64(len(addrs)))
 		prev := uint64(0)
 		for _, off := range addrs {
@@ -72,11 +88,20 @@ func encodeRebase(secs []builtSection) []byte {
 // loaded segments are copied as given: an image whose .data was already
 // relocated keeps its run-time values there.
 //
+// An image stripped of its debug sections (by [Strip], objcopy
+// --strip-debug, strip or eu-strip) is moved too: groups of the rebase
+// table whose section is gone are skipped, and an image without a rebase
+// table is accepted when it has no .debug_ section left.
+//
 // Errors are *FormatError (a malformed header, section table, symbol
 // table, dynamic table or rebase table, naming the field and its offset),
-// including an image without [SectionRebase] (written before it existed,
-// or by another linker). Cost: a copy of data plus time linear in the
-// number of headers, symbols and listed addresses.
+// including an image that has .debug_ sections but no [SectionRebase]
+// (written before it existed, or by another linker), a listed section
+// that is compressed (SHF_COMPRESSED: objcopy --compress-debug-sections;
+// its words are not where the table says), and a version 1 table whose
+// section indices no longer name .debug_ sections (renumbered by a strip
+// tool). Cost: a copy of data plus time linear in the number of headers,
+// symbols and listed addresses.
 func Rebase(data []byte, base uint64) ([]byte, error) {
 	out := make([]byte, len(data))
 	if err := rebaseInto("", out, data, base); err != nil {
@@ -109,7 +134,7 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 			add(off + 24) // p_paddr
 		}
 	}
-	var rebaseSec *SectionHeader
+	var rebaseSec, debugSec *SectionHeader
 	for i := range secs {
 		s := &secs[i]
 		if s.Flags&elf.SHF_ALLOC != 0 {
@@ -130,10 +155,15 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 			}
 		case s.Name == SectionRebase && rebaseSec == nil:
 			rebaseSec = s
+		case debugSec == nil && s.Type != elf.SHT_NOBITS && s.Size > 0 && strings.HasPrefix(s.Name, ".debug_"):
+			debugSec = s
 		}
 	}
 	if rebaseSec == nil {
-		return d.errorf(h.Shoff, "section headers", "no %s section: the image's debug addresses cannot be moved", SectionRebase)
+		if debugSec == nil {
+			return nil // stripped: no debug address to move
+		}
+		return d.errorf(h.Shoff, "section headers", "no %s section: the addresses in %s and the other debug sections cannot be moved", SectionRebase, debugSec.Name)
 	}
 	if err := applyRebaseTable(&d, rebaseSec, secs, add); err != nil {
 		return err
@@ -207,28 +237,55 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 		}
 		return fe
 	}
-	if v := buf.U8("version"); v != rebaseVersion && buf.Err() == nil {
-		return fail(fmt.Errorf("version %d, want %d", v, rebaseVersion))
+	version := buf.U8("version")
+	if buf.Err() == nil && version != rebaseVersion && version != rebaseVersionIndex {
+		return fail(fmt.Errorf("version %d, want %d (or %d)", version, rebaseVersion, rebaseVersionIndex))
 	}
 	if n := buf.U8("address size"); n != 8 && buf.Err() == nil {
 		return fail(fmt.Errorf("address size %d, want 8", n))
 	}
 	for buf.Err() == nil && buf.Len() > 0 {
 		at := buf.Off()
-		idx := buf.Uleb("section index")
+		var t *SectionHeader // nil: the section is gone (stripped)
+		if version == rebaseVersionIndex {
+			idx := buf.Uleb("section index")
+			if buf.Err() != nil {
+				break
+			}
+			if idx == 0 || idx >= uint64(len(secs)) {
+				return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d): the section headers were renumbered (by a strip tool?); a version %d table, which names sections, needs the image linked again", idx, len(secs), rebaseVersion)})
+			}
+			t = &secs[idx]
+			if !strings.HasPrefix(t.Name, ".debug_") {
+				return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d is now %s, not a debug section: the section headers were renumbered (by a strip tool?); a version %d table, which names sections, needs the image linked again", idx, t.Name, rebaseVersion)})
+			}
+		} else {
+			name := buf.CString("section name")
+			if buf.Err() != nil {
+				break
+			}
+			if len(name) == 0 {
+				return fail(&dwarf.FormatError{Offset: at, Field: "section name", Msg: "empty name"})
+			}
+			for i := range secs {
+				if secs[i].Name == string(name) {
+					t = &secs[i]
+					break
+				}
+			}
+		}
 		n := buf.Uleb("count")
 		if buf.Err() != nil {
 			break
 		}
-		if idx == 0 || idx >= uint64(len(secs)) {
-			return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d)", idx, len(secs))})
-		}
-		t := &secs[idx]
-		if t.Type == elf.SHT_NOBITS || t.Flags&elf.SHF_ALLOC != 0 {
-			return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d (%s) is not a non-loaded section with contents", idx, t.Name)})
-		}
 		if n == 0 || n > uint64(buf.Len()) {
 			return fail(&dwarf.FormatError{Offset: at, Field: "count", Msg: fmt.Sprintf("%d addresses in %d remaining bytes", n, buf.Len())})
+		}
+		if t != nil && (t.Type == elf.SHT_NOBITS || t.Flags&elf.SHF_ALLOC != 0) {
+			return fail(&dwarf.FormatError{Offset: at, Field: "section", Msg: fmt.Sprintf("%s is not a non-loaded section with contents", t.Name)})
+		}
+		if t != nil && t.Flags&elf.SHF_COMPRESSED != 0 {
+			return fail(&dwarf.FormatError{Offset: at, Field: "section", Msg: fmt.Sprintf("%s is compressed (SHF_COMPRESSED): its addresses cannot be moved in place (objcopy --decompress-debug-sections undoes it)", t.Name)})
 		}
 		off := uint64(0)
 		for i := range n {
@@ -239,6 +296,9 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 			}
 			if i > 0 && delta < 8 {
 				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d overlaps the one before (distance %d)", i, delta)})
+			}
+			if t == nil {
+				continue // the section was stripped: nothing to move
 			}
 			if t.Size < 8 || delta > t.Size-8 || off+delta > t.Size-8 {
 				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d at offset %#x does not fit in %s (%#x bytes)", i, off+delta, t.Name, t.Size)})

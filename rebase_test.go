@@ -244,7 +244,7 @@ func TestRebaseRefuses(t *testing.T) {
 	}{
 		{"version", func(b []byte) { b[s.Offset] = 9 }},
 		{"address size", func(b []byte) { b[s.Offset+1] = 4 }},
-		{"section index", func(b []byte) { b[s.Offset+2] = 0 }},
+		{"section name", func(b []byte) { b[s.Offset+2] = 0 }},
 		{"renamed", func(b []byte) {
 			names := f.Section(".shstrtab")
 			i := bytes.Index(orig[names.Offset:names.Offset+names.Size], []byte(elfimage.SectionRebase))

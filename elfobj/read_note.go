@@ -84,13 +84,17 @@ func (r *NoteReader) Next() (Note, bool) {
 		return Note{}, false
 	}
 	name := r.b[off : off+namesz : off+namesz]
-	off += (namesz + r.align - 1) &^ (r.align - 1) // namesz < 2^32: no overflow
+	// The descriptor starts at the next multiple of the alignment after
+	// the name, counted from the start of the notes (with 8-byte
+	// alignment a 4-byte name "GNU" after the 12-byte header needs no
+	// padding: the descriptor is at 16).
+	off = (off + namesz + r.align - 1) &^ (r.align - 1) // off + namesz <= n: no overflow
 	if off > n || descsz > n-off {
 		r.err = formatErr(r.section, r.base+at+4, "n_descsz", "note descriptor of %d bytes (type %#x) runs past the end of %s", descsz, typ, r.section)
 		return Note{}, false
 	}
 	desc := r.b[off : off+descsz : off+descsz]
-	next := off + (descsz+r.align-1)&^(r.align-1)
+	next := (off + descsz + r.align - 1) &^ (r.align - 1)
 	r.pos = min(next, n) // the last note's padding may be missing
 	return Note{Name: bytes.TrimRight(name, "\x00"), Type: typ, Desc: desc, Offset: r.base + at, DescOffset: r.base + off}, true
 }

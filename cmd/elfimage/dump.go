@@ -112,6 +112,16 @@ func dumpHeaders(w io.Writer, img *elfimage.Image) error {
 	if id := img.BuildID(); id != nil {
 		fmt.Fprintf(w, "  build ID %s\n", hex.EncodeToString(id))
 	}
+	switch p, err := img.DebugFile(); {
+	case err != nil:
+		_, why, _ := strings.Cut(err.Error(), "the image is stripped, and ")
+		fmt.Fprintf(w, "  stripped; %s\n", why)
+	case p != "":
+		fmt.Fprintf(w, "  stripped; debug file %s\n", p)
+	}
+	for _, n := range img.LoadNotes() {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 	fmt.Fprintf(w, "\nProgram headers:\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "  type\toffset\tvaddr\tfilesz\tmemsz\tflags\talign\n")

@@ -9,6 +9,7 @@
 //	elfimage cache [-list|-clear|-dir]     list or clear the compile cache
 //	elfimage dump [flags] prog.elf         headers, segments, sections, symbols, lines, CFI rows
 //	elfimage symbolize -e prog.elf ADDR... addr2line -f style output from the image's DWARF
+//	elfimage strip [-o OUT] [-debug-file FILE] prog.elf  split an image into a stripped image and its debug file
 //
 // Errors go to standard error and the exit status is 1 (2 for usage
 // errors). Every command documents its flags with -h.
@@ -40,6 +41,7 @@ func init() {
 		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses (hexadecimal): procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},
 		{"symbolize", "-e FILE [-f] [-i[=false]] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (addresses from stdin when none are given; --json: llvm-symbolizer's JSON)", runSymbolize},
 		{"cache", "[-list|-clear|-dir]", "list the compile cache's images (size, last use, whether current, source), remove them all, or print the cache directory", runCacheCmd},
+		{"strip", "[-o OUT] [-debug-file FILE] [-procs=false] prog.elf", "remove the symbols, DWARF and rebase table from an image (in place, or into OUT), writing them to a separate debug FILE that gdb, lldb, debuginfod and the runtime find through the image's build ID and .gnu_debuglink", runStrip},
 		{"stack", "[--json] [-max N] PID | --core CORE [--exe BINARY] [--perf-map FILE]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
 	}
 }

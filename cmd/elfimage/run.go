@@ -24,6 +24,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` of the debug sections (3, 4 or 5)")
 	dwarf64 := fs.Bool("dwarf64", false, "write the 64-bit DWARF format")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
+	debugFile := fs.String("debug-file", "", "write the image stripped, with a .gnu_debuglink to its debug `file`, written too (as elfimage strip -debug-file)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,6 +43,14 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *debugFile != "" {
+		opts.DebugFile = *debugFile
+		img, dbg, err := elfimage.LinkSplit(mod, opts)
+		if err != nil {
+			return err
+		}
+		return writeSplit(*out, img, *debugFile, dbg)
+	}
 	b, err := elfimage.Link(mod, opts)
 	if err != nil {
 		return err
@@ -49,6 +58,16 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	// As elfimage.WriteFile, with the temporary file removed on SIGINT
 	// and SIGTERM.
 	return atomicfile.Write(*out, b, atomicfile.Options{Mode: 0o644, Sync: true, Track: cleanup.Track})
+}
+
+// writeSplit writes a debug file, then its stripped image, each
+// atomically (as elfimage.WriteFile does).
+func writeSplit(out string, img []byte, debugFile string, dbg []byte) error {
+	o := atomicfile.Options{Mode: 0o644, Sync: true, Track: cleanup.Track}
+	if err := atomicfile.Write(debugFile, dbg, o); err != nil {
+		return err
+	}
+	return atomicfile.Write(out, img, o)
 }
 
 func linkOptions(version int, dwarf64, debugFrame bool) (elfimage.LinkOptions, error) {

@@ -1,0 +1,77 @@
+package elfimage
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/debugfile"
+)
+
+// FuzzStrip feeds Strip arbitrary bytes. Whatever it accepts must give a
+// stripped image the loader accepts, with the input's build ID and loaded
+// bytes past the program headers, a .gnu_debuglink naming the debug file
+// with its CRC-32, no .debug_info; and a debug file whose section table
+// parses and that has the same build ID and the input's .debug_info
+// bytes.
+func FuzzStrip(f *testing.F) {
+	f.Add(buildTestImage())
+	m := &Module{File: "f.scm", Procs: []*Proc{{Name: "f", Code: []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
+		Lines: []LineRow{{Offset: 0, Line: 1, Column: 1}, {Offset: 4, Line: 2, Column: 3}}}}}
+	b, err := Link(m, LinkOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s, d, err := Strip(in, StripOptions{DebugLink: "f.debug"})
+		if err != nil {
+			return
+		}
+		pin, err := parseImage("in", in, arch.X86_64, 4096)
+		if err != nil {
+			t.Fatalf("Strip accepted an image the loader refuses: %v", err)
+		}
+		ps, err := parseImage("stripped", s, arch.X86_64, 4096)
+		if err != nil {
+			t.Fatalf("the stripped image does not load: %v", err)
+		}
+		if !bytes.Equal(ps.buildID, pin.buildID) {
+			t.Fatalf("build ID %x, input's %x", ps.buildID, pin.buildID)
+		}
+		phEnd := uint64(ehdrSize + phdrSize*int(le.Uint16(in[offPhnum:])))
+		if !bytes.Equal(s[phEnd:pin.size], in[phEnd:pin.size]) {
+			t.Fatalf("loaded bytes differ")
+		}
+		_, secsS, err := parseSectionTable("stripped", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, secsIn, _ := parseSectionTable("in", in)
+		fd, secsD, err := parseSectionTable("debug", d)
+		if err != nil {
+			t.Fatalf("debug file: %v", err)
+		}
+		if id, err := fd.BuildID(); err != nil || !bytes.Equal(id, pin.buildID) {
+			t.Fatalf("debug file build ID %x, %v; want %x", id, err, pin.buildID)
+		}
+		sec := func(secs []SectionHeader, data []byte, name string) []byte {
+			for _, x := range secs {
+				if x.Name == name {
+					return data[x.Offset : x.Offset+x.Size]
+				}
+			}
+			return nil
+		}
+		if sec(secsS, s, ".debug_info") != nil {
+			t.Fatal("the stripped image has .debug_info")
+		}
+		if a, b := sec(secsD, d, ".debug_info"), sec(secsIn, in, ".debug_info"); a == nil || !bytes.Equal(a, b) {
+			t.Fatal("the debug file's .debug_info is not the input's")
+		}
+		name, crc, err := debugfile.ParseLink(sec(secsS, s, debugfile.SectionDebugLink), le)
+		if err != nil || name != "f.debug" || crc != debugfile.CRC32(d) {
+			t.Fatalf(".gnu_debuglink %q %#x %v", name, crc, err)
+		}
+	})
+}
