@@ -332,12 +332,14 @@ func FuzzNotes(f *testing.F) {
 	})
 }
 
-// refBuildID walks the notes of a PT_NOTE segment by the gABI's rules
-// ("Note Section": n_namesz, n_descsz, n_type, then the name and the
-// descriptor, each padded to 8 bytes when p_align is 8, else 4; the last
-// padding may be missing) and returns the descriptor of the first
-// NT_GNU_BUILD_ID note named "GNU" (NULs trimmed). ok is false when a note
-// runs past the end.
+// refBuildID walks the notes of a PT_NOTE segment by the rules the
+// toolchains follow (gABI "Note Section": n_namesz, n_descsz, n_type, then
+// the name and the descriptor; with p_align 8, else 4, the descriptor
+// and the next note start at the next multiple of the alignment counted
+// from the start of the segment, so an 8-aligned "GNU" note has its
+// descriptor at 16; the last padding may be missing) and returns the
+// descriptor of the first NT_GNU_BUILD_ID note named "GNU" (NULs
+// trimmed). ok is false when a note runs past the end.
 func refBuildID(b []byte, align uint64) (id []byte, found, ok bool) {
 	a := 4
 	if align == 8 {
@@ -351,19 +353,19 @@ func refBuildID(b []byte, align uint64) (id []byte, found, ok bool) {
 		namesz := int(binary.LittleEndian.Uint32(b[i:]))
 		descsz := int(binary.LittleEndian.Uint32(b[i+4:]))
 		typ := binary.LittleEndian.Uint32(b[i+8:])
-		i += 12
-		if namesz < 0 || namesz > len(b)-i {
+		name0 := i + 12
+		if namesz < 0 || namesz > len(b)-name0 {
 			return id, found, false
 		}
-		name := strings.TrimRight(string(b[i:i+namesz]), "\x00")
-		i += pad(namesz)
-		if i > len(b) || descsz < 0 || descsz > len(b)-i {
+		name := strings.TrimRight(string(b[name0:name0+namesz]), "\x00")
+		desc0 := pad(name0 + namesz)
+		if desc0 > len(b) || descsz < 0 || descsz > len(b)-desc0 {
 			return id, found, false
 		}
 		if typ == 3 /* NT_GNU_BUILD_ID */ && name == "GNU" && !found {
-			id, found = b[i:i+descsz], true
+			id, found = b[desc0:desc0+descsz], true
 		}
-		i += pad(descsz)
+		i = pad(desc0 + descsz)
 	}
 	return id, found, true
 }
