@@ -111,7 +111,7 @@ func (im *Image) unwindSource() (*unwind.Source, error) {
 func (im *Image) newUnwindSource() (*unwind.Source, error) {
 	hdr := im.EHFrameHdr()
 	if hdr == nil {
-		return nil, &FormatError{Path: im.path, Field: "PT_GNU_EH_FRAME", Msg: "no .eh_frame_hdr: the image has no call frame information"}
+		return nil, &FormatError{Source: im.path, Field: "PT_GNU_EH_FRAME", Msg: "no .eh_frame_hdr: the image has no call frame information"}
 	}
 	base := uint64(im.Base())
 	h, err := frame.ParseEHFrameHdr(hdr, base+im.EHFrameHdrAddr(), binary.LittleEndian, uint8(im.arch.PtrSize))
@@ -125,7 +125,7 @@ func (im *Image) newUnwindSource() (*unwind.Source, error) {
 			return unwind.NewSource(im.arch, hdr, base+im.EHFrameHdrAddr(), data, h.EHFramePtr)
 		}
 	}
-	return nil, &FormatError{Path: im.path, Offset: im.EHFrameHdrAddr() + 4, Field: "eh_frame_ptr",
+	return nil, &FormatError{Source: im.path, Offset: im.EHFrameHdrAddr() + 4, Field: "eh_frame_ptr",
 		Msg: fmt.Sprintf(".eh_frame address %#x is not in a read-only loaded segment", start)}
 }
 

@@ -5,35 +5,28 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/elfimage/elfimage/jit/gdbjit"
 	"runtime/debug"
 	"strings"
 	"sync"
 
+	"github.com/elfimage/elfimage/formaterr"
+	"github.com/elfimage/elfimage/jit/gdbjit"
+
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
 )
 
-// FormatError reports an image that the loader or the section-table reader
-// refuses: the file, the file offset of the offending field (or of the
-// structure holding it), the field in ELF spelling ("e_phoff",
-// "p_filesz of program header 2", "r_offset of relocation 5") and why.
-type FormatError struct {
-	Path   string // file path, or the name given to Load
-	Offset uint64 // file offset of the field, in bytes
-	Field  string // ELF name of the field or structure
-	Msg    string // what is wrong, lower case
-}
-
-// Error formats the error as "elfimage: PATH: FIELD at offset 0xOFF: MSG"
-// ("elfimage: FIELD at offset 0xOFF: MSG" when Path is empty).
-func (e *FormatError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("elfimage: %s at offset %#x: %s", e.Field, e.Offset, e.Msg)
-	}
-	return fmt.Sprintf("elfimage: %s: %s at offset %#x: %s", e.Path, e.Field, e.Offset, e.Msg)
-}
+// FormatError is the error every elfimage decoder returns for malformed
+// input, [formaterr.Error], under the root package's name, so that one
+// errors.As catches the errors of the loader, the section-table reader,
+// the queries, the rebase table and every decoder below them (ELF reader,
+// DWARF, procedure table, jitdump, perf maps, core files). The loader sets
+// Source to the file path (or the name given to [Load]), Offset to the file
+// offset of the offending field (or of the structure holding it) and Field
+// to its ELF spelling ("e_phoff", "p_filesz of program header 2",
+// "r_offset of relocation 5"); the queries' DWARF errors name the section
+// instead.
+type FormatError = formaterr.Error
 
 // ErrNoSection is wrapped by the error [Image.Section] returns when the image
 // has no section of that name (or no section header table at all).
@@ -286,28 +279,28 @@ func parseSectionTable(path string, data []byte) (*elfobj.File, []SectionHeader,
 	return f, out, nil
 }
 
-// objError turns an error of the ELF reader (a *dwarf.FormatError whose
-// Section names the structure) into the loader's *FormatError for path:
+// objError turns an error of the ELF reader (a *FormatError whose
+// Source names the structure) into the loader's *FormatError for path:
 // fields of section and program headers are named "sh_size of section 5",
 // "p_offset of program header 2"; fields of the ELF header and of notes
 // keep their name; others are prefixed with their section's name
 // (".symtab sh_size"). Other errors are returned wrapped with the path.
 func objError(path string, err error) error {
-	var fe *dwarf.FormatError
+	var fe *FormatError
 	if !errors.As(err, &fe) {
 		return fmt.Errorf("elfimage: %s: %w", path, err)
 	}
 	field := fe.Field
 	switch {
-	case fe.Section == "ELF header", fe.Section == "PT_NOTE":
-	case strings.HasPrefix(fe.Section, "section header "):
-		field += " of section " + strings.TrimPrefix(fe.Section, "section header ")
-	case strings.HasPrefix(fe.Section, "program header "):
-		field += " of " + fe.Section
+	case fe.Source == "ELF header", fe.Source == "PT_NOTE":
+	case strings.HasPrefix(fe.Source, "section header "):
+		field += " of section " + strings.TrimPrefix(fe.Source, "section header ")
+	case strings.HasPrefix(fe.Source, "program header "):
+		field += " of " + fe.Source
 	default:
-		field = fe.Section + " " + field
+		field = fe.Source + " " + field
 	}
-	return &FormatError{Path: path, Offset: fe.Offset, Field: field, Msg: fe.Msg}
+	return &FormatError{Source: path, Offset: fe.Offset, Field: field, Msg: fe.Msg}
 }
 
 // ELF64 structure sizes and ELF header field offsets (System V gABI, "ELF
@@ -342,7 +335,7 @@ type decoder struct {
 }
 
 func (d *decoder) errorf(off uint64, field, format string, args ...any) *FormatError {
-	return &FormatError{Path: d.path, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &FormatError{Source: d.path, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // span returns data[off:off+n] after checking, without overflow, that it

@@ -137,15 +137,15 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		return nil, fmt.Errorf("elfimage: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &FormatError{Path: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fi.Mode())}
+		return nil, &FormatError{Source: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fi.Mode())}
 	}
 	size := fi.Size()
 	if size < ehdrSize {
-		return nil, &FormatError{Path: path, Offset: uint64(size), Field: "ELF header",
+		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "ELF header",
 			Msg: fmt.Sprintf("file is %d bytes, shorter than the %d-byte ELF header", size, ehdrSize)}
 	}
 	if uint64(size) > math.MaxInt-pageSize {
-		return nil, &FormatError{Path: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
+		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
 	}
 	if opts == nil || !opts.ForceRead {
 		mem, err := mapFile(f, int(size))
@@ -205,11 +205,11 @@ func publishIfAsked(im *Image, opts *LoadOptions) (*Image, error) {
 func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {
 	a, pageSize := options(opts)
 	if len(data) < ehdrSize {
-		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "ELF header",
+		return nil, &FormatError{Source: name, Offset: uint64(len(data)), Field: "ELF header",
 			Msg: fmt.Sprintf("image is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)}
 	}
 	if uint64(len(data)) > math.MaxInt-pageSize {
-		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "file", Msg: "image too large to map"}
+		return nil, &FormatError{Source: name, Offset: uint64(len(data)), Field: "file", Msg: "image too large to map"}
 	}
 	mem, err := mapAnon(len(data), pageSize)
 	if err != nil {

@@ -181,7 +181,7 @@ func (im *Image) readSymbols() ([]procSym, error) {
 			return nil, err
 		}
 		if sym.Value+sym.Size < sym.Value {
-			return nil, &FormatError{Path: im.path, Field: fmt.Sprintf("st_size of symbol %d", i), Msg: "address range overflows"}
+			return nil, &FormatError{Source: im.path, Field: fmt.Sprintf("st_size of symbol %d", i), Msg: "address range overflows"}
 		}
 		syms = append(syms, procSym{start: sym.Value, size: sym.Size, name: name, global: sym.Bind() == elf.STB_GLOBAL})
 	}
@@ -198,7 +198,7 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // O(log n) plus one sequence; no allocation). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
-// *dwarf.FormatError or *FormatError when the sections are malformed.
+// *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	if t, err := im.procTable(); err == nil {
@@ -491,7 +491,7 @@ type Subprogram struct {
 // the index and decode only that subprogram's DIE and children, and the
 // parameters' types, each decoded once per image and cached. It returns
 // an error wrapping ErrUnknownPC when no subprogram covers addr, or a
-// *dwarf.FormatError when the DWARF is malformed.
+// *FormatError when the DWARF is malformed.
 func (im *Image) SubprogramAt(addr uint64) (_ Subprogram, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	r, e, sp, err := im.subprogramEntry(addr)
@@ -675,7 +675,7 @@ func (im *Image) procTable() (*meta.Table, error) {
 // that one procedure's entry. Cost: O(log n) plus the allocation of the
 // returned strings. It returns an error wrapping ErrUnknownPC when no
 // procedure covers addr, ErrNoSection when the image has no table, or a
-// *dwarf.FormatError when the table is malformed.
+// *FormatError when the table is malformed.
 func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	t, err := im.procTable()

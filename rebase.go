@@ -201,8 +201,8 @@ func rebaseRela(d *decoder, h *elfobj.Header, s *SectionHeader, add func(uint64)
 func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add func(uint64)) error {
 	buf := dwarf.NewBuf(SectionRebase, le, d.data[rs.Offset:rs.Offset+rs.Size])
 	fail := func(err error) error {
-		fe := &FormatError{Path: d.path, Offset: rs.Offset, Field: SectionRebase, Msg: err.Error()}
-		if e, ok := err.(*dwarf.FormatError); ok {
+		fe := &FormatError{Source: d.path, Offset: rs.Offset, Field: SectionRebase, Msg: err.Error()}
+		if e, ok := err.(*FormatError); ok {
 			fe.Offset, fe.Field, fe.Msg = rs.Offset+e.Offset, SectionRebase+" "+e.Field, e.Msg
 		}
 		return fe
@@ -221,14 +221,14 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 			break
 		}
 		if idx == 0 || idx >= uint64(len(secs)) {
-			return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d)", idx, len(secs))})
+			return fail(&FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d)", idx, len(secs))})
 		}
 		t := &secs[idx]
 		if t.Type == elf.SHT_NOBITS || t.Flags&elf.SHF_ALLOC != 0 {
-			return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d (%s) is not a non-loaded section with contents", idx, t.Name)})
+			return fail(&FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d (%s) is not a non-loaded section with contents", idx, t.Name)})
 		}
 		if n == 0 || n > uint64(buf.Len()) {
-			return fail(&dwarf.FormatError{Offset: at, Field: "count", Msg: fmt.Sprintf("%d addresses in %d remaining bytes", n, buf.Len())})
+			return fail(&FormatError{Offset: at, Field: "count", Msg: fmt.Sprintf("%d addresses in %d remaining bytes", n, buf.Len())})
 		}
 		off := uint64(0)
 		for i := range n {
@@ -238,10 +238,10 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 				break
 			}
 			if i > 0 && delta < 8 {
-				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d overlaps the one before (distance %d)", i, delta)})
+				return fail(&FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d overlaps the one before (distance %d)", i, delta)})
 			}
 			if t.Size < 8 || delta > t.Size-8 || off+delta > t.Size-8 {
-				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d at offset %#x does not fit in %s (%#x bytes)", i, off+delta, t.Name, t.Size)})
+				return fail(&FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d at offset %#x does not fit in %s (%#x bytes)", i, off+delta, t.Name, t.Size)})
 			}
 			off += delta
 			add(t.Offset + off)

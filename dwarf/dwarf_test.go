@@ -52,7 +52,7 @@ func TestBufStickyError(t *testing.T) {
 	b.U32("second") // only 2 bytes left
 	b.U8("third")
 	var fe *FormatError
-	if !errors.As(b.Err(), &fe) || fe.Field != "second" || fe.Offset != 2 || fe.Section != ".debug_test" {
+	if !errors.As(b.Err(), &fe) || fe.Field != "second" || fe.Offset != 2 || fe.Source != ".debug_test" {
 		t.Fatalf("error %v, want FormatError at .debug_test+0x2 for field second", b.Err())
 	}
 	if b.Len() != 0 || b.U64("x") != 0 {

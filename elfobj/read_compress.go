@@ -24,7 +24,7 @@ const MaxDecompressed = 1 << 30
 // binutils write); any other section is returned as [File.Raw] returns it
 // (a subslice for [NewBytes]: do not modify it). SHT_NOBITS gives nil.
 //
-// Errors are *dwarf.FormatError with Section the section's name: Field
+// Errors are *formaterr.Error with Source the section's name: Field
 // "sh_flags" for SHF_COMPRESSED on an SHF_ALLOC section, "ch_type" for an
 // unknown compression, "ch_size" for a size above
 // [MaxDecompressed] or a stream that inflates to another size, "ZLIB

@@ -251,7 +251,7 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 // undefined return-address rule, or a return address of 0), an error
 // wrapping [ErrNoFDE] when no CFI covers the pc, [ErrNoProgress] when the
 // caller would equal cur, and other errors for unreadable memory, unknown
-// registers ([ErrUnknownRegister]) and malformed CFI (*dwarf.FormatError).
+// registers ([ErrUnknownRegister]) and malformed CFI (*formaterr.Error).
 // caller is not valid after an error. Cost: one FDE lookup and one row
 // computation; no allocation unless it fails.
 func (u *Unwinder) Step(cur, caller *Frame) error {

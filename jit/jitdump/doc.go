@@ -105,7 +105,7 @@
 // order (perf accepts byte-swapped files). Like perf, they reject a version
 // above 1 and unknown flag bits. They treat the input as hostile: lengths
 // are checked against the data before use, allocation is bounded by the
-// input size, and errors are *dwarf.FormatError (section "jitdump", file
+// input size, and errors are *formaterr.Error (section "jitdump", file
 // offset, field). A file cut short (a writer still running) gives the
 // records before the cut and an error wrapping [ErrTruncated].
 // [Dump.Code] pairs each CODE_LOAD with the DEBUG_INFO and UNWINDING_INFO
