@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/elfimage/elfimage/formaterr"
-	"github.com/elfimage/elfimage/jit/gdbjit"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/elfobj"
@@ -80,9 +79,10 @@ type Image struct {
 	ehFrameHdrAddr uint64
 	tail           map[elf.ProgType][]byte // tail sections found through program headers
 
-	closeMu sync.Mutex
-	closed  bool
-	gdb     *gdbjit.Entry // set while published to gdb (PublishGDB)
+	closeMu    sync.Mutex
+	closed     bool
+	closeHooks []closeHook // run by Close, latest first (OnClose)
+	hookSeq    uint64      // identifies the next closeHook
 
 	secOnce sync.Once
 	secs    []SectionHeader
@@ -148,9 +148,11 @@ func (im *Image) EHFrameHdrAddr() uint64 { return im.ehFrameHdrAddr }
 // unmaps it once no reader holds it: before Close returns when no
 // addrmap.Ref obtained from [Acquire] is held, otherwise in the goroutine
 // whose Ref.Release drops the last one (Close does not wait; an munmap
-// error is then discarded). It is idempotent: later calls return nil. A
-// value obtained from [Lookup] is not protected: its user must make sure
-// Close is not called meanwhile.
+// error is then discarded). Before that, while the image is still mapped,
+// it runs the functions registered with [Image.OnClose], latest first, and
+// returns their errors joined with its own. It is idempotent: later calls
+// return nil. A value obtained from [Lookup] is not protected: its user
+// must make sure Close is not called meanwhile.
 func (im *Image) Close() error {
 	if im.isEntry() {
 		return ErrEntryImage
@@ -161,17 +163,66 @@ func (im *Image) Close() error {
 		return nil
 	}
 	im.closed = true
-	gdbErr := im.unpublishLocked()
+	var hookErrs []error
+	for i := len(im.closeHooks) - 1; i >= 0; i-- {
+		hookErrs = append(hookErrs, im.closeHooks[i].f())
+	}
+	im.closeHooks = nil
+	hookErr := errors.Join(hookErrs...)
 	notifyDebuggerUnloaded(im)
 	var unmapErr error // written by the free function; read only when it ran here
 	switch removed, freed := registry.RemoveFunc(im.Base(), func(im *Image) { unmapErr = unmap(im.mem) }); {
 	case !removed: // not registered
-		return errors.Join(gdbErr, unmap(im.mem))
+		return errors.Join(hookErr, unmap(im.mem))
 	case freed:
-		return errors.Join(gdbErr, unmapErr)
+		return errors.Join(hookErr, unmapErr)
 	default: // a reader holds the image: its last Release unmaps it
-		return gdbErr
+		return hookErr
 	}
+}
+
+// ErrClosed is returned by [Image.OnClose] for an image already closed.
+var ErrClosed = errors.New("elfimage: image closed")
+
+// closeHook is a function registered with OnClose.
+type closeHook struct {
+	id uint64
+	f  func() error
+}
+
+// OnClose registers f to be run by [Image.Close] while the image is still
+// mapped but no longer found by [Lookup]: this is how a package that
+// depends on images (publishers such as package publish, which must
+// unregister an image from the GDB JIT interface before its memory goes)
+// ties its state to an image's life without the image knowing of it.
+// Functions run latest first, once, with the image's close lock held: f
+// must not call Close, OnClose or a remove function of this image. Its
+// error is joined into Close's.
+//
+// remove unregisters f (it then never runs); it may be called any number
+// of times, also after Close. Errors: [ErrClosed] when the image is closed
+// already (f is not registered). The entry image ([EntryImage]) is never
+// closed, so its functions never run. Cost: O(1) amortized; remove is
+// linear in the registered functions.
+func (im *Image) OnClose(f func() error) (remove func(), err error) {
+	im.closeMu.Lock()
+	defer im.closeMu.Unlock()
+	if im.closed {
+		return nil, fmt.Errorf("%w: %s", ErrClosed, im.path)
+	}
+	im.hookSeq++
+	id := im.hookSeq
+	im.closeHooks = append(im.closeHooks, closeHook{id: id, f: f})
+	return func() {
+		im.closeMu.Lock()
+		defer im.closeMu.Unlock()
+		for i, h := range im.closeHooks {
+			if h.id == id {
+				im.closeHooks = append(im.closeHooks[:i], im.closeHooks[i+1:]...)
+				return
+			}
+		}
+	}, nil
 }
 
 // Section returns the bytes [sh_offset, sh_offset+sh_size) of the first

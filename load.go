@@ -28,9 +28,6 @@ type LoadOptions struct {
 	// Arch is the ABI the image must be for (e_machine); nil means
 	// arch.X86_64.
 	Arch *arch.Arch
-	// GDB publishes the image to gdb once loaded ([PublishGDB]); a
-	// failure to publish fails the load.
-	GDB bool
 }
 
 // registry maps the loaded range [Base, Base+Size) of every open image to
@@ -116,11 +113,7 @@ func Open(path string, opts *LoadOptions) (*Image, error) {
 	if err := installEntry(); err != nil {
 		return nil, err
 	}
-	im, err := openImage(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return publishIfAsked(im, opts)
+	return openImage(path, opts)
 }
 
 func openImage(path string, opts *LoadOptions) (*Image, error) {
@@ -182,24 +175,7 @@ func Load(name string, data []byte, opts *LoadOptions) (*Image, error) {
 	if err := installEntry(); err != nil {
 		return nil, err
 	}
-	im, err := loadImage(name, data, opts)
-	if err != nil {
-		return nil, err
-	}
-	return publishIfAsked(im, opts)
-}
-
-// publishIfAsked publishes a freshly loaded image to gdb when opts ask
-// for it, closing it if that fails.
-func publishIfAsked(im *Image, opts *LoadOptions) (*Image, error) {
-	if opts == nil || !opts.GDB {
-		return im, nil
-	}
-	if err := PublishGDB(im); err != nil {
-		im.Close()
-		return nil, err
-	}
-	return im, nil
+	return loadImage(name, data, opts)
 }
 
 func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {

@@ -3,6 +3,7 @@ package elfimage
 import (
 	"debug/elf"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -251,4 +252,30 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 		return fail(err)
 	}
 	return nil
+}
+
+// Symfile returns the image's debugging view at its run-time address:
+// [Rebase] of the image file by [Image.Base]. It is the symbol file
+// package publish hands to gdb through the GDB JIT interface; written to
+// a file it is also what `add-symbol-file FILE` (without -o) takes.
+// Errors: those of Rebase, [ErrFault] when the mapped file was truncated.
+// Cost: one copy of the file, linear in its symbols and debug addresses.
+func (im *Image) Symfile() ([]byte, error) {
+	out := make([]byte, len(im.data))
+	if err := im.SymfileInto(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SymfileInto writes [Image.Symfile] into dst, which must be exactly
+// len(im.Bytes()) bytes (for example memory a debugger interface reads),
+// without allocating the copy. Errors: a dst of another length, and those
+// of Symfile. Cost: as Symfile, without the allocation.
+func (im *Image) SymfileInto(dst []byte) (err error) {
+	if len(dst) != len(im.data) {
+		return fmt.Errorf("elfimage: %s: symbol file needs %d bytes, got %d", im.path, len(im.data), len(dst))
+	}
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	return rebaseInto(im.path, dst, im.data, uint64(im.Base()))
 }
