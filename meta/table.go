@@ -51,6 +51,15 @@ func fail(off uint64, field, msg string) error {
 	return &formaterr.Error{Source: SectionProcs, Offset: off, Field: field, Msg: msg}
 }
 
+// ExternalStrings reports whether the table section sec keeps its strings
+// in a string section of its own ([SectionStrs], made by [EncodeWith]),
+// which [NewTable] must then be given: header flag [FlagInlineStrings]
+// clear. It is false for a section too short for a header, which NewTable
+// refuses anyway. Cost: O(1).
+func ExternalStrings(sec []byte) bool {
+	return len(sec) >= HeaderSize && sec[7]&FlagInlineStrings == 0
+}
+
 // NewTable returns a reader for the table section sec whose strings are in
 // strs, the string section it was encoded with by [EncodeWith]; strs is
 // ignored (pass nil) for a table made by [Encode], which holds its own

@@ -114,6 +114,32 @@ func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	return r, nil
 }
 
+// Version returns the version of the line program unit at offset off of
+// the .debug_line bytes data (DWARF 5 section 6.2.4: unit_length, then
+// version) without decoding the rest of its header: what a caller needs to
+// know whether the unit takes a compilation directory ([NewReader]'s
+// compDir, used before version 5). order nil means little-endian. Errors
+// are *formaterr.Error (a truncated unit_length or version, or a version
+// outside [2, 5]). Cost: O(1).
+func Version(data []byte, order binary.ByteOrder, off uint64) (uint16, error) {
+	if order == nil {
+		order = binary.LittleEndian
+	}
+	b := dwarf.MakeBuf(secLine, order, data)
+	b.Seek(off, "unit offset")
+	length, _ := b.UnitLength("unit_length")
+	b.Limit(length, "unit_length")
+	verOff := b.Off()
+	v := b.U16("version")
+	if b.Err() == nil && (v < 2 || v > 5) {
+		b.FailAt(verOff, "version", fmt.Sprintf("unsupported line table version %d", v))
+	}
+	if err := b.Err(); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
 // Header returns the decoded header.
 func (r *Reader) Header() *Header { return &r.hdr }
 
