@@ -202,9 +202,9 @@ func rebaseRela(d *decoder, h *elfobj.Header, s *SectionHeader, add func(uint64)
 func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add func(uint64)) error {
 	buf := dwarf.NewBuf(SectionRebase, le, d.data[rs.Offset:rs.Offset+rs.Size])
 	fail := func(err error) error {
-		fe := &FormatError{Source: d.path, Offset: rs.Offset, Field: SectionRebase, Msg: err.Error()}
+		fe := &FormatError{Source: d.path, Offset: rs.Offset, Field: SectionRebase, Err: err}
 		if e, ok := err.(*FormatError); ok {
-			fe.Offset, fe.Field, fe.Msg = rs.Offset+e.Offset, SectionRebase+" "+e.Field, e.Msg
+			fe.Offset, fe.Field, fe.Msg, fe.Err = rs.Offset+e.Offset, SectionRebase+" "+e.Field, e.Msg, e.Err
 		}
 		return fe
 	}

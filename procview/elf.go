@@ -33,7 +33,7 @@ type ProgHeader struct {
 func readHeader(r io.ReaderAt, section, what string) (elfobj.Header, error) {
 	h, err := elfobj.ReadHeader(r)
 	if errors.Is(err, elfobj.ErrNotELF) {
-		return h, &formaterr.Error{Source: section, Offset: 0, Field: "e_ident", Msg: fmt.Sprintf("no ELF magic: not an ELF file (%v)", err)}
+		return h, &formaterr.Error{Source: section, Offset: 0, Field: "e_ident", Msg: "no ELF magic: not an ELF file", Err: err}
 	}
 	if err != nil {
 		return h, err

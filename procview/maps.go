@@ -50,13 +50,13 @@ func ParseMaps(r io.Reader) ([]Mapping, error) {
 		}
 		m, err := parseMapsLine(line)
 		if err != nil {
-			return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Msg: err.Error()}
+			return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Err: err}
 		}
 		out = append(out, m)
 		off += uint64(len(line)) + 1
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Msg: err.Error()}
+		return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Err: err}
 	}
 	return out, nil
 }
