@@ -190,14 +190,15 @@ type closeHook struct {
 	f  func() error
 }
 
-// OnClose registers f to be run by [Image.Close] while the image is still
-// mapped but no longer found by [Lookup]: this is how a package that
-// depends on images (publishers such as package publish, which must
-// unregister an image from the GDB JIT interface before its memory goes)
-// ties its state to an image's life without the image knowing of it.
-// Functions run latest first, once, with the image's close lock held: f
-// must not call Close, OnClose or a remove function of this image. Its
-// error is joined into Close's.
+// OnClose registers f to be run by [Image.Close] first, while the image is
+// still mapped and registered (but marked closed: OnClose refuses new
+// functions), before the loader's debugger hook and the unmapping: this
+// is how a package that depends on images (publishers such as package
+// publish, which must unregister an image from the GDB JIT interface
+// before its memory goes) ties its state to an image's life without the
+// image knowing of it. Functions run latest first, once, with the image's
+// close lock held: f must not call Close, OnClose or a remove function of
+// this image. Its error is joined into Close's.
 //
 // remove unregisters f (it then never runs); it may be called any number
 // of times, also after Close. Errors: [ErrClosed] when the image is closed
