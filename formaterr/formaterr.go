@@ -46,12 +46,18 @@ type Error struct {
 	Err error
 }
 
-// Error formats the error as "SOURCE+0xOFFSET: FIELD: MSG", leaving out
-// the field when there is none and appending ": CAUSE" when Err is set.
+// Error formats the error as "SOURCE: FIELD at offset 0xOFFSET: MSG"
+// ("SOURCE at offset 0xOFFSET: MSG" when there is no field), appending
+// ": CAUSE" when Err is set; for example
+// ".debug_line: version at offset 0x4: unsupported line table version 9"
+// or "/tmp/a.elf: e_phoff at offset 0x20: program header table past end of
+// file".
 func (e *Error) Error() string {
-	s := fmt.Sprintf("%s+%#x: ", e.Source, e.Offset)
+	var s string
 	if e.Field != "" {
-		s += e.Field + ": "
+		s = fmt.Sprintf("%s: %s at offset %#x: ", e.Source, e.Field, e.Offset)
+	} else {
+		s = fmt.Sprintf("%s at offset %#x: ", e.Source, e.Offset)
 	}
 	switch {
 	case e.Msg == "" && e.Err != nil:

@@ -100,10 +100,10 @@ func TestErrorString(t *testing.T) {
 		e    *formaterr.Error
 		want string
 	}{
-		{&formaterr.Error{Source: ".debug_line", Offset: 0x10, Field: "version", Msg: "unsupported version 9"}, ".debug_line+0x10: version: unsupported version 9"},
-		{&formaterr.Error{Source: "a.elf", Offset: 0, Msg: "empty"}, "a.elf+0x0: empty"},
-		{&formaterr.Error{Source: ".zdebug_info", Offset: 0x40, Field: "ch_size", Err: cause}, ".zdebug_info+0x40: ch_size: unexpected EOF"},
-		{&formaterr.Error{Source: "jitdump", Offset: 8, Field: "total_size", Msg: "short", Err: cause}, "jitdump+0x8: total_size: short: unexpected EOF"},
+		{&formaterr.Error{Source: ".debug_line", Offset: 0x10, Field: "version", Msg: "unsupported version 9"}, ".debug_line: version at offset 0x10: unsupported version 9"},
+		{&formaterr.Error{Source: "a.elf", Offset: 0, Msg: "empty"}, "a.elf at offset 0x0: empty"},
+		{&formaterr.Error{Source: ".zdebug_info", Offset: 0x40, Field: "ch_size", Err: cause}, ".zdebug_info: ch_size at offset 0x40: unexpected EOF"},
+		{&formaterr.Error{Source: "jitdump", Offset: 8, Field: "total_size", Msg: "short", Err: cause}, "jitdump: total_size at offset 0x8: short: unexpected EOF"},
 	} {
 		if got := c.e.Error(); got != c.want {
 			t.Errorf("Error() = %q, want %q", got, c.want)
