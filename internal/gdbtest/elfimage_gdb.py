@@ -1,6 +1,6 @@
 # elfimage_gdb.py: let gdb see elfimage images loaded by a running Go
-# process (the interim hook of github.com/elfimage/elfimage, gdbhook.go,
-# until the GDB JIT interface is published).
+# process through the loader's debugger hook (github.com/elfimage/elfimage,
+# gdbhook.go): zero-copy, beside the GDB JIT interface of package publish.
 #
 # Load with:  gdb -iex 'set auto-load safe-path /' -x elfimage_gdb.py PROGRAM
 #
