@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -28,14 +29,15 @@ type Frame struct {
 	CFA uint64
 	// Image is the image holding PC.
 	Image *Image
-	// Proc, Pos and Args describe the code at PC (at PC-1 for return
-	// addresses, so that a call at the very end of a procedure is
-	// attributed to it). Err says why any of them is missing.
+	// Proc, Pos and Args describe the code at PC-1 for return addresses
+	// (so that a call at the very end of a procedure is attributed to it),
+	// at PC itself for the first frame and for the caller of a signal
+	// frame, whose pc is exact: the rule unwind.Step uses for CFI
+	// (unwind.Frame.LookupPC). Err says why any of them is missing.
 	Proc Procedure
 	Pos  Position
 	Args []Arg
-	// Locals are the variables live at the code Pos describes (PC, or
-	// PC-1 for a return address) when BacktraceOptions.Locals is set,
+	// Locals are the variables live at the code Pos describes when BacktraceOptions.Locals is set,
 	// outermost scope first; parameters are in Args.
 	Locals []Arg
 	Err    error
@@ -98,6 +100,23 @@ type unwindState struct {
 	err  error
 }
 
+// FindFDE finds the FDE of the image's .eh_frame covering the run-time
+// address pc (through .eh_frame_hdr's table) and parses it into fde, which
+// then aliases the image: an *Image is an unwind.Finder for its own code.
+// Errors: an error wrapping frame.ErrNoFDE when no FDE covers pc, a
+// *FormatError when the image has no .eh_frame_hdr or its CFI is
+// malformed, [ErrFault] when the mapped file was truncated. Cost: the
+// first call indexes the image's CFI (O(1) with .eh_frame_hdr); then a
+// bisection of the table and one FDE parse, no allocation.
+func (im *Image) FindFDE(pc uint64, fde *frame.ParsedFDE) (err error) {
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	src, err := im.unwindSource()
+	if err != nil {
+		return err
+	}
+	return src.FindFDE(pc, fde)
+}
+
 func (im *Image) unwindSource() (*unwind.Source, error) {
 	s := &im.debug.unwind
 	s.once.Do(func() { s.err = errIndexFault; s.src, s.err = im.newUnwindSource() })
@@ -111,7 +130,7 @@ func (im *Image) unwindSource() (*unwind.Source, error) {
 func (im *Image) newUnwindSource() (*unwind.Source, error) {
 	hdr := im.EHFrameHdr()
 	if hdr == nil {
-		return nil, &FormatError{Path: im.path, Field: "PT_GNU_EH_FRAME", Msg: "no .eh_frame_hdr: the image has no call frame information"}
+		return nil, &FormatError{Source: im.path, Field: "PT_GNU_EH_FRAME", Msg: "no .eh_frame_hdr: the image has no call frame information"}
 	}
 	base := uint64(im.Base())
 	h, err := frame.ParseEHFrameHdr(hdr, base+im.EHFrameHdrAddr(), binary.LittleEndian, uint8(im.arch.PtrSize))
@@ -125,7 +144,7 @@ func (im *Image) newUnwindSource() (*unwind.Source, error) {
 			return unwind.NewSource(im.arch, hdr, base+im.EHFrameHdrAddr(), data, h.EHFramePtr)
 		}
 	}
-	return nil, &FormatError{Path: im.path, Offset: im.EHFrameHdrAddr() + 4, Field: "eh_frame_ptr",
+	return nil, &FormatError{Source: im.path, Offset: im.EHFrameHdrAddr() + 4, Field: "eh_frame_ptr",
 		Msg: fmt.Sprintf(".eh_frame address %#x is not in a read-only loaded segment", start)}
 }
 
@@ -179,10 +198,7 @@ func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame
 		}
 	}()
 	for len(frames) < max {
-		lookup := cur.PC
-		if !cur.First {
-			lookup-- // a return address may be just past its procedure
-		}
+		lookup := cur.LookupPC() // the rule unwind.Step looks CFI up with
 		var im *Image
 		if ref, lerr := Acquire(uintptr(lookup)); lerr == nil {
 			refs = append(refs, ref)

@@ -208,7 +208,7 @@ func mapDebugFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() < ehdrSize {
-		return nil, &FormatError{Path: path, Field: "file", Msg: fmt.Sprintf("not a regular file of at least %d bytes", ehdrSize)}
+		return nil, &FormatError{Source: path, Field: "file", Msg: fmt.Sprintf("not a regular file of at least %d bytes", ehdrSize)}
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
@@ -228,7 +228,7 @@ func checkDebugBuildID(path string, f *elfobj.File, want []byte) error {
 		return objError(path, err)
 	}
 	if !bytes.Equal(id, want) {
-		return &FormatError{Path: path, Field: "NT_GNU_BUILD_ID", Msg: fmt.Sprintf("build ID %s, the image's is %s: not its debug file", hex.EncodeToString(id), hex.EncodeToString(want))}
+		return &FormatError{Source: path, Field: "NT_GNU_BUILD_ID", Msg: fmt.Sprintf("build ID %s, the image's is %s: not its debug file", hex.EncodeToString(id), hex.EncodeToString(want))}
 	}
 	return nil
 }

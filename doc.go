@@ -25,9 +25,10 @@
 // another goroutine may close it) and [Backtrace] unwinds a stack through
 // the images' .eh_frame with package unwind.
 //
-// Debuggers and profilers see loaded images through [PublishGDB] (the GDB
-// JIT interface, each image moved to its run-time address by [Rebase]),
-// [Image.PerfMapEntries] (perf maps) and [Image.JitdumpFunctions]
+// Debuggers and profilers see loaded images through package publish
+// (github.com/elfimage/elfimage/publish): publish.GDB (the GDB JIT
+// interface, each image moved to its run-time address, [Image.Symfile]),
+// publish.PerfMapEntries (perf maps) and publish.JitdumpFunctions
 // (jitdump files for perf inject --jit); images mapped from files need
 // nothing for perf, which reads them as files. Code called through
 // native.Call runs on a library-owned stack and passes through the
@@ -36,6 +37,26 @@
 // information describes the stack switch: every tool unwinds from the
 // code into the Go caller of native.Call without any CFI of the caller's
 // making (gdb shows the entry frame as "<signal handler called>").
+//
+// Package layout. This package holds the model ([Module], [Proc], types),
+// the linker ([Link]), the loader ([Open], [Load], [Image]) and the
+// queries on loaded images (procedures, lines, variables, [Backtrace]):
+// the flow a compiler author follows, link then load then ask, with one
+// import. Splitting model, linker and loader into packages was weighed
+// and refused: every compiler needs all three, the linker's output is
+// only meaningful to this loader, and three imports with types passed
+// between them would make the first program longer without making any
+// step clearer. What is not on that path lives in its own packages, and
+// dependencies point one way, from them to images: publish (gdb, perf) ties
+// itself to an image's life through [Image.OnClose], so a program that
+// only links and loads links neither the GDB JIT interface nor the
+// jitdump and perf map writers; the formats are read only through their
+// packages (elfobj for ELF, dwarf/... for DWARF, meta for the procedure
+// table, unwind for stacks). Every decoder's malformed-input error is one
+// type, [FormatError] (package formaterr): one errors.As catches them
+// all. The loader's debugger hook (gdbhook.go, in the manner of ld.so's
+// r_debug breakpoint) stays here: it costs a load two empty calls and
+// no allocation, and it imports nothing.
 //
 // Formats: System V gABI (ELF), the AMD64 psABI, DWARF 5 (sections 6.2
 // line numbers, 6.4 call frame information, 7 encodings), LSB "Exception

@@ -28,9 +28,9 @@ import (
 // Go's own CFI and frame pointers go on into the Go code that called
 // native.Call. The image is linked, loaded and registered like a user's
 // image the first time any image is loaded ([Open], [Load]), then
-// installed with native.SetEntry; [PublishGDB] publishes it with the
-// first image it publishes, and [Image.PerfMapEntries] and
-// [Image.JitdumpFunctions] list its procedure with every image's, so gdb,
+// installed with native.SetEntry; publish.GDB publishes it with the
+// first image it publishes, and publish.PerfMapEntries and
+// publish.JitdumpFunctions list its procedure with every image's, so gdb,
 // lldb, perf, elfimage stack and [Backtrace] all see it with nothing
 // written by the user. It stays for the life of the process: calls may be
 // running through it at any time.
@@ -128,10 +128,10 @@ var (
 // any image called through native.Call unwinds into its Go caller in gdb,
 // lldb, perf, `elfimage stack` and [Backtrace]; programs need not call it.
 // The image is registered ([Lookup] finds it) but not listed by [Images];
-// it cannot be closed ([Image.Close] returns [ErrEntryImage]); [PublishGDB]
+// it cannot be closed ([Image.Close] returns [ErrEntryImage]); publish.GDB
 // publishes it with the first image it publishes. A program that loads no
 // image (for example one that publishes its code with package gdbjit
-// only) gets the entry frame by calling EntryImage and PublishGDB() (no
+// only) gets the entry frame by calling publish.GDB() (no
 // arguments) once. Outside amd64 there is no entry routine: EntryImage
 // returns nil and an error matching errors.ErrUnsupported.
 //

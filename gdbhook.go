@@ -6,9 +6,12 @@ import (
 	"unsafe"
 )
 
-// Debugger hook: the interim way for a debugger to see images loaded by a
-// running process, until the GDB JIT interface (GDB manual, "JIT
-// Compilation Interface") is published by the jit/gdbjit package.
+// Debugger hook: the loader's zero-copy way for a debugger to see the
+// images a running process loads, beside the GDB JIT interface (GDB
+// manual, "JIT Compilation Interface"), which package publish uses and
+// which copies each image. Like ld.so's r_debug breakpoint (r_brk), it is
+// part of the loader and costs a load nothing but two empty calls and a
+// few stores: no allocation, no import of any publisher.
 //
 // After [Open] or [Load] has mapped, relocated and registered an image, the
 // loader fills [gdbImageEvent] and calls gdbImageLoaded; [Image.Close]
@@ -23,7 +26,7 @@ import (
 // internal/gdbtest holds a gdb Python script that does exactly that.
 //
 // The arguments are also passed to the hooks (with Go's register ABI they
-// are in RAX and RBX at the hook's first instruction), but the global event
+// are in RAX, RBX and RCX at the hook's first instruction), but the global event
 // is the documented interface: its layout does not depend on the Go
 // version, the ABI or the binary's DWARF (a debugger finds it by its
 // .symtab name alone, so `-ldflags=-w` binaries work; `-ldflags=-s`
@@ -31,9 +34,12 @@ import (
 
 // gdbEvent is the layout a debugger reads at the symbol
 // github.com/elfimage/elfimage.gdbImageEvent while stopped in one of the
-// hooks: six little-endian uint64 fields, 48 bytes, in this order.
+// hooks: seven little-endian uint64 fields, 56 bytes, in this order.
+// Version 1 had six, ending with the address of a NUL-terminated copy of
+// the path, which cost an allocation and a global map insert per load;
+// version 2 points at the path's own bytes and gives their length.
 type gdbEvent struct {
-	// Version of this layout: 1.
+	// Version of this layout: 2.
 	Version uint64
 	// Action: 1 the image was loaded (gdbImageLoaded), 2 it is about to be
 	// unloaded (gdbImageUnloaded).
@@ -47,11 +53,13 @@ type gdbEvent struct {
 	// executable PT_LOAD segment, or 0 when there is none: an address for
 	// `remove-symbol-file -a`.
 	Text uint64
-	// Path is the address of the NUL-terminated path given to Open (or the
-	// name given to Load, which need not name a file: a debugger checks
-	// that the file exists). The bytes stay valid until the image is
-	// unloaded.
-	Path uint64
+	// Path is the address of the path given to Open (or of the name
+	// given to Load, which need not name a file: a debugger checks that
+	// the file exists), PathLen bytes of UTF-8 without a terminator
+	// (Path is 0 when PathLen is). The bytes are those of
+	// [Image.Path], kept alive by the image until it is unloaded.
+	Path    uint64
+	PathLen uint64
 }
 
 // Actions of gdbEvent.
@@ -65,59 +73,47 @@ var (
 	// so that a debugger stopped in a hook reads the matching event.
 	gdbMu sync.Mutex
 	// gdbImageEvent is read by debuggers; see gdbEvent.
-	gdbImageEvent = gdbEvent{Version: 1}
-	// gdbPaths keeps the NUL-terminated path copies of loaded images alive,
-	// by image. The Go collector never moves heap objects, so the address
-	// stored in gdbImageEvent.Path stays valid while the copy is here.
-	gdbPaths = map[*Image][]byte{}
+	gdbImageEvent = gdbEvent{Version: 2}
 )
 
 // gdbImageLoaded is called once for every image after it is loaded and
-// registered, with gdbImageEvent describing it (Action 1). path is the
-// NUL-terminated path of the image, base its load base. It does nothing;
-// it exists for a debugger's breakpoint and must not be inlined.
+// registered, with gdbImageEvent describing it (Action 1). path points at
+// the image's path (len n), base is its load base. It does nothing; it
+// exists for a debugger's breakpoint and must not be inlined.
 //
 //go:noinline
-func gdbImageLoaded(path *byte, base uintptr) {}
+func gdbImageLoaded(path *byte, n int, base uintptr) {}
 
 // gdbImageUnloaded is called once for every image before it is unmapped
 // by Close, with gdbImageEvent describing it (Action 2). It does nothing;
 // it exists for a debugger's breakpoint and must not be inlined.
 //
 //go:noinline
-func gdbImageUnloaded(path *byte, base uintptr) {}
+func gdbImageUnloaded(path *byte, n int, base uintptr) {}
 
-// notifyDebuggerLoaded tells a debugger that im is loaded: it keeps a
-// NUL-terminated copy of im's path, fills gdbImageEvent and calls
-// gdbImageLoaded. Cost: one allocation of the path and a map insert.
+// notifyDebuggerLoaded tells a debugger that im is loaded: it fills
+// gdbImageEvent and calls gdbImageLoaded. Cost: a lock, a few stores and
+// an empty call; no allocation.
 func notifyDebuggerLoaded(im *Image) {
-	p := make([]byte, len(im.path)+1)
-	copy(p, im.path)
 	gdbMu.Lock()
 	defer gdbMu.Unlock()
-	gdbPaths[im] = p
-	im.setGDBEvent(gdbActionLoaded, p)
-	gdbImageLoaded(&p[0], im.Base())
+	im.setGDBEvent(gdbActionLoaded)
+	gdbImageLoaded(unsafe.StringData(im.path), len(im.path), im.Base())
 }
 
 // notifyDebuggerUnloaded tells a debugger that im is about to be unmapped:
-// it fills gdbImageEvent, calls gdbImageUnloaded and drops the path copy.
-// It must be called while im's memory is still mapped; a second call for
-// the same image does nothing.
+// it fills gdbImageEvent and calls gdbImageUnloaded. It must be called
+// once per image (Close guards it with Image.closed), while im's memory
+// is still mapped.
 func notifyDebuggerUnloaded(im *Image) {
 	gdbMu.Lock()
 	defer gdbMu.Unlock()
-	p, ok := gdbPaths[im]
-	if !ok {
-		return
-	}
-	im.setGDBEvent(gdbActionUnloaded, p)
-	gdbImageUnloaded(&p[0], im.Base())
-	delete(gdbPaths, im)
+	im.setGDBEvent(gdbActionUnloaded)
+	gdbImageUnloaded(unsafe.StringData(im.path), len(im.path), im.Base())
 }
 
 // setGDBEvent fills gdbImageEvent for im; gdbMu must be held.
-func (im *Image) setGDBEvent(action uint64, path []byte) {
+func (im *Image) setGDBEvent(action uint64) {
 	base := uint64(im.Base())
 	var text uint64
 	for _, s := range im.segs {
@@ -130,5 +126,6 @@ func (im *Image) setGDBEvent(action uint64, path []byte) {
 	gdbImageEvent.Base = base
 	gdbImageEvent.Size = im.size
 	gdbImageEvent.Text = text
-	gdbImageEvent.Path = uint64(uintptr(unsafe.Pointer(&path[0])))
+	gdbImageEvent.Path = uint64(uintptr(unsafe.Pointer(unsafe.StringData(im.path))))
+	gdbImageEvent.PathLen = uint64(len(im.path))
 }

@@ -1,23 +1,22 @@
 package elfimage
 
 import (
-	"bytes"
 	"debug/elf"
 	"testing"
 	"unsafe"
 )
 
 // TestGDBHookEvent: loading fills gdbImageEvent as documented for a
-// debugger (version, action, base, size, text address, NUL-terminated
-// path), Close fills it again with action 2 before unmapping, and the path
-// copy is released after Close (a second Close changes nothing).
+// debugger (version 2, action, base, size, text address, the path's own
+// bytes and length), and Close fills it again with action 2 before
+// unmapping; a second Close changes nothing.
 func TestGDBHookEvent(t *testing.T) {
 	m := &Module{File: "hook.s", Procs: []*Proc{{Name: "a", Code: []byte{0x90, 0xc3}}}}
 	b, err := Link(m, LinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "/some/dir/hook image.elf"
+	name := string([]byte("/some/dir/hook image.elf")) // not a constant: its bytes are the heap copy's
 	im, err := Load(name, b, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -29,23 +28,17 @@ func TestGDBHookEvent(t *testing.T) {
 			break
 		}
 	}
-	gdbMu.Lock()
-	path := gdbPaths[im]
-	gdbMu.Unlock()
 	check := func(action uint64) {
 		t.Helper()
 		gdbMu.Lock()
 		ev := gdbImageEvent
 		gdbMu.Unlock()
-		if ev.Version != 1 || ev.Action != action || ev.Base != uint64(im.Base()) || ev.Size != im.Size() || ev.Text != text || text == 0 {
-			t.Errorf("event %+v, want version 1, action %d, base %#x, size %#x, text %#x", ev, action, im.Base(), im.Size(), text)
+		if ev.Version != 2 || ev.Action != action || ev.Base != uint64(im.Base()) || ev.Size != im.Size() || ev.Text != text || text == 0 {
+			t.Errorf("event %+v, want version 2, action %d, base %#x, size %#x, text %#x", ev, action, im.Base(), im.Size(), text)
 		}
-		// The path is the kept NUL-terminated copy.
-		if ev.Path != uint64(uintptr(unsafe.Pointer(&path[0]))) {
-			t.Errorf("event path at %#x, want the kept copy at %p", ev.Path, &path[0])
-		}
-		if i := bytes.IndexByte(path, 0); i != len(name) || string(path[:i]) != name {
-			t.Errorf("kept path %q, want %q and a NUL", path, name)
+		// The path is the image's own string, as a debugger reads it.
+		if ev.Path != uint64(uintptr(unsafe.Pointer(unsafe.StringData(name)))) || ev.PathLen != uint64(len(name)) {
+			t.Errorf("event path at %#x (%d bytes), want %p (%d bytes)", ev.Path, ev.PathLen, unsafe.StringData(name), len(name))
 		}
 	}
 	check(gdbActionLoaded)
@@ -54,15 +47,41 @@ func TestGDBHookEvent(t *testing.T) {
 	}
 	check(gdbActionUnloaded)
 	gdbMu.Lock()
-	_, kept := gdbPaths[im]
+	gdbImageEvent.Action = 0
 	gdbMu.Unlock()
-	if kept {
-		t.Error("path copy still kept after Close")
-	}
 	if err := im.Close(); err != nil {
 		t.Fatal(err)
 	}
+	gdbMu.Lock()
+	again := gdbImageEvent.Action
+	gdbMu.Unlock()
+	if again != 0 {
+		t.Errorf("a second Close sent event action %d", again)
+	}
 }
 
-// The event's layout is part of the debugger interface: six uint64.
-var _ = [1]struct{}{}[unsafe.Sizeof(gdbEvent{})-48]
+// TestGDBHookNoAlloc: telling a debugger of a load and an unload
+// allocates nothing (the interim hook used to copy the path and insert it
+// into a global map on every load).
+func TestGDBHookNoAlloc(t *testing.T) {
+	im := &Image{path: "/a/path.elf", mem: make([]byte, 4096), size: 4096}
+	if n := testing.AllocsPerRun(100, func() {
+		notifyDebuggerLoaded(im)
+		notifyDebuggerUnloaded(im)
+	}); n != 0 {
+		t.Errorf("%v allocations per load and unload notification, want 0", n)
+	}
+}
+
+// BenchmarkGDBHook: the debugger notifications of one load and its Close.
+func BenchmarkGDBHook(b *testing.B) {
+	im := &Image{path: "/a/path.elf", mem: make([]byte, 4096), size: 4096}
+	b.ReportAllocs()
+	for b.Loop() {
+		notifyDebuggerLoaded(im)
+		notifyDebuggerUnloaded(im)
+	}
+}
+
+// The event's layout is part of the debugger interface: seven uint64.
+var _ = [1]struct{}{}[unsafe.Sizeof(gdbEvent{})-56]

@@ -5,35 +5,27 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/elfimage/elfimage/jit/gdbjit"
 	"runtime/debug"
 	"strings"
 	"sync"
 
+	"github.com/elfimage/elfimage/formaterr"
+
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
 )
 
-// FormatError reports an image that the loader or the section-table reader
-// refuses: the file, the file offset of the offending field (or of the
-// structure holding it), the field in ELF spelling ("e_phoff",
-// "p_filesz of program header 2", "r_offset of relocation 5") and why.
-type FormatError struct {
-	Path   string // file path, or the name given to Load
-	Offset uint64 // file offset of the field, in bytes
-	Field  string // ELF name of the field or structure
-	Msg    string // what is wrong, lower case
-}
-
-// Error formats the error as "elfimage: PATH: FIELD at offset 0xOFF: MSG"
-// ("elfimage: FIELD at offset 0xOFF: MSG" when Path is empty).
-func (e *FormatError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("elfimage: %s at offset %#x: %s", e.Field, e.Offset, e.Msg)
-	}
-	return fmt.Sprintf("elfimage: %s: %s at offset %#x: %s", e.Path, e.Field, e.Offset, e.Msg)
-}
+// FormatError is the error every elfimage decoder returns for malformed
+// input, [formaterr.Error], under the root package's name, so that one
+// errors.As catches the errors of the loader, the section-table reader,
+// the queries, the rebase table and every decoder below them (ELF reader,
+// DWARF, procedure table, jitdump, perf maps, core files). The loader sets
+// Source to the file path (or the name given to [Load]), Offset to the file
+// offset of the offending field (or of the structure holding it) and Field
+// to its ELF spelling ("e_phoff", "p_filesz of program header 2",
+// "r_offset of relocation 5"); the queries' DWARF errors name the section
+// instead.
+type FormatError = formaterr.Error
 
 // ErrNoSection is wrapped by the error [Image.Section] returns when the image
 // has no section of that name (or no section header table at all).
@@ -90,9 +82,10 @@ type Image struct {
 	debugOpts      debugLookup             // where a stripped image's debug file is looked for
 	dbgFile        debugFileState          // the debug file, once looked for (debug.go)
 
-	closeMu sync.Mutex
-	closed  bool
-	gdb     *gdbjit.Entry // set while published to gdb (PublishGDB)
+	closeMu    sync.Mutex
+	closed     bool
+	closeHooks []closeHook // run by Close, latest first (OnClose)
+	hookSeq    uint64      // identifies the next closeHook
 
 	secOnce sync.Once
 	secs    []SectionHeader
@@ -158,9 +151,11 @@ func (im *Image) EHFrameHdrAddr() uint64 { return im.ehFrameHdrAddr }
 // unmaps it once no reader holds it: before Close returns when no
 // addrmap.Ref obtained from [Acquire] is held, otherwise in the goroutine
 // whose Ref.Release drops the last one (Close does not wait; an munmap
-// error is then discarded). It is idempotent: later calls return nil. A
-// value obtained from [Lookup] is not protected: its user must make sure
-// Close is not called meanwhile.
+// error is then discarded). Before that, while the image is still mapped,
+// it runs the functions registered with [Image.OnClose], latest first, and
+// returns their errors joined with its own. It is idempotent: later calls
+// return nil. A value obtained from [Lookup] is not protected: its user
+// must make sure Close is not called meanwhile.
 func (im *Image) Close() error {
 	if im.isEntry() {
 		return ErrEntryImage
@@ -171,18 +166,68 @@ func (im *Image) Close() error {
 		return nil
 	}
 	im.closed = true
-	gdbErr := im.unpublishLocked()
+	var hookErrs []error
+	for i := len(im.closeHooks) - 1; i >= 0; i-- {
+		hookErrs = append(hookErrs, im.closeHooks[i].f())
+	}
+	im.closeHooks = nil
+	hookErr := errors.Join(hookErrs...)
 	notifyDebuggerUnloaded(im)
 	var unmapErr error // written by the free function; read only when it ran here
 	switch removed, freed := registry.RemoveFunc(im.Base(), func(im *Image) { im.closeDebugFile(); unmapErr = unmap(im.mem) }); {
 	case !removed: // not registered
 		im.closeDebugFile()
-		return errors.Join(gdbErr, unmap(im.mem))
+		return errors.Join(hookErr, unmap(im.mem))
 	case freed:
-		return errors.Join(gdbErr, unmapErr)
+		return errors.Join(hookErr, unmapErr)
 	default: // a reader holds the image: its last Release unmaps it
-		return gdbErr
+		return hookErr
 	}
+}
+
+// ErrClosed is returned by [Image.OnClose] for an image already closed.
+var ErrClosed = errors.New("elfimage: image closed")
+
+// closeHook is a function registered with OnClose.
+type closeHook struct {
+	id uint64
+	f  func() error
+}
+
+// OnClose registers f to be run by [Image.Close] first, while the image is
+// still mapped and registered (but marked closed: OnClose refuses new
+// functions), before the loader's debugger hook and the unmapping: this
+// is how a package that depends on images (publishers such as package
+// publish, which must unregister an image from the GDB JIT interface
+// before its memory goes) ties its state to an image's life without the
+// image knowing of it. Functions run latest first, once, with the image's
+// close lock held: f must not call Close, OnClose or a remove function of
+// this image. Its error is joined into Close's.
+//
+// remove unregisters f (it then never runs); it may be called any number
+// of times, also after Close. Errors: [ErrClosed] when the image is closed
+// already (f is not registered). The entry image ([EntryImage]) is never
+// closed, so its functions never run. Cost: O(1) amortized; remove is
+// linear in the registered functions.
+func (im *Image) OnClose(f func() error) (remove func(), err error) {
+	im.closeMu.Lock()
+	defer im.closeMu.Unlock()
+	if im.closed {
+		return nil, fmt.Errorf("%w: %s", ErrClosed, im.path)
+	}
+	im.hookSeq++
+	id := im.hookSeq
+	im.closeHooks = append(im.closeHooks, closeHook{id: id, f: f})
+	return func() {
+		im.closeMu.Lock()
+		defer im.closeMu.Unlock()
+		for i, h := range im.closeHooks {
+			if h.id == id {
+				im.closeHooks = append(im.closeHooks[:i], im.closeHooks[i+1:]...)
+				return
+			}
+		}
+	}, nil
 }
 
 // Section returns the bytes [sh_offset, sh_offset+sh_size) of the first
@@ -290,28 +335,28 @@ func parseSectionTable(path string, data []byte) (*elfobj.File, []SectionHeader,
 	return f, out, nil
 }
 
-// objError turns an error of the ELF reader (a *dwarf.FormatError whose
-// Section names the structure) into the loader's *FormatError for path:
+// objError turns an error of the ELF reader (a *FormatError whose
+// Source names the structure) into the loader's *FormatError for path:
 // fields of section and program headers are named "sh_size of section 5",
 // "p_offset of program header 2"; fields of the ELF header and of notes
 // keep their name; others are prefixed with their section's name
 // (".symtab sh_size"). Other errors are returned wrapped with the path.
 func objError(path string, err error) error {
-	var fe *dwarf.FormatError
+	var fe *FormatError
 	if !errors.As(err, &fe) {
 		return fmt.Errorf("elfimage: %s: %w", path, err)
 	}
 	field := fe.Field
 	switch {
-	case fe.Section == "ELF header", fe.Section == "PT_NOTE":
-	case strings.HasPrefix(fe.Section, "section header "):
-		field += " of section " + strings.TrimPrefix(fe.Section, "section header ")
-	case strings.HasPrefix(fe.Section, "program header "):
-		field += " of " + fe.Section
+	case fe.Source == "ELF header", fe.Source == "PT_NOTE":
+	case strings.HasPrefix(fe.Source, "section header "):
+		field += " of section " + strings.TrimPrefix(fe.Source, "section header ")
+	case strings.HasPrefix(fe.Source, "program header "):
+		field += " of " + fe.Source
 	default:
-		field = fe.Section + " " + field
+		field = fe.Source + " " + field
 	}
-	return &FormatError{Path: path, Offset: fe.Offset, Field: field, Msg: fe.Msg}
+	return &FormatError{Source: path, Offset: fe.Offset, Field: field, Msg: fe.Msg}
 }
 
 // ELF64 structure sizes and ELF header field offsets (System V gABI, "ELF
@@ -346,7 +391,7 @@ type decoder struct {
 }
 
 func (d *decoder) errorf(off uint64, field, format string, args ...any) *FormatError {
-	return &FormatError{Path: d.path, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &FormatError{Source: d.path, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // span returns data[off:off+n] after checking, without overflow, that it

@@ -287,7 +287,7 @@ func objectName(k symbolKind, name string) string {
 func (l *linker) checkExpr(code []byte) error {
 	ops, err := expr.Decode(code, expr.Params{AddrSize: uint8(l.a.PtrSize), Order: binary.LittleEndian, Format: l.enc.Format})
 	if err != nil {
-		var fe *dwarf.FormatError
+		var fe *FormatError
 		if errors.As(err, &fe) {
 			return fmt.Errorf("%s at byte %d of % x", fe.Msg, fe.Offset, code)
 		}

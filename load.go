@@ -28,9 +28,6 @@ type LoadOptions struct {
 	// Arch is the ABI the image must be for (e_machine); nil means
 	// arch.X86_64.
 	Arch *arch.Arch
-	// GDB publishes the image to gdb once loaded ([PublishGDB]); a
-	// failure to publish fails the load.
-	GDB bool
 	// DebugDirs are the debug directories in which the debug queries of a
 	// stripped image (one without .debug_info: [Strip], eu-strip, strip)
 	// look for its debug file, as DIR/.build-id/xx/rest.debug and
@@ -140,11 +137,7 @@ func Open(path string, opts *LoadOptions) (*Image, error) {
 	if err := installEntry(); err != nil {
 		return nil, err
 	}
-	im, err := openImage(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return publishIfAsked(im, opts)
+	return openImage(path, opts)
 }
 
 func openImage(path string, opts *LoadOptions) (*Image, error) {
@@ -161,15 +154,15 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		return nil, fmt.Errorf("elfimage: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &FormatError{Path: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fi.Mode())}
+		return nil, &FormatError{Source: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fi.Mode())}
 	}
 	size := fi.Size()
 	if size < ehdrSize {
-		return nil, &FormatError{Path: path, Offset: uint64(size), Field: "ELF header",
+		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "ELF header",
 			Msg: fmt.Sprintf("file is %d bytes, shorter than the %d-byte ELF header", size, ehdrSize)}
 	}
 	if uint64(size) > math.MaxInt-pageSize {
-		return nil, &FormatError{Path: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
+		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
 	}
 	if opts == nil || !opts.ForceRead {
 		mem, err := mapFile(f, int(size))
@@ -206,34 +199,17 @@ func Load(name string, data []byte, opts *LoadOptions) (*Image, error) {
 	if err := installEntry(); err != nil {
 		return nil, err
 	}
-	im, err := loadImage(name, data, opts)
-	if err != nil {
-		return nil, err
-	}
-	return publishIfAsked(im, opts)
-}
-
-// publishIfAsked publishes a freshly loaded image to gdb when opts ask
-// for it, closing it if that fails.
-func publishIfAsked(im *Image, opts *LoadOptions) (*Image, error) {
-	if opts == nil || !opts.GDB {
-		return im, nil
-	}
-	if err := PublishGDB(im); err != nil {
-		im.Close()
-		return nil, err
-	}
-	return im, nil
+	return loadImage(name, data, opts)
 }
 
 func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {
 	a, pageSize := options(opts)
 	if len(data) < ehdrSize {
-		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "ELF header",
+		return nil, &FormatError{Source: name, Offset: uint64(len(data)), Field: "ELF header",
 			Msg: fmt.Sprintf("image is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)}
 	}
 	if uint64(len(data)) > math.MaxInt-pageSize {
-		return nil, &FormatError{Path: name, Offset: uint64(len(data)), Field: "file", Msg: "image too large to map"}
+		return nil, &FormatError{Source: name, Offset: uint64(len(data)), Field: "file", Msg: "image too large to map"}
 	}
 	mem, err := mapAnon(len(data), pageSize)
 	if err != nil {

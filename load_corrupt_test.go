@@ -185,7 +185,7 @@ func TestCorruptImages(t *testing.T) {
 					t.Errorf("%s: err = %v (%T), want *FormatError", how, err, err)
 					continue
 				}
-				if fe.Field != c.field || fe.Path != p {
+				if fe.Field != c.field || fe.Source != p {
 					t.Errorf("%s: err = %v; want field %q", how, err, c.field)
 				}
 				if fe.Offset > uint64(len(b))+1<<20 && !strings.Contains(c.name, "overflow") && !strings.Contains(c.name, "past end") {

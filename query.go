@@ -181,7 +181,7 @@ func (im *Image) readSymbols() ([]procSym, error) {
 			return nil, err
 		}
 		if sym.Value+sym.Size < sym.Value {
-			return nil, &FormatError{Path: im.path, Field: fmt.Sprintf("st_size of symbol %d", i), Msg: "address range overflows"}
+			return nil, &FormatError{Source: im.path, Field: fmt.Sprintf("st_size of symbol %d", i), Msg: "address range overflows"}
 		}
 		syms = append(syms, procSym{start: sym.Value, size: sym.Size, name: name, global: sym.Bind() == elf.STB_GLOBAL})
 	}
@@ -198,7 +198,7 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // O(log n) plus one sequence; no allocation). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
-// *dwarf.FormatError or *FormatError when the sections are malformed.
+// *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	if t, err := im.procTable(); err == nil {
@@ -243,7 +243,12 @@ func (im *Image) lineTable() (*line.Table, error) {
 		// Our images have one compile unit whose line program is at
 		// offset 0. Before DWARF 5 the program does not hold the
 		// compilation directory: take it from the unit.
-		d.lines, d.lineErr = line.Decode(sec, 0, im.compDir())
+		dir, err := im.lineCompDir(sec.Line, 0)
+		if err != nil {
+			d.lineErr = err
+			return
+		}
+		d.lines, d.lineErr = line.Decode(sec, 0, dir)
 	})
 	return d.lines, d.lineErr
 }
@@ -491,7 +496,7 @@ type Subprogram struct {
 // the index and decode only that subprogram's DIE and children, and the
 // parameters' types, each decoded once per image and cached. It returns
 // an error wrapping ErrUnknownPC when no subprogram covers addr, or a
-// *dwarf.FormatError when the DWARF is malformed.
+// *FormatError when the DWARF is malformed.
 func (im *Image) SubprogramAt(addr uint64) (_ Subprogram, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	r, e, sp, err := im.subprogramEntry(addr)
@@ -616,7 +621,11 @@ func (im *Image) locationAt(e *info.Entry, u *info.UnitHeader, addr uint64) ([]b
 	}
 	sec.Addr, _ = im.debugSection(".debug_addr")
 	sec.AddrBase = u.AddrBase
-	expr, ok, err := loc.LocationAt(sec, u.Enc, f.Val, im.unitBase(u), addr)
+	base, err := im.unitBase(u)
+	if err != nil {
+		return nil, err
+	}
+	expr, ok, err := loc.LocationAt(sec, u.Enc, f.Val, base, addr)
 	if err != nil || !ok || len(expr) == 0 {
 		return nil, err
 	}
@@ -624,44 +633,54 @@ func (im *Image) locationAt(e *info.Entry, u *info.UnitHeader, addr uint64) ([]b
 }
 
 // unitBase returns the base address of a unit's location and range lists:
-// its root DIE's DW_AT_low_pc (DWARF 5 section 3.1.1), or 0.
-func (im *Image) unitBase(u *info.UnitHeader) uint64 {
+// its root DIE's DW_AT_low_pc (DWARF 5 section 3.1.1), or 0 when it has
+// none. A unit whose root DIE cannot be read gives the error, not a base
+// of 0 that would move every list entry.
+func (im *Image) unitBase(u *info.UnitHeader) (uint64, error) {
 	d, err := im.infoData()
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	r := d.Reader()
 	r.Seek(u.Offset)
 	e, err := r.Next()
-	if err != nil || e == nil {
-		return 0
+	if err == nil && e == nil {
+		err = &FormatError{Source: ".debug_info", Offset: u.Offset, Field: "unit", Msg: "no root DIE"}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("elfimage: %s: base address of the unit at %#x: %w", im.path, u.Offset, err)
 	}
 	base, _ := e.Uint(dwarf.DW_AT_low_pc)
-	return base
+	return base, nil
 }
 
 // procTable returns the image's procedure table, checking its header on
 // first use (O(1)). It is found through the PTProcTable program header
 // (no section headers read), else through the section headers; an image
-// without one gives an error wrapping ErrNoSection.
+// without one gives an error wrapping ErrNoSection, and so does a table
+// that keeps its strings outside it (meta.ExternalStrings) in an image
+// without meta.SectionStrs (a malformed section table gives its
+// *FormatError).
 func (im *Image) procTable() (*meta.Table, error) {
 	d := &im.debug
 	d.metaOnce.Do(func() {
 		d.metaErr = errIndexFault
-		if b := im.tail[PTProcTable]; b != nil { // found at load through PTProcTable
-			var strs []byte
-			if len(b) > 7 && b[7]&meta.FlagInlineStrings == 0 { // strings kept outside the table
-				strs, _ = im.debugSection(meta.SectionStrs)
+		sec := im.tail[PTProcTable] // found at load through PTProcTable
+		if sec == nil {
+			var err error
+			if sec, err = im.debugSection(meta.SectionProcs); err != nil {
+				d.metaErr = err
+				return
 			}
-			d.meta, d.metaErr = meta.NewTable(b, strs)
-			return
 		}
-		sec, err := im.debugSection(meta.SectionProcs)
-		if err != nil {
-			d.metaErr = err
-			return
+		var strs []byte
+		if meta.ExternalStrings(sec) { // strings kept outside the table
+			var err error
+			if strs, err = im.debugSection(meta.SectionStrs); err != nil {
+				d.metaErr = fmt.Errorf("elfimage: %s: procedure table %s: strings: %w", im.path, meta.SectionProcs, err)
+				return
+			}
 		}
-		strs, _ := im.debugSection(meta.SectionStrs)
 		d.meta, d.metaErr = meta.NewTable(sec, strs)
 	})
 	return d.meta, d.metaErr
@@ -675,7 +694,7 @@ func (im *Image) procTable() (*meta.Table, error) {
 // that one procedure's entry. Cost: O(log n) plus the allocation of the
 // returned strings. It returns an error wrapping ErrUnknownPC when no
 // procedure covers addr, ErrNoSection when the image has no table, or a
-// *dwarf.FormatError when the table is malformed.
+// *FormatError when the table is malformed.
 func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	t, err := im.procTable()
@@ -754,27 +773,46 @@ func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
 		sec.Str, _ = im.debugSection(".debug_str")
 		sec.LineStr, _ = im.debugSection(".debug_line_str")
 	}
-	compDir := "" // a DWARF 5 line program names it itself (directory 0)
-	if lineVersion(sec.Line, off) < 5 {
-		compDir = im.compDir()
+	compDir, err := im.lineCompDir(sec.Line, off)
+	if err != nil {
+		return nil, err
 	}
 	return line.NewReader(sec, off, compDir)
 }
 
-// compDir returns the compilation directory of the image's first unit, or
-// "" (DWARF 5 line programs carry it themselves).
-func (im *Image) compDir() string {
+// lineCompDir returns the compilation directory the line program unit at
+// off of debugLine needs: "" from DWARF 5 on (the program names it itself,
+// directory 0) or when its header is unreadable (line.NewReader then
+// reports that), else the first unit's DW_AT_comp_dir ([Image.compDir]).
+func (im *Image) lineCompDir(debugLine []byte, off uint64) (string, error) {
+	if v, err := line.Version(debugLine, binary.LittleEndian, off); err != nil || v >= 5 {
+		return "", nil
+	}
+	return im.compDir()
+}
+
+// compDir returns the DW_AT_comp_dir of the image's first unit: "" when
+// the image has no .debug_info or the unit no such attribute, and the
+// error when .debug_info, .debug_abbrev or the unit's root DIE is
+// malformed (a wrong directory would silently misname every file).
+func (im *Image) compDir() (string, error) {
 	data, err := im.infoData()
+	if errors.Is(err, ErrNoSection) {
+		return "", nil
+	}
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("elfimage: %s: compilation directory: %w", im.path, err)
 	}
 	r := data.Reader()
 	e, err := r.Next()
-	if err != nil || e == nil {
-		return ""
+	if err != nil {
+		return "", fmt.Errorf("elfimage: %s: compilation directory: %w", im.path, err)
+	}
+	if e == nil {
+		return "", nil
 	}
 	dir, _ := e.String(dwarf.DW_AT_comp_dir)
-	return dir
+	return dir, nil
 }
 
 // Local is a parameter or variable whose value is available at an
@@ -901,19 +939,9 @@ func (im *Image) blockContains(e *info.Entry, u *info.UnitHeader, addr uint64) (
 	}
 	sec.Addr, _ = im.debugSection(".debug_addr")
 	sec.AddrBase = u.AddrBase
-	return loc.RangeContains(sec, u.Enc, f.Val, im.unitBase(u), addr)
-}
-
-// lineVersion peeks at the version of the line program unit at off of
-// .debug_line (DWARF 5 section 6.2.4: unit_length, then version), or
-// returns 0 when it cannot be read.
-func lineVersion(debugLine []byte, off uint64) uint16 {
-	b := dwarf.MakeBuf(".debug_line", binary.LittleEndian, debugLine)
-	b.Seek(off, "unit_length")
-	b.UnitLength("unit_length")
-	v := b.U16("version")
-	if b.Err() != nil {
-		return 0
+	base, err := im.unitBase(u)
+	if err != nil {
+		return false, err
 	}
-	return v
+	return loc.RangeContains(sec, u.Enc, f.Val, base, addr)
 }

@@ -3,6 +3,7 @@ package elfimage
 import (
 	"debug/elf"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -231,9 +232,9 @@ func rebaseRela(d *decoder, h *elfobj.Header, s *SectionHeader, add func(uint64)
 func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add func(uint64)) error {
 	buf := dwarf.NewBuf(SectionRebase, le, d.data[rs.Offset:rs.Offset+rs.Size])
 	fail := func(err error) error {
-		fe := &FormatError{Path: d.path, Offset: rs.Offset, Field: SectionRebase, Msg: err.Error()}
-		if e, ok := err.(*dwarf.FormatError); ok {
-			fe.Offset, fe.Field, fe.Msg = rs.Offset+e.Offset, SectionRebase+" "+e.Field, e.Msg
+		fe := &FormatError{Source: d.path, Offset: rs.Offset, Field: SectionRebase, Err: err}
+		if e, ok := err.(*FormatError); ok {
+			fe.Offset, fe.Field, fe.Msg, fe.Err = rs.Offset+e.Offset, SectionRebase+" "+e.Field, e.Msg, e.Err
 		}
 		return fe
 	}
@@ -253,11 +254,11 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 				break
 			}
 			if idx == 0 || idx >= uint64(len(secs)) {
-				return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d): the section headers were renumbered (by a strip tool?); a version %d table, which names sections, needs the image linked again", idx, len(secs), rebaseVersion)})
+				return fail(&FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("%d not in [1, %d): the section headers were renumbered (by a strip tool?); a version %d table, which names sections, needs the image linked again", idx, len(secs), rebaseVersion)})
 			}
 			t = &secs[idx]
 			if !strings.HasPrefix(t.Name, ".debug_") {
-				return fail(&dwarf.FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d is now %s, not a debug section: the section headers were renumbered (by a strip tool?); a version %d table, which names sections, needs the image linked again", idx, t.Name, rebaseVersion)})
+				return fail(&FormatError{Offset: at, Field: "section index", Msg: fmt.Sprintf("section %d is now %s, not a debug section: the section headers were renumbered (by a strip tool?); a version %d table, which names sections, needs the image linked again", idx, t.Name, rebaseVersion)})
 			}
 		} else {
 			name := buf.CString("section name")
@@ -265,7 +266,7 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 				break
 			}
 			if len(name) == 0 {
-				return fail(&dwarf.FormatError{Offset: at, Field: "section name", Msg: "empty name"})
+				return fail(&FormatError{Offset: at, Field: "section name", Msg: "empty name"})
 			}
 			for i := range secs {
 				if secs[i].Name == string(name) {
@@ -279,13 +280,13 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 			break
 		}
 		if n == 0 || n > uint64(buf.Len()) {
-			return fail(&dwarf.FormatError{Offset: at, Field: "count", Msg: fmt.Sprintf("%d addresses in %d remaining bytes", n, buf.Len())})
+			return fail(&FormatError{Offset: at, Field: "count", Msg: fmt.Sprintf("%d addresses in %d remaining bytes", n, buf.Len())})
 		}
 		if t != nil && (t.Type == elf.SHT_NOBITS || t.Flags&elf.SHF_ALLOC != 0) {
-			return fail(&dwarf.FormatError{Offset: at, Field: "section", Msg: fmt.Sprintf("%s is not a non-loaded section with contents", t.Name)})
+			return fail(&FormatError{Offset: at, Field: "section", Msg: fmt.Sprintf("%s is not a non-loaded section with contents", t.Name)})
 		}
 		if t != nil && t.Flags&elf.SHF_COMPRESSED != 0 {
-			return fail(&dwarf.FormatError{Offset: at, Field: "section", Msg: fmt.Sprintf("%s is compressed (SHF_COMPRESSED): its addresses cannot be moved in place (objcopy --decompress-debug-sections undoes it)", t.Name)})
+			return fail(&FormatError{Offset: at, Field: "section", Msg: fmt.Sprintf("%s is compressed (SHF_COMPRESSED): its addresses cannot be moved in place (objcopy --decompress-debug-sections undoes it)", t.Name)})
 		}
 		off := uint64(0)
 		for i := range n {
@@ -295,13 +296,13 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 				break
 			}
 			if i > 0 && delta < 8 {
-				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d overlaps the one before (distance %d)", i, delta)})
+				return fail(&FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d overlaps the one before (distance %d)", i, delta)})
 			}
 			if t == nil {
 				continue // the section was stripped: nothing to move
 			}
 			if t.Size < 8 || delta > t.Size-8 || off+delta > t.Size-8 {
-				return fail(&dwarf.FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d at offset %#x does not fit in %s (%#x bytes)", i, off+delta, t.Name, t.Size)})
+				return fail(&FormatError{Offset: at, Field: "offset", Msg: fmt.Sprintf("address %d at offset %#x does not fit in %s (%#x bytes)", i, off+delta, t.Name, t.Size)})
 			}
 			off += delta
 			add(t.Offset + off)
@@ -311,4 +312,30 @@ func applyRebaseTable(d *decoder, rs *SectionHeader, secs []SectionHeader, add f
 		return fail(err)
 	}
 	return nil
+}
+
+// Symfile returns the image's debugging view at its run-time address:
+// [Rebase] of the image file by [Image.Base]. It is the symbol file
+// package publish hands to gdb through the GDB JIT interface; written to
+// a file it is also what `add-symbol-file FILE` (without -o) takes.
+// Errors: those of Rebase, [ErrFault] when the mapped file was truncated.
+// Cost: one copy of the file, linear in its symbols and debug addresses.
+func (im *Image) Symfile() ([]byte, error) {
+	out := make([]byte, len(im.data))
+	if err := im.SymfileInto(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SymfileInto writes [Image.Symfile] into dst, which must be exactly
+// len(im.Bytes()) bytes (for example memory a debugger interface reads),
+// without allocating the copy. Errors: a dst of another length, and those
+// of Symfile. Cost: as Symfile, without the allocation.
+func (im *Image) SymfileInto(dst []byte) (err error) {
+	if len(dst) != len(im.data) {
+		return fmt.Errorf("elfimage: %s: symbol file needs %d bytes, got %d", im.path, len(im.data), len(dst))
+	}
+	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	return rebaseInto(im.path, dst, im.data, uint64(im.Base()))
 }

@@ -157,8 +157,9 @@ const attempts = 3
 // temporary file instead, with a warning. After storing, entries beyond
 // MaxBytes are evicted, least recently used first.
 //
-// Errors: reading the source, compiling, linking, loading the freshly
-// linked image, and publishing it to gdb (lopts.GDB); errors of the cache
+// Errors: reading the source, compiling, linking and loading the freshly
+// linked image (publishing it, to gdb for example, is the caller's: package
+// publish); errors of the cache
 // itself are warnings. Cost on a hit: reading and hashing the entry once
 // (SHA-256), one mmap, and one comparison of the mapped bytes with those
 // read; the source is read and hashed every time.
@@ -359,18 +360,11 @@ func readEntry(path string) ([]byte, Key, error) {
 
 // openChecked opens the image file at path, whose first len(image) bytes
 // must be image (the rest is the cache trailer), and returns it once the
-// mapped file equals image everywhere but in its writable segments; then
-// it publishes it to gdb if lopts ask. Errors: *loadError when Open
-// refuses the file, errChanged when the mapped file differs or is gone,
-// or the error of publishing.
+// mapped file equals image everywhere but in its writable segments.
+// Errors: *loadError when Open refuses the file, errChanged when the
+// mapped file differs or is gone.
 func (c *Cache) openChecked(path string, image []byte, lopts *elfimage.LoadOptions) (*Result, error) {
-	var lo elfimage.LoadOptions
-	if lopts != nil {
-		lo = *lopts
-	}
-	gdb := lo.GDB
-	lo.GDB = false
-	im, err := elfimage.Open(path, &lo)
+	im, err := elfimage.Open(path, lopts)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errChanged // removed since (cache -clear, eviction)
 	}
@@ -380,12 +374,6 @@ func (c *Cache) openChecked(path string, image []byte, lopts *elfimage.LoadOptio
 	if !sameImage(im, image) {
 		im.Close()
 		return nil, errChanged
-	}
-	if gdb {
-		if err := elfimage.PublishGDB(im); err != nil {
-			im.Close()
-			return nil, err
-		}
 	}
 	return &Result{Image: im, Path: path}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // FormatVersion is the version of the entry format (trailer, key record)
@@ -142,33 +144,44 @@ func appendEntry(image []byte, k *Key) []byte {
 	return out
 }
 
+// entrySource is the Source of decodeEntry's *formaterr.Error values;
+// their offsets are file offsets of the entry.
+const entrySource = "cache entry"
+
+// badEntry returns the error of a malformed trailer: kind (ErrCorrupt or
+// ErrStale) wrapping a *formaterr.Error naming the field and its offset.
+func badEntry(kind error, off int, field, format string, args ...any) error {
+	return fmt.Errorf("%w: %w", kind, &formaterr.Error{Source: entrySource, Offset: uint64(off), Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
 // decodeEntry checks an entry's trailer and returns the length of the
 // image it holds and its key. Errors wrap ErrCorrupt (damaged or not an
-// entry) or ErrStale (another format version); they name the field and
-// its offset in the file. Cost: one SHA-256 pass over the entry.
+// entry) or ErrStale (another format version) together with a
+// *formaterr.Error (Source "cache entry") naming the field and its offset
+// in the file. Cost: one SHA-256 pass over the entry.
 func decodeEntry(data []byte) (imageLen int, k Key, err error) {
 	n := len(data)
 	if n < trailerFixed {
-		return 0, k, fmt.Errorf("%w: %d bytes, shorter than the %d-byte trailer (truncated)", ErrCorrupt, n, trailerFixed)
+		return 0, k, badEntry(ErrCorrupt, n, "trailer", "%d bytes, shorter than the %d-byte trailer (truncated)", n, trailerFixed)
 	}
 	foot := data[n-footerSize:]
 	if !bytes.Equal(foot[:8], footerMagic[:]) {
-		return 0, k, fmt.Errorf("%w: no cache trailer at offset %#x (truncated, or not written by the cache)", ErrCorrupt, n-footerSize)
+		return 0, k, badEntry(ErrCorrupt, n-footerSize, "trailer magic", "no cache trailer (truncated, or not written by the cache)")
 	}
 	recLen := uint64(binary.LittleEndian.Uint32(foot[8:]))
 	if v := binary.LittleEndian.Uint32(foot[12:]); v != FormatVersion {
-		return 0, k, fmt.Errorf("%w: cache format version %d at offset %#x, want %d", ErrStale, v, n-4, FormatVersion)
+		return 0, k, badEntry(ErrStale, n-4, "format version", "cache format version %d, want %d", v, FormatVersion)
 	}
 	if recLen > maxRecord || recLen > uint64(n-trailerFixed) {
-		return 0, k, fmt.Errorf("%w: key record length %d at offset %#x exceeds the file or the %d-byte limit", ErrCorrupt, recLen, n-8, maxRecord)
+		return 0, k, badEntry(ErrCorrupt, n-8, "key record length", "%d exceeds the file or the %d-byte limit", recLen, maxRecord)
 	}
 	body := data[:n-trailerFixed]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[n-trailerFixed:n-footerSize]) {
-		return 0, k, fmt.Errorf("%w: SHA-256 of the image and key record differs from the one stored at offset %#x", ErrCorrupt, n-trailerFixed)
+		return 0, k, badEntry(ErrCorrupt, n-trailerFixed, "SHA-256", "the SHA-256 of the image and key record differs from the one stored")
 	}
 	imageLen = len(body) - int(recLen)
 	if k, err = parseRecord(body[imageLen:]); err != nil {
-		return 0, k, fmt.Errorf("%w: at offset %#x: %v", ErrCorrupt, imageLen, err)
+		return 0, k, badEntry(ErrCorrupt, imageLen, "key record", "%v", err)
 	}
 	return imageLen, k, nil
 }

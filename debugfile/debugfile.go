@@ -32,8 +32,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // SectionDebugLink is the name of the section that names a file's debug
@@ -138,12 +138,12 @@ func AppendLink(b []byte, name string, crc uint32, order binary.AppendByteOrder)
 }
 
 // ParseLink decodes the contents of a [SectionDebugLink] section: the
-// debug file's name and CRC-32. Errors are *dwarf.FormatError (section
+// debug file's name and CRC-32. Errors are *formaterr.Error (source
 // .gnu_debuglink): a name without its NUL, empty, or holding a '/'; no
 // room for the CRC after the padding.
 func ParseLink(b []byte, order binary.ByteOrder) (name string, crc uint32, err error) {
 	fail := func(off int, field, msg string) error {
-		return &dwarf.FormatError{Section: SectionDebugLink, Offset: uint64(off), Field: field, Msg: msg}
+		return &formaterr.Error{Source: SectionDebugLink, Offset: uint64(off), Field: field, Msg: msg}
 	}
 	n := bytes.IndexByte(b, 0)
 	switch {

@@ -105,7 +105,7 @@ func (b *Buf) Fail(field, msg string) {
 // FailAt is Fail at an explicit section offset.
 func (b *Buf) FailAt(off uint64, field, msg string) {
 	if b.err == nil {
-		b.err = &FormatError{Section: b.Section, Offset: off, Field: field, Msg: msg}
+		b.err = &FormatError{Source: b.Section, Offset: off, Field: field, Msg: msg}
 	}
 	b.off, b.end = len(b.data), len(b.data)
 }
@@ -271,11 +271,11 @@ func (b *Buf) Skip(n uint64, field string) {
 // terminated.
 func CStringAt(section string, data []byte, off uint64, field string) (string, error) {
 	if off >= uint64(len(data)) {
-		return "", &FormatError{Section: section, Offset: off, Field: field, Msg: fmt.Sprintf("string offset %#x outside section of %#x bytes", off, len(data))}
+		return "", &FormatError{Source: section, Offset: off, Field: field, Msg: fmt.Sprintf("string offset %#x outside section of %#x bytes", off, len(data))}
 	}
 	i := bytes.IndexByte(data[off:], 0)
 	if i < 0 {
-		return "", &FormatError{Section: section, Offset: off, Field: field, Msg: "unterminated string"}
+		return "", &FormatError{Source: section, Offset: off, Field: field, Msg: "unterminated string"}
 	}
 	return string(data[off : off+uint64(i)]), nil
 }

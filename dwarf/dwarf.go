@@ -18,6 +18,8 @@ package dwarf
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // Format is the DWARF offset format (DWARF 5 section 7.4).
@@ -77,20 +79,10 @@ func (e Encoding) Validate() error {
 	return nil
 }
 
-// FormatError reports malformed input: the section it was found in, the
-// byte offset within that section, the field being decoded and what was
-// wrong. Every decoder in elfimage returns one (possibly wrapped) instead
-// of panicking.
-type FormatError struct {
-	Section string // ".debug_line", ".eh_frame", ...
-	Offset  uint64 // byte offset in the section
-	Field   string // the field being decoded, in the standard's words
-	Msg     string // what was wrong
-}
-
-func (e *FormatError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s+%#x: %s", e.Section, e.Offset, e.Msg)
-	}
-	return fmt.Sprintf("%s+%#x: %s: %s", e.Section, e.Offset, e.Field, e.Msg)
-}
+// FormatError is the error every elfimage decoder returns for malformed
+// input, [formaterr.Error] (source, offset, field, message, cause), under
+// the name the DWARF decoders have always used: the DWARF decoders set
+// Source to the section (".debug_line", ".eh_frame", ...) and Offset to the
+// byte offset in it. One errors.As with either name catches the errors of
+// every decoder.
+type FormatError = formaterr.Error

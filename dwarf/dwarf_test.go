@@ -131,7 +131,7 @@ func TestBufStickyError(t *testing.T) {
 	b.U32("second") // only 2 bytes left
 	b.U8("third")
 	var fe *FormatError
-	if !errors.As(b.Err(), &fe) || fe.Field != "second" || fe.Offset != 2 || fe.Section != ".debug_test" {
+	if !errors.As(b.Err(), &fe) || fe.Field != "second" || fe.Offset != 2 || fe.Source != ".debug_test" {
 		t.Fatalf("error %v, want FormatError at .debug_test+0x2 for field second", b.Err())
 	}
 	if b.Len() != 0 || b.U64("x") != 0 {
@@ -196,7 +196,7 @@ func FuzzBuf(f *testing.F) {
 		fail := func(field string) {
 			t.Helper()
 			var fe *FormatError
-			if !errors.As(b.Err(), &fe) || fe.Section != ".fuzz" || fe.Field != field || fe.Offset != uint64(off) {
+			if !errors.As(b.Err(), &fe) || fe.Source != ".fuzz" || fe.Field != field || fe.Offset != uint64(off) {
 				t.Fatalf("%s at %#x failed with %v; want a FormatError at .fuzz+%#x for %s", field, off, b.Err(), off, field)
 			}
 			if b.Len() != 0 {

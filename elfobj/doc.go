@@ -32,7 +32,7 @@
 // never allocate.
 //
 // Every decoder treats its input as hostile: a malformed file gives a
-// *dwarf.FormatError whose Section names the structure ("ELF header",
+// *formaterr.Error whose Source names the structure ("ELF header",
 // "program header 2", "section header 5", ".symtab", ".rela.debug_info"),
 // whose Offset is the file offset of the offending field (for structures
 // read from a byte slice that is not a whole file, the offset given by

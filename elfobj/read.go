@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
-// ErrNotELF is wrapped, together with a *dwarf.FormatError naming the
+// ErrNotELF is wrapped, together with a *formaterr.Error naming the
 // e_ident field, by the errors of [DecodeHeader], [ReadHeader], [NewFile]
 // and [NewBytes] for input that is not an ELF file at all: shorter than an
 // ELF header, without the magic number, or of an unknown class or data
@@ -85,8 +85,8 @@ func (h *Header) layout() *headerLayout {
 	return &hdrLayout32
 }
 
-func formatErr(section string, off uint64, field, format string, args ...any) *dwarf.FormatError {
-	return &dwarf.FormatError{Section: section, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
+func formatErr(section string, off uint64, field, format string, args ...any) *formaterr.Error {
+	return &formaterr.Error{Source: section, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func notELF(off uint64, field, format string, args ...any) error {
@@ -99,7 +99,7 @@ func notELF(off uint64, field, format string, args ...any) error {
 // the magic number, a known class and a known data encoding; e_ident's
 // version, e_version, e_ehsize and the sizes and counts are returned as
 // stored, for the caller to check. Errors wrap [ErrNotELF] and a
-// *dwarf.FormatError (Section "ELF header") on e_ident[EI_MAG],
+// *formaterr.Error (Source "ELF header") on e_ident[EI_MAG],
 // e_ident[EI_CLASS] or e_ident[EI_DATA], or on e_ident when b is too short.
 // Cost: constant; it allocates nothing but its error.
 func DecodeHeader(b []byte) (Header, error) {

@@ -24,7 +24,7 @@ const MaxDecompressed = 1 << 30
 // binutils write); any other section is returned as [File.Raw] returns it
 // (a subslice for [NewBytes]: do not modify it). SHT_NOBITS gives nil.
 //
-// Errors are *dwarf.FormatError with Section the section's name: Field
+// Errors are *formaterr.Error with Source the section's name: Field
 // "sh_flags" for SHF_COMPRESSED on an SHF_ALLOC section, "ch_type" for an
 // unknown compression, "ch_size" for a size above
 // [MaxDecompressed] or a stream that inflates to another size, "ZLIB
@@ -80,14 +80,21 @@ func (f *File) contents(i int) (p []byte, fresh bool, err error) {
 	out, err := inflate(kind, p[skip:], size)
 	if err != nil {
 		if fe, ok := err.(*inflateError); ok {
-			return nil, false, ferr(0, fe.field, "%s", fe.msg)
+			e := formatErr(name, s.Offset, fe.field, "%s", fe.msg)
+			e.Err = fe.err
+			return nil, false, e
 		}
 		return nil, false, err
 	}
 	return out, true, nil
 }
 
-type inflateError struct{ field, msg string }
+// inflateError is a decompression failure: the field at fault, what is
+// wrong, and the decompressor's error when it gave one.
+type inflateError struct {
+	field, msg string
+	err        error
+}
 
 func (e *inflateError) Error() string { return e.field + ": " + e.msg }
 
@@ -99,18 +106,18 @@ func inflate(kind elf.CompressionType, stream []byte, size uint64) ([]byte, erro
 	case elf.COMPRESS_ZLIB:
 		zr, err := zlib.NewReader(bytes.NewReader(stream))
 		if err != nil {
-			return nil, &inflateError{"compressed data", "zlib: " + err.Error()}
+			return nil, &inflateError{"compressed data", "zlib", err}
 		}
 		r = zr
 	case elf.COMPRESS_ZSTD:
 		zr, err := zstd.NewReader(bytes.NewReader(stream), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxDecompressed+1))
 		if err != nil {
-			return nil, &inflateError{"compressed data", "zstd: " + err.Error()}
+			return nil, &inflateError{"compressed data", "zstd", err}
 		}
 		defer zr.Close()
 		r = zr
 	default:
-		return nil, &inflateError{"ch_type", fmt.Sprintf("unknown compression %v", kind)}
+		return nil, &inflateError{"ch_type", fmt.Sprintf("unknown compression %v", kind), nil}
 	}
 	// Grow with the data actually produced, so that a lying size costs
 	// no more than the real output; stop one byte past size.
@@ -118,10 +125,10 @@ func inflate(kind elf.CompressionType, stream []byte, size uint64) ([]byte, erro
 	buf := bytes.NewBuffer(make([]byte, 0, pre))
 	n, err := io.Copy(buf, io.LimitReader(r, int64(size)+1))
 	if err != nil {
-		return nil, &inflateError{"compressed data", err.Error()}
+		return nil, &inflateError{"compressed data", "decompressing", err}
 	}
 	if uint64(n) != size {
-		return nil, &inflateError{"ch_size", fmt.Sprintf("decompressed to %d bytes, the header says %d", n, size)}
+		return nil, &inflateError{"ch_size", fmt.Sprintf("decompressed to %d bytes, the header says %d", n, size), nil}
 	}
 	return buf.Bytes(), nil
 }

@@ -61,8 +61,8 @@ type File struct {
 // without overflow), and every SHF_COMPRESSED section holds a whole
 // compression header.
 //
-// Errors are *dwarf.FormatError (with [ErrNotELF] for input that is not
-// ELF), Section "ELF header", "section header N" or a section's name,
+// Errors are *formaterr.Error (with [ErrNotELF] for input that is not
+// ELF), Source "ELF header", "section header N" or a section's name,
 // Offset the file offset of the field; an error of r other than io.EOF is
 // returned wrapped. Cost: three reads plus one per compressed section;
 // allocates the two tables (bounded by the file size) and the names.
@@ -233,8 +233,8 @@ func (s readerSource) read(off, n uint64) ([]byte, error) {
 // ELF file of size bytes (size < 0 when unknown, as for an image in
 // another process's memory: reads are then bounded by max alone). With
 // e_phnum PN_XNUM the count is section header 0's sh_info. At most max
-// headers are read; more is an error. Errors are *dwarf.FormatError
-// (Section "ELF header": e_phentsize not the class's size, e_phnum above
+// headers are read; more is an error. Errors are *formaterr.Error
+// (Source "ELF header": e_phentsize not the class's size, e_phnum above
 // max, e_shoff or e_shentsize not giving a section header 0 for PN_XNUM,
 // e_phoff when the table does not fit in the file or a read comes back
 // short: "truncated"); an error of r other than io.EOF is returned
@@ -509,8 +509,8 @@ func (f *File) SectionReader(i int) *io.SectionReader {
 
 // ProgData returns the bytes of segment i in the file, [p_offset,
 // p_offset+p_filesz): a subslice for a File from [NewBytes], otherwise a
-// fresh buffer. Errors: an index out of range, a *dwarf.FormatError
-// (Section "program header N", Field p_offset or p_filesz) when the
+// fresh buffer. Errors: an index out of range, a *formaterr.Error
+// (Source "program header N", Field p_offset or p_filesz) when the
 // segment does not lie inside the file, or r's error. Cost: one read of
 // the segment (none for NewBytes).
 func (f *File) ProgData(i int) ([]byte, error) {

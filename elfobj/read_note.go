@@ -61,7 +61,7 @@ func NewNoteReader(b []byte, base uint64, data elf.Data, align uint64, section s
 
 // Next returns the next note, or false at the end of the bytes or at the
 // first malformed note (then [NoteReader.Err] says what). Errors are
-// *dwarf.FormatError with the reader's section name, Offset the base plus
+// *formaterr.Error with the reader's section name, Offset the base plus
 // the field's place: Field "note header" for fewer than 12 bytes left,
 // "n_namesz" or "n_descsz" for a name or descriptor running past the end.
 // Cost: constant; no allocation.
@@ -104,7 +104,7 @@ func (r *NoteReader) Err() error { return r.err }
 
 // SectionNotes returns a reader of the notes of section i (of type
 // SHT_NOTE; its data as [File.SectionData] returns it, alignment from
-// sh_addralign). Errors: another section type (a *dwarf.FormatError on
+// sh_addralign). Errors: another section type (a *formaterr.Error on
 // sh_type), and those of SectionData.
 func (f *File) SectionNotes(i int) (NoteReader, error) {
 	s, err := f.section(i)
@@ -123,7 +123,7 @@ func (f *File) SectionNotes(i int) (NoteReader, error) {
 
 // ProgNotes returns a reader of the notes of segment i (of type PT_NOTE;
 // its bytes as [File.ProgData] returns them, alignment from p_align).
-// Errors: another segment type (a *dwarf.FormatError on p_type), and those
+// Errors: another segment type (a *formaterr.Error on p_type), and those
 // of ProgData.
 func (f *File) ProgNotes(i int) (NoteReader, error) {
 	if i < 0 || i >= len(f.Progs) {

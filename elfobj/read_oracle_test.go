@@ -237,30 +237,30 @@ func justifyRefusal(err error, ef *elf.File, data []byte) error {
 	size := uint64(len(data))
 	var n int
 	switch {
-	case fe.Section == "ELF header" && fe.Field == "e_phentsize":
+	case fe.Source == "ELF header" && fe.Field == "e_phentsize":
 		if h.Phentsize != uint16(h.ProgHeaderSize()) {
 			return nil // debug/elf takes larger entries
 		}
-	case fe.Section == "ELF header" && fe.Field == "e_shentsize":
+	case fe.Source == "ELF header" && fe.Field == "e_shentsize":
 		if h.Shentsize != uint16(h.SectionHeaderSize()) {
 			return nil
 		}
-	case fe.Section == "ELF header" && (fe.Field == "e_phnum" || fe.Field == "e_shoff" || fe.Field == "e_phoff") && h.Phnum == PN_XNUM:
+	case fe.Source == "ELF header" && (fe.Field == "e_phnum" || fe.Field == "e_shoff" || fe.Field == "e_phoff") && h.Phnum == PN_XNUM:
 		return nil // debug/elf does not know PN_XNUM
-	case fe.Section == "ELF header" && (fe.Field == "e_shoff" || fe.Field == "e_shstrndx" || fe.Field == "e_shnum"):
+	case fe.Source == "ELF header" && (fe.Field == "e_shoff" || fe.Field == "e_shstrndx" || fe.Field == "e_shnum"):
 		// The escapes, which debug/elf resolves differently (only with
 		// e_shnum 0), or a table that debug/elf reads short.
 		if h.Shnum == 0 || h.Shstrndx == uint16(elf.SHN_XINDEX) {
 			return nil
 		}
-	case fscan(fe.Section, "section header %d", &n) && (fe.Field == "sh_offset" || fe.Field == "sh_size"):
+	case fscan(fe.Source, "section header %d", &n) && (fe.Field == "sh_offset" || fe.Field == "sh_size"):
 		if n < len(ef.Sections) {
 			s := ef.Sections[n]
 			if s.Offset > size || s.FileSize > size-s.Offset {
 				return nil // debug/elf does not check sections against the file size
 			}
 		}
-	case fscan(fe.Section, "section header %d", &n) && (fe.Field == "sh_name" || fe.Field == "sh_type"):
+	case fscan(fe.Source, "section header %d", &n) && (fe.Field == "sh_name" || fe.Field == "sh_type"):
 		if h.Shstrndx == uint16(elf.SHN_XINDEX) || h.Shnum == 0 {
 			return nil // another name table than debug/elf's
 		}

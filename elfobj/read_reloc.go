@@ -194,7 +194,7 @@ func RelocTypeName(m elf.Machine, t uint32) string {
 // arithmetic; Power, s390x and SPARC V9 absolute and pc-relative
 // addresses; 32-bit MIPS 32, PC32, TLS_DTPREL32; and every machine's NONE.
 //
-// Errors are *dwarf.FormatError with Section the relocation section's name
+// Errors are *formaterr.Error with Source the relocation section's name
 // and Offset the file offset of the entry (or of its section header):
 // Field "r_info" for an unsupported type (named, with the place) or a
 // symbol index outside the table, "r_offset" for a place outside the

@@ -34,7 +34,7 @@ type SymbolTable struct {
 // [NewBytes]); so is the SHT_SYMTAB_SHNDX section whose sh_link is i, if
 // any.
 //
-// Errors are *dwarf.FormatError with Section the table's name: Field
+// Errors are *formaterr.Error with Source the table's name: Field
 // "sh_type" for another section type, "sh_size" for a size that is not a
 // multiple of the entry size ([Header.SymSize]; sh_entsize is not
 // trusted), "sh_link" for a string table index that is 0 or out of range;
@@ -106,8 +106,8 @@ func (f *File) SymbolsOfType(typ elf.SectionType) (*SymbolTable, error) {
 // and data's layout) with names in strs, for callers that hold the bytes of
 // a table but not its file (offsets in errors are then offsets in syms).
 // name is used in errors. It has no extended section indices. Errors are
-// *dwarf.FormatError: a class or data encoding that is not ELFCLASS32/64
-// or ELFDATA2LSB/MSB, or (Section name, Field "sh_size") a size that is not
+// *formaterr.Error: a class or data encoding that is not ELFCLASS32/64
+// or ELFDATA2LSB/MSB, or (Source the name, Field "sh_size") a size that is not
 // a multiple of the entry size. Cost: constant; the bytes are used in
 // place.
 func NewSymbolTable(class elf.Class, data elf.Data, name string, syms, strs []byte) (*SymbolTable, error) {
@@ -155,8 +155,8 @@ func (t *SymbolTable) SectionOf(i int) (section int, ok bool) {
 func (t *SymbolTable) Strings() []byte { return t.strs }
 
 // NameBytes returns the name of entry i, 0 <= i < Len(), as a subslice of
-// the string table (do not modify it). Errors are *dwarf.FormatError,
-// Section the table's name, Offset the entry's file offset, Field
+// the string table (do not modify it). Errors are *formaterr.Error,
+// Source the table's name, Offset the entry's file offset, Field
 // "st_name of symbol i": a name offset outside the string table or a name
 // not NUL-terminated in it. Cost: O(name length); no allocation.
 func (t *SymbolTable) NameBytes(i int) ([]byte, error) {

@@ -256,7 +256,7 @@ func TestHostile(t *testing.T) {
 				err = c.read(g)
 			}
 			var fe *dwarf.FormatError
-			if !errors.As(err, &fe) || fe.Section != c.section || fe.Field != c.field || fe.Offset != c.off {
+			if !errors.As(err, &fe) || fe.Source != c.section || fe.Field != c.field || fe.Offset != c.off {
 				t.Errorf("%s (mem %v): %v; want %s+%#x: %s", c.name, mem, err, c.section, c.off, c.field)
 			}
 		}

@@ -105,6 +105,6 @@
 // header says, Lookup and Describe check every offset against its area,
 // every count against the bytes left (each item takes at least one byte),
 // and every string against the string section. Malformed input yields a
-// *dwarf.FormatError with Section ".elfimage.procs", the offset of the
+// *formaterr.Error with Source ".elfimage.procs", the offset of the
 // offending field and its name from the table above.
 package meta

@@ -279,7 +279,7 @@ func TestInvalidProcs(t *testing.T) {
 func wantFormatError(t *testing.T, what string, err error, off uint64, field string) {
 	t.Helper()
 	var fe *dwarf.FormatError
-	if !errors.As(err, &fe) || fe.Section != SectionProcs || fe.Field != field || (off != ^uint64(0) && fe.Offset != off) {
+	if !errors.As(err, &fe) || fe.Source != SectionProcs || fe.Field != field || (off != ^uint64(0) && fe.Offset != off) {
 		t.Errorf("%s: %v, want a FormatError in %s at %#x field %q", what, err, SectionProcs, off, field)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // ErrNotFound is returned by [Table.Lookup] when no procedure covers the
@@ -47,7 +48,16 @@ type Entry struct {
 func (e Entry) Name() string { return string(e.NameBytes) }
 
 func fail(off uint64, field, msg string) error {
-	return &dwarf.FormatError{Section: SectionProcs, Offset: off, Field: field, Msg: msg}
+	return &formaterr.Error{Source: SectionProcs, Offset: off, Field: field, Msg: msg}
+}
+
+// ExternalStrings reports whether the table section sec keeps its strings
+// in a string section of its own ([SectionStrs], made by [EncodeWith]),
+// which [NewTable] must then be given: header flag [FlagInlineStrings]
+// clear. It is false for a section too short for a header, which NewTable
+// refuses anyway. Cost: O(1).
+func ExternalStrings(sec []byte) bool {
+	return len(sec) >= HeaderSize && sec[7]&FlagInlineStrings == 0
 }
 
 // NewTable returns a reader for the table section sec whose strings are in
@@ -56,7 +66,7 @@ func fail(off uint64, field, msg string) error {
 // strings. It checks only the header: magic, version, flags, field widths, and that
 // sec is exactly as long as the header's counts say; records and info
 // entries are checked when a query reads them. Errors are
-// *dwarf.FormatError. Cost: O(1), one allocation (the *Table).
+// *formaterr.Error. Cost: O(1), one allocation (the *Table).
 func NewTable(sec, strs []byte) (*Table, error) {
 	if len(sec) < HeaderSize {
 		return nil, fail(0, "header", fmt.Sprintf("section of %d bytes is shorter than the %d-byte header", len(sec), HeaderSize))
@@ -117,7 +127,7 @@ func (t *Table) startAt(i int) uint64 {
 // Lookup returns the procedure whose range [Start, Start+Size) contains
 // the link-time address addr. It returns [ErrNotFound] when none does
 // (addr before the first procedure, in a gap, or past the last), and a
-// *dwarf.FormatError when the entry it reads is malformed. Cost: a
+// *formaterr.Error when the entry it reads is malformed. Cost: a
 // bisection of the records (O(log n) reads) and the decoding of four to
 // five LEB128 numbers and one name; no allocation.
 func (t *Table) Lookup(addr uint64) (Entry, error) {
@@ -144,7 +154,7 @@ func (t *Table) Lookup(addr uint64) (Entry, error) {
 }
 
 // At returns the procedure at index i in [0, Len()), in address order, as
-// [Table.Lookup] would. It fails with a *dwarf.FormatError when the entry
+// [Table.Lookup] would. It fails with a *formaterr.Error when the entry
 // is malformed, or an error wrapping [ErrNotFound] when i is out of range.
 // Cost: as Lookup without the bisection.
 func (t *Table) At(i int) (Entry, error) {
@@ -248,7 +258,7 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 
 // Describe decodes everything the table records about the procedure e
 // (an Entry from [Table.Lookup] or [Table.At] on this table), copying its
-// strings. Errors are *dwarf.FormatError, or wrap [ErrNotFound] when
+// strings. Errors are *formaterr.Error, or wrap [ErrNotFound] when
 // e.Index is out of range. Cost: linear in the procedure's parameters and
 // properties; allocates the strings and slices of the result.
 func (t *Table) Describe(e Entry) (Proc, error) {

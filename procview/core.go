@@ -11,8 +11,8 @@ import (
 	"sort"
 
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/formaterr"
 	"github.com/elfimage/elfimage/unwind"
 )
 
@@ -213,7 +213,7 @@ func (c *Core) Segment(addr uint64) *CoreSegment {
 }
 
 func coreErr(section string, off uint64, field, msg string) error {
-	return &dwarf.FormatError{Section: section, Offset: off, Field: field, Msg: msg}
+	return &formaterr.Error{Source: section, Offset: off, Field: field, Msg: msg}
 }
 
 // NewCore decodes the core file r of size bytes: the ELF64 little-endian
@@ -228,8 +228,8 @@ func coreErr(section string, off uint64, field, msg string) error {
 // skipped. The header, program headers and notes are decoded by package
 // elfobj. Memory is not read: ReadAt reads it on demand.
 //
-// Errors are *dwarf.FormatError naming the file offset and the field,
-// with Section "core header", "ELF header" (elfobj's checks of the program
+// Errors are *formaterr.Error naming the file offset and the field,
+// with Source "core header", "ELF header" (elfobj's checks of the program
 // header table), "core program headers", "core notes", or the
 // note type ("NT_PRSTATUS", "NT_FILE", ...): not a core, another machine,
 // bounds exceeded (MaxCoreSegments, MaxCoreNoteBytes, MaxThreads),

@@ -117,7 +117,7 @@
 // program headers, core files (at most MaxCoreSegments segments,
 // MaxCoreNoteBytes of notes, MaxThreads threads) and the debug information
 // are read with bounds, and
-// malformed input yields errors (a *dwarf.FormatError where a decoder of
+// malformed input yields errors (a *formaterr.Error where a decoder of
 // this package finds it), never a panic.
 //
 // Only x86-64 Linux is supported for thread stacks; Open and the module

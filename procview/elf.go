@@ -7,8 +7,8 @@ import (
 	"io"
 	"sort"
 
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // ELF constants used here (System V gABI, "Program Header").
@@ -28,18 +28,18 @@ type ProgHeader struct {
 }
 
 // readHeader reads the ELF header of r with elfobj and accepts only
-// little-endian ELF64; errors are *dwarf.FormatError with the given
-// Section on e_ident.
+// little-endian ELF64; errors are *formaterr.Error with the given
+// Source on e_ident.
 func readHeader(r io.ReaderAt, section, what string) (elfobj.Header, error) {
 	h, err := elfobj.ReadHeader(r)
 	if errors.Is(err, elfobj.ErrNotELF) {
-		return h, &dwarf.FormatError{Section: section, Offset: 0, Field: "e_ident", Msg: fmt.Sprintf("no ELF magic: not an ELF file (%v)", err)}
+		return h, &formaterr.Error{Source: section, Offset: 0, Field: "e_ident", Msg: "no ELF magic: not an ELF file", Err: err}
 	}
 	if err != nil {
 		return h, err
 	}
 	if h.Class != elf.ELFCLASS64 || h.Data != elf.ELFDATA2LSB {
-		return h, &dwarf.FormatError{Section: section, Offset: uint64(elf.EI_CLASS), Field: "e_ident",
+		return h, &formaterr.Error{Source: section, Offset: uint64(elf.EI_CLASS), Field: "e_ident",
 			Msg: fmt.Sprintf("class %d data %d: only little-endian ELF64 %s are supported", h.Class, h.Data, what)}
 	}
 	return h, nil
@@ -48,8 +48,8 @@ func readHeader(r io.ReaderAt, section, what string) (elfobj.Header, error) {
 // ProgHeaders reads the ELF64 little-endian header and program headers
 // of the file (or memory image) r, with package elfobj (e_phnum PN_XNUM
 // takes the count from section header 0). Only x86-64 (EM_X86_64) is
-// accepted, the only machine Stacks unwinds. Errors are *dwarf.FormatError
-// with Section "ELF header" naming the offset and field, or wrap r's
+// accepted, the only machine Stacks unwinds. Errors are *formaterr.Error
+// with Source "ELF header" naming the offset and field, or wrap r's
 // error. Cost: two reads (three for PN_XNUM); at most MaxProgramHeaders
 // headers are allocated.
 func ProgHeaders(r io.ReaderAt) ([]ProgHeader, error) {
@@ -58,7 +58,7 @@ func ProgHeaders(r io.ReaderAt) ([]ProgHeader, error) {
 		return nil, err
 	}
 	if h.Machine != elf.EM_X86_64 {
-		return nil, &dwarf.FormatError{Section: "ELF header", Offset: 18, Field: "e_machine", Msg: fmt.Sprintf("machine %v: only x86-64 is supported", h.Machine)}
+		return nil, &formaterr.Error{Source: "ELF header", Offset: 18, Field: "e_machine", Msg: fmt.Sprintf("machine %v: only x86-64 is supported", h.Machine)}
 	}
 	phdrs, err := h.ReadProgs(r, -1, MaxProgramHeaders)
 	if err != nil || len(phdrs) == 0 {

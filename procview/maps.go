@@ -7,7 +7,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // MaxMappings bounds the lines read from /proc/PID/maps; MaxMapsLine
@@ -36,7 +36,7 @@ func (m *Mapping) Exec() bool { return len(m.Perms) >= 3 && m.Perms[2] == 'x' }
 
 // ParseMaps parses the contents of a /proc/PID/maps file, at most
 // MaxMappings lines of at most MaxMapsLine bytes. Errors are
-// *dwarf.FormatError with Section "maps" and the byte offset of the
+// *formaterr.Error with Source "maps" and the byte offset of the
 // malformed line, or wrap r's error. Cost: O(input).
 func ParseMaps(r io.Reader) ([]Mapping, error) {
 	sc := bufio.NewScanner(r)
@@ -46,17 +46,17 @@ func ParseMaps(r io.Reader) ([]Mapping, error) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(out) >= MaxMappings {
-			return nil, &dwarf.FormatError{Section: "maps", Offset: off, Field: "line", Msg: fmt.Sprintf("more than %d mappings", MaxMappings)}
+			return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Msg: fmt.Sprintf("more than %d mappings", MaxMappings)}
 		}
 		m, err := parseMapsLine(line)
 		if err != nil {
-			return nil, &dwarf.FormatError{Section: "maps", Offset: off, Field: "line", Msg: err.Error()}
+			return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Err: err}
 		}
 		out = append(out, m)
 		off += uint64(len(line)) + 1
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &dwarf.FormatError{Section: "maps", Offset: off, Field: "line", Msg: err.Error()}
+		return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Err: err}
 	}
 	return out, nil
 }

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/formaterr"
 	"github.com/elfimage/elfimage/symbolize"
 	"github.com/elfimage/elfimage/unwind"
 )
@@ -251,7 +251,7 @@ type View struct {
 // JIT symbol files, read at once). Problems with one module (an unreadable
 // file, a malformed JIT entry) do not fail Open: they are listed by
 // Warnings. Errors: reading or parsing /proc/PID/maps (*os.PathError,
-// *dwarf.FormatError). Cost: O(mappings + JIT entries + JIT symbol file
+// *formaterr.Error). Cost: O(mappings + JIT entries + JIT symbol file
 // bytes).
 func Open(pid int) (*View, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
@@ -471,7 +471,7 @@ type JITEntry struct {
 // cycle), or after MaxJITEntries entries. The entries read before an error
 // are returned with it. Errors: a descriptor whose version is not 1, an
 // entry whose prev_entry is not the entry before it, unreadable memory
-// (wrapping unwind.ErrMemory); they are *dwarf.FormatError with Section
+// (wrapping unwind.ErrMemory); they are *formaterr.Error with Source
 // "jit_descriptor" or "jit_code_entry" where the data are malformed. Cost:
 // one read per entry; allocates the result.
 func ReadJITList(r io.ReaderAt, desc uint64) ([]JITEntry, error) {
@@ -593,7 +593,7 @@ func (v *View) Close() error {
 }
 
 func jitErr(section string, off uint64, field, msg string) error {
-	return &dwarf.FormatError{Section: section, Offset: off, Field: field, Msg: msg}
+	return &formaterr.Error{Source: section, Offset: off, Field: field, Msg: msg}
 }
 
 // DebugDir is where separate debug files are looked up by build ID.

@@ -14,6 +14,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/loc"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // dwarfData is the DWARF of one file: sections, unit headers, the map
@@ -306,7 +307,7 @@ func (d *dwarfData) appendRanges(dst []cuRange, u *unit, a *attrs, mk func(lo, h
 		if e.Start < e.End {
 			dst = append(dst, mk(e.Start, e.End))
 			if budget != noBudget && uint64(len(dst)) > budget {
-				return dst, &dwarf.FormatError{Section: ".debug_rnglists", Offset: a.ranges, Field: "range list", Msg: "more ranges than the unit's size allows"}
+				return dst, &formaterr.Error{Source: ".debug_rnglists", Offset: a.ranges, Field: "range list", Msg: "more ranges than the unit's size allows"}
 			}
 		}
 	}
@@ -417,7 +418,7 @@ func (d *dwarfData) abbrevTable(u *unit) (*abbrevTable, error) {
 	t, n := convertAbbrev(it, u.hdr.Enc)
 	d.abbrevWork += n
 	if budget := 8*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
-		return nil, &dwarf.FormatError{Section: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
+		return nil, &formaterr.Error{Source: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
 			Msg: fmt.Sprintf("abbreviation tables overlap: %d bytes parsed for a %d-byte section", d.abbrevWork, len(d.sec.Abbrev))}
 	}
 	d.abbrevs[key] = t
@@ -563,7 +564,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		}
 	}
 	if total > 1<<32-1 || d.nameBytes.Add(int64(total)) > nameBudget*int64(len(d.sec.Str)+len(d.sec.LineStr)+len(d.sec.Info))+1<<20 {
-		x.err = &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
+		x.err = &formaterr.Error{Source: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
 			Msg: fmt.Sprintf("the units' names exceed %d times the sections they come from", nameBudget)}
 		return x
 	}
@@ -598,7 +599,7 @@ func (d *dwarfData) rangeBudget(u *unit) uint64 {
 // the unit's subroutines and the number of the nearest subroutine
 // enclosing it (-1 for none). parents is a working
 // array, returned for reuse. The walk stops at visit's first error, or
-// the first malformed DIE (a *dwarf.FormatError).
+// the first malformed DIE (a *formaterr.Error).
 func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit func(a *attrs, inlined bool, me, parent int32) error) ([]int32, error) {
 	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
 	b.Seek(u.hdr.DataOffset, "unit")

@@ -19,7 +19,7 @@ type elfFile struct {
 // parseELF reads the ELF header and the section header table of data
 // (used in place) or, when data is nil, of the size bytes r holds. Input
 // that is not ELF, or not little-endian ELF, wraps ErrNotELF; a malformed
-// table is elfobj's *dwarf.FormatError.
+// table is elfobj's *formaterr.Error.
 func parseELF(data []byte, r io.ReaderAt, size int64) (*elfFile, error) {
 	var h elfobj.Header
 	var err error

@@ -20,7 +20,7 @@ import (
 // object (ET_REL) the relocations of the section are applied
 // (elfobj.File.Relocated), so that an object's DWARF and .eh_frame read as
 // if linked at address 0. A missing section (or one of type SHT_NOBITS) returns nil, 0 and no error; errors are
-// *dwarf.FormatError for a section outside the file or a malformed
+// *formaterr.Error for a section outside the file or a malformed
 // compressed section, ErrFault when the mapped file could not be read, and
 // ErrClosed after Close. Cost: O(section size) (decompression or copy); not
 // cached.

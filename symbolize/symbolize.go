@@ -48,7 +48,7 @@
 //
 // Input is treated as hostile: the reader never panics, every loop and
 // allocation is bounded by the input's size, and malformed input yields a
-// *dwarf.FormatError naming the section, offset and field.
+// *formaterr.Error naming the section, offset and field.
 package symbolize
 
 import (
@@ -116,7 +116,7 @@ type Symbolizer struct {
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
 // only the ELF header and the section table. Close unmaps it. Errors wrap
-// ErrNotELF, a *dwarf.FormatError for a malformed section table, or the
+// ErrNotELF, a *formaterr.Error for a malformed section table, or the
 // *os.PathError of opening the file.
 func Open(path string) (*Symbolizer, error) {
 	file, err := os.Open(path)
@@ -237,7 +237,7 @@ func (s *Symbolizer) guard(err *error) {
 // Inlined set.
 //
 // For an address nothing covers it returns frames unchanged and
-// ErrNoInfo. Malformed debug information returns a *dwarf.FormatError
+// ErrNoInfo. Malformed debug information returns a *formaterr.Error
 // (possibly wrapped); malformed data of one compile unit fails only the
 // addresses in that unit. After Close it returns ErrClosed.
 //

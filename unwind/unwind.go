@@ -172,6 +172,19 @@ type Frame struct {
 	Method Method
 }
 
+// LookupPC returns the address at which the frame's code is looked up,
+// for its CFI ([Unwinder.Step]) as for its procedure and source line: PC
+// itself for the first frame and for the caller of a signal frame (both
+// exact pcs, AfterSignal), PC-1 for the others, whose PC is a return
+// address that may lie just past the call's procedure (DWARF 5 section
+// 6.4.4; the "S" augmentation of the LSB's .eh_frame).
+func (f *Frame) LookupPC() uint64 {
+	if f.First || f.AfterSignal || f.PC == 0 {
+		return f.PC
+	}
+	return f.PC - 1
+}
+
 // FirstFrame returns the innermost frame for the registers regs of ABI a,
 // with PC = pc and SP from regs.
 func FirstFrame(a *arch.Arch, pc uint64, regs Regs) Frame {
@@ -237,9 +250,9 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 	return expr.Eval(code, p, &u.ctx)
 }
 
-// Step unwinds one frame: it finds the FDE covering cur.PC (cur.PC-1 unless
-// cur is the first frame or was interrupted by a signal, since a return
-// address may lie just past its call's FDE), computes the row in effect,
+// Step unwinds one frame: it finds the FDE covering cur.LookupPC() (cur.PC-1
+// unless cur is the first frame or was interrupted by a signal, since a
+// return address may lie just past its call's FDE), computes the row in effect,
 // sets cur.CFA and cur.Signal, and writes the caller's frame to caller:
 // each register per its rule (values saved in memory are read through
 // Mem), SP = CFA unless a rule says otherwise, PC = the return-address
@@ -251,7 +264,7 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 // undefined return-address rule, or a return address of 0), an error
 // wrapping [ErrNoFDE] when no CFI covers the pc, [ErrNoProgress] when the
 // caller would equal cur, and other errors for unreadable memory, unknown
-// registers ([ErrUnknownRegister]) and malformed CFI (*dwarf.FormatError).
+// registers ([ErrUnknownRegister]) and malformed CFI (*formaterr.Error).
 // caller is not valid after an error. Cost: one FDE lookup and one row
 // computation; no allocation unless it fails.
 func (u *Unwinder) Step(cur, caller *Frame) error {
@@ -259,10 +272,7 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 	if cur.PC == 0 {
 		return ErrOutermost
 	}
-	pc := cur.PC
-	if !cur.First && !cur.AfterSignal {
-		pc--
-	}
+	pc := cur.LookupPC()
 	if err := u.Finder.FindFDE(pc, &u.fde); err != nil {
 		return err
 	}

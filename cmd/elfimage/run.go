@@ -16,6 +16,7 @@ import (
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/lang/scheme"
+	"github.com/elfimage/elfimage/publish"
 )
 
 func runBuild(args []string, stdout, stderr io.Writer) error {
@@ -111,7 +112,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: want one program (.scm source or image), got %d arguments", errUsage, fs.NArg())
 	}
 	path := fs.Arg(0)
-	lopts := &elfimage.LoadOptions{ForceRead: *read, GDB: *gdb}
+	lopts := &elfimage.LoadOptions{ForceRead: *read}
 	var img *elfimage.Image
 	switch {
 	case *jit:
@@ -155,6 +156,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer img.Close()
+	}
+	if *gdb {
+		if err := publish.GDB(img); err != nil {
+			return err
+		}
 	}
 	if *perfMap {
 		if err := announcePerfMap(img); err != nil {
@@ -306,7 +312,7 @@ func announcePerfMap(img *elfimage.Image) error {
 	if err != nil {
 		return err
 	}
-	entries, err := img.PerfMapEntries()
+	entries, err := publish.PerfMapEntries(img)
 	if err != nil {
 		return err
 	}
@@ -316,7 +322,7 @@ func announcePerfMap(img *elfimage.Image) error {
 // announceJitdump opens dir/jit-PID.dump and loads every procedure of img
 // into it, with lines and unwinding information, in address order.
 func announceJitdump(img *elfimage.Image, dir string) (*jitdump.Writer, error) {
-	fns, err := img.JitdumpFunctions()
+	fns, err := publish.JitdumpFunctions(img)
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func TestDecode(t *testing.T) {
 	}{{[]byte{0x96, 0xff}, 1}, {[]byte{0x0c, 1, 2}, 1}, {[]byte{0x9e, 5, 1}, 2}, {[]byte{0x70}, 1}} {
 		_, err := Decode(bad.code, p64)
 		var fe *dwarf.FormatError
-		if !asFormatError(err, &fe) || fe.Offset != p64.Offset+bad.off || fe.Section != ".debug_info" {
+		if !asFormatError(err, &fe) || fe.Offset != p64.Offset+bad.off || fe.Source != ".debug_info" {
 			t.Errorf("Decode(% x): %v, want a FormatError at %#x", bad.code, err, p64.Offset+bad.off)
 		}
 	}

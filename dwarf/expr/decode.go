@@ -8,6 +8,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // operand is the encoding of one operand (DWARF 5 section 7.7.1, table
@@ -158,7 +159,7 @@ func (o Operation) signedArgs() [2]bool {
 // (p.Format, for DW_OP_call_ref and DW_OP_implicit_pointer; 0 means the
 // 32-bit format) and the section and offset named in errors.
 //
-// Errors are *dwarf.FormatError naming the operation and its offset: an
+// Errors are *formaterr.Error naming the operation and its offset: an
 // unknown opcode or a truncated operand. Cost: linear in len(code); one
 // allocation for the result.
 func Decode(code []byte, p Params) ([]Operation, error) {
@@ -179,7 +180,7 @@ func Decode(code []byte, p Params) ([]Operation, error) {
 		default:
 			var ok bool
 			if kinds, ok = operandsOf[o.Op]; !ok {
-				return nil, &dwarf.FormatError{Section: p.Section, Offset: p.Offset + o.Offset, Field: o.Op.String(), Msg: "unknown operation"}
+				return nil, &formaterr.Error{Source: p.Section, Offset: p.Offset + o.Offset, Field: o.Op.String(), Msg: "unknown operation"}
 			}
 		}
 		for _, k := range kinds {

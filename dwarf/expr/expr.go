@@ -25,6 +25,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // Bounds on one evaluation.
@@ -35,7 +36,7 @@ const (
 
 // ErrUnsupported is wrapped by errors for valid operations this evaluator
 // does not implement (DW_OP_xderef, DW_OP_call*, typed operations, more than
-// one piece, ...). errors.As also finds the *dwarf.FormatError.
+// one piece, ...). errors.As also finds the *formaterr.Error.
 var ErrUnsupported = errors.New("expr: unsupported operation")
 
 // Context supplies what an expression may read. Implementations are
@@ -121,13 +122,13 @@ type eval struct {
 
 func (e *eval) fail(off uint64, op dwarf.Op, msg string) {
 	if e.err == nil {
-		e.err = &dwarf.FormatError{Section: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: msg}
+		e.err = &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: msg}
 	}
 }
 
 func (e *eval) unsupported(off uint64, op dwarf.Op) {
 	if e.err == nil {
-		fe := &dwarf.FormatError{Section: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: "unsupported"}
+		fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: "unsupported"}
 		e.err = fmt.Errorf("%w: %w", ErrUnsupported, fe)
 	}
 }
@@ -167,7 +168,7 @@ func (e *eval) signed(v uint64) int64 {
 //
 // Arithmetic is on address-sized values (p.AddrSize); DW_OP_div is signed,
 // DW_OP_mod unsigned, comparisons signed (section 2.5.1.4). Errors are
-// *dwarf.FormatError naming p.Section and the offset of the failing
+// *formaterr.Error naming p.Section and the offset of the failing
 // operation: malformed operands, stack underflow or more than [MaxStack]
 // values, more than [MaxSteps] operations, division by zero, a register,
 // memory, CFA or frame base the Context does not know, or (wrapping
@@ -178,7 +179,7 @@ func Eval(code []byte, p Params, ctx Context, initial ...uint64) (Result, error)
 	if p.AddrSize == 4 {
 		e.mask = 0xffffffff
 	} else if p.AddrSize != 8 {
-		return Result{}, &dwarf.FormatError{Section: p.Section, Offset: p.Offset, Msg: fmt.Sprintf("unsupported address size %d", p.AddrSize)}
+		return Result{}, &formaterr.Error{Source: p.Section, Offset: p.Offset, Msg: fmt.Sprintf("unsupported address size %d", p.AddrSize)}
 	}
 	if p.Order == nil {
 		e.b.Order = binary.LittleEndian
@@ -211,7 +212,7 @@ func Eval(code []byte, p Params, ctx Context, initial ...uint64) (Result, error)
 	}
 	if res.Kind == 0 {
 		if e.sp == 0 {
-			return Result{}, &dwarf.FormatError{Section: p.Section, Offset: p.Offset, Msg: "empty expression stack"}
+			return Result{}, &formaterr.Error{Source: p.Section, Offset: p.Offset, Msg: "empty expression stack"}
 		}
 		res = Result{Kind: Memory, Addr: e.stack[e.sp-1], PieceSize: res.PieceSize}
 	}
@@ -221,7 +222,7 @@ func Eval(code []byte, p Params, ctx Context, initial ...uint64) (Result, error)
 // rebase turns a cursor error (offset within code) into one with the
 // section offset.
 func (e *eval) rebase(err error) error {
-	var fe *dwarf.FormatError
+	var fe *formaterr.Error
 	if errors.As(err, &fe) {
 		c := *fe
 		c.Offset += e.p.Offset

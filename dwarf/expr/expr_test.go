@@ -150,7 +150,7 @@ func TestEvalErrors(t *testing.T) {
 			t.Errorf("%s: err %v, want a FormatError", tc.name, err)
 			continue
 		}
-		if fe.Section != ".debug_info" || (tc.name != "empty" && tc.name != "loop" && fe.Offset != 0x100+tc.off) {
+		if fe.Source != ".debug_info" || (tc.name != "empty" && tc.name != "loop" && fe.Offset != 0x100+tc.off) {
 			t.Errorf("%s: error %v, want offset %#x", tc.name, err, 0x100+tc.off)
 		}
 		if errors.Is(err, ErrUnsupported) != tc.unsupported {

@@ -181,7 +181,7 @@ func (r *insnReader) next(d *Decoded) bool {
 
 // DecodeInsns decodes the initial instructions of cie (fde == nil) or the
 // instructions of fde (cie must then be &fde.CIE or nil) into a list, for
-// dumps. Errors are *dwarf.FormatError; the instructions decoded before the
+// dumps. Errors are *formaterr.Error; the instructions decoded before the
 // error are returned with it. Cost: O(instructions); allocates the result.
 func (s *Section) DecodeInsns(cie *ParsedCIE, fde *ParsedFDE) ([]Decoded, error) {
 	var r insnReader

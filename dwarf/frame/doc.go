@@ -34,6 +34,6 @@
 // table, and checks that the FDE found covers the pc; a miss is [ErrNoFDE].
 //
 // Every decoder treats its input as hostile: no panics, bounded loops and
-// allocations, and errors that are (or wrap) *dwarf.FormatError naming the
+// allocations, and errors that are (or wrap) *formaterr.Error naming the
 // section, offset and field.
 package frame

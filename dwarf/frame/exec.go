@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // MaxRowRegs is the number of distinct registers one row can give rules
@@ -166,7 +166,7 @@ type Exec struct {
 // RowAt computes the row in effect at pc, which must be in the FDE's range
 // [Start, Start+Size), into row: it runs the CIE's initial instructions and
 // then the FDE's up to the first advance past pc. Errors are
-// *dwarf.FormatError for malformed instructions (unknown opcode, truncated
+// *formaterr.Error for malformed instructions (unknown opcode, truncated
 // operand, DW_CFA_restore_state with nothing remembered, more than
 // MaxStateStack remembered states, more than MaxRowRegs registers,
 // DW_CFA_def_cfa_register/offset without a register CFA rule) or wrap
@@ -241,7 +241,7 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
 			loc := fde.Start + d.PC
 			if table != nil {
 				if len(*table) == MaxTableRows {
-					return &dwarf.FormatError{Section: s.Name(), Offset: d.Off, Field: "instructions", Msg: fmt.Sprintf("more than %d rows", MaxTableRows)}
+					return &formaterr.Error{Source: s.Name(), Offset: d.Off, Field: "instructions", Msg: fmt.Sprintf("more than %d rows", MaxTableRows)}
 				}
 				row.End = loc
 				*table = append(*table, *row)

@@ -215,7 +215,7 @@ func TestPointerEncodings(t *testing.T) {
 					bare := NewEHFrame(s.b, ehSecAddr, le, 8)
 					_, err := bare.FDEs()
 					var fe *dwarf.FormatError
-					if !errors.As(err, &fe) || fe.Section != ".eh_frame" {
+					if !errors.As(err, &fe) || fe.Source != ".eh_frame" {
 						t.Errorf("no bases: err %v, want a FormatError", err)
 					}
 				}
@@ -585,7 +585,7 @@ func TestInstructionErrors(t *testing.T) {
 		f := build(tc.insns...)
 		_, err := Table(f)
 		var fe *dwarf.FormatError
-		if !errors.As(err, &fe) || fe.Section != ".debug_frame" || !strings.Contains(fe.Msg, tc.msg) {
+		if !errors.As(err, &fe) || fe.Source != ".debug_frame" || !strings.Contains(fe.Msg, tc.msg) {
 			t.Errorf("%s: err %v, want a .debug_frame FormatError containing %q", tc.name, err, tc.msg)
 		}
 		var e Exec

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 const (
@@ -107,7 +108,7 @@ type Hdr struct {
 // The table is usable for binary search when its encoding has a fixed size
 // (DW_EH_PE_udata2/4/8, sdata2/4/8 or absptr, applied absolutely, datarel
 // (relative to addr) or pcrel); otherwise, or when it is omitted, [Finder]
-// falls back to scanning .eh_frame. Errors are *dwarf.FormatError.
+// falls back to scanning .eh_frame. Errors are *formaterr.Error.
 // Cost: O(1); the data are not copied.
 func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize uint8) (*Hdr, error) {
 	h := &Hdr{data: data, order: order, p: pointers{addr: addr, addrSize: addrSize, bases: Bases{Data: addr, HasData: true}}}
@@ -155,7 +156,7 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 	}
 	left := uint64(len(data)) - h.tableOff
 	if size != 0 && h.Count > left/(2*size) {
-		return nil, &dwarf.FormatError{Section: ".eh_frame_hdr", Offset: 8, Field: "fde_count", Msg: fmt.Sprintf("%d entries do not fit the %d bytes left", h.Count, left)}
+		return nil, &formaterr.Error{Source: ".eh_frame_hdr", Offset: 8, Field: "fde_count", Msg: fmt.Sprintf("%d entries do not fit the %d bytes left", h.Count, left)}
 	}
 	h.entrySize = 2 * size
 	return h, nil
@@ -264,7 +265,7 @@ func NewFinder(ehFrame []byte, ehFrameAddr uint64, hdr []byte, hdrAddr uint64, o
 // FindFDE stores in fde the FDE covering pc: by binary search of the
 // .eh_frame_hdr table when usable (the FDE found is checked to cover pc),
 // else by a linear scan of the section. A miss returns an error wrapping
-// [ErrNoFDE]; a malformed table or FDE a *dwarf.FormatError. Cost:
+// [ErrNoFDE]; a malformed table or FDE a *formaterr.Error. Cost:
 // O(log n) with a table, O(section) without; no allocation on a hit.
 func (f *Finder) FindFDE(pc uint64, fde *ParsedFDE) error {
 	if f.Hdr == nil || !f.Hdr.HasTable() {
@@ -279,7 +280,7 @@ func (f *Finder) FindFDE(pc uint64, fde *ParsedFDE) error {
 	}
 	off := addr - f.Sec.addr
 	if addr < f.Sec.addr || off >= uint64(len(f.Sec.data)) {
-		return &dwarf.FormatError{Section: ".eh_frame_hdr", Field: "address", Msg: fmt.Sprintf("FDE address %#x outside .eh_frame [%#x, %#x)", addr, f.Sec.addr, f.Sec.addr+uint64(len(f.Sec.data)))}
+		return &formaterr.Error{Source: ".eh_frame_hdr", Field: "address", Msg: fmt.Sprintf("FDE address %#x outside .eh_frame [%#x, %#x)", addr, f.Sec.addr, f.Sec.addr+uint64(len(f.Sec.data)))}
 	}
 	if err := f.Sec.fdeAt(off, fde); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // ErrNoFDE is returned (wrapped with the pc) when no FDE covers a pc.
@@ -160,7 +161,7 @@ type Section struct {
 	// personality or LSDA pointer is returned not dereferenced (see
 	// ParsedCIE.PersonalityIndirect and ParsedFDE.LSDAIndirect), and an
 	// indirect FDE pointer encoding (augmentation R) or DW_CFA_set_loc
-	// operand fails with a *dwarf.FormatError.
+	// operand fails with a *formaterr.Error.
 	Indirect PointerReader
 
 	fl       flavor
@@ -315,7 +316,7 @@ func (s *Section) EntryAt(off uint64) (kind EntryKind, next uint64, err error) {
 }
 
 // CIEAt parses the CIE whose length field is at section offset off.
-// Errors are *dwarf.FormatError. Cost: O(augmentation); no allocation
+// Errors are *formaterr.Error. Cost: O(augmentation); no allocation
 // unless it fails.
 func (s *Section) CIEAt(off uint64) (ParsedCIE, error) {
 	var c ParsedCIE
@@ -446,7 +447,7 @@ func (s *Section) parseCIE(b *dwarf.Buf, h header, c *ParsedCIE) {
 }
 
 // FDEAt parses the FDE whose length field is at section offset off, with
-// its CIE. Errors are *dwarf.FormatError. Cost: O(1) plus the CIE's
+// its CIE. Errors are *formaterr.Error. Cost: O(1) plus the CIE's
 // augmentation; no allocation unless it fails.
 func (s *Section) FDEAt(off uint64) (ParsedFDE, error) {
 	var f ParsedFDE
@@ -470,12 +471,12 @@ func (s *Section) parseFDE(b *dwarf.Buf, h header, f *ParsedFDE) error {
 	*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
 	cieOff, ok := s.fl.cieOffset(h.idOff, h.id)
 	if !ok || cieOff >= uint64(len(s.data)) {
-		return &dwarf.FormatError{Section: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("CIE pointer %#x out of range", h.id)}
+		return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("CIE pointer %#x out of range", h.id)}
 	}
 	cb := s.buf()
 	ch, kind := s.header(&cb, cieOff)
 	if cb.Err() == nil && kind != EntryCIE {
-		return &dwarf.FormatError{Section: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("entry at %#x is not a CIE", cieOff)}
+		return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("entry at %#x is not a CIE", cieOff)}
 	}
 	s.parseCIE(&cb, ch, &f.CIE)
 	if err := cb.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // DW_AT_GNU_addr_base, the pre-DWARF 5 split-DWARF spelling of
@@ -22,13 +23,13 @@ const (
 )
 
 // MaxAttrs is the most attribute specifications one abbreviation may
-// declare; more is a *dwarf.FormatError. Forms like DW_FORM_flag_present
+// declare; more is a *formaterr.Error. Forms like DW_FORM_flag_present
 // and DW_FORM_implicit_const take no bytes in .debug_info, so without a
 // limit a one-byte DIE could decode into any number of fields.
 const MaxAttrs = 256
 
 // MaxDepth is the deepest DIE nesting the reader accepts; deeper input is
-// a *dwarf.FormatError. Real compilers stay far below it.
+// a *formaterr.Error. Real compilers stay far below it.
 const MaxDepth = 1024
 
 // Sections holds the sections DIEs refer to; all but Info and Abbrev may
@@ -216,7 +217,7 @@ type Data struct {
 }
 
 // New reads every unit header of sec.Info and the attributes of each root
-// DIE that give bases for indexed forms. Errors are *dwarf.FormatError.
+// DIE that give bases for indexed forms. Errors are *formaterr.Error.
 // Cost: linear in the number of units plus their root DIEs.
 func New(sec Sections) (*Data, error) {
 	if sec.Order == nil {
@@ -339,7 +340,7 @@ func (d *Data) unitIndex(off uint64) int {
 // AbbrevTable returns the abbreviation table at offset off of
 // .debug_abbrev, parsing it the first time and keeping it: callers share
 // it and must not modify it. Errors are those of [ParseAbbrevTable], and
-// a *dwarf.FormatError when the tables parsed so far add up to more than
+// a *formaterr.Error when the tables parsed so far add up to more than
 // four times the section (units that point into the middle of one long
 // table). Cost: a map lookup under a lock once the table is parsed.
 func (d *Data) AbbrevTable(off uint64) (*AbbrevTable, error) {
@@ -354,7 +355,7 @@ func (d *Data) AbbrevTable(off uint64) (*AbbrevTable, error) {
 	}
 	d.abbrevWork += n
 	if budget := 4*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
-		return nil, &dwarf.FormatError{Section: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
+		return nil, &formaterr.Error{Source: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
 			Msg: fmt.Sprintf("abbreviation tables overlap: %d bytes parsed for a %d-byte section", d.abbrevWork, len(d.sec.Abbrev))}
 	}
 	d.abbrevs[off] = t
@@ -366,7 +367,7 @@ func (d *Data) AbbrevTable(off uint64) (*AbbrevTable, error) {
 // code or at the end of the section. Tags, attributes and forms above
 // 0xffff, more than MaxAttrs specifications in a declaration, a
 // DW_CHILDREN byte other than 0 or 1 and a repeated code are errors
-// (*dwarf.FormatError). Every declaration takes at least three bytes and
+// (*formaterr.Error). Every declaration takes at least three bytes and
 // every attribute specification two, so the work and the allocation are
 // bounded by the section size. It returns the table and the number of
 // bytes it read (callers that read many tables bound their sum).
@@ -554,7 +555,7 @@ func (r *Reader) Seek(off uint64) {
 	r.err = nil
 	i := r.d.unitIndex(off)
 	if i < 0 || (off > r.d.units[i].Offset && off < r.d.units[i].DataOffset) {
-		r.err = &dwarf.FormatError{Section: secInfo, Offset: off, Field: "entry offset", Msg: "not the offset of a DIE in any unit"}
+		r.err = &formaterr.Error{Source: secInfo, Offset: off, Field: "entry offset", Msg: "not the offset of a DIE in any unit"}
 		return
 	}
 	if off == r.d.units[i].Offset {
@@ -566,7 +567,7 @@ func (r *Reader) Seek(off uint64) {
 
 // Next returns the next DIE, including the null entries (Tag 0) that end
 // lists of children, moving into the next unit at a unit's end. It
-// returns nil, nil after the last unit, and a *dwarf.FormatError (sticky)
+// returns nil, nil after the last unit, and a *formaterr.Error (sticky)
 // for malformed input. Cost: one allocation for the entry and its fields
 // plus one per resolved string.
 func (r *Reader) Next() (*Entry, error) {
@@ -821,11 +822,11 @@ func (r *Reader) field(u *UnitHeader, spec *AttrSpec, resolve bool) Field {
 func index(section string, data []byte, u *UnitHeader, base, i uint64, size int, field string) (uint64, error) {
 	const max = ^uint64(0)
 	if i > (max-base)/uint64(size) {
-		return 0, &dwarf.FormatError{Section: section, Offset: base, Field: field, Msg: fmt.Sprintf("index %d overflows", i)}
+		return 0, &formaterr.Error{Source: section, Offset: base, Field: field, Msg: fmt.Sprintf("index %d overflows", i)}
 	}
 	off := base + i*uint64(size)
 	if off > uint64(len(data)) || uint64(len(data))-off < uint64(size) {
-		return 0, &dwarf.FormatError{Section: section, Offset: off, Field: field, Msg: fmt.Sprintf("index %d (base %#x) past the section end %#x", i, base, len(data))}
+		return 0, &formaterr.Error{Source: section, Offset: off, Field: field, Msg: fmt.Sprintf("index %d (base %#x) past the section end %#x", i, base, len(data))}
 	}
 	b := dwarf.MakeBuf(section, u.Enc.ByteOrder, data)
 	b.Seek(off, field)

@@ -18,5 +18,5 @@
 // tables are parsed on first use and cached. The reader treats its input as
 // hostile: it never panics, every loop is bounded by the input size, DIE
 // nesting is limited to [MaxDepth] (the reader is not recursive), and
-// errors are *dwarf.FormatError values naming section, offset and field.
+// errors are *formaterr.Error values naming section, offset and field.
 package info

@@ -154,7 +154,7 @@ func TestIndexedForms(t *testing.T) {
 		e, err := r2.Next()
 		if err != nil {
 			fe, ok := err.(*edwarf.FormatError)
-			if !ok || fe.Section != ".debug_info" || fe.Offset != 46 || !strings.Contains(fe.Msg, ".debug_str_offsets") {
+			if !ok || fe.Source != ".debug_info" || fe.Offset != 46 || !strings.Contains(fe.Msg, ".debug_str_offsets") {
 				t.Errorf("error %v", err)
 			}
 			break

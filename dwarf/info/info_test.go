@@ -572,7 +572,7 @@ func TestOverlappingAbbrevTables(t *testing.T) {
 	}
 	_, err := New(Sections{Info: inf, Abbrev: abbrev})
 	var fe *edwarf.FormatError
-	if !errors.As(err, &fe) || fe.Section != ".debug_abbrev" {
+	if !errors.As(err, &fe) || fe.Source != ".debug_abbrev" {
 		t.Fatalf("New = %v, want a .debug_abbrev FormatError", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 const secLine = ".debug_line"
@@ -97,7 +98,7 @@ type Reader struct {
 // NewReader decodes the header of the line program at offset off of
 // sec.Line and returns a reader positioned at its first opcode. compDir is
 // the unit's DW_AT_comp_dir: directory 0 for versions 2 to 4, and the base
-// of relative directories. Errors are *dwarf.FormatError. Cost: linear in
+// of relative directories. Errors are *formaterr.Error. Cost: linear in
 // the header size.
 func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	order := sec.Order
@@ -111,6 +112,32 @@ func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	}
 	r.reset()
 	return r, nil
+}
+
+// Version returns the version of the line program unit at offset off of
+// the .debug_line bytes data (DWARF 5 section 6.2.4: unit_length, then
+// version) without decoding the rest of its header: what a caller needs to
+// know whether the unit takes a compilation directory ([NewReader]'s
+// compDir, used before version 5). order nil means little-endian. Errors
+// are *formaterr.Error (a truncated unit_length or version, or a version
+// outside [2, 5]). Cost: O(1).
+func Version(data []byte, order binary.ByteOrder, off uint64) (uint16, error) {
+	if order == nil {
+		order = binary.LittleEndian
+	}
+	b := dwarf.MakeBuf(secLine, order, data)
+	b.Seek(off, "unit offset")
+	length, _ := b.UnitLength("unit_length")
+	b.Limit(length, "unit_length")
+	verOff := b.Off()
+	v := b.U16("version")
+	if b.Err() == nil && (v < 2 || v > 5) {
+		b.FailAt(verOff, "version", fmt.Sprintf("unsupported line table version %d", v))
+	}
+	if err := b.Err(); err != nil {
+		return 0, err
+	}
+	return v, nil
 }
 
 // Header returns the decoded header.
@@ -357,7 +384,7 @@ func join(dir, name string) string {
 func (r *Reader) resolve(e *FileEntry) error {
 	dirs := r.hdr.Dirs
 	if e.Dir >= uint64(len(dirs)) {
-		return &dwarf.FormatError{Section: secLine, Offset: r.hdr.Offset, Field: "directory index", Msg: fmt.Sprintf("file %q: directory %d out of range [0, %d)", e.Name, e.Dir, len(dirs))}
+		return &formaterr.Error{Source: secLine, Offset: r.hdr.Offset, Field: "directory index", Msg: fmt.Sprintf("file %q: directory %d out of range [0, %d)", e.Name, e.Dir, len(dirs))}
 	}
 	d := dirs[e.Dir]
 	if e.Dir != 0 && !isAbs(d) {
@@ -391,7 +418,7 @@ func (r *Reader) advance(opAdv uint64) {
 }
 
 // Next runs the program up to the next row and stores it in *row. It
-// returns io.EOF after the last row, or a *dwarf.FormatError. Every opcode
+// returns io.EOF after the last row, or a *formaterr.Error. Every opcode
 // consumes at least one byte, so a program of n bytes yields at most n
 // rows. Cost: allocation-free except for DW_LNE_define_file.
 func (r *Reader) Next(row *Row) error {
@@ -523,7 +550,7 @@ type DecodedSequence struct {
 
 // Decode decodes the whole line program at offset off of sec.Line (see
 // [NewReader] for compDir). Rows after the last DW_LNE_end_sequence are
-// dropped. Errors are *dwarf.FormatError. Cost: linear in the program
+// dropped. Errors are *formaterr.Error. Cost: linear in the program
 // size plus sorting; allocation bounded by a small multiple of it.
 func Decode(sec Sections, off uint64, compDir string) (*Table, error) {
 	r, err := NewReader(sec, off, compDir)

@@ -18,5 +18,5 @@
 // bounded by the input size (each opcode consumes at least one byte, each
 // file entry at least one byte), allocations are bounded by a small
 // multiple of the input size, and malformed input yields a
-// *dwarf.FormatError naming the section, offset and field.
+// *formaterr.Error naming the section, offset and field.
 package line

@@ -359,7 +359,7 @@ func TestDecodeErrors(t *testing.T) {
 	for name, c := range cases {
 		_, err := Decode(Sections{Line: c.data}, 0, "")
 		var fe *edwarf.FormatError
-		if !errors.As(err, &fe) || fe.Section != ".debug_line" || fe.Field != c.field {
+		if !errors.As(err, &fe) || fe.Source != ".debug_line" || fe.Field != c.field {
 			t.Errorf("%s: err = %v, want FormatError in .debug_line field %s", name, err, c.field)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // ErrNotCovered is returned by [Reader.SequenceRow] when the sequence it
@@ -23,7 +24,7 @@ var ErrNotCovered = errors.New("line: address not covered by the sequence")
 //
 // It returns [ErrNotCovered] (unwrapped, so that a miss costs nothing)
 // when addr is before the sequence's first row or at or after its end,
-// and a *dwarf.FormatError when seqOff is outside the unit's program
+// and a *formaterr.Error when seqOff is outside the unit's program
 // [ProgramOffset, End), when an opcode is malformed or when the unit ends
 // before DW_LNE_end_sequence.
 //
@@ -35,7 +36,7 @@ var ErrNotCovered = errors.New("line: address not covered by the sequence")
 func (r *Reader) SequenceRow(seqOff, addr uint64) (Row, error) {
 	h := &r.hdr
 	if seqOff < h.ProgramOffset || seqOff >= h.End {
-		return Row{}, &dwarf.FormatError{Section: secLine, Offset: seqOff, Field: "sequence offset", Msg: fmt.Sprintf("offset %#x outside the line program [%#x, %#x)", seqOff, h.ProgramOffset, h.End)}
+		return Row{}, &formaterr.Error{Source: secLine, Offset: seqOff, Field: "sequence offset", Msg: fmt.Sprintf("offset %#x outside the line program [%#x, %#x)", seqOff, h.ProgramOffset, h.End)}
 	}
 	var run Reader
 	run.hdr = r.hdr
@@ -56,7 +57,7 @@ func (r *Reader) SequenceRow(seqOff, addr uint64) (Row, error) {
 	for {
 		err := run.Next(&row)
 		if err == io.EOF {
-			return Row{}, &dwarf.FormatError{Section: secLine, Offset: seqOff, Field: "DW_LNE_end_sequence", Msg: "the unit ends before the sequence does"}
+			return Row{}, &formaterr.Error{Source: secLine, Offset: seqOff, Field: "DW_LNE_end_sequence", Msg: "the unit ends before the sequence does"}
 		}
 		if err != nil {
 			return Row{}, err

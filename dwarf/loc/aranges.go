@@ -82,7 +82,7 @@ func EncodeAranges(enc dwarf.Encoding, cuOffset uint64, ranges []Range) ([]byte,
 // byte order (nil means little-endian). Versions 2 to 5 of the header are
 // accepted (all producers write 2), address sizes 1, 2, 4 and 8, and
 // segment_selector_size 0 only. A set's tuples end at its (0, 0)
-// terminator or its end. Errors are *dwarf.FormatError naming the set's
+// terminator or its end. Errors are *formaterr.Error naming the set's
 // field and offset; a tuple whose range wraps around the address space is
 // an error. Cost: linear in the section; the result holds at most one
 // Range per tuple in data.

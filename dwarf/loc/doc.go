@@ -21,7 +21,7 @@
 // [ListReader], [ReadAranges]) decode every entry kind of every version,
 // including the DWARF 5 indexed kinds (DW_LLE_startx_length, ...) resolved
 // through .debug_addr. They treat their input as hostile: they never panic,
-// every loop consumes input, and errors are *dwarf.FormatError values
+// every loop consumes input, and errors are *formaterr.Error values
 // naming the section, the offset and the field. [LocationAt],
 // [RangeContains] and [ListReader] allocate nothing, for use at run time
 // (symbolizing a PC, printing a variable in a signal handler).

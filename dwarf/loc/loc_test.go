@@ -397,8 +397,8 @@ func TestReadErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want a FormatError", c.name, err)
 			continue
 		}
-		if fe.Section != c.section || fe.Field != c.field || (c.at != 0 && fe.Offset != c.at) {
-			t.Errorf("%s: got %q (section %s field %q offset %#x), want %s %q %#x", c.name, err, fe.Section, fe.Field, fe.Offset, c.section, c.field, c.at)
+		if fe.Source != c.section || fe.Field != c.field || (c.at != 0 && fe.Offset != c.at) {
+			t.Errorf("%s: got %q (section %s field %q offset %#x), want %s %q %#x", c.name, err, fe.Source, fe.Field, fe.Offset, c.section, c.field, c.at)
 		}
 		if c.ranges {
 			_, err = RangeContains(c.sec, c.enc, c.off, 0, 1<<62)
@@ -469,7 +469,7 @@ func TestAranges(t *testing.T) {
 	} {
 		_, err := ReadAranges(c.data, nil)
 		var fe *dwarf.FormatError
-		if !errors.As(err, &fe) || fe.Field != c.field || fe.Section != ".debug_aranges" {
+		if !errors.As(err, &fe) || fe.Field != c.field || fe.Source != ".debug_aranges" {
 			t.Errorf("%s: err = %v, want FormatError on %s", c.name, err, c.field)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // Sections holds the sections location and range lists are read from;
@@ -104,7 +105,7 @@ func newListReader(sec Sections, enc dwarf.Encoding, off, cuBase uint64, data []
 }
 
 // Err returns the first error met, or nil. Decoding errors are
-// *dwarf.FormatError values (for .debug_addr lookups, naming
+// *formaterr.Error values (for .debug_addr lookups, naming
 // .debug_addr); an invalid encoding is a plain error.
 func (r *ListReader) Err() error {
 	if r.err != nil {
@@ -127,7 +128,7 @@ func (r *ListReader) addrx(idx uint64) uint64 {
 	a := uint64(r.addrSize)
 	off := r.addrBase + idx*a
 	if idx > (^uint64(0)-r.addrBase)/a || off > uint64(len(r.addr)) || uint64(len(r.addr))-off < a {
-		r.err = &dwarf.FormatError{Section: SecAddr, Offset: off, Field: "address index",
+		r.err = &formaterr.Error{Source: SecAddr, Offset: off, Field: "address index",
 			Msg: fmt.Sprintf("index %d (base %#x) outside .debug_addr of %#x bytes", idx, r.addrBase, len(r.addr))}
 		r.done = true
 		return 0
@@ -300,7 +301,7 @@ func (r *ListReader) next4(e *Entry) bool {
 // kind) or DWARF 2–4 .debug_loc (base address selection entries). It
 // returns the entries that cover addresses, and default locations, in
 // list order, with absolute addresses; Expr slices alias the section.
-// Errors are *dwarf.FormatError. Cost: linear in the list's size; the
+// Errors are *formaterr.Error. Cost: linear in the list's size; the
 // result has at most one Entry per two bytes of input.
 func ReadLocList(sec Sections, enc dwarf.Encoding, off uint64, cuBase uint64) ([]Entry, error) {
 	r := NewLocListReader(sec, enc, off, cuBase)
@@ -318,7 +319,7 @@ func ReadLocList(sec Sections, enc dwarf.Encoding, off uint64, cuBase uint64) ([
 // ReadRangeList decodes the range list at offset off of sec.RngLists
 // (DWARF 5, every DW_RLE_* kind) or sec.Ranges (DWARF 2–4), as
 // [NewRangeListReader] describes, and returns its ranges [Start, End) in
-// list order with absolute addresses. Errors are *dwarf.FormatError.
+// list order with absolute addresses. Errors are *formaterr.Error.
 // Cost: linear in the list's size.
 func ReadRangeList(sec Sections, enc dwarf.Encoding, off uint64, cuBase uint64) ([]Range, error) {
 	r := NewRangeListReader(sec, enc, off, cuBase)
@@ -339,7 +340,7 @@ func ReadRangeList(sec Sections, enc dwarf.Encoding, off uint64, cuBase uint64) 
 // when neither exists (the object has no location at pc). expr aliases the
 // section. It reads the list up to the matching entry (to its end when
 // the list has a default location and no entry matches). Errors are
-// *dwarf.FormatError. Cost: linear in the list's size, no allocation.
+// *formaterr.Error. Cost: linear in the list's size, no allocation.
 func LocationAt(sec Sections, enc dwarf.Encoding, off, cuBase, pc uint64) (expr []byte, ok bool, err error) {
 	r := NewLocListReader(sec, enc, off, cuBase)
 	var e Entry
@@ -364,7 +365,7 @@ func LocationAt(sec Sections, enc dwarf.Encoding, off, cuBase, pc uint64) (expr 
 
 // RangeContains reports whether a range of the range list at off (see
 // [NewRangeListReader]) contains pc, for example whether pc is inside a
-// lexical block. Errors are *dwarf.FormatError. Cost: linear in the list's
+// lexical block. Errors are *formaterr.Error. Cost: linear in the list's
 // size, no allocation.
 func RangeContains(sec Sections, enc dwarf.Encoding, off, cuBase, pc uint64) (bool, error) {
 	r := NewRangeListReader(sec, enc, off, cuBase)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
 // Reader decodes the types of one DWARF .debug_info into [Type] values,
@@ -60,7 +61,7 @@ func NewReader(d *info.Data) *Reader { return &Reader{d: d, byOff: map[uint64]*T
 
 // Type returns the type whose entry is at .debug_info offset off,
 // decoding it, and what it refers to, on first use. Errors are
-// *dwarf.FormatError naming the offset: no entry there, a size above
+// *formaterr.Error naming the offset: no entry there, a size above
 // MaxSize, types nested by value deeper than 64, more than MaxTypes types,
 // a typedef or const chain that loops, or the decoder's errors; nothing
 // of a failed decode is kept. Cost: one DIE decode per new type entry
@@ -103,7 +104,7 @@ type decoder struct {
 }
 
 func typeErr(off uint64, field, msg string) error {
-	return &dwarf.FormatError{Section: ".debug_info", Offset: off, Field: field, Msg: msg}
+	return &formaterr.Error{Source: ".debug_info", Offset: off, Field: field, Msg: msg}
 }
 
 // entries reads the DIE at off and its children (not their descendants),

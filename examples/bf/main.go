@@ -112,6 +112,7 @@ import (
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/native"
+	"github.com/elfimage/elfimage/publish"
 )
 
 func main() {
@@ -170,11 +171,16 @@ func run(path string, opts Options, out string, gdb, perfMap bool, dump string) 
 	if err != nil {
 		return err
 	}
-	img, err := elfimage.Load(ProcName(path)+".elf", b, &elfimage.LoadOptions{GDB: gdb})
+	img, err := elfimage.Load(ProcName(path)+".elf", b, nil)
 	if err != nil {
 		return err
 	}
 	defer img.Close()
+	if gdb {
+		if err := publish.GDB(img); err != nil {
+			return err
+		}
+	}
 	if perfMap {
 		if err := announcePerfMap(img); err != nil {
 			return err
@@ -197,7 +203,7 @@ func announcePerfMap(img *elfimage.Image) error {
 	if err != nil {
 		return err
 	}
-	entries, err := img.PerfMapEntries()
+	entries, err := publish.PerfMapEntries(img)
 	if err != nil {
 		return err
 	}
@@ -208,7 +214,7 @@ func announcePerfMap(img *elfimage.Image) error {
 // rows and unwinding information, to dir/jit-PID.dump; the file must stay
 // open (mapped) while perf records.
 func announceJitdump(img *elfimage.Image, dir string) (*jitdump.Writer, error) {
-	fns, err := img.JitdumpFunctions()
+	fns, err := publish.JitdumpFunctions(img)
 	if err != nil {
 		return nil, err
 	}

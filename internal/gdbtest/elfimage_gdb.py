@@ -1,15 +1,16 @@
 # elfimage_gdb.py: let gdb see elfimage images loaded by a running Go
-# process (the interim hook of github.com/elfimage/elfimage, gdbhook.go,
-# until the GDB JIT interface is published).
+# process through the loader's debugger hook (github.com/elfimage/elfimage,
+# gdbhook.go): zero-copy, beside the GDB JIT interface of package publish.
 #
 # Load with:  gdb -iex 'set auto-load safe-path /' -x elfimage_gdb.py PROGRAM
 #
 # The loader calls github.com/elfimage/elfimage.gdbImageLoaded after an
 # image is mapped and relocated, and gdbImageUnloaded before Close unmaps
 # it, with the global github.com/elfimage/elfimage.gdbImageEvent holding
-# six little-endian uint64: version (1), action (1 loaded, 2 unloaded),
-# base, size, text (address of the first executable segment) and the
-# address of the NUL-terminated image path. On each hit this script runs
+# seven little-endian uint64: version (2), action (1 loaded, 2 unloaded),
+# base, size, text (address of the first executable segment), the address
+# of the image path and its length in bytes (version 1 had six, the path
+# NUL-terminated). On each hit this script runs
 # `add-symbol-file PATH -o BASE` (or `remove-symbol-file -a TEXT`; an image
 # loaded from memory, whose PATH is no file, is copied from the process's
 # memory to a temporary file first) and
@@ -27,7 +28,7 @@ PKG = "github.com/elfimage/elfimage"
 EVENT = "'%s.gdbImageEvent'" % PKG
 LOADED = "'%s.gdbImageLoaded'" % PKG
 UNLOADED = "'%s.gdbImageUnloaded'" % PKG
-EVENT_SIZE = 48
+EVENT_SIZE = 56
 MAX_PATH = 4096
 
 # Set to False to silence the one-line notes printed per image.
@@ -73,11 +74,20 @@ def symbol_address(name):
 def read_event():
     inf = gdb.selected_inferior()
     addr = symbol_address(EVENT)
-    version, action, base, size, text, path = struct.unpack(
-        "<6Q", bytes(inf.read_memory(addr, EVENT_SIZE)))
-    if version != 1:
+    version, = struct.unpack("<Q", bytes(inf.read_memory(addr, 8)))
+    if version == 1:
+        _, action, base, size, text, path = struct.unpack(
+            "<6Q", bytes(inf.read_memory(addr, 48)))
+        raw = read_cstring(inf, path)
+    elif version == 2:
+        _, action, base, size, text, path, n = struct.unpack(
+            "<7Q", bytes(inf.read_memory(addr, EVENT_SIZE)))
+        if n > MAX_PATH:
+            raise gdb.GdbError("image path longer than %d bytes" % MAX_PATH)
+        raw = bytes(inf.read_memory(path, n)) if n else b""
+    else:
         raise gdb.GdbError("unknown gdbImageEvent version %d" % version)
-    name = read_cstring(inf, path).decode("utf-8", "surrogateescape")
+    name = raw.decode("utf-8", "surrogateescape")
     return action, base, size, text, name
 
 

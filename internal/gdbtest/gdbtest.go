@@ -28,7 +28,7 @@ import (
 // program runs, it puts internal breakpoints on
 // github.com/elfimage/elfimage.gdbImageLoaded and gdbImageUnloaded; on
 // each hit it reads the global gdbImageEvent (version, action, base, size,
-// text address, path address: six little-endian uint64), runs
+// text address, path address and length: seven little-endian uint64), runs
 // `add-symbol-file PATH -o BASE` or `remove-symbol-file -a TEXT` (an image
 // loaded from memory, whose PATH names no file, such as the library's entry
 // image, is first copied from the process's memory to a temporary file), prints

@@ -24,6 +24,7 @@ import (
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/native"
+	"github.com/elfimage/elfimage/publish"
 )
 
 // Source is the pretend source file of the module: one line per
@@ -160,17 +161,22 @@ func run(gdb, perfMap bool, dump string, n uint64) error {
 	if err != nil {
 		return err
 	}
-	img, err := elfimage.Load("hand.elf", b, &elfimage.LoadOptions{GDB: gdb})
+	img, err := elfimage.Load("hand.elf", b, nil)
 	if err != nil {
 		return err
 	}
 	defer img.Close()
+	if gdb {
+		if err := publish.GDB(img); err != nil {
+			return err
+		}
+	}
 	if perfMap {
 		w, err := perfmap.Default()
 		if err != nil {
 			return err
 		}
-		entries, err := img.PerfMapEntries()
+		entries, err := publish.PerfMapEntries(img)
 		if err != nil {
 			return err
 		}
@@ -179,7 +185,7 @@ func run(gdb, perfMap bool, dump string, n uint64) error {
 		}
 	}
 	if dump != "" {
-		fns, err := img.JitdumpFunctions()
+		fns, err := publish.JitdumpFunctions(img)
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@
 //     order, each function's cut mapping still covers all of its code
 //     (checked with perf 6.1: samples and lines land in the right function,
 //     call graphs and --call-graph dwarf unwind; elfimage loads an image's
-//     procedures this way, Image.JitdumpFunctions). Loaded in any other
+//     procedures this way, publish.JitdumpFunctions). Loaded in any other
 //     order, a later function's tail covers the start of an earlier one
 //     and samples land in the wrong function: such a JIT must leave
 //     Footprint bytes from a function's start to the next function's start. It need not copy the unwinding
@@ -105,7 +105,7 @@
 // order (perf accepts byte-swapped files). Like perf, they reject a version
 // above 1 and unknown flag bits. They treat the input as hostile: lengths
 // are checked against the data before use, allocation is bounded by the
-// input size, and errors are *dwarf.FormatError (section "jitdump", file
+// input size, and errors are *formaterr.Error (section "jitdump", file
 // offset, field). A file cut short (a writer still running) gives the
 // records before the cut and an error wrapping [ErrTruncated].
 // [Dump.Code] pairs each CODE_LOAD with the DEBUG_INFO and UNWINDING_INFO

@@ -527,7 +527,7 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("%s: error %v is not a FormatError", c.name, err)
 			continue
 		}
-		if fe.Field != c.field || fe.Section != Section {
+		if fe.Field != c.field || fe.Source != Section {
 			t.Errorf("%s: %v, want field %s", c.name, err, c.field)
 		}
 		if errors.Is(err, ErrTruncated) != c.trunc {

@@ -11,13 +11,14 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
-// Section is the section name of the reader's *dwarf.FormatErrors; their
+// Section is the Source of the reader's *formaterr.Error values; their
 // offsets are file offsets.
 const Section = "jitdump"
 
-// ErrTruncated is wrapped (together with a *dwarf.FormatError) by the
+// ErrTruncated is wrapped (together with a *formaterr.Error) by the
 // error for a file that ends inside a record, as a file still being written
 // does.
 var ErrTruncated = errors.New("jitdump: truncated")
@@ -48,7 +49,7 @@ func ReadFile(path string) (*Dump, error) {
 // total_size announces, and keeps records of unknown type as [Unknown].
 // Unlike perf, which stops silently at the first bad record, it reports it.
 //
-// Errors are *dwarf.FormatError (section "jitdump", the file offset and
+// Errors are *formaterr.Error (section "jitdump", the file offset and
 // field), wrapped with [ErrTruncated] when the data end inside a record. On
 // an error after the header, the returned Dump holds the records before
 // the bad one. Cost: O(len(data)); allocation proportional to the number of
@@ -64,7 +65,7 @@ func Parse(data []byte) (*Dump, error) {
 	case MagicSwapped:
 		d.ByteOrder = binary.BigEndian
 	default:
-		return nil, &dwarf.FormatError{Section: Section, Field: "magic", Msg: fmt.Sprintf("bad magic %#x", binary.LittleEndian.Uint32(data))}
+		return nil, &formaterr.Error{Source: Section, Field: "magic", Msg: fmt.Sprintf("bad magic %#x", binary.LittleEndian.Uint32(data))}
 	}
 	if len(data) < HeaderSize {
 		return nil, truncated(0, "header", fmt.Sprintf("%d bytes, the header has %d", len(data), HeaderSize))
@@ -81,13 +82,13 @@ func Parse(data []byte) (*Dump, error) {
 	h.Flags = Flags(b.U64("flags"))
 	switch {
 	case h.Version > Version:
-		return nil, &dwarf.FormatError{Section: Section, Offset: 4, Field: "version", Msg: fmt.Sprintf("version %d, perf reads only %d", h.Version, Version)}
+		return nil, &formaterr.Error{Source: Section, Offset: 4, Field: "version", Msg: fmt.Sprintf("version %d, perf reads only %d", h.Version, Version)}
 	case h.TotalSize < HeaderSize:
-		return nil, &dwarf.FormatError{Section: Section, Offset: 8, Field: "total_size", Msg: fmt.Sprintf("header size %d < %d", h.TotalSize, HeaderSize)}
+		return nil, &formaterr.Error{Source: Section, Offset: 8, Field: "total_size", Msg: fmt.Sprintf("header size %d < %d", h.TotalSize, HeaderSize)}
 	case uint64(h.TotalSize) > uint64(len(data)):
 		return nil, truncated(8, "total_size", fmt.Sprintf("header size %d past the end of %d bytes", h.TotalSize, len(data)))
 	case h.Flags&^knownFlags != 0:
-		return nil, &dwarf.FormatError{Section: Section, Offset: 32, Field: "flags", Msg: fmt.Sprintf("unknown flags %#x (perf rejects the file)", uint64(h.Flags&^knownFlags))}
+		return nil, &formaterr.Error{Source: Section, Offset: 32, Field: "flags", Msg: fmt.Sprintf("unknown flags %#x (perf rejects the file)", uint64(h.Flags&^knownFlags))}
 	}
 	for off := uint64(h.TotalSize); off < uint64(len(data)); {
 		r, next, err := parseRecord(data, off, d.ByteOrder)
@@ -101,7 +102,7 @@ func Parse(data []byte) (*Dump, error) {
 }
 
 func truncated(off uint64, field, msg string) error {
-	return fmt.Errorf("%w: %w", ErrTruncated, &dwarf.FormatError{Section: Section, Offset: off, Field: field, Msg: msg})
+	return fmt.Errorf("%w: %w", ErrTruncated, &formaterr.Error{Source: Section, Offset: off, Field: field, Msg: msg})
 }
 
 // parseRecord decodes the record at file offset off.
@@ -119,7 +120,7 @@ func parseRecord(data []byte, off uint64, order binary.ByteOrder) (Record, uint6
 	size := uint64(p.TotalSize)
 	switch {
 	case size < PrefixSize:
-		return nil, 0, &dwarf.FormatError{Section: Section, Offset: off + 4, Field: "total_size", Msg: fmt.Sprintf("%s record of %d bytes, less than its prefix", p.ID, size)}
+		return nil, 0, &formaterr.Error{Source: Section, Offset: off + 4, Field: "total_size", Msg: fmt.Sprintf("%s record of %d bytes, less than its prefix", p.ID, size)}
 	case size > left:
 		return nil, 0, truncated(off+4, "total_size", fmt.Sprintf("%s record of %d bytes, %d left", p.ID, size, left))
 	}
@@ -131,7 +132,7 @@ func parseRecord(data []byte, off uint64, order binary.ByteOrder) (Record, uint6
 	b.Seek(off+PrefixSize, "prefix")
 	b.SetEnd(int(next))
 	if fixed := fixedSize(p.ID); size < fixed {
-		return nil, 0, &dwarf.FormatError{Section: Section, Offset: off + 4, Field: "total_size", Msg: fmt.Sprintf("%s record of %d bytes, its fixed fields need %d", p.ID, size, fixed)}
+		return nil, 0, &formaterr.Error{Source: Section, Offset: off + 4, Field: "total_size", Msg: fmt.Sprintf("%s record of %d bytes, its fixed fields need %d", p.ID, size, fixed)}
 	}
 	switch p.ID {
 	case JIT_CODE_LOAD:
@@ -145,12 +146,12 @@ func parseRecord(data []byte, off uint64, order binary.ByteOrder) (Record, uint6
 		// perf: the code is the record's last code_size bytes; the name
 		// starts after the fixed fields and ends at its NUL.
 		if r.CodeSize > size-CodeLoadSize-1 {
-			return nil, 0, &dwarf.FormatError{Section: Section, Offset: off + 40, Field: "code_size", Msg: fmt.Sprintf("code of %d bytes does not fit a record of %d bytes with a name", r.CodeSize, size)}
+			return nil, 0, &formaterr.Error{Source: Section, Offset: off + 40, Field: "code_size", Msg: fmt.Sprintf("code of %d bytes does not fit a record of %d bytes with a name", r.CodeSize, size)}
 		}
 		nameField := rec[CodeLoadSize : size-r.CodeSize]
 		i := bytes.IndexByte(nameField, 0)
 		if i < 0 {
-			return nil, 0, &dwarf.FormatError{Section: Section, Offset: off + CodeLoadSize, Field: "name", Msg: "name not NUL-terminated before the code"}
+			return nil, 0, &formaterr.Error{Source: Section, Offset: off + CodeLoadSize, Field: "name", Msg: "name not NUL-terminated before the code"}
 		}
 		r.Name = string(nameField[:i])
 		r.Code = rec[size-r.CodeSize:]
@@ -173,7 +174,7 @@ func parseRecord(data []byte, off uint64, order binary.ByteOrder) (Record, uint6
 		// Each entry takes at least DebugEntrySize+1 bytes: n is bounded
 		// by the record before anything is allocated.
 		if max := uint64(b.Len()) / (DebugEntrySize + 1); n > max {
-			return nil, 0, &dwarf.FormatError{Section: Section, Offset: nOff, Field: "nr_entry", Msg: fmt.Sprintf("%d entries cannot fit in %d bytes", n, b.Len())}
+			return nil, 0, &formaterr.Error{Source: Section, Offset: nOff, Field: "nr_entry", Msg: fmt.Sprintf("%d entries cannot fit in %d bytes", n, b.Len())}
 		}
 		r.Entries = make([]DebugEntry, 0, n)
 		prev := ""
@@ -202,9 +203,9 @@ func parseRecord(data []byte, off uint64, order binary.ByteOrder) (Record, uint6
 		r.MappedSize = b.U64("mapped_size")
 		switch {
 		case r.UnwindingSize > size-UnwindingInfoSize:
-			return nil, 0, &dwarf.FormatError{Section: Section, Offset: off + PrefixSize, Field: "unwinding_size", Msg: fmt.Sprintf("%d bytes of unwinding data in a record of %d bytes", r.UnwindingSize, size)}
+			return nil, 0, &formaterr.Error{Source: Section, Offset: off + PrefixSize, Field: "unwinding_size", Msg: fmt.Sprintf("%d bytes of unwinding data in a record of %d bytes", r.UnwindingSize, size)}
 		case r.EHFrameHdrSize > r.UnwindingSize:
-			return nil, 0, &dwarf.FormatError{Section: Section, Offset: off + PrefixSize + 8, Field: "eh_frame_hdr_size", Msg: fmt.Sprintf("%d bytes of .eh_frame_hdr in %d bytes of unwinding data", r.EHFrameHdrSize, r.UnwindingSize)}
+			return nil, 0, &formaterr.Error{Source: Section, Offset: off + PrefixSize + 8, Field: "eh_frame_hdr_size", Msg: fmt.Sprintf("%d bytes of .eh_frame_hdr in %d bytes of unwinding data", r.EHFrameHdrSize, r.UnwindingSize)}
 		}
 		r.Data = rec[UnwindingInfoSize : UnwindingInfoSize+r.UnwindingSize]
 		return r, next, nil

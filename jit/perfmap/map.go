@@ -9,10 +9,10 @@ import (
 	"math"
 	"slices"
 
-	"github.com/elfimage/elfimage/dwarf"
+	"github.com/elfimage/elfimage/formaterr"
 )
 
-// Section is the section name [Parse] gives its *dwarf.FormatErrors.
+// Section is the Source [Parse] gives its *formaterr.Error values.
 const Section = "perf map"
 
 // MaxLine is the longest line [Parse] reads, in bytes including the
@@ -34,7 +34,7 @@ type Map struct {
 	// Skipped counts malformed lines, skipped as perf skips them. Blank
 	// lines are not counted.
 	Skipped int
-	// FirstSkip is a *dwarf.FormatError describing the first malformed
+	// FirstSkip is a *formaterr.Error describing the first malformed
 	// line (section "perf map", the line's byte offset, the field, and the
 	// 1-based line number in the message), or nil.
 	FirstSkip error
@@ -49,7 +49,7 @@ type Map struct {
 // or START+SIZE past 2^64) are skipped and counted in [Map.Skipped], as perf
 // skips them; [Map.FirstSkip] says where the first one is.
 //
-// The error is nil, an I/O error of r, or a *dwarf.FormatError for a line
+// The error is nil, an I/O error of r, or a *formaterr.Error for a line
 // longer than [MaxLine] (nothing further can be trusted to be a line
 // boundary); with an error, the Map holds the lines before it, unresolved
 // (Entries empty). Cost: O(n log n) time for n lines, memory proportional to the
@@ -66,7 +66,7 @@ func Parse(r io.Reader) (*Map, error) {
 			var chunk []byte
 			chunk, err = br.ReadSlice('\n')
 			if len(line)+len(chunk) > MaxLine {
-				return m, &dwarf.FormatError{Section: Section, Offset: off, Field: "line", Msg: fmt.Sprintf("line %d longer than %d bytes", n, MaxLine)}
+				return m, &formaterr.Error{Source: Section, Offset: off, Field: "line", Msg: fmt.Sprintf("line %d longer than %d bytes", n, MaxLine)}
 			}
 			line = append(line, chunk...)
 			if err != bufio.ErrBufferFull {
@@ -102,7 +102,7 @@ func (m *Map) parseLine(line []byte, off uint64, n int) {
 	fail := func(field, msg string) {
 		m.Skipped++
 		if m.FirstSkip == nil {
-			m.FirstSkip = &dwarf.FormatError{Section: Section, Offset: off + uint64(i), Field: field, Msg: fmt.Sprintf("line %d: %s", n, msg)}
+			m.FirstSkip = &formaterr.Error{Source: Section, Offset: off + uint64(i), Field: field, Msg: fmt.Sprintf("line %d: %s", n, msg)}
 		}
 	}
 	start, j, ok := parseHex(line, i)

@@ -223,7 +223,7 @@ func TestParseOtherProducers(t *testing.T) {
 		t.Errorf("skipped %d, want 4", m.Skipped)
 	}
 	var fe *dwarf.FormatError
-	if !errors.As(m.FirstSkip, &fe) || !strings.Contains(fe.Msg, "line 6") || fe.Section != Section {
+	if !errors.As(m.FirstSkip, &fe) || !strings.Contains(fe.Msg, "line 6") || fe.Source != Section {
 		t.Errorf("FirstSkip = %v", m.FirstSkip)
 	}
 	if len(m.Entries) != 4 {

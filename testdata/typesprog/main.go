@@ -20,6 +20,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/internal/typedemo"
 	"github.com/elfimage/elfimage/native"
+	"github.com/elfimage/elfimage/publish"
 )
 
 func main() {
@@ -50,7 +51,7 @@ func run(args []string) error {
 		return err
 	}
 	defer im.Close()
-	if err := elfimage.PublishGDB(im); err != nil {
+	if err := publish.GDB(im); err != nil {
 		return err
 	}
 	p, err := im.ProcedureByName(typedemo.Proc)

@@ -1,9 +1,11 @@
-package elfimage
+package publish
 
 import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+
+	"github.com/elfimage/elfimage"
 
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/dwarf/line"
@@ -11,26 +13,26 @@ import (
 	"github.com/elfimage/elfimage/jit/perfmap"
 )
 
-// PerfMapEntries returns one perf map entry per procedure of the image, at
+// PerfMapEntries returns one perf map entry per procedure of the image im, at
 // its run-time address [Base+Start, Base+Start+Size), in address order, for
 // [perfmap.Writer.AddBatch]. Images mapped from a file do not need a perf
 // map: perf records the file mapping of their text segment and reads
 // names and lines from the file itself; the map serves images loaded from
-// memory ([Load]).
+// memory (elfimage.Load).
 //
-// The entries also name the library's entry routine ([EntryName], in the
-// entry image, [EntryImage]), which sits between the image's code and its
+// The entries also name the library's entry routine (elfimage.EntryName,
+// in the entry image, [elfimage.EntryImage]), which sits between the image's code and its
 // Go caller in every call through native.Call, so that perf's call graphs
 // name it; announcing it once per image is harmless (the lines are
-// identical). Errors: those of [Image.Procedures]. Cost: one allocation of
-// the entries.
-func (im *Image) PerfMapEntries() ([]perfmap.Entry, error) {
-	out, err := im.perfMapEntries(nil)
+// identical). Errors: those of [elfimage.Image.Procedures]. Cost: one
+// allocation of the entries.
+func PerfMapEntries(im *elfimage.Image) ([]perfmap.Entry, error) {
+	out, err := perfMapEntries(im, nil)
 	if err != nil {
 		return nil, err
 	}
-	if ent := entryImg.Load(); ent != nil && ent != im {
-		if out, err = ent.perfMapEntries(out); err != nil {
+	if ent := entryImage(); ent != nil && ent != im {
+		if out, err = perfMapEntries(ent, out); err != nil {
 			return nil, err
 		}
 	}
@@ -38,8 +40,17 @@ func (im *Image) PerfMapEntries() ([]perfmap.Entry, error) {
 	return out, nil
 }
 
+// entryImage returns the entry image, or nil where there is none.
+func entryImage() *elfimage.Image {
+	ent, err := elfimage.EntryImage()
+	if err != nil {
+		return nil
+	}
+	return ent
+}
+
 // perfMapEntries appends the entries of im's procedures to out.
-func (im *Image) perfMapEntries(out []perfmap.Entry) ([]perfmap.Entry, error) {
+func perfMapEntries(im *elfimage.Image, out []perfmap.Entry) ([]perfmap.Entry, error) {
 	procs, err := im.Procedures()
 	if err != nil {
 		return nil, err
@@ -61,7 +72,7 @@ func cmpUint(a, b uint64) int {
 	return 0
 }
 
-// JitdumpFunctions returns the image's procedures as jitdump functions, in
+// JitdumpFunctions returns the procedures of the image im as jitdump functions, in
 // increasing address order, for [jitdump.Writer.Load]: name, run-time
 // address, the code as it runs (aliasing the image), one line entry per
 // line-table row (the last row at an address wins, rows with line 0 are
@@ -77,23 +88,24 @@ func cmpUint(a, b uint64) int {
 // every sample in the right function even though the image packs its
 // procedures tightly.
 //
-// The functions also hold the library's entry routine ([EntryName], from
-// the entry image, [EntryImage]), in address order with the others: it
+// The functions also hold the library's entry routine (elfimage.EntryName,
+// from the entry image, [elfimage.EntryImage]), in address order with the others: it
 // sits between the image's code and its Go caller in every call through
 // native.Call, and perf needs its name and CFI for call graphs through it.
 // Loading it once per image is harmless (perf keeps the latest load of an
 // address).
 //
-// Errors: those of [Image.Procedures], [Image.LineTable] and the CFI
-// decoder (a procedure without an FDE is an error: every elfimage
-// procedure has one). Cost: linear in the procedures, rows and CFI.
-func (im *Image) JitdumpFunctions() ([]jitdump.Function, error) {
-	out, err := im.jitdumpFunctions(nil)
+// Errors: those of [elfimage.Image.Procedures], [elfimage.Image.LineTable]
+// and the CFI decoder (a procedure without an FDE is an error: every
+// elfimage procedure has one), elfimage.ErrFault (wrapped) when the
+// mapped file was truncated. Cost: linear in the procedures, rows and CFI.
+func JitdumpFunctions(im *elfimage.Image) ([]jitdump.Function, error) {
+	out, err := jitdumpFunctions(im, nil)
 	if err != nil {
 		return nil, err
 	}
-	if ent := entryImg.Load(); ent != nil && ent != im {
-		if out, err = ent.jitdumpFunctions(out); err != nil {
+	if ent := entryImage(); ent != nil && ent != im {
+		if out, err = jitdumpFunctions(ent, out); err != nil {
 			return nil, err
 		}
 	}
@@ -101,26 +113,40 @@ func (im *Image) JitdumpFunctions() ([]jitdump.Function, error) {
 	return out, nil
 }
 
+// guardFaults, deferred with the previous setting of
+// debug.SetPanicOnFault, turns a memory fault while reading im (a mapped
+// file truncated after loading) into an error wrapping elfimage.ErrFault,
+// as the image's own queries do, and restores the setting.
+func guardFaults(im *elfimage.Image, err *error, old bool) {
+	debug.SetPanicOnFault(old)
+	r := recover()
+	if r == nil {
+		return
+	}
+	if f, ok := r.(interface{ Addr() uintptr }); ok {
+		*err = fmt.Errorf("%w: %s at %#x", elfimage.ErrFault, im.Path(), f.Addr())
+		return
+	}
+	panic(r)
+}
+
 // jitdumpFunctions appends the functions of im's procedures to out.
-func (im *Image) jitdumpFunctions(out []jitdump.Function) (_ []jitdump.Function, err error) {
-	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+func jitdumpFunctions(im *elfimage.Image, out []jitdump.Function) (_ []jitdump.Function, err error) {
+	defer guardFaults(im, &err, debug.SetPanicOnFault(true))
 	procs, err := im.Procedures()
 	if err != nil {
 		return nil, err
 	}
-	tab, err := im.lineTable()
+	tab, err := im.LineTable()
 	if err != nil {
 		return nil, err
 	}
-	src, err := im.unwindSource()
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(procs, func(a, b Procedure) int { return cmpUint(a.Start, b.Start) })
+	slices.SortFunc(procs, func(a, b elfimage.Procedure) int { return cmpUint(a.Start, b.Start) })
 	base := uint64(im.Base())
+	data := im.Bytes()
 	var cies cieCache
 	for _, p := range procs {
-		f := jitdump.Function{Name: p.Name, Addr: base + p.Start, Code: im.data[p.Start : p.Start+p.Size : p.Start+p.Size]}
+		f := jitdump.Function{Name: p.Name, Addr: base + p.Start, Code: data[p.Start : p.Start+p.Size : p.Start+p.Size]}
 		// Sequences are sorted by Start: visit those starting in the
 		// procedure.
 		first, _ := slices.BinarySearchFunc(tab.Sequences, p.Start, func(s line.DecodedSequence, a uint64) int { return cmpUint(s.Start, a) })
@@ -145,12 +171,12 @@ func (im *Image) jitdumpFunctions(out []jitdump.Function) (_ []jitdump.Function,
 			}
 		}
 		var fde frame.ParsedFDE
-		if err := src.FindFDE(base+p.Start, &fde); err != nil {
-			return nil, fmt.Errorf("elfimage: %s: procedure %s: %w", im.path, p.Name, err)
+		if err := im.FindFDE(base+p.Start, &fde); err != nil {
+			return nil, fmt.Errorf("publish: %s: procedure %s: %w", im.Path(), p.Name, err)
 		}
 		cie, insns, err := cies.semantic(&fde)
 		if err != nil {
-			return nil, fmt.Errorf("elfimage: %s: procedure %s: %w", im.path, p.Name, err)
+			return nil, fmt.Errorf("publish: %s: procedure %s: %w", im.Path(), p.Name, err)
 		}
 		f.CFI, f.CIE = insns, cie
 		out = append(out, f)

@@ -1,0 +1,28 @@
+// Command loadonly links and loads an image and calls into it, publishing
+// nothing: the GDB JIT interface must not be linked in (publish's
+// TestLoadOnlyLinksNoGDBJIT checks its symbols are absent).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/elfimage/elfimage"
+)
+
+func main() {
+	m := &elfimage.Module{File: "loadonly.s", Procs: []*elfimage.Proc{{Name: "f", Code: []byte{0xc3}}}}
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	im, err := elfimage.Load("loadonly.elf", b, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer im.Close()
+	p, err := im.ProcedureByName("f")
+	fmt.Println(p.Name, err)
+}
