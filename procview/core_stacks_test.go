@@ -524,14 +524,23 @@ func TestCoreStacksCrash(t *testing.T) {
 
 // cCrashProg is a C program with two threads: main calls middle, which
 // calls leaf, which blocks in pause(2); the second thread blocks in
-// pause from worker. With an argument, leaf waits for a byte on standard
-// input, then stores to address 0 (SIGSEGV).
+// pause from worker. main says ready only once worker runs (so that no
+// core catches the thread still in clone3). With an argument, leaf waits
+// for a byte on standard input, then stores to address 0 (SIGSEGV).
 const cCrashProg = `#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
+static int running;
+
 static void *worker(void *arg) {
+	pthread_mutex_lock(&mu);
+	running = 1;
+	pthread_cond_signal(&started);
+	pthread_mutex_unlock(&mu);
 	for (;;)
 		pause();
 	return arg;
@@ -556,6 +565,10 @@ int main(int argc, char **argv) {
 	pthread_t t;
 	(void)argv;
 	pthread_create(&t, 0, worker, 0);
+	pthread_mutex_lock(&mu);
+	while (!running)
+		pthread_cond_wait(&started, &mu);
+	pthread_mutex_unlock(&mu);
 	printf("ready\n");
 	fflush(stdout);
 	middle(argc > 1);
