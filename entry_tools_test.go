@@ -284,6 +284,11 @@ func TestEntryPerf(t *testing.T) {
 			data, injected := filepath.Join(dir, "perf.data"), filepath.Join(dir, "perf.inj.data")
 			args := append([]string{"record", "-e", "cpu-clock", "-N", "-q", "-k", "1", "-o", data}, mode.flags...)
 			args = append(args, "--", prog, "-jitdump", dir, "-n", "100000000")
+			// Each mode has its own HOME, so its own build-ID cache
+			// (~/.debug): the modes' jitted .so files have the same
+			// build IDs (the same images) but not the same code
+			// addresses.
+			home := dir
 			if out := perfRun(t, perf, home, args...); !strings.Contains(out, "5000000050000000") {
 				t.Fatalf("handcall under perf printed %q, want the sum 5000000050000000", out)
 			}
