@@ -137,7 +137,7 @@ func (c *cursor) bytes(field string, n uint64) []byte {
 // decodeSample decodes the PERF_RECORD_SAMPLE record b (header included,
 // len(b) == header.size) of sample_type sampleType with nregs user
 // registers in its sample_regs_user mask; off is the record's offset in
-// its stream, for errors. Call chain and registers are decoded into the
+// its stream, for errors. header.size must be len(b). Call chain and registers are decoded into the
 // caller's buffers (callchain, regs: reused, grown as needed); the stack
 // aliases b. Errors (*decodeError) name the field: a record shorter than
 // its fields, a count beyond maxCallchain or the record, a dyn_size above
@@ -147,6 +147,10 @@ func decodeSample(b []byte, off uint64, nregs int, s *sample) error {
 	c := cursor{b: b, pos: headerSize, off: off}
 	if len(b) < headerSize {
 		c.fail("header", "%d bytes", len(b))
+		return c.err
+	}
+	if _, _, size, _ := recordHeader(b); int(size) != len(b) {
+		c.fail("header size", "%d, the record has %d bytes", size, len(b))
 		return c.err
 	}
 	s.IP = c.u64("ip")

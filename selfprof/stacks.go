@@ -3,14 +3,17 @@ package selfprof
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
+	"unsafe"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/addrmap"
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/unwind"
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // A frame of a sample's stack before interning: a run-time pc, whether it
@@ -49,7 +52,7 @@ type aggregator struct {
 	unjoined int64
 
 	u      *unwind.Unwinder
-	mem    unwind.Snapshot
+	mem    sampleMemory
 	frames []frame
 	user   []uint64
 	refs   []*addrmap.Ref[*elfimage.Image]
@@ -64,6 +67,8 @@ type aggregator struct {
 	images   map[*elfimage.Image]int // image -> mapping index in imgList
 	imgList  []imageMapping
 	tramp    map[uint64]bool // pcs known to be (or not to be) in native.trampoline
+	// frameless caches isFrameless by pc.
+	frameless map[uint64]bool
 }
 
 // stack is one distinct stack and its count.
@@ -110,15 +115,40 @@ type imageMapping struct {
 }
 
 func newAggregator(o Options) *aggregator {
-	return &aggregator{
-		opts:   o,
-		u:      unwind.New(arch.X86_64, elfimage.Finder(), nil),
-		stacks: map[string]*stack{},
-		locs:   map[locKey]*location{},
-		funcs:  map[funcKey]*function{},
-		images: map[*elfimage.Image]int{},
-		tramp:  map[uint64]bool{},
+	a := &aggregator{
+		opts:      o,
+		u:         unwind.New(arch.X86_64, elfimage.Finder(), nil),
+		stacks:    map[string]*stack{},
+		locs:      map[locKey]*location{},
+		funcs:     map[funcKey]*function{},
+		images:    map[*elfimage.Image]int{},
+		tramp:     map[uint64]bool{},
+		frameless: map[uint64]bool{},
 	}
+	a.u.Mem = &a.mem
+	return a
+}
+
+// sampleMemory is what the unwinder reads for one sample: the stack copy,
+// and code (of an image or of the Go binary, which does not change while
+// mapped) live, for the frame-pointer fallback's instruction checks.
+// Anything else is unreadable: the live stack has moved on since the
+// sample was taken.
+type sampleMemory struct {
+	stack unwind.Snapshot
+	live  unwind.Local
+}
+
+func (m *sampleMemory) ReadUint64(addr uint64) (uint64, error) { return m.ReadSized(addr, 8) }
+
+func (m *sampleMemory) ReadSized(addr uint64, size int) (uint64, error) {
+	if addr >= m.stack.Base && addr-m.stack.Base < uint64(len(m.stack.Data)) {
+		return m.stack.ReadSized(addr, size)
+	}
+	if _, err := elfimage.Lookup(uintptr(addr)); err == nil || runtime.FuncForPC(uintptr(addr)) != nil {
+		return m.live.ReadSized(addr, size)
+	}
+	return 0, fmt.Errorf("%w: %#x is neither in the sample's stack copy [%#x, %#x) nor code", unwind.ErrMemory, addr, m.stack.Base, m.stack.Base+uint64(len(m.stack.Data)))
 }
 
 // add counts one sample: it builds the sample's stack (see the package
@@ -151,6 +181,11 @@ func (a *aggregator) add(s *sample, misc uint16) {
 	} else {
 		for i, pc := range a.user {
 			a.frames = append(a.frames, frame{pc: pc, exact: i == 0})
+			if i == 0 && ok && pc == ip {
+				if ra := a.goLeafCaller(ip, s); ra != 0 && (len(a.user) < 2 || a.user[1] != ra) {
+					a.frames = append(a.frames, frame{pc: ra})
+				}
+			}
 		}
 		if len(a.user) == 0 && ip != 0 {
 			a.frames = append(a.frames, frame{pc: ip, exact: true})
@@ -179,8 +214,7 @@ func (a *aggregator) native(s *sample, im *elfimage.Image) {
 		regs.Set(arch.Reg(perfRegToDWARF[i]), v)
 	}
 	sp := s.Regs[7]
-	a.mem = unwind.Snapshot{Base: sp, Data: s.Stack}
-	a.u.Mem = &a.mem
+	a.mem.stack = unwind.Snapshot{Base: sp, Data: s.Stack}
 	cur := unwind.FirstFrame(arch.X86_64, s.Regs[8], regs)
 	var caller unwind.Frame
 	host := uint64(0)
@@ -391,4 +425,67 @@ func startLine(fr runtime.Frame) int64 {
 	}
 	_, line := fr.Func.FileLine(fr.Func.Entry())
 	return int64(line)
+}
+
+// goLeafCaller finds the caller of a sample's innermost Go frame when the
+// kernel's frame-pointer chain skips it: Go functions without a frame
+// (leaves whose locals fit in registers, assembly marked NOFRAME) never
+// push a frame record, and every function is at its first instruction
+// before it pushes one, so the chain's next entry is the caller's caller.
+// It decodes the function from its entry to the pc (at most
+// unwind.MaxPrologueScan bytes, cached per pc): when no instruction
+// before the pc writes RSP or RBP or calls, the return address is the
+// word at the stack pointer, read from the sample's stack copy. It
+// returns 0 when the frame record is (or may be) in place.
+func (a *aggregator) goLeafCaller(ip uint64, s *sample) uint64 {
+	if len(s.Regs) != len(perfRegToDWARF) {
+		return 0
+	}
+	frameless, ok := a.frameless[ip]
+	if !ok {
+		frameless = isFrameless(ip)
+		a.frameless[ip] = frameless
+	}
+	if !frameless || len(s.Stack) < 8 {
+		return 0
+	}
+	ra := binary.LittleEndian.Uint64(s.Stack)
+	if fn := runtime.FuncForPC(uintptr(ra - 1)); fn == nil || ra == 0 {
+		return 0
+	}
+	if a.u.PlausibleReturn(ra, nil) != nil {
+		return 0
+	}
+	return ra
+}
+
+// isFrameless reports whether the Go code from its function's entry up to
+// pc leaves RSP and RBP alone and makes no call.
+func isFrameless(pc uint64) bool {
+	fn := runtime.FuncForPC(uintptr(pc))
+	if fn == nil {
+		return false
+	}
+	entry := uint64(fn.Entry())
+	if entry > pc || pc-entry > unwind.MaxPrologueScan {
+		return false
+	}
+	a := uintptr(entry)
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&a)) // our own text, always mapped, outside the Go heap
+	code := unsafe.Slice((*byte)(p), pc-entry)
+	for off := 0; off < len(code); {
+		in, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			return false
+		}
+		switch in.Op {
+		case x86asm.CALL, x86asm.PUSH, x86asm.POP, x86asm.LEAVE, x86asm.ENTER:
+			return false
+		}
+		if r, ok := in.Args[0].(x86asm.Reg); ok && (r == x86asm.RSP || r == x86asm.RBP || r == x86asm.ESP || r == x86asm.EBP) {
+			return false
+		}
+		off += in.Len
+	}
+	return true
 }
