@@ -109,6 +109,11 @@ type Stats struct {
 	// Kernel reports whether time in the kernel was sampled (see
 	// Options.UserOnly).
 	Kernel bool
+	// ReaderCPU is the CPU time (user and system) of the profiler's
+	// reader thread: opening the events, draining the rings, unwinding
+	// and symbolizing the samples. The kernel's cost of taking the
+	// samples is charged to the sampled threads.
+	ReaderCPU time.Duration
 	// Err is the first decoding error, if any.
 	Err error
 }

@@ -4,6 +4,9 @@ package selfprof
 
 import (
 	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sampler is the reader: a goroutine locked to its own OS thread, which
@@ -62,6 +65,10 @@ func (s *sampler) run(p *Profiler, ready chan<- error) {
 	}
 	ev.enable(false)
 	s.drain(p, ev)
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) == nil {
+		p.stats.ReaderCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 }
 
 func (s *sampler) drain(p *Profiler, ev *events) {

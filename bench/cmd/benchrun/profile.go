@@ -44,8 +44,8 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 			"that spends about a second in two Scheme loops (one third, two thirds). Slowdown is the profiled run's CPU time (user + system of the whole process, " +
 			"the profiler's reader thread and the profile's writing included) over the unprofiled run's, and its wall time likewise; samples and lost are those of the " +
 			"profile's own count (lost: records the kernel dropped because a ring was full). Agreement: the largest difference, in points, between our share and " +
-			"`perf record -e cpu-clock -F 1000` + `perf report --sort sym` of the same image's unprofiled run, over every procedure perf puts above 5%.",
-		header: []string{"rate", "CPU slowdown", "wall slowdown", "samples", "lost", "max difference with perf (points)", "reproduce"},
+			"`perf record -e cpu-clock -F 1000` + `perf report --sort sym` of the same image's unprofiled run, over every procedure perf puts above 5%. For scale, the CPU slowdown of `perf record -e cpu-clock -F HZ -g` of the unprofiled run at the same rate (perf's own process included).",
+		header: []string{"rate", "CPU slowdown", "wall slowdown", "perf record -g: CPU slowdown", "samples", "lost", "max difference with perf (points)", "reproduce"},
 	}
 	rates := []int{100, 1000, 10000}
 	var ids []string
@@ -94,6 +94,7 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 	base := struct{ wall, cpu []float64 }{}
 	type res struct {
 		wall, cpu     []float64
+		perfCPU       []float64
 		samples, lost []float64
 		agree         []float64
 	}
@@ -121,6 +122,12 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 				return s, err
 			}
 			o.samples, o.lost = append(o.samples, samples), append(o.lost, lost)
+			if perf != "" {
+				data := filepath.Join(dir, "rate.data")
+				if _, c, err := timeCommand(perf, "record", "-e", "cpu-clock", "-F", strconv.Itoa(r), "-g", "-N", "-q", "-o", data, "--", cli, "run", img); err == nil {
+					o.perfCPU = append(o.perfCPU, c)
+				}
+			}
 			if perfShares != nil {
 				worst := 0.0
 				for name, p := range perfShares {
@@ -144,6 +151,7 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 		sm, oks := summarize(o.samples)
 		ls, okl := summarize(o.lost)
 		ag, oka := summarize(o.agree)
+		pc, okp := summarize(o.perfCPU)
 		pct := func(st stat, ok bool, b float64) string {
 			if !ok || b <= 0 {
 				return "n/a"
@@ -154,7 +162,7 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 		if oka {
 			agree = cell(ag, true, 1)
 		}
-		s.rows = append(s.rows, []string{fmt.Sprintf("%d Hz", r), pct(cc, okc, bc.med), pct(cw, okw, bw.med),
+		s.rows = append(s.rows, []string{fmt.Sprintf("%d Hz", r), pct(cc, okc, bc.med), pct(cw, okw, bw.med), pct(pc, okp, bc.med),
 			cell(sm, oks, 1), cell(ls, okl, 1), agree, fmt.Sprintf("`bench/run --only '%s$'`", ids[i])})
 	}
 	s.notes = append(s.notes, fmt.Sprintf("Unprofiled run: %s s CPU, %s s wall (median of %d). perf report's shares: %s.", num(bc.med), num(bw.med), reps, fmtShares(perfShares)))
