@@ -148,3 +148,64 @@ func (f *perfFixture) runUnder(t *testing.T, args []string) {
 		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
+
+// TestREADMEProfileRecipe runs the commands of the README's "Profiling
+// with go tool pprof" section as written, from the repository root, /tmp/
+// replaced by a test directory (and the compile cache there), and checks
+// what each go tool pprof command shows.
+func TestREADMEProfileRecipe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and profiles a program; skipped with -short")
+	}
+	setupPerf(t) // perf_event_open allowed here
+	tooltest.Require(t, "go")
+	cmds := readmeSection(t, "Profiling with go tool pprof")
+	dir := t.TempDir()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants := map[string][]string{
+		"-top /":      {" spin-b\n", " spin-a\n"},
+		"-top -lines": {" spin-b " + dir + "/ab.scm:4\n", " spin-a " + dir + "/ab.scm:2\n"},
+		"-traces":     {"spin-b\n", "main\n", "%start\n", "elfimage.entry\n", "native.trampoline\n", "scheme.Run\n", "main.main\n"},
+		"-comments":   {"selfprof: perf_event_open cpu-clock at 1000 Hz", " 0 lost (ring full)"},
+	}
+	seen := 0
+	for _, c := range cmds {
+		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
+		cmd := exec.Command(tooltest.Require(t, "bash"), "-c", c)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "ELFIMAGE_CACHE="+filepath.Join(dir, "cache"))
+		out, err := tooltest.RunGroup(cmd, 2*time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+		for k, want := range wants {
+			if !strings.Contains(c, "go tool pprof "+k) {
+				continue
+			}
+			seen++
+			pos := 0
+			for _, w := range want {
+				i := strings.Index(out[pos:], w)
+				if i < 0 {
+					t.Errorf("%s: output lacks %q (after byte %d):\n%s", c, w, pos, out)
+					break
+				}
+				if k == "-traces" {
+					pos += i + len(w) // in this order
+				}
+			}
+		}
+		if strings.Contains(c, "-top /") {
+			flat := pprofFlat(out)
+			if a, b := flat["spin-a"], flat["spin-b"]; b < 1.3*a || a < 10 {
+				t.Errorf("spin-a %.1f%%, spin-b %.1f%%: want about 1/3 and 2/3", a, b)
+			}
+		}
+	}
+	if seen != len(wants) {
+		t.Errorf("%d of the %d pprof commands checked found in the README: %q", seen, len(wants), cmds)
+	}
+}
