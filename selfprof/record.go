@@ -47,6 +47,28 @@ const (
 	maxCallchain = 1 << 17
 )
 
+// x86-64 user registers sampled (PERF_REG_X86_* bit numbers,
+// arch/x86/include/uapi/asm/perf_regs.h): AX BX CX DX SI DI BP SP IP = 0..8,
+// R8..R15 = 16..23. FLAGS and the segment registers are left out (the
+// kernel refuses DS, ES, FS and GS on x86-64).
+const regsMask = 0x1ff | 0xff<<16
+
+// perfRegToDWARF maps the sampled registers, in increasing bit order, to
+// their DWARF numbers (AMD64 psABI table 3.36); the IP becomes the
+// return-address column.
+var perfRegToDWARF = [...]uint8{
+	0,  // AX -> rax
+	3,  // BX -> rbx
+	2,  // CX -> rcx
+	1,  // DX -> rdx
+	4,  // SI -> rsi
+	5,  // DI -> rdi
+	6,  // BP -> rbp
+	7,  // SP -> rsp
+	16, // IP -> return-address column
+	8, 9, 10, 11, 12, 13, 14, 15,
+}
+
 // sample is a decoded PERF_RECORD_SAMPLE of sampleType. Its slices alias
 // the decoded bytes.
 type sample struct {
