@@ -155,13 +155,18 @@ func openError(err error) error {
 	paranoid := strings.TrimSpace(readProc("/proc/sys/kernel/perf_event_paranoid"))
 	switch {
 	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
-		return fmt.Errorf("%w (%v): kernel.perf_event_paranoid is %s; a process may sample its own threads at level 2 or below "+
-			"(as root: sysctl kernel.perf_event_paranoid=2), or with CAP_PERFMON; in a container, the seccomp profile must also allow perf_event_open "+
-			"(docker and podman refuse it by default: --security-opt seccomp=PROFILE with perf_event_open allowed, or --cap-add PERFMON)", ErrRefused, err, orUnknown(paranoid))
+		why := "kernel.perf_event_paranoid is " + orUnknown(paranoid) + "; a process may sample its own threads at level 2 or below " +
+			"(as root: sysctl kernel.perf_event_paranoid=2), or with CAP_PERFMON"
+		if n, err := strconv.Atoi(paranoid); err == nil && n <= 2 {
+			why = "kernel.perf_event_paranoid is " + paranoid + ", which allows it (sysctl kernel.perf_event_paranoid=2 is enough without CAP_PERFMON), " +
+				"so a seccomp filter or a security module refused the call"
+		}
+		return fmt.Errorf("%w (%w): %s; in a container, the seccomp profile must also allow perf_event_open "+
+			"(docker and podman refuse it by default: --security-opt seccomp=PROFILE with perf_event_open allowed, or --cap-add PERFMON)", ErrRefused, err, why)
 	case errors.Is(err, unix.ENOSYS):
-		return fmt.Errorf("%w (%v): the kernel has no perf events (CONFIG_PERF_EVENTS) or a seccomp filter answers ENOSYS for perf_event_open", ErrRefused, err)
+		return fmt.Errorf("%w (%w): the kernel has no perf events (CONFIG_PERF_EVENTS) or a seccomp filter answers ENOSYS for perf_event_open", ErrRefused, err)
 	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP):
-		return fmt.Errorf("%w (%v): the kernel does not offer the software cpu-clock event with user stacks and registers", ErrRefused, err)
+		return fmt.Errorf("%w (%w): the kernel does not offer the software cpu-clock event with user stacks and registers", ErrRefused, err)
 	case errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE):
 		return fmt.Errorf("selfprof: perf_event_open: %w: one descriptor per thread and CPU is needed (raise RLIMIT_NOFILE)", err)
 	}

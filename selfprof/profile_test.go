@@ -297,3 +297,62 @@ func TestHandler(t *testing.T) {
 		t.Errorf("seconds=x: status %d, want 400", rec.Code)
 	}
 }
+
+// TestSmallStackCopyJoinsThroughTheChain: with a stack copy too short to
+// reach the entry frame, the native walk stops early and the Go callers
+// are joined at native.Call's trampoline in the kernel's call chain (the
+// Scheme compiler keeps frame pointers).
+func TestSmallStackCopyJoinsThroughTheChain(t *testing.T) {
+	dir := t.TempDir()
+	img := loadHot(t, dir)
+	p := start(t, &selfprof.Options{Rate: 1000, StackSize: 64})
+	runHot(t, img, dir)
+	prof, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.Samples < 100 || st.Unjoined*20 > st.Samples {
+		t.Fatalf("stats %+v: want most samples joined", st)
+	}
+	file := filepath.Join(dir, "cpu.pb.gz")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prof.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	want := []string{"spin-b", "work", "main", "%start", "elfimage.entry", "native.trampoline", "scheme.Run", "TestSmallStackCopyJoinsThroughTheChain"}
+	if traces := pprof(t, "-traces", file); !hasTrace(traces, want) {
+		t.Errorf("no trace goes %v:\n%.3000s", want, traces)
+	}
+}
+
+// TestLostSamplesCounted: rings too small for the rate and the stack
+// copies make the kernel drop records; the profile counts them and says
+// so in its comments.
+func TestLostSamplesCounted(t *testing.T) {
+	dir := t.TempDir()
+	img := loadHot(t, dir)
+	p := start(t, &selfprof.Options{Rate: 10000, StackSize: 32768, RingSize: 64 << 10})
+	runHot(t, img, dir)
+	prof, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	t.Logf("stats %+v", st)
+	if st.Lost == 0 {
+		t.Fatalf("no samples lost with 64 KiB rings of 32 KiB samples at 10 kHz: %+v", st)
+	}
+	want := fmt.Sprintf("selfprof: %d samples, %d lost (ring full)", st.Samples, st.Lost)
+	found := false
+	for _, c := range prof.Comments {
+		found = found || strings.HasPrefix(c, want)
+	}
+	if !found {
+		t.Errorf("comments %q lack %q", prof.Comments, want)
+	}
+}

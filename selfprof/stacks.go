@@ -217,6 +217,7 @@ func (a *aggregator) native(s *sample, im *elfimage.Image) {
 	a.mem.stack = unwind.Snapshot{Base: sp, Data: s.Stack}
 	cur := unwind.FirstFrame(arch.X86_64, s.Regs[8], regs)
 	var caller unwind.Frame
+	first := len(a.frames) // after a "[kernel]" frame
 	host := uint64(0)
 	for len(a.frames) < a.opts.MaxFrames {
 		f := frame{pc: cur.PC, exact: cur.First || cur.AfterSignal}
@@ -239,8 +240,10 @@ func (a *aggregator) native(s *sample, im *elfimage.Image) {
 		}
 		cur = caller
 	}
-	// Join: the host pc in the kernel's chain, else the last frame of
-	// native.Call's trampoline in it.
+	// Join: the host pc in the kernel's chain; else, when the walk
+	// stopped inside the images, the chain after the last native frame
+	// (the occurrence nearest its depth, for recursion); else the last
+	// frame of native.Call's trampoline in the chain.
 	j := -1
 	if host != 0 {
 		for i := 1; i < len(a.user); i++ {
@@ -248,6 +251,17 @@ func (a *aggregator) native(s *sample, im *elfimage.Image) {
 				j = i
 				break
 			}
+		}
+	} else if n := len(a.frames) - first; n > 0 {
+		last := a.frames[len(a.frames)-1].pc
+		best := -1
+		for i := range a.user {
+			if a.user[i] == last && (best < 0 || abs(i-(n-1)) < abs(best-(n-1))) {
+				best = i
+			}
+		}
+		if best >= 0 && best+1 < len(a.user) {
+			j = best + 1
 		}
 	}
 	if j < 0 {
@@ -269,7 +283,7 @@ func (a *aggregator) native(s *sample, im *elfimage.Image) {
 		if len(a.frames) >= a.opts.MaxFrames {
 			break
 		}
-		a.frames = append(a.frames, frame{pc: pc})
+		a.frames = append(a.frames, frame{pc: pc, im: a.acquire(pc - 1)}) // image frames past a failed walk
 	}
 }
 
@@ -488,4 +502,11 @@ func isFrameless(pc uint64) bool {
 		off += in.Len
 	}
 	return true
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
