@@ -43,8 +43,10 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 			"8 KiB user-stack copy per sample, CFI unwinding of the image frames, pprof output) against `elfimage run prog.elf` unprofiled, on a program " +
 			"that spends about a second in two Scheme loops (one third, two thirds). Slowdown is the profiled run's CPU time (user + system of the whole process, " +
 			"the profiler's reader thread and the profile's writing included) over the unprofiled run's, and its wall time likewise; samples and lost are those of the " +
-			"profile's own count (lost: records the kernel dropped because a ring was full). Agreement: the largest difference, in points, between our share and " +
-			"`perf record -e cpu-clock -F 1000` + `perf report --sort sym` of the same image's unprofiled run, over every procedure perf puts above 5%. For scale, the CPU slowdown of `perf record -e cpu-clock -F HZ -g` of the unprofiled run at the same rate (perf's own process included).",
+			"profile's own count (lost: records the kernel dropped because a ring was full). For scale, each round also runs " +
+			"`perf record -e cpu-clock -F HZ -g` of the unprofiled program at the same rate: its CPU slowdown (perf's own process included), and agreement, the largest difference " +
+			"in points between our share of a procedure and `perf report --no-children --sort sym`'s in the same round, over every procedure perf puts above 5% " +
+			"(at 100 Hz a one-second run has about 100 samples, so each share carries a sampling error of about 5 points).",
 		header: []string{"rate", "CPU slowdown", "wall slowdown", "perf record -g: CPU slowdown", "samples", "lost", "max difference with perf (points)", "reproduce"},
 	}
 	rates := []int{100, 1000, 10000}
@@ -75,21 +77,7 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 		return s, err
 	}
 	perf, _ := exec.LookPath("perf")
-	var perfShares map[string]float64
-	if perf != "" {
-		data := filepath.Join(dir, "perf.data")
-		if _, err := command(dir, perf, "record", "-e", "cpu-clock", "-F", "1000", "-N", "-q", "-o", data, "--", cli, "run", img); err != nil {
-			logf("profile: perf record: %v", err)
-		} else if rep, err := command(dir, perf, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym"); err != nil {
-			logf("profile: perf report: %v", err)
-		} else {
-			perfShares = map[string]float64{}
-			for _, m := range regexp.MustCompile(`(?m)^\s+([\d.]+)%\s+\[\.\]\s+(\S+)\s*$`).FindAllStringSubmatch(rep, -1) {
-				v, _ := strconv.ParseFloat(m[1], 64)
-				perfShares[m[2]] += v
-			}
-		}
-	}
+	var perfShares map[string]float64 // of the last perf run, for the note
 	reps := cfg.reps
 	base := struct{ wall, cpu []float64 }{}
 	type res struct {
@@ -126,16 +114,19 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 				data := filepath.Join(dir, "rate.data")
 				if _, c, err := timeCommand(perf, "record", "-e", "cpu-clock", "-F", strconv.Itoa(r), "-g", "-N", "-q", "-o", data, "--", cli, "run", img); err == nil {
 					o.perfCPU = append(o.perfCPU, c)
-				}
-			}
-			if perfShares != nil {
-				worst := 0.0
-				for name, p := range perfShares {
-					if p > 5 {
-						worst = math.Max(worst, math.Abs(shares[name]-p))
+					if ps, err := perfReport(dir, perf, data); err == nil {
+						worst := 0.0
+						for name, p := range ps {
+							if p > 5 {
+								worst = math.Max(worst, math.Abs(shares[name]-p))
+							}
+						}
+						o.agree = append(o.agree, worst)
+						perfShares = ps
+					} else {
+						logf("profile: %v", err)
 					}
 				}
-				o.agree = append(o.agree, worst)
 			}
 		}
 	}
@@ -165,7 +156,7 @@ func profileSection(cfg *config, t *toolset) (section, error) {
 		s.rows = append(s.rows, []string{fmt.Sprintf("%d Hz", r), pct(cc, okc, bc.med), pct(cw, okw, bw.med), pct(pc, okp, bc.med),
 			cell(sm, oks, 1), cell(ls, okl, 1), agree, fmt.Sprintf("`bench/run --only '%s$'`", ids[i])})
 	}
-	s.notes = append(s.notes, fmt.Sprintf("Unprofiled run: %s s CPU, %s s wall (median of %d). perf report's shares: %s.", num(bc.med), num(bw.med), reps, fmtShares(perfShares)))
+	s.notes = append(s.notes, fmt.Sprintf("Unprofiled run: %s s CPU, %s s wall (median of %d). perf report's shares in the last round: %s.", num(bc.med), num(bw.med), reps, fmtShares(perfShares)))
 	return s, nil
 }
 
@@ -200,6 +191,21 @@ func readProfile(path string) (shares map[string]float64, samples, lost float64,
 		}
 	}
 	return shares, samples, lost, nil
+}
+
+// perfReport returns perf report's share in percent of each symbol of
+// the user-space samples ("[.]" rows) of data.
+func perfReport(dir, perf, data string) (map[string]float64, error) {
+	rep, err := command(dir, perf, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	for _, r := range regexp.MustCompile(`(?m)^\s+([\d.]+)%\s+\[\.\]\s+(\S+)\s*$`).FindAllStringSubmatch(rep, -1) {
+		v, _ := strconv.ParseFloat(r[1], 64)
+		m[r[2]] += v
+	}
+	return m, nil
 }
 
 func fmtShares(m map[string]float64) string {
