@@ -87,9 +87,9 @@
 // address (the pc for the innermost frame, the byte before the return
 // address for callers) and its lines; the mappings of the executable and
 // the images are marked as having functions, files and lines, so pprof
-// does not symbolize them again. Two comments (`go tool pprof -comments`)
+// does not symbolize them again. The comments (`go tool pprof -comments`)
 // give the rate, the counts of samples, lost and unjoined samples and
-// malformed records.
+// malformed records, and the reader thread's CPU time.
 //
 // Goroutine labels (runtime/pprof.Labels, pprof.Do, pprof.SetGoroutineLabels)
 // are not available: they live in the runtime's goroutine structures,

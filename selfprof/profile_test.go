@@ -166,6 +166,12 @@ func TestProfileImageAndGoFrames(t *testing.T) {
 	}
 	f.Close()
 
+	// The reader thread has no event: its functions never appear.
+	for _, fn := range prof.Function {
+		if strings.Contains(fn.Name, "selfprof.(*sampler)") || strings.Contains(fn.Name, "selfprof.(*aggregator)") || strings.Contains(fn.Name, "selfprof.(*ring)") {
+			t.Errorf("the profiler's reader was sampled: %s", fn.Name)
+		}
+	}
 	flat, cum := top(pprof(t, "-top", file))
 	a, b, g := flat["spin-a"], flat["spin-b"], flat["github.com/elfimage/elfimage/selfprof_test.goHot"]
 	t.Logf("spin-a %.1f%%, spin-b %.1f%%, goHot %.1f%%", a, b, g)

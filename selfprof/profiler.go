@@ -193,7 +193,7 @@ func (p *Profiler) Stats() Stats {
 var (
 	cpuMu   sync.Mutex
 	cpuProf *Profiler
-	cpuOut  io.Writer
+	cpuOut  io.Writer // nil while a Handler's profile runs
 	cpuRate = defaultRate
 )
 
@@ -230,16 +230,18 @@ func StartCPUProfile(w io.Writer) error {
 // StopCPUProfile stops the profile of [StartCPUProfile] and writes it to
 // its writer (gzipped profile.proto, what `go tool pprof` reads). It
 // returns the error of building or writing the profile, nil when no
-// profile runs (runtime/pprof.StopCPUProfile returns nothing and drops
+// profile of StartCPUProfile runs (one that a [Handler] serves is left
+// alone) (runtime/pprof.StopCPUProfile returns nothing and drops
 // such errors).
 func StopCPUProfile() error {
 	cpuMu.Lock()
 	p, w := cpuProf, cpuOut
-	cpuProf, cpuOut = nil, nil
-	cpuMu.Unlock()
-	if p == nil {
+	if w == nil { // none, or a Handler's: not ours to stop
+		cpuMu.Unlock()
 		return nil
 	}
+	cpuProf, cpuOut = nil, nil
+	cpuMu.Unlock()
 	prof, err := p.Stop()
 	if err != nil {
 		return err
