@@ -70,7 +70,10 @@ func (a *aggregator) build(start, end time.Time, st *Stats) (*profile.Profile, e
 			for j, m := range maps {
 				if l.addr >= m.Start && l.addr < m.Limit {
 					if other[j] == nil {
+						// Symbolized as far as it goes: pprof need not
+						// look for the file (or ask the server).
 						m.ID = uint64(len(p.Mapping) + 1)
+						m.HasFunctions = true
 						other[j] = m
 						p.Mapping = append(p.Mapping, m)
 					}

@@ -3,6 +3,7 @@ package selfprof_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -269,7 +270,9 @@ func TestHandler(t *testing.T) {
 	if _, err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(selfprof.Handler(nil)) // 127.0.0.1
+	mux := http.NewServeMux()
+	mux.Handle("/debug/pprof/profile", selfprof.Handler(nil))
+	srv := httptest.NewServer(mux) // 127.0.0.1
 	defer srv.Close()
 	done := make(chan struct{})
 	go func() {
