@@ -32,7 +32,7 @@ func (a *aggregator) build(start, end time.Time, st *Stats) (*profile.Profile, e
 	}
 	p.Comments = append(p.Comments,
 		fmt.Sprintf("selfprof: perf_event_open cpu-clock at %d Hz (%s), %d threads, %d CPUs", a.opts.Rate, mode, st.Threads, st.CPUs),
-		fmt.Sprintf("selfprof: %d samples, %d lost (ring full), %d without Go callers, %d malformed records", a.samples, st.Lost, a.unjoined, st.Malformed),
+		fmt.Sprintf("selfprof: %d samples, %d lost (ring full), %d without Go callers, %d malformed records, %d of child processes dropped", a.samples, st.Lost, a.unjoined, st.Malformed, a.children),
 		fmt.Sprintf("selfprof: reader thread %v of CPU", st.ReaderCPU.Round(time.Microsecond)))
 
 	maps := readMaps()

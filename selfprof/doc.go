@@ -39,6 +39,11 @@
 // or root or CAP_PERFMON), shown as a "[kernel]" frame on top of the user
 // stack; at level 2, only user time (Stats.Kernel says which).
 //
+// Inherited events also follow the processes the program forks while the
+// profile runs (exec.Command included): the kernel samples them too, at
+// their cost, and their samples, which arrive in the same rings, are
+// dropped and counted ([Stats.Children]).
+//
 // The profiler's reader is a goroutine locked to an OS thread that gets
 // no event: it is not sampled at all. Threads the Go runtime creates while
 // it runs are cloned by the runtime's template thread (a locked thread

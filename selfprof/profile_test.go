@@ -365,3 +365,27 @@ func TestLostSamplesCounted(t *testing.T) {
 		t.Errorf("comments %q lack %q", prof.Comments, want)
 	}
 }
+
+// TestChildProcessesDropped: a child process forked while the profile
+// runs inherits the events; its samples are counted and dropped.
+func TestChildProcessesDropped(t *testing.T) {
+	sh := tooltest.Require(t, "sh")
+	p := start(t, &selfprof.Options{Rate: 1000})
+	// About 0.3 s of CPU in the child.
+	if out, err := exec.Command(sh, "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	prof, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.Children < 20 {
+		t.Errorf("%d samples of the child counted, want its CPU time's worth: %+v", st.Children, st)
+	}
+	for _, fn := range prof.Function {
+		if !strings.Contains(fn.Name, ".") && fn.Name != "[kernel]" && !strings.HasPrefix(fn.Name, "runtime") {
+			t.Errorf("function %q in the profile: not Go code of this process", fn.Name)
+		}
+	}
+}

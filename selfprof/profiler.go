@@ -99,6 +99,11 @@ type Stats struct {
 	// native.Call's trampoline either. Their stacks end at the last
 	// native frame found.
 	Unjoined int64
+	// Children counts the samples of child processes, dropped: inherited
+	// events follow the threads a process creates and the processes it
+	// forks (exec.Command included), and their samples arrive in the same
+	// rings; their code is not this process's.
+	Children int64
 	// Malformed counts records that could not be decoded (they are
 	// skipped; the first error is in Err).
 	Malformed int64
@@ -176,6 +181,7 @@ func (p *Profiler) Stop() (*profile.Profile, error) {
 	end := time.Now()
 	p.stats.Samples = p.agg.samples
 	p.stats.Unjoined = p.agg.unjoined
+	p.stats.Children = p.agg.children
 	return p.agg.build(p.start, end, &p.stats)
 }
 

@@ -50,6 +50,8 @@ type aggregator struct {
 	cur      sample // decode buffer
 	samples  int64
 	unjoined int64
+	children int64  // samples of child processes, dropped
+	pid      uint32 // this process
 
 	u      *unwind.Unwinder
 	mem    sampleMemory
@@ -126,6 +128,7 @@ func newAggregator(o Options) *aggregator {
 		frameless: map[uint64]bool{},
 	}
 	a.u.Mem = &a.mem
+	a.pid = uint32(os.Getpid())
 	return a
 }
 
@@ -154,6 +157,12 @@ func (m *sampleMemory) ReadSized(addr uint64, size int) (uint64, error) {
 // add counts one sample: it builds the sample's stack (see the package
 // documentation, "How stacks are built") and interns it.
 func (a *aggregator) add(s *sample, misc uint16) {
+	if s.PID != a.pid {
+		// A child process (fork, exec.Command) inherited the events:
+		// its pcs mean nothing here.
+		a.children++
+		return
+	}
 	a.samples++
 	defer a.release()
 	a.frames = a.frames[:0]
