@@ -114,12 +114,15 @@
 // 1 kHz per busy thread an 8 KiB copy uses under a tenth of a 512 KiB ring
 // between drains. When a ring fills, the kernel drops records and says
 // how many (PERF_RECORD_LOST): [Stats.Lost] counts them; raise RingSize,
-// lower Rate or StackSize. The reader thread's CPU time ([Stats.ReaderCPU])
-// is about 10 µs per sample on our machines (43 ms for 4,840 samples of a
-// Scheme loop at 10 kHz, events opened and symbolization included; the
-// interning of a sample in Go code alone takes half a microsecond); the
-// kernel's cost of taking the samples (a timer interrupt and an 8 KiB copy
-// each) is charged to the sampled threads and dominates at high rates
+// lower Rate or StackSize. The reader thread's CPU time ([Stats.ReaderCPU],
+// also in the profile's comments) was 5 to 50 ms for half-second Scheme
+// loops at 1 kHz (270 to 460 samples) and 43 ms for 4,840 samples at
+// 10 kHz on our machines: a fixed part (opening, enabling and disabling
+// the events of every thread and CPU, the images' indexes and the first
+// symbolization of each pc) dominates short profiles; interning a sample
+// in Go code alone takes half a microsecond. The kernel's cost of taking
+// the samples (a timer interrupt and an 8 KiB stack copy each) is charged
+// to the sampled threads and dominates at high rates
 // (BENCHMARKS.md gives the slowdown at 100 Hz, 1 kHz and 10 kHz).
 //
 // Privileges: perf_event_open on one's own threads needs
