@@ -140,7 +140,10 @@
 // deeper than StackSize are not unwound by CFI beyond the copy; their Go
 // callers are still joined through the kernel's call chain when the
 // image code keeps frame pointers (the Scheme compiler's does), and the
-// frames between are then those of the frame-pointer chain.
+// frames between are then those of the frame-pointer chain. A stack is
+// cut at Options.MaxFrames frames (127 by default, the kernel's
+// kernel.perf_event_max_stack); a chain cut before native.Call's
+// trampoline leaves its sample without Go callers ([Stats.Unjoined]).
 //
 // # Record decoding
 //
