@@ -1,6 +1,7 @@
 package selfprof_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	rtpprof "runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
 	"github.com/elfimage/elfimage/selfprof"
+	"github.com/google/pprof/profile"
 )
 
 // hotProg spends about a third of its time in spin-a and two thirds in
@@ -387,5 +390,51 @@ func TestChildProcessesDropped(t *testing.T) {
 		if !strings.Contains(fn.Name, ".") && fn.Name != "[kernel]" && !strings.HasPrefix(fn.Name, "runtime") {
 			t.Errorf("function %q in the profile: not Go code of this process", fn.Name)
 		}
+	}
+}
+
+// TestBesideRuntimePprof runs runtime/pprof's CPU profile at the same
+// time: it still records the image code as runtime._ExternalCode, while
+// ours names the procedures.
+func TestBesideRuntimePprof(t *testing.T) {
+	dir := t.TempDir()
+	img := loadHot(t, dir)
+	var goProf, ours bytes.Buffer
+	if err := rtpprof.StartCPUProfile(&goProf); err != nil {
+		t.Skipf("runtime/pprof: %v", err)
+	}
+	if err := selfprof.StartCPUProfile(&ours); err != nil {
+		rtpprof.StopCPUProfile()
+		if errors.Is(err, selfprof.ErrRefused) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	runHot(t, img, dir)
+	if err := selfprof.StopCPUProfile(); err != nil {
+		t.Fatal(err)
+	}
+	rtpprof.StopCPUProfile()
+	names := func(b *bytes.Buffer) map[string]bool {
+		p, err := profile.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, s := range p.Sample {
+			for _, l := range s.Location {
+				for _, ln := range l.Line {
+					m[ln.Function.Name] = true
+				}
+			}
+		}
+		return m
+	}
+	g, o := names(&goProf), names(&ours)
+	if g["spin-a"] || !g["runtime._ExternalCode"] {
+		t.Errorf("runtime/pprof's profile: spin-a %v, runtime._ExternalCode %v; want false, true", g["spin-a"], g["runtime._ExternalCode"])
+	}
+	if !o["spin-a"] || !o["spin-b"] || !o["github.com/elfimage/elfimage/lang/scheme.Run"] {
+		t.Errorf("our profile lacks spin-a, spin-b or scheme.Run: %v", o)
 	}
 }
