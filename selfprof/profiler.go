@@ -132,9 +132,10 @@ type Profiler struct {
 
 	mu      sync.Mutex
 	stopped bool
+	final   *Stats        // under mu: the counts, once Stop has them
 	done    chan struct{} // closed when the reader has exited
 	agg     *aggregator
-	stats   Stats
+	stats   Stats    // written by the reader, then by Stop
 	sys     *sampler // the platform part (perf events, reader thread)
 }
 
@@ -182,17 +183,23 @@ func (p *Profiler) Stop() (*profile.Profile, error) {
 	p.stats.Samples = p.agg.samples
 	p.stats.Unjoined = p.agg.unjoined
 	p.stats.Children = p.agg.children
-	return p.agg.build(p.start, end, &p.stats)
+	prof, err := p.agg.build(p.start, end, &p.stats)
+	st := p.stats
+	p.mu.Lock()
+	p.final = &st
+	p.mu.Unlock()
+	return prof, err
 }
 
-// Stats returns the counts of a stopped profiler (zero before Stop).
+// Stats returns the counts of a stopped profiler: the zero Stats until
+// [Profiler.Stop] has returned.
 func (p *Profiler) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.stopped {
+	if p.final == nil {
 		return Stats{}
 	}
-	return p.stats
+	return *p.final
 }
 
 // The process-wide profile of StartCPUProfile and StopCPUProfile.
