@@ -31,6 +31,9 @@ func (c *cpuProfile) start(stderr io.Writer) (stop func() error, err error) {
 	if c.path == "" {
 		return func() error { return nil }, nil
 	}
+	if c.rate < 1 || c.rate > 100000 {
+		return nil, fmt.Errorf("%w: -cpuprofile-rate %d: want 1 to 100000 Hz", errUsage, c.rate)
+	}
 	p, err := selfprof.Start(&selfprof.Options{Rate: c.rate})
 	if err != nil {
 		return nil, fmt.Errorf("-cpuprofile: %w", err)
