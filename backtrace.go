@@ -92,6 +92,17 @@ func (imageFinder) FindFDE(pc uint64, fde *frame.ParsedFDE) error {
 	return src.FindFDE(pc, fde)
 }
 
+// Finder returns the [unwind.Finder] of the process-wide registry: it
+// finds the FDE covering a run-time pc in the open image holding it (the
+// entry image included), from the image's .eh_frame_hdr and .eh_frame,
+// indexed on the image's first use. A pc outside every image, or in an
+// image without call frame information, gives an error wrapping
+// frame.ErrNoFDE. The caller must keep the images it unwinds through open
+// ([Acquire]). It is what [Backtrace] unwinds with; profilers and other
+// walkers that assemble their own stacks use it with [unwind.New]. Cost
+// per lookup: one [Lookup] and one bisection of the image's table.
+func Finder() unwind.Finder { return imageFinder{} }
+
 // unwindState of an image: its .eh_frame and .eh_frame_hdr as an
 // unwind.Source at run-time addresses, built on first use.
 type unwindState struct {

@@ -20,6 +20,8 @@ import (
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	outDir := fs.String("o", "", "write the image into `DIR` and keep it (default: a temporary directory, removed at exit)")
+	var prof cpuProfile
+	prof.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -68,7 +70,15 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	defer img.Close()
 
 	fmt.Fprintf(stdout, "== run (output of the program)\n")
-	if _, err := execute(img, stdout, stdout, true); err != nil {
+	stop, err := prof.start(stderr)
+	if err != nil {
+		return err
+	}
+	_, err = execute(img, stdout, stdout, true)
+	if perr := stop(); err == nil {
+		err = perr
+	}
+	if err != nil {
 		return err
 	}
 

@@ -10,12 +10,21 @@ import (
 // commandHelp is the text `COMMAND -h` prints after the summary, for the
 // commands that need more than their flags.
 var commandHelp = map[string]string{
-	"run":   cacheHelp,
+	"run":   cacheHelp + "\n\n" + profileHelp,
+	"demo":  profileHelp,
 	"cache": cacheHelp,
 	"describe": `ADDR is a link-time address in hexadecimal, with or without 0x: an address of
 the image file, as dump -symbols, -procs and -lines print them and as
 backtraces print them in brackets ([prog.elf+0x10a9]), not a run-time address.`,
 }
+
+// profileHelp explains -cpuprofile (run, demo).
+const profileHelp = `-cpuprofile FILE writes a CPU profile of the run in pprof's format (package
+selfprof: perf_event_open samples of every thread, the image's procedures
+with their source lines and the Go functions that called them, in the same
+stacks), for go tool pprof -top FILE (-lines, -traces, -http=:8080). It
+needs perf_event_open on the process itself: kernel.perf_event_paranoid at
+most 2, or CAP_PERFMON, and in a container a seccomp profile allowing it.`
 
 // optionalValue is a flag whose value is optional: -name alone, or
 // -name=VALUE; OptionalValue names the value in -h.

@@ -100,6 +100,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	perfMap := fs.Bool("perf-map", false, "announce the image's procedures to perf in /tmp/perf-PID.map")
 	gdb := fs.Bool("gdb", false, "publish the image (symbols, lines, variables, CFI) to gdb through the GDB JIT interface")
 	cacheFlag := fs.String("cache", "", "compile cache: `off|DIR`, off or the cache directory (default: $ELFIMAGE_CACHE, else $XDG_CACHE_HOME/elfimage, else ~/.cache/elfimage)")
+	var prof cpuProfile
+	prof.register(fs)
 	var dump jitdumpFlag
 	fs.Var(&dump, "jitdump", "write jit-PID.dump for perf inject --jit into `DIR`, created if needed (bare -jitdump: $JITDUMPDIR, else ~/.debug/jit)")
 	if err := parse(fs, args); err != nil {
@@ -174,7 +176,14 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer w.Close()
 	}
-	_, err := execute(img, stdout, stderr, *verbose)
+	stop, err := prof.start(stderr)
+	if err != nil {
+		return err
+	}
+	_, err = execute(img, stdout, stderr, *verbose)
+	if perr := stop(); err == nil {
+		err = perr
+	}
 	return err
 }
 

@@ -169,6 +169,7 @@ func run(cfg *config) error {
 	add("Symbolize", symbolizeSection)
 	add("Unwind, describe and publish", goBenchSection)
 	add("Memory", memorySection)
+	add("Self-profiling", profileSection)
 	h.loadEnd = loadAvg()
 	h.elapsed = time.Since(start)
 	text := render(cfg, h, tools, secs)
