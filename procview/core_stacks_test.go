@@ -524,23 +524,14 @@ func TestCoreStacksCrash(t *testing.T) {
 
 // cCrashProg is a C program with two threads: main calls middle, which
 // calls leaf, which blocks in pause(2); the second thread blocks in
-// pause from worker. main says ready only once worker runs (so that no
-// core catches the thread still in clone3). With an argument, leaf waits
-// for a byte on standard input, then stores to address 0 (SIGSEGV).
+// pause from worker. With an argument, leaf waits for a byte on standard
+// input, then stores to address 0 (SIGSEGV).
 const cCrashProg = `#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
-static int running;
-
 static void *worker(void *arg) {
-	pthread_mutex_lock(&mu);
-	running = 1;
-	pthread_cond_signal(&started);
-	pthread_mutex_unlock(&mu);
 	for (;;)
 		pause();
 	return arg;
@@ -565,16 +556,28 @@ int main(int argc, char **argv) {
 	pthread_t t;
 	(void)argv;
 	pthread_create(&t, 0, worker, 0);
-	pthread_mutex_lock(&mu);
-	while (!running)
-		pthread_cond_wait(&started, &mu);
-	pthread_mutex_unlock(&mu);
 	printf("ready\n");
 	fflush(stdout);
 	middle(argc > 1);
 	return 0;
 }
 `
+
+// waitWorkers waits until every thread of pid but the main one blocks in
+// pause(2), so that no core catches a thread still starting (in clone3,
+// or on its way to pause).
+func waitWorkers(t *testing.T, pid int) {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if tid, _ := strconv.Atoi(task.Name()); tid != pid {
+			waitSyscall(t, pid, tid, int(syscall.SYS_PAUSE))
+		}
+	}
+}
 
 // TestCoreStacksC: cores of a C program (a PIE executable, libc and the
 // dynamic loader from NT_FILE with their build IDs checked, libc's
@@ -636,6 +639,7 @@ func TestCoreStacksC(t *testing.T) {
 		cmd := exec.Command(exe)
 		tooltest.StartReady(t, cmd)
 		waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_PAUSE))
+		waitWorkers(t, cmd.Process.Pid)
 		check(t, gcore(t, gdb, t.TempDir(), cmd.Process.Pid), cmd.Process.Pid, "pause leaf middle main")
 	})
 	t.Run("crash", func(t *testing.T) {
@@ -648,6 +652,7 @@ func TestCoreStacksC(t *testing.T) {
 		}
 		tooltest.StartReady(t, cmd)
 		waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_READ))
+		waitWorkers(t, cmd.Process.Pid)
 		corePath := crashCoreAfter(t, cmd, syscall.SIGSEGV, func() { stdin.Write([]byte{'x'}) })
 		c := check(t, corePath, cmd.Process.Pid, "leaf middle main")
 		if si := c.Siginfo; si == nil || si.Signo != int32(syscall.SIGSEGV) || si.Addr != 0 || c.Threads[0].Signal != int(syscall.SIGSEGV) {
