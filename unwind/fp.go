@@ -105,7 +105,8 @@ const MaxPrologueScan = 4096
 // the instructions from hints.FuncStart to pc when the function start is
 // known (at most MaxPrologueScan bytes, decoded with x86asm), decide.
 // At the function's first instruction, or at ret, or after leave or pop
-// %rbp, the return address is at the stack pointer (MethodPrologue,
+// %rbp (without the function start: at a jmp just after one, a tail
+// call), the return address is at the stack pointer (MethodPrologue,
 // MethodEpilogue); just after push %rbp it is one word above.
 //
 // Every candidate caller is checked as gdb's and elfutils' frame-pointer
@@ -376,6 +377,15 @@ func (u *Unwinder) analyzeX86(pc, start uint64) (stackRule, string) {
 	if err == nil && isMovRBPRSP(in) && pc > 0 {
 		if b, err := u.readCode(pc-1, 1); err == nil && b[0] == 0x55 {
 			return rulePushed, "at mov %rsp,%rbp after push %rbp"
+		}
+	}
+	// A tail call: jmp just after a leave or pop %rbp byte. (The byte
+	// may end another instruction, mov %ecx,%ecx say; then the return
+	// address at [rsp] rarely follows a call, the check fails, and the
+	// frame record is used.)
+	if err == nil && in.Op == x86asm.JMP && pc > 0 {
+		if b, err := u.readCode(pc-1, 1); err == nil && (b[0] == 0xc9 || b[0] == 0x5d) {
+			return ruleEpilogue, "at jmp after leave or pop %rbp"
 		}
 	}
 	return ruleFrameRecord, ""
