@@ -27,7 +27,7 @@ func FuzzCompile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		m, defs, err := compile("fuzz.scm", src)
+		m, defs, err := compile("fuzz.scm", src, false)
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
