@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/elfimage/elfimage/elfobj"
 )
@@ -212,6 +213,17 @@ func (l *linker) linkObject() ([]byte, error) {
 	}
 	externSym := map[string]uint32{}
 	for _, name := range m.Externs {
+		if _, dup := l.syms[name]; dup || name == "" || strings.IndexByte(name, 0) >= 0 {
+			return nil, &LinkError{"module", fmt.Sprintf("Module.Externs: %q is empty, has a NUL byte or names an object of the module", name)}
+		}
+		if _, dup := externSym[name]; dup {
+			return nil, &LinkError{"module", fmt.Sprintf("Module.Externs: %q is listed twice", name)}
+		}
+		for _, p := range m.Procs {
+			if p.LinkName == name {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also in Module.Externs", name)}
+			}
+		}
 		externSym[name] = uint32(len(syms))
 		syms = append(syms, elf.Sym64{Name: strs.AddUnique(name), Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE), Shndx: uint16(elf.SHN_UNDEF)})
 	}

@@ -130,7 +130,7 @@ func TestObjectTools(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, r.Output)
 		}
-		if !regexp.MustCompile(`Breakpoint 1, fib \(n=20\) at \S*`+src+`:2\n`).MatchString(r.Blocks[1]) {
+		if !regexp.MustCompile(`Breakpoint 1, fib \(n=20\) at \S*` + src + `:2\n`).MatchString(r.Blocks[1]) {
 			t.Errorf("run: no stop in fib (n=20) at %s:2:\n%s", src, r.Blocks[1])
 		}
 		frames := gdbtest.Frames(r.Blocks[3])
@@ -222,5 +222,65 @@ func TestREADMEObjects(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
+	}
+}
+
+// TestObjectCxx: with bfd, gold and lld, a C++ exception thrown by a C++
+// function that Scheme code calls (define-extern) crosses three Scheme
+// frames and is caught in main, libgcc's unwinder reading our .eh_frame;
+// glibc's backtrace() from a C function Scheme calls lists the Scheme
+// frames between it and main; a Scheme error prints its message and
+// values to standard error and ends the process with SIGABRT.
+func TestObjectCxx(t *testing.T) {
+	gxx := tooltest.Require(t, "g++")
+	dir := t.TempDir()
+	obj := filepath.Join(dir, "extern.o")
+	if code, _, stderr := runCLI(t, "build", "-c", "-o", obj, "../../examples/cobj/extern.scm"); code != 0 {
+		t.Fatalf("build -c: exit %d: %s", code, stderr)
+	}
+	rel := tool(t, tooltest.Require(t, "readelf"), "-W", "-r", "-s", obj)
+	for _, want := range []string{"R_X86_64_PLT32         0000000000000000 cxx_thrower - 4", "NOTYPE  GLOBAL DEFAULT  UND c_backtrace"} {
+		if !strings.Contains(rel, want) {
+			t.Errorf("readelf -r -s lacks %q:\n%s", want, rel)
+		}
+	}
+	for _, ld := range []string{"bfd", "gold", "lld"} {
+		tooltest.Require(t, "ld."+ld)
+		exe := filepath.Join(dir, "throw-"+ld)
+		// -rdynamic: backtrace_symbols names functions from the dynamic
+		// symbol table.
+		tool(t, gxx, "-g", "-rdynamic", "-fuse-ld="+ld, "../../examples/cobj/throw.cc", obj, "-o", exe)
+		out := tool(t, exe)
+		if !strings.Contains(out, "caught: thrown below Scheme frames: 42\n") || strings.Contains(out, "not caught") {
+			t.Errorf("%s: the exception is not caught above the Scheme frames:\n%s", ld, out)
+		}
+		// walk(2) -> walk(1) -> walk(0) -> c_backtrace, none a tail
+		// call.
+		var got []string
+		for _, line := range strings.Split(out, "\n") {
+			if f, ok := strings.CutPrefix(line, "frame "); ok {
+				if _, fn, ok := strings.Cut(f, "("); ok {
+					fn, _, _ = strings.Cut(fn, "+")
+					got = append(got, fn)
+				}
+			}
+		}
+		if want := "c_backtrace walk walk walk main"; len(got) < 5 || strings.Join(got[:5], " ") != want {
+			t.Errorf("%s: backtrace() lists %q, want %s first", ld, got, want)
+		}
+		if !strings.Contains(out, "walk: 10\n") {
+			t.Errorf("%s: walk(2) is not 10:\n%s", ld, out)
+		}
+		cmd := exec.Command(exe, "fail")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || !strings.Contains(ee.ProcessState.String(), "signal: aborted") {
+			t.Errorf("%s: a Scheme error ends the process with %v, want SIGABRT", ld, err)
+		}
+		if stdout.String() != "failing with 21\n" || stderr.String() != "scheme: error: bad value 21 42\n" {
+			t.Errorf("%s: a Scheme error prints %q on stdout and %q on stderr", ld, stdout.String(), stderr.String())
+		}
 	}
 }

@@ -120,6 +120,9 @@ type procInfo struct {
 	doc      string
 	props    []elfimage.Property
 	pos      srcPos
+	// extern is a C function of (define-extern (name arg ...)), called
+	// at symbol CName(name) through the system linker.
+	extern bool
 }
 
 // nopt is the number of optional parameters.
@@ -134,7 +137,8 @@ type compiler struct {
 	order []*procInfo
 	strs  map[string]string // literal → string object symbol
 	// object compiles for CompileObject: no stack check, no host.
-	object bool
+	object  bool
+	externs []*procInfo // define-extern, in source order
 }
 
 func (c *compiler) errorf(p srcPos, format string, args ...any) {
@@ -148,7 +152,7 @@ var keywords = map[string]bool{
 	"quote": true, "lambda": true,
 	"+": true, "-": true, "*": true, "quotient": true, "remainder": true, "modulo": true,
 	"<": true, "<=": true, "=": true, ">=": true, ">": true, "not": true,
-	"display": true, "newline": true, "backtrace": true, "error": true,
+	"display": true, "newline": true, "backtrace": true, "error": true, "define-extern": true,
 }
 
 func (c *compiler) run(forms []datum) (err error) {
@@ -189,6 +193,14 @@ func (c *compiler) run(forms []datum) (err error) {
 // object runtime and its data.
 func (c *compiler) runObject() error {
 	names := map[string]*procInfo{}
+	for _, p := range c.externs {
+		cn := CName(p.name)
+		if prev := names[cn]; prev != nil {
+			c.errorf(p.pos, "%s and %s (line %d) have one C name, %s", p.name, prev.name, prev.pos.Line, cn)
+		}
+		names[cn] = p
+		c.mod.Externs = append(c.mod.Externs, cn)
+	}
 	for _, p := range c.order {
 		proc := c.compileProc(p)
 		if p.nopt() > 0 {
@@ -239,6 +251,10 @@ func (c *compiler) text(d *datum) string {
 // (define* (name param ... #:optional opt ...) body ...), with its
 // docstring and (declare ...) properties.
 func (c *compiler) declare(d *datum) {
+	if d.kind == kList && len(d.list) > 0 && d.list[0].isSym("define-extern") {
+		c.declareExtern(d)
+		return
+	}
 	if d.kind != kList || len(d.list) == 0 || !(d.list[0].isSym("define") || d.list[0].isSym("define*")) {
 		c.errorf(d.pos, "only (define (name param ...) body ...) is allowed at top level")
 	}
@@ -305,6 +321,38 @@ func (c *compiler) declare(d *datum) {
 	}
 	c.procs[name] = p
 	c.order = append(c.order, p)
+}
+
+// declareExtern records (define-extern (name param ...)): a C function
+// of int64_t parameters returning int64_t, called at its C name.
+func (c *compiler) declareExtern(d *datum) {
+	if len(d.list) != 2 || d.list[1].kind != kList || len(d.list[1].list) == 0 {
+		c.errorf(d.pos, "malformed define-extern: want (define-extern (name param ...))")
+	}
+	if !c.object {
+		c.errorf(d.pos, "define-extern declares a C function, which only an object links with (elfimage build -c, CompileObject)")
+	}
+	sig := d.list[1].list
+	name := c.checkName(&sig[0], "procedure name")
+	if prev := c.procs[name]; prev != nil {
+		c.errorf(sig[0].pos, "%s already defined at %d:%d", name, prev.pos.Line, prev.pos.Column)
+	}
+	p := &procInfo{name: name, pos: d.pos, extern: true}
+	seen := map[string]bool{}
+	for i := 1; i < len(sig); i++ {
+		pn := c.checkName(&sig[i], "parameter")
+		if seen[pn] {
+			c.errorf(sig[i].pos, "duplicate parameter %s", pn)
+		}
+		seen[pn] = true
+		p.params = append(p.params, sig[i])
+		p.nreq++
+	}
+	if len(p.params) > MaxParams {
+		c.errorf(p.params[MaxParams].pos, "%s has %d parameters; at most %d are supported", name, len(p.params), MaxParams)
+	}
+	c.procs[name] = p
+	c.externs = append(c.externs, p)
 }
 
 // properties reads (declare (name value) ...): each clause becomes a
@@ -822,7 +870,7 @@ func (f *fn) expr(d *datum, k ctx) {
 		f.done(k)
 	case "error":
 		f.errorForm(d, args)
-	case "define", "define*":
+	case "define", "define*", "define-extern":
 		f.c.errorf(d.pos, "%s is only allowed at top level", head.str)
 	case "declare":
 		f.c.errorf(d.pos, "declare is only allowed first in a procedure body (after the docstring)")
@@ -874,11 +922,15 @@ func (f *fn) call(d *datum, p *procInfo, args []datum, k ctx) {
 	if p.nopt() > 0 {
 		a.movImm(rax, int64(len(args)))
 	}
+	sym := p.name
+	if p.extern {
+		sym = CName(p.name)
+	}
 	if k.tail {
-		a.tailJump(p.name)
+		a.tailJump(sym)
 		return
 	}
-	a.call(p.name)
+	a.call(sym)
 }
 
 func (f *fn) loopCall(d *datum, l *loopInfo, args []datum, k ctx) {
