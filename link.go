@@ -233,9 +233,6 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 			if strings.IndexByte(p.LinkName, 0) >= 0 {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q contains a NUL byte", p.LinkName)}
 			}
-			if prev, dup := l.syms[p.LinkName]; dup && !(prev.kind == symProc && prev.index == i) {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the Name of %s", p.LinkName, objectAt(prev.kind, prev.index))}
-			}
 			if prev, dup := linkNames[p.LinkName]; dup {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the LinkName of %s", p.LinkName, objectAt(symProc, prev))}
 			}
@@ -270,6 +267,12 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	for _, d := range append(append([]*Datum{}, m.ROData...), m.Data...) {
 		if err := checkAlign(d.Align, a.PageSize); err != nil {
 			return nil, &LinkError{"datum " + d.Name, err.Error()}
+		}
+	}
+	for i, p := range m.Procs {
+		// A symbol names one object: a LinkName is no other's Name.
+		if prev, dup := l.syms[p.LinkName]; p.LinkName != "" && dup && !(prev.kind == symProc && prev.index == i) {
+			return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the Name of %s", p.LinkName, objectAt(prev.kind, prev.index))}
 		}
 	}
 	if m.Entry != "" {
