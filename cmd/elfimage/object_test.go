@@ -203,7 +203,7 @@ func TestREADMEObjects(t *testing.T) {
 	var all strings.Builder
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
-		for _, name := range []string{"go", "gcc", "eu-elflint", "readelf", "llvm-dwarfdump", "gdb", "addr2line", "nm"} {
+		for _, name := range []string{"go", "gcc", "g++", "eu-elflint", "readelf", "llvm-dwarfdump", "gdb", "addr2line", "nm"} {
 			if strings.HasPrefix(c, name+" ") {
 				tooltest.Require(t, name)
 			}
@@ -215,7 +215,8 @@ func TestREADMEObjects(t *testing.T) {
 		t.Errorf("the three linked programs print %q %d times, want 3", objectOutput, n)
 	}
 	for _, want := range []string{"No errors", "Relocation section '.rela.debug_info'", "Breakpoint 1, fib (n=20) at ",
-		"in main () at examples/cobj/main.c:13", "fib\n" + root + "/examples/cobj/fib.scm:1\n"} {
+		"in main () at examples/cobj/main.c:13", "fib\n" + root + "/examples/cobj/fib.scm:1\n",
+		"caught: thrown below Scheme frames: 42\n", "(walk+0x"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the README's commands print no %q", want)
 		}

@@ -25,7 +25,7 @@ func genObjectRuntime(c *compiler) []*elfimage.Proc {
 // genObjectCapture generates the object's %capture(kind rdi, message
 // rsi, nvalues rdx, values rcx). A backtrace (kind 1) does nothing and
 // returns 0. An error writes "scheme: error: message value ...\n" (the
-// text of the host's RunError) to standard error, a stack overflow
+// text of the host's Error) to standard error, a stack overflow
 // "scheme: error: stack overflow\n", then the process raises SIGABRT
 // (kill(getpid(), SIGABRT), as abort(3) does; a debugger stops there with
 // the Scheme frames on the stack) and, should that return, exits with
