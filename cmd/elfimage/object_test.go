@@ -166,7 +166,7 @@ func TestObjectTools(t *testing.T) {
 		if err := os.WriteFile(loop, []byte(`#include <stdint.h>
 #include <stdio.h>
 int64_t fib(int64_t);
-int main(void) { int64_t s = 0; for (int i = 0; i < 20; i++) s += fib(25); printf("%ld\n", (long)s); return 0; }
+int main(void) { int64_t s = 0; for (int i = 0; i < 40; i++) s += fib(25); printf("%ld\n", (long)s); return 0; }
 `), 0o644); err != nil {
 			t.Fatal(err)
 		}
