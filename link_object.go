@@ -50,7 +50,9 @@ import (
 // by the system's tools, not by [Load].
 //
 // The code must follow the System V calling convention where foreign code
-// calls it; LinkObject does not check that. Options: DWARF as for Link;
+// calls it; LinkObject does not check that. As in Link, an Abs64
+// relocation is allowed only in Module.Data (in .text or .rodata it would
+// make a position-independent program need text relocations). Options: DWARF as for Link;
 // DebugFrame, DebugFile and DropProcTable are refused. Errors are those
 // of Link (a *LinkError), and one for a relocation to a symbol neither in
 // the module nor in Externs, and for an architecture other than x86-64
@@ -97,6 +99,11 @@ type objSection struct {
 
 func (l *linker) linkObject() ([]byte, error) {
 	m := l.m
+	// Abs64 only in .data, as in an image: elsewhere it would be a text
+	// relocation in a position-independent program (DT_TEXTREL).
+	if _, err := l.countRelative(); err != nil {
+		return nil, err
+	}
 	cfi, err := l.newCFI()
 	if err != nil {
 		return nil, err

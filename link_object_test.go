@@ -197,6 +197,7 @@ func TestLinkObjectRefuses(t *testing.T) {
 		{"extern in an image", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g"}}, elfimage.LinkOptions{}, true, "Externs"},
 		{"extern twice", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g", "g"}}, elfimage.LinkOptions{}, false, "twice"},
 		{"extern is a proc", &elfimage.Module{Procs: []*elfimage.Proc{proc("f"), proc("g")}, Externs: []string{"g"}}, elfimage.LinkOptions{}, false, "names an object"},
+		{"abs64 in code", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "f", Code: make([]byte, 9), Relocs: []elfimage.Reloc{{Offset: 1, Type: elfimage.RelocAbs64, Symbol: "f"}}}}}, elfimage.LinkOptions{}, false, "only allowed in Module.Data"},
 		{"link names clash", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "a?", LinkName: "a_p", Code: []byte{0xc3}}, {Name: "b?", LinkName: "a_p", Code: []byte{0xc3}}}}, elfimage.LinkOptions{}, false, "LinkName"},
 		{"link name is a name", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "a?", LinkName: "b", Code: []byte{0xc3}}, {Name: "b", Code: []byte{0xc3}}}}, elfimage.LinkOptions{}, false, "LinkName"},
 	} {
