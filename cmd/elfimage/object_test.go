@@ -119,46 +119,15 @@ func TestObjectTools(t *testing.T) {
 	gcc := tooltest.Require(t, "gcc")
 	dir := t.TempDir()
 	obj := buildObject(t, dir)
-	exe := filepath.Join(dir, "fibc")
-	tool(t, gcc, "-g", "-fuse-ld=bfd", "../../examples/cobj/main.c", obj, "-o", exe)
 	src := "examples/cobj/fib.scm" // as given to build -c, relative to the comp_dir
-
-	t.Run("gdb", func(t *testing.T) {
-		s := &gdbtest.Session{GDB: tooltest.Require(t, "gdb"), Program: exe, Dir: dir, NoScript: true,
-			Cmds: []string{"break fib", "run", "continue", "bt", "info args"}}
-		r, err := s.Run()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, r.Output)
-		}
-		if !regexp.MustCompile(`Breakpoint 1, fib \(n=20\) at \S*` + src + `:2\n`).MatchString(r.Blocks[1]) {
-			t.Errorf("run: no stop in fib (n=20) at %s:2:\n%s", src, r.Blocks[1])
-		}
-		frames := gdbtest.Frames(r.Blocks[3])
-		if len(frames) != 3 {
-			t.Fatalf("bt: %d frames, want fib, fib, main:\n%s", len(frames), r.Blocks[3])
-		}
-		for i, want := range []struct{ fn, args, file string }{{"fib", "n=19", src + ":2"}, {"fib", "n=20", src + ":4"}, {"main", "", "main.c:13"}} {
-			f := frames[i]
-			if f.Func != want.fn || f.Args != want.args || !strings.HasSuffix(f.File+":"+strconv.Itoa(f.Line), want.file) {
-				t.Errorf("bt frame %d: %+v, want %s (%s) at %s", i, f, want.fn, want.args, want.file)
-			}
-		}
-		if v := gdbtest.Vars(r.Blocks[4]); v["n"] != "19" {
-			t.Errorf("info args: %v, want n = 19:\n%s", v, r.Blocks[4])
-		}
-	})
-
-	t.Run("addr2line", func(t *testing.T) {
-		fib := symbolAddr(t, exe, "fib")
-		out := tool(t, tooltest.Require(t, "addr2line"), "-f", "-e", exe, fib)
-		if !strings.HasPrefix(out, "fib\n/") || !strings.HasSuffix(out, src+":1\n") {
-			t.Errorf("addr2line -f %s: %q, want fib at an absolute path ending in %s:1", fib, out, src)
-		}
-		code, got, stderr := runCLI(t, "symbolize", "-e", exe, "-f", "0x"+fib)
-		if code != 0 || !strings.HasPrefix(got, "fib\n") || !strings.Contains(got, "fib.scm:1") {
-			t.Errorf("symbolize -f 0x%s: exit %d, %q %s; want fib at fib.scm:1", fib, code, got, stderr)
-		}
-	})
+	for _, ld := range []string{"bfd", "gold", "lld"} {
+		t.Run(ld, func(t *testing.T) {
+			tooltest.Require(t, "ld."+ld)
+			exe := filepath.Join(dir, "fibc-"+ld)
+			tool(t, gcc, "-g", "-fuse-ld="+ld, "../../examples/cobj/main.c", obj, "-o", exe)
+			objectDebuggers(t, dir, exe, src)
+		})
+	}
 
 	t.Run("perf", func(t *testing.T) {
 		perf := tooltest.Require(t, "perf")
@@ -284,4 +253,48 @@ func TestObjectCxx(t *testing.T) {
 			t.Errorf("%s: a Scheme error prints %q on stdout and %q on stderr", ld, stdout.String(), stderr.String())
 		}
 	}
+}
+
+// objectDebuggers checks gdb, addr2line and elfimage symbolize on exe,
+// examples/cobj/main.c linked with the object of src: gdb stops in fib
+// with its argument and unwinds through a Scheme frame to the C main,
+// with file:line in each; addr2line and symbolize name fib at line 1.
+func objectDebuggers(t *testing.T, dir, exe, src string) {
+	t.Run("gdb", func(t *testing.T) {
+		s := &gdbtest.Session{GDB: tooltest.Require(t, "gdb"), Program: exe, Dir: dir, NoScript: true,
+			Cmds: []string{"break fib", "run", "continue", "bt", "info args"}}
+		r, err := s.Run()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, r.Output)
+		}
+		if !regexp.MustCompile(`Breakpoint 1, fib \(n=20\) at \S*` + src + `:2\n`).MatchString(r.Blocks[1]) {
+			t.Errorf("run: no stop in fib (n=20) at %s:2:\n%s", src, r.Blocks[1])
+		}
+		frames := gdbtest.Frames(r.Blocks[3])
+		if len(frames) != 3 {
+			t.Fatalf("bt: %d frames, want fib, fib, main:\n%s", len(frames), r.Blocks[3])
+		}
+		for i, want := range []struct{ fn, args, file string }{{"fib", "n=19", src + ":2"}, {"fib", "n=20", src + ":4"}, {"main", "", "main.c:13"}} {
+			f := frames[i]
+			if f.Func != want.fn || f.Args != want.args || !strings.HasSuffix(f.File+":"+strconv.Itoa(f.Line), want.file) {
+				t.Errorf("bt frame %d: %+v, want %s (%s) at %s", i, f, want.fn, want.args, want.file)
+			}
+		}
+		if v := gdbtest.Vars(r.Blocks[4]); v["n"] != "19" {
+			t.Errorf("info args: %v, want n = 19:\n%s", v, r.Blocks[4])
+		}
+	})
+
+	t.Run("addr2line", func(t *testing.T) {
+		fib := symbolAddr(t, exe, "fib")
+		out := tool(t, tooltest.Require(t, "addr2line"), "-f", "-e", exe, fib)
+		if !strings.HasPrefix(out, "fib\n/") || !strings.HasSuffix(out, src+":1\n") {
+			t.Errorf("addr2line -f %s: %q, want fib at an absolute path ending in %s:1", fib, out, src)
+		}
+		code, got, stderr := runCLI(t, "symbolize", "-e", exe, "-f", "0x"+fib)
+		if code != 0 || !strings.HasPrefix(got, "fib\n") || !strings.Contains(got, "fib.scm:1") {
+			t.Errorf("symbolize -f 0x%s: exit %d, %q %s; want fib at fib.scm:1", fib, code, got, stderr)
+		}
+	})
+
 }
