@@ -15,6 +15,17 @@
 // image find by build ID or .gnu_debuglink (package debugfile), as gdb,
 // lldb and debuginfod do.
 //
+// Ahead of time, [LinkObject] (or [WriteObject]) writes the same Module as
+// a relocatable object (ET_REL) for the system linker instead: cc, GNU
+// ld, gold and lld link it with C or C++ code, and resolve its .text,
+// .eh_frame and DWARF relocations, so gdb, perf, addr2line, libgcc's
+// unwinder (C++ exceptions, glibc's backtrace) see the generated code as
+// they see C. Its global procedures are called with the System V calling
+// convention under [Proc].LinkName (a C identifier, DW_AT_linkage_name)
+// or their Name; [Module].Externs names the C functions the code calls
+// (undefined symbols, R_X86_64_PLT32). Such a program is not loaded by
+// [Open]: the code must not depend on a host runtime.
+//
 // [Open] maps an image file with one mmap(PROT_READ) and mprotects the
 // segments that need write or execute (never both), applies the
 // R_X86_64_RELATIVE relocations and registers the image's range; [Load]

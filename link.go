@@ -14,6 +14,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/meta"
 	"github.com/elfimage/elfimage/native"
@@ -73,6 +74,9 @@ type LinkOptions struct {
 func Link(m *Module, opts LinkOptions) ([]byte, error) {
 	if opts.DebugFile != "" {
 		return nil, &LinkError{"module", "LinkOptions.DebugFile is set: LinkSplit returns the two files, WriteFile writes them"}
+	}
+	if len(m.Externs) > 0 {
+		return nil, &LinkError{"module", fmt.Sprintf("Module.Externs names %q: only an object (LinkObject) may refer to symbols outside the module", m.Externs[0])}
 	}
 	l, err := newLinker(m, opts)
 	if err != nil {
@@ -179,6 +183,7 @@ type linker struct {
 	entry     uint64
 	textStart uint64
 	textEnd   uint64
+	object    bool // LinkObject: an ET_REL for the system linker
 }
 
 func newLinker(m *Module, opts LinkOptions) (*linker, error) {
@@ -216,12 +221,22 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	if len(m.Procs) == 0 {
 		return nil, &LinkError{"module", "no procedures"}
 	}
+	linkNames := map[string]int{}
 	for i, p := range m.Procs {
 		if p == nil {
 			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symProc, i))}
 		}
 		if err := add(p.Name, symProc, i); err != nil {
 			return nil, err
+		}
+		if p.LinkName != "" {
+			if strings.IndexByte(p.LinkName, 0) >= 0 {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q contains a NUL byte", p.LinkName)}
+			}
+			if prev, dup := linkNames[p.LinkName]; dup {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the LinkName of %s", p.LinkName, objectAt(symProc, prev))}
+			}
+			linkNames[p.LinkName] = i
 		}
 		if len(p.Code) == 0 {
 			return nil, &LinkError{"proc " + p.Name, "Code is empty"}
@@ -252,6 +267,12 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 	for _, d := range append(append([]*Datum{}, m.ROData...), m.Data...) {
 		if err := checkAlign(d.Align, a.PageSize); err != nil {
 			return nil, &LinkError{"datum " + d.Name, err.Error()}
+		}
+	}
+	for i, p := range m.Procs {
+		// A symbol names one object: a LinkName is no other's Name.
+		if prev, dup := l.syms[p.LinkName]; p.LinkName != "" && dup && !(prev.kind == symProc && prev.index == i) {
+			return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the Name of %s", p.LinkName, objectAt(prev.kind, prev.index))}
 		}
 	}
 	if m.Entry != "" {
@@ -379,7 +400,10 @@ type builtSection struct {
 	hdr   elf.SectionHeader
 	data  []byte
 	addrs []uint64
-	sec   *elfobj.Section
+	// offsets are the fields holding offsets into other sections, which
+	// an object relocates (LinkObject).
+	offsets []info.OffsetField
+	sec     *elfobj.Section
 }
 
 // debugSection returns a tail section of debug information; strings
@@ -828,7 +852,7 @@ func (l *linker) reserveSymbols(w *elfobj.Writer) *elfobj.StringTable {
 	}
 	globals := 0
 	for _, p := range m.Procs {
-		size += len(p.Name) + 1
+		size += len(linkName(p)) + 1
 		if !p.Internal {
 			globals++
 		}
@@ -846,7 +870,7 @@ func (l *linker) reserveSymbols(w *elfobj.Writer) *elfobj.StringTable {
 		l.names = append(l.names, strs.AddUnique(filepath.Base(m.File)))
 	}
 	for _, p := range m.Procs {
-		l.names = append(l.names, strs.AddUnique(p.Name))
+		l.names = append(l.names, strs.AddUnique(linkName(p)))
 	}
 	for _, ds := range [][]*Datum{m.ROData, m.Data} {
 		for _, d := range ds {

@@ -51,7 +51,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 			prog.Sequences = append(prog.Sequences, seq)
 		}
 	}
-	debugLine, seqOffsets, err := prog.EncodeOffsets(lineStr)
+	debugLine, seqOffsets, lineStrOffsets, err := prog.EncodeStrOffsets(lineStr)
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
 	}
@@ -94,8 +94,11 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	for i, p := range m.Procs {
 		// Room for every attribute a subprogram gets, so that the
 		// appends below do not grow the slice.
-		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: make([]info.Attr, 0, 14)}
+		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: make([]info.Attr, 0, 15)}
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
+		if p.LinkName != "" {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
+		}
 		if p.Line > 0 {
 			sp.Attrs = append(sp.Attrs,
 				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(fileIndex)},
@@ -173,7 +176,8 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		cu.Children = append(cu.Children, sp)
 	}
 	unit := &info.Unit{Enc: l.enc, Root: cu}
-	debugInfo, debugAbbrev, infoAddrs, err := info.EncodeAddrs([]*info.Unit{unit}, str)
+	debugInfo, debugAbbrev, infoFields, err := info.EncodeFields([]*info.Unit{unit}, str)
+	infoAddrs := infoFields.Addrs
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}
@@ -199,18 +203,36 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	}
 	tuple := 2 * int(l.enc.AddrSize)
 	arangesAddrs := []uint64{uint64((arangesHdr + tuple - 1) / tuple * tuple)}
-	withAddrs := func(s builtSection, addrs []uint64) builtSection { s.addrs = addrs; return s }
+	withAddrs := func(s builtSection, addrs []uint64, offs []info.OffsetField) builtSection {
+		s.addrs, s.offsets = addrs, offs
+		return s
+	}
+	osz := l.enc.Format.OffsetSize()
+	arangesInfo := uint64(4 + 2) // unit_length, version, then debug_info_offset
+	if l.enc.Format == dwarf.Format64 {
+		arangesInfo += 8
+	}
+	lineOffs := make([]info.OffsetField, len(lineStrOffsets))
+	for i, off := range lineStrOffsets {
+		lineOffs[i] = info.OffsetField{At: off, Size: osz, Section: ".debug_line_str"}
+	}
 	secs := []builtSection{
 		debugSection(".debug_abbrev", debugAbbrev, false),
-		withAddrs(debugSection(".debug_info", debugInfo, false), infoAddrs),
-		withAddrs(debugSection(".debug_aranges", aranges, false), arangesAddrs),
-		withAddrs(debugSection(".debug_line", debugLine, false), lineAddrs),
+		withAddrs(debugSection(".debug_info", debugInfo, false), infoAddrs, infoFields.Offsets),
+		withAddrs(debugSection(".debug_aranges", aranges, false), arangesAddrs,
+			[]info.OffsetField{{At: arangesInfo, Size: osz, Section: ".debug_info"}}),
+		withAddrs(debugSection(".debug_line", debugLine, false), lineAddrs, lineOffs),
 		debugSection(".debug_str", str.Bytes(), true),
 	}
 	if l.enc.Version >= 5 {
 		secs = append(secs, debugSection(".debug_line_str", lineStr.Bytes(), true))
 	}
 	secs = lists.appendSections(secs)
+	if l.object {
+		// The procedure table holds final addresses and .debug_line
+		// offsets, which only the system linker knows.
+		return secs, nil
+	}
 
 	// The runtime's own table: arity, names, docstrings, properties and
 	// each procedure's line sequence, queried without parsing DWARF.

@@ -36,6 +36,13 @@ type Module struct {
 	// addresses); they go in the R+W segment and every Abs64 relocation in
 	// them becomes a dynamic relocation the loader applies.
 	Data []*Datum
+	// Externs name procedures defined outside the module, by their
+	// symbols (C functions, for example): a relocation may refer to them
+	// only in an object ([LinkObject]), where each becomes an undefined
+	// STB_GLOBAL STT_NOTYPE symbol the system linker resolves; [Link]
+	// refuses a module with Externs, as an image has no dynamic symbol
+	// lookup.
+	Externs []string
 }
 
 // Proc is one procedure: machine code with its source positions, call
@@ -43,6 +50,11 @@ type Module struct {
 type Proc struct {
 	// Name is the symbol and DW_AT_name.
 	Name string
+	// LinkName, when not "", is the procedure's symbol instead of Name,
+	// and its DW_AT_linkage_name: the name other languages' code calls it
+	// by (a C identifier for a source name that is not one). Name stays
+	// what relocations of the module refer to and what debuggers show.
+	LinkName string
 	// Code is the machine code.
 	Code []byte
 	// Align is the byte alignment of the first instruction (a power of

@@ -5,6 +5,7 @@
 //
 //	elfimage demo [-o DIR]                 compile, link, load, run and explain the demo program
 //	elfimage build [-o OUT] prog.scm       compile a Scheme file to an image
+//	elfimage build -c [-o OUT] prog.scm    compile a Scheme file to an object for cc/ld
 //	elfimage run [-read] prog.scm|prog.elf run a program from source (through the compile cache) or from an image
 //	elfimage cache [-list|-clear|-dir]     list or clear the compile cache
 //	elfimage dump [flags] prog.elf         headers, segments, sections, symbols, lines, CFI rows
@@ -35,7 +36,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"demo", "[-o DIR] [-cpuprofile FILE [-cpuprofile-rate HZ]]", "compile, link, load and run the embedded demo program; print its output, a backtrace, the image layout and the load time", runDemo},
-		{"build", "[-o OUT] [-dwarf N] [-dwarf64] [-debug-frame] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it)", runBuild},
+		{"build", "[-c] [-o OUT] [-dwarf N] [-dwarf64] [-debug-frame] prog.scm", "compile a Scheme file and write its image (default: prog.elf beside it), or with -c a relocatable object for cc/ld (prog.o)", runBuild},
 		{"run", "[-jit] [-read] [-v] [-gdb] [-perf-map] [-jitdump[=DIR]] [-dwarf N] [-cache off|DIR] [-cpuprofile FILE [-cpuprofile-rate HZ]] prog.scm|prog.elf", "run a program from source (compiled into the compile cache and run mapped from there, or linked in memory with -jit) or from an image; publish it to gdb and perf on request", runRun},
 		{"dump", "[-headers] [-sections] [-symbols] [-procs] [-info] [-lines] [-frames] [-frames-interp] [-read] prog.elf|jit-PID.dump|perf-PID.map", "print an image's headers, segments, sections, symbols, procedure table, DIE tree, line table and CFI rows (all when no flag is given), the CFA rules of any ELF file (-frames-interp), or the records of a jitdump file or the entries of a perf map", runDump},
 		{"describe", "prog.elf ADDR...", "print what the runtime knows at link-time addresses (hexadecimal): procedure, arity, docstring, properties, source position, live variables and their locations", runDescribe},

@@ -21,7 +21,8 @@ import (
 
 func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("build", stderr)
-	out := fs.String("o", "", "output image `file` (default: the source name with .elf)")
+	out := fs.String("o", "", "output image `file` (default: the source name with .elf, or .o with -c)")
+	object := fs.Bool("c", false, "write a relocatable object (ET_REL) for the system linker, its procedures callable from C (see lang/scheme's \"Objects\")")
 	dwarfVersion := fs.Int("dwarf", 5, "DWARF `version` of the debug sections (3, 4 or 5)")
 	dwarf64 := fs.Bool("dwarf64", false, "write the 64-bit DWARF format")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
@@ -34,11 +35,33 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	}
 	src := fs.Arg(0)
 	if *out == "" {
-		*out = strings.TrimSuffix(src, filepath.Ext(src)) + ".elf"
+		ext := ".elf"
+		if *object {
+			ext = ".o"
+		}
+		*out = strings.TrimSuffix(src, filepath.Ext(src)) + ext
 	}
 	opts, err := linkOptions(*dwarfVersion, *dwarf64, *debugFrame)
 	if err != nil {
 		return err
+	}
+	if *object {
+		if *debugFile != "" || *debugFrame {
+			return fmt.Errorf("%w: -c writes an object with .eh_frame and its DWARF: -debug-file and -debug-frame are for images", errUsage)
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		mod, err := scheme.CompileObject(src, b)
+		if err != nil {
+			return err
+		}
+		obj, err := elfimage.LinkObject(mod, opts)
+		if err != nil {
+			return err
+		}
+		return atomicfile.Write(*out, obj, atomicfile.Options{Mode: 0o644, Sync: true, Track: cleanup.Track})
 	}
 	mod, err := compileFile(src)
 	if err != nil {

@@ -148,14 +148,107 @@ type encoder struct {
 	codes        map[string]uint64
 	str          *dwarf.StrTab
 	// per unit
-	enc       dwarf.Encoding
-	order     binary.ByteOrder
-	unitStart int
-	offs      map[*DIE]uint64
-	fixups    []fixup
-	key       []byte
-	forms     []dwarf.Form
-	addrs     []uint64 // offsets of DW_FORM_addr values in info
+	enc         dwarf.Encoding
+	order       binary.ByteOrder
+	unitStart   int
+	offs        map[*DIE]uint64
+	wantOffsets bool
+	fixups      []fixup
+	key         []byte
+	forms       []dwarf.Form
+	addrs       []uint64 // offsets of DW_FORM_addr values in info
+	offsets     []OffsetField
+}
+
+// OffsetField is a field of .debug_info holding an offset into another
+// section (DW_FORM_strp, DW_FORM_sec_offset, a pre-version-4 section
+// offset in DW_FORM_data4/8, or a unit header's debug_abbrev_offset): At
+// is its offset in .debug_info, Size its size in bytes (4, or 8 in the
+// 64-bit format) and Section the section it points into (".debug_str",
+// ".debug_abbrev", ".debug_line", ".debug_loclists", ...). These are the
+// fields an ET_REL object relocates against the target section's symbol
+// (x86-64 psABI R_X86_64_32), so that a linker may move or merge the
+// sections they point into.
+type OffsetField struct {
+	At      uint64
+	Size    int
+	Section string
+}
+
+// Fields is what [EncodeFields] reports besides the sections: Addrs the
+// .debug_info offsets of the DW_FORM_addr values (as [EncodeAddrs]),
+// Offsets every section offset, in increasing order of At.
+type Fields struct {
+	Addrs   []uint64
+	Offsets []OffsetField
+}
+
+// EncodeFields is [EncodeAddrs] that also reports every field holding an
+// offset into another section, for a writer of relocatable objects. A
+// DW_FORM_sec_offset of an attribute whose section this package does not
+// know (not DW_AT_stmt_list, DW_AT_ranges, a location list,
+// DW_AT_str_offsets_base, DW_AT_addr_base, DW_AT_rnglists_base or
+// DW_AT_loclists_base) is an error wrapping [ErrInvalidUnit]. Cost: that
+// of Encode plus the slices.
+func EncodeFields(units []*Unit, str *dwarf.StrTab) (info, abbrev []byte, f Fields, err error) {
+	e := &encoder{codes: map[string]uint64{}, str: str, wantOffsets: true}
+	for i, u := range units {
+		if err := e.unit(u); err != nil {
+			return nil, nil, Fields{}, fmt.Errorf("%w: unit %d: %v", ErrInvalidUnit, i, err)
+		}
+	}
+	e.abbrev = append(e.abbrev, 0)
+	return e.info, e.abbrev, Fields{Addrs: e.addrs, Offsets: e.offsets}, nil
+}
+
+// offsetSection names the section a section offset of attribute a points
+// into in a unit of version ver; "" when unknown.
+func offsetSection(a dwarf.Attr, ver uint16) string {
+	switch a {
+	case dwarf.DW_AT_stmt_list:
+		return ".debug_line"
+	case dwarf.DW_AT_ranges:
+		if ver >= 5 {
+			return ".debug_rnglists"
+		}
+		return ".debug_ranges"
+	case dwarf.DW_AT_location, dwarf.DW_AT_frame_base, dwarf.DW_AT_data_member_location:
+		if ver >= 5 {
+			return ".debug_loclists"
+		}
+		return ".debug_loc"
+	case dwarf.DW_AT_str_offsets_base:
+		return ".debug_str_offsets"
+	case dwarf.DW_AT_addr_base:
+		return ".debug_addr"
+	case dwarf.DW_AT_rnglists_base:
+		return ".debug_rnglists"
+	case dwarf.DW_AT_loclists_base:
+		return ".debug_loclists"
+	}
+	return ""
+}
+
+// offsetField records a section offset about to be written at the end of
+// info.
+func (e *encoder) offsetField(section string) {
+	if e.wantOffsets {
+		e.offsets = append(e.offsets, OffsetField{At: uint64(len(e.info)), Size: e.enc.Format.OffsetSize(), Section: section})
+	}
+}
+
+// secOffset records a DW_FORM_sec_offset (or older data4/8 offset) of
+// attribute a, or fails when its section is unknown.
+func (e *encoder) secOffset(a dwarf.Attr) error {
+	if !e.wantOffsets {
+		return nil
+	}
+	s := offsetSection(a, e.enc.Version)
+	if s == "" {
+		return fmt.Errorf("%v: section offset into a section this encoder does not know", a)
+	}
+	e.offsetField(s)
+	return nil
 }
 
 type fixup struct {
@@ -213,8 +306,10 @@ func (e *encoder) unit(u *Unit) error {
 	if e.enc.Version >= 5 {
 		e.info = append(e.info, byte(dwarf.DW_UT_compile)) // unit_type
 		e.info = append(e.info, e.enc.AddrSize)            // address_size
-		e.uint(osz, 0)                                     // debug_abbrev_offset
+		e.offsetField(".debug_abbrev")
+		e.uint(osz, 0) // debug_abbrev_offset
 	} else {
+		e.offsetField(".debug_abbrev")
 		e.uint(osz, 0)                          // debug_abbrev_offset
 		e.info = append(e.info, e.enc.AddrSize) // address_size
 	}
@@ -404,6 +499,7 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			if !fits(off, osz) {
 				return fmt.Errorf("string offset %#x does not fit %v", off, e.enc.Format)
 			}
+			e.offsetField(".debug_str")
 			e.uint(osz, off)
 		case dwarf.DW_FORM_addr:
 			e.addrs = append(e.addrs, uint64(len(e.info)))
@@ -416,6 +512,9 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			}
 			if v.class == ClassSecOffset {
 				n = osz
+				if err := e.secOffset(d.Attrs[i].Name); err != nil {
+					return err
+				}
 			}
 			e.uint(n, u)
 		case dwarf.DW_FORM_udata:
@@ -441,6 +540,9 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			e.fixups = append(e.fixups, fixup{at: len(e.info), target: v.ref})
 			e.uint(4, 0)
 		case dwarf.DW_FORM_sec_offset:
+			if err := e.secOffset(d.Attrs[i].Name); err != nil {
+				return err
+			}
 			e.uint(osz, v.u)
 		}
 	}

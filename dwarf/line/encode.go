@@ -162,7 +162,7 @@ func invalid(format string, args ...any) error {
 // Errors wrap [ErrInvalidProgram] for invalid models and describe the
 // offending sequence and row. Cost: linear in the number of rows and files.
 func (p *Program) Encode(lineStr *dwarf.StrTab) ([]byte, error) {
-	data, _, err := p.encode(lineStr, false)
+	data, _, err := p.encode(lineStr, false, nil)
 	return data, err
 }
 
@@ -174,10 +174,22 @@ func (p *Program) Encode(lineStr *dwarf.StrTab) ([]byte, error) {
 // Errors and cost are those of Encode, plus one []uint64 of
 // len(p.Sequences).
 func (p *Program) EncodeOffsets(lineStr *dwarf.StrTab) (data []byte, seqOffsets []uint64, err error) {
-	return p.encode(lineStr, true)
+	return p.encode(lineStr, true, nil)
 }
 
-func (p *Program) encode(lineStr *dwarf.StrTab, wantOffsets bool) ([]byte, []uint64, error) {
+// EncodeStrOffsets is [Program.EncodeOffsets] that also returns the
+// offsets, from the start of data, of every DW_FORM_line_strp field of
+// the version 5 header (4 bytes each, 8 in the 64-bit format): the fields
+// an ET_REL object relocates against .debug_line_str (x86-64 psABI
+// R_X86_64_32). The list is empty for versions 2 to 4 and for a nil
+// lineStr. Errors and cost are those of EncodeOffsets.
+func (p *Program) EncodeStrOffsets(lineStr *dwarf.StrTab) (data []byte, seqOffsets, strOffsets []uint64, err error) {
+	strOffsets = []uint64{}
+	data, seqOffsets, err = p.encode(lineStr, true, &strOffsets)
+	return data, seqOffsets, strOffsets, err
+}
+
+func (p *Program) encode(lineStr *dwarf.StrTab, wantOffsets bool, strOffsets *[]uint64) ([]byte, []uint64, error) {
 	enc := p.Enc
 	if err := enc.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidProgram, err)
@@ -238,6 +250,9 @@ func (p *Program) encode(lineStr *dwarf.StrTab, wantOffsets bool) ([]byte, []uin
 				w.b = append(w.b, s...)
 				w.u8(0)
 				return
+			}
+			if strOffsets != nil {
+				*strOffsets = append(*strOffsets, uint64(len(w.b)))
 			}
 			w.uint(off, lineStr.Add(s))
 		}

@@ -24,9 +24,57 @@ const Producer = "elfimage lang/scheme"
 // Errors are *[SyntaxError] values printing "file:line:column: message";
 // Compile stops at the first one. Cost: linear in the size of src.
 func Compile(filename string, src []byte) (*elfimage.Module, error) {
-	m, _, err := compile(filename, src)
+	m, _, err := compile(filename, src, false)
 	return m, err
 }
+
+// CompileObject compiles src as [Compile] does into a Module for
+// [elfimage.LinkObject]: a relocatable object that C or C++ code links
+// with and calls, which needs no host runtime (see "Objects" in the
+// package documentation). It has no entry stub and needs no main; each
+// top-level procedure without optional parameters is a global symbol
+// spelled as [CName] gives, callable from C as int64_t NAME(int64_t, ...).
+// Errors are those of Compile, and one for two procedures whose C names
+// are equal.
+func CompileObject(filename string, src []byte) (*elfimage.Module, error) {
+	m, _, err := compile(filename, src, true)
+	return m, err
+}
+
+// CName returns the C identifier of the procedure named name in an object
+// ([CompileObject]): ASCII letters, digits and "_" stay, "-" becomes "_",
+// "?" "_p", "!" "_x", "*" "_star", "+" "_plus", "/" "_slash", "<" "_lt",
+// ">" "_gt", "=" "_eq", any other character "_uXXXX" (its code point in
+// hex); a leading digit gets a "_" before it; and main becomes
+// scheme_main, so that it does not clash with C's main. Examples:
+// fact-iter is fact_iter, even? is even_p, set-x! is set_x_x, list->vector
+// would be list__gtvector.
+func CName(name string) string {
+	if name == "main" {
+		return "scheme_main"
+	}
+	var b strings.Builder
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+			b.WriteRune(r)
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+		default:
+			if s, ok := cSpelling[r]; ok {
+				b.WriteString(s)
+			} else {
+				fmt.Fprintf(&b, "_u%04x", r)
+			}
+		}
+	}
+	return b.String()
+}
+
+var cSpelling = map[rune]string{'-': "_", '?': "_p", '!': "_x", '*': "_star", '+': "_plus", '/': "_slash", '<': "_lt", '>': "_gt", '=': "_eq"}
 
 // defMap records, per compiled Proc, the code offsets of the instructions
 // that store a parameter's or variable's value into its home (register or
@@ -35,12 +83,12 @@ func Compile(filename string, src []byte) (*elfimage.Module, error) {
 // simulation of the machine code.
 type defMap map[*elfimage.Proc]map[uint32]srcPos
 
-func compile(filename string, src []byte) (*elfimage.Module, defMap, error) {
+func compile(filename string, src []byte, object bool) (*elfimage.Module, defMap, error) {
 	forms, err := read(filename, src)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &compiler{file: filename, src: src, procs: map[string]*procInfo{}, strs: map[string]string{}, defs: defMap{}}
+	c := &compiler{file: filename, src: src, procs: map[string]*procInfo{}, strs: map[string]string{}, defs: defMap{}, object: object}
 	dir, _ := os.Getwd()
 	c.mod = &elfimage.Module{
 		Arch:     arch.X86_64,
@@ -48,6 +96,9 @@ func compile(filename string, src []byte) (*elfimage.Module, defMap, error) {
 		CompDir:  dir,
 		Producer: Producer,
 		Entry:    symStart,
+	}
+	if object {
+		c.mod.Entry = ""
 	}
 	if err := c.run(forms); err != nil {
 		return nil, nil, err
@@ -69,6 +120,9 @@ type procInfo struct {
 	doc      string
 	props    []elfimage.Property
 	pos      srcPos
+	// extern is a C function of (define-extern (name arg ...)), called
+	// at symbol CName(name) through the system linker.
+	extern bool
 }
 
 // nopt is the number of optional parameters.
@@ -82,6 +136,9 @@ type compiler struct {
 	procs map[string]*procInfo
 	order []*procInfo
 	strs  map[string]string // literal → string object symbol
+	// object compiles for CompileObject: no stack check, no host.
+	object  bool
+	externs []*procInfo // define-extern, in source order
 }
 
 func (c *compiler) errorf(p srcPos, format string, args ...any) {
@@ -95,7 +152,7 @@ var keywords = map[string]bool{
 	"quote": true, "lambda": true,
 	"+": true, "-": true, "*": true, "quotient": true, "remainder": true, "modulo": true,
 	"<": true, "<=": true, "=": true, ">=": true, ">": true, "not": true,
-	"display": true, "newline": true, "backtrace": true, "error": true,
+	"display": true, "newline": true, "backtrace": true, "error": true, "define-extern": true,
 }
 
 func (c *compiler) run(forms []datum) (err error) {
@@ -111,6 +168,9 @@ func (c *compiler) run(forms []datum) (err error) {
 	for i := range forms {
 		c.declare(&forms[i])
 	}
+	if c.object {
+		return c.runObject()
+	}
 	main := c.procs["main"]
 	if main == nil {
 		c.errorf(srcPos{1, 1}, "no (define (main) ...) in program")
@@ -125,6 +185,40 @@ func (c *compiler) run(forms []datum) (err error) {
 	c.mod.Procs = append(c.mod.Procs, genRuntime()...)
 	// The runtime's own strings.
 	c.stringObj("\n")
+	c.stringObj(divZeroMessage)
+	return nil
+}
+
+// runObject compiles the declared procedures for an object: C names, the
+// object runtime and its data.
+func (c *compiler) runObject() error {
+	names := map[string]*procInfo{}
+	for _, p := range c.externs {
+		cn := CName(p.name)
+		if prev := names[cn]; prev != nil {
+			c.errorf(p.pos, "%s and %s (line %d) have one C name, %s", p.name, prev.name, prev.pos.Line, cn)
+		}
+		names[cn] = p
+		c.mod.Externs = append(c.mod.Externs, cn)
+	}
+	for _, p := range c.order {
+		proc := c.compileProc(p)
+		if p.nopt() > 0 {
+			// C cannot pass the argument count in rax.
+			proc.Internal = true
+		} else {
+			cn := CName(p.name)
+			if prev := names[cn]; prev != nil {
+				c.errorf(p.pos, "%s and %s (line %d) have one C name, %s", p.name, prev.name, prev.pos.Line, cn)
+			}
+			names[cn] = p
+			if cn != p.name {
+				proc.LinkName = cn
+			}
+		}
+		c.mod.Procs = append(c.mod.Procs, proc)
+	}
+	c.mod.Procs = append(c.mod.Procs, genObjectRuntime(c)...)
 	c.stringObj(divZeroMessage)
 	return nil
 }
@@ -157,6 +251,10 @@ func (c *compiler) text(d *datum) string {
 // (define* (name param ... #:optional opt ...) body ...), with its
 // docstring and (declare ...) properties.
 func (c *compiler) declare(d *datum) {
+	if d.kind == kList && len(d.list) > 0 && d.list[0].isSym("define-extern") {
+		c.declareExtern(d)
+		return
+	}
 	if d.kind != kList || len(d.list) == 0 || !(d.list[0].isSym("define") || d.list[0].isSym("define*")) {
 		c.errorf(d.pos, "only (define (name param ...) body ...) is allowed at top level")
 	}
@@ -223,6 +321,38 @@ func (c *compiler) declare(d *datum) {
 	}
 	c.procs[name] = p
 	c.order = append(c.order, p)
+}
+
+// declareExtern records (define-extern (name param ...)): a C function
+// of int64_t parameters returning int64_t, called at its C name.
+func (c *compiler) declareExtern(d *datum) {
+	if len(d.list) != 2 || d.list[1].kind != kList || len(d.list[1].list) == 0 {
+		c.errorf(d.pos, "malformed define-extern: want (define-extern (name param ...))")
+	}
+	if !c.object {
+		c.errorf(d.pos, "define-extern declares a C function, which only an object links with (elfimage build -c, CompileObject)")
+	}
+	sig := d.list[1].list
+	name := c.checkName(&sig[0], "procedure name")
+	if prev := c.procs[name]; prev != nil {
+		c.errorf(sig[0].pos, "%s already defined at %d:%d", name, prev.pos.Line, prev.pos.Column)
+	}
+	p := &procInfo{name: name, pos: d.pos, extern: true}
+	seen := map[string]bool{}
+	for i := 1; i < len(sig); i++ {
+		pn := c.checkName(&sig[i], "parameter")
+		if seen[pn] {
+			c.errorf(sig[i].pos, "duplicate parameter %s", pn)
+		}
+		seen[pn] = true
+		p.params = append(p.params, sig[i])
+		p.nreq++
+	}
+	if len(p.params) > MaxParams {
+		c.errorf(p.params[MaxParams].pos, "%s has %d parameters; at most %d are supported", name, len(p.params), MaxParams)
+	}
+	c.procs[name] = p
+	c.externs = append(c.externs, p)
 }
 
 // properties reads (declare (name value) ...): each clause becomes a
@@ -458,8 +588,10 @@ func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
 		f.env = vars[i]
 	}
 	f.overflow = a.newLabel()
-	a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
-	a.jcc(condB, f.overflow)
+	if !c.object {
+		a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
+		a.jcc(condB, f.overflow)
+	}
 	if p.nopt() > 0 {
 		f.optionals(params, vars)
 	}
@@ -738,7 +870,7 @@ func (f *fn) expr(d *datum, k ctx) {
 		f.done(k)
 	case "error":
 		f.errorForm(d, args)
-	case "define", "define*":
+	case "define", "define*", "define-extern":
 		f.c.errorf(d.pos, "%s is only allowed at top level", head.str)
 	case "declare":
 		f.c.errorf(d.pos, "declare is only allowed first in a procedure body (after the docstring)")
@@ -790,11 +922,15 @@ func (f *fn) call(d *datum, p *procInfo, args []datum, k ctx) {
 	if p.nopt() > 0 {
 		a.movImm(rax, int64(len(args)))
 	}
+	sym := p.name
+	if p.extern {
+		sym = CName(p.name)
+	}
 	if k.tail {
-		a.tailJump(p.name)
+		a.tailJump(sym)
 		return
 	}
-	a.call(p.name)
+	a.call(sym)
 }
 
 func (f *fn) loopCall(d *datum, l *loopInfo, args []datum, k ctx) {

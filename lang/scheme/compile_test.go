@@ -31,7 +31,7 @@ func compileFileDefs(t testing.TB, name string) (*elfimage.Module, defMap) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, defs, err := compile(name, src)
+	m, defs, err := compile(name, src, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,4 +112,42 @@
 // (Internal). String literals are bytes in ROData and a string object
 // {address, length} in Data with an Abs64 relocation the loader applies.
 // ctl.go documents the control block and capture record layout.
+//
+// # Objects
+//
+// [CompileObject] (elfimage build -c) compiles a program for
+// [elfimage.LinkObject]: a relocatable object that C or C++ code links
+// with (cc, GNU ld, gold, lld) and calls, without Go or [Run]. There is
+// no entry stub and main is optional. Each top-level procedure without
+// optional parameters is a global function of the System V ABI,
+//
+//	int64_t NAME(int64_t, ...)    /* as many parameters as the define */
+//
+// under the C name [CName] spells (show-fib is show_fib, even? is
+// even_p, set-x! is set_x_x; main is scheme_main, so it does not clash
+// with C's main); DWARF keeps the Scheme name as DW_AT_name and the C name
+// as DW_AT_linkage_name. Values cross the boundary as they are in Scheme,
+// untagged 64-bit integers (#f is 0, #t is 1). The code keeps the ABI's
+// rules: rbx, rbp, r12-r14 are saved where used, r15 is not used, the
+// stack stays 16-byte aligned at calls. A define* procedure with optional
+// parameters is a local (Internal) symbol, since it expects the argument
+// count in rax, which C does not pass.
+//
+// (define-extern (name param ...)) declares a C function of int64_t
+// parameters returning int64_t, at symbol CName(name); a call of it is an
+// R_X86_64_PLT32 relocation the system linker resolves (a tail call a
+// jmp). C code it calls runs below the Scheme frames: a C++ exception
+// thrown there is caught above them and glibc's backtrace lists them, as
+// libgcc's unwinder reads the object's .eh_frame. define-extern is an
+// error in Compile.
+//
+// The runtime of an object needs nothing but the kernel: display and
+// newline write(2) to file descriptor 1 directly (flush C's stdio buffers
+// first when mixing the two); (error "message" value ...) and division by
+// zero write "scheme: error: message value ...", the text of [Error],
+// to file descriptor 2 and raise SIGABRT with kill(2) (a debugger stops
+// there with the Scheme frames on the stack; exit status 134 if the signal
+// returns); (backtrace) does nothing and returns 0 (use gdb, or glibc's
+// backtrace from a C function). There is no stack-overflow check in an
+// object: the C stack's guard page ends a runaway recursion with SIGSEGV.
 package scheme

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/elfimage/elfimage"
 )
 
 // FuzzCompile feeds arbitrary source to the reader and compiler: they must
 // return a *SyntaxError or a module, never panic, and every module they
-// produce must have exact CFI at every reachable instruction.
+// produce must have exact CFI at every reachable instruction; compiled as
+// an object (CompileObject) too, which LinkObject must accept.
 func FuzzCompile(f *testing.F) {
 	for _, name := range []string{"kernels.scm", "demo.scm", "errors.scm", "scopes.scm"} {
 		b, err := os.ReadFile("testdata/" + name)
@@ -27,7 +30,7 @@ func FuzzCompile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		m, defs, err := compile("fuzz.scm", src)
+		m, defs, err := compile("fuzz.scm", src, false)
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
@@ -39,6 +42,24 @@ func FuzzCompile(f *testing.F) {
 			if err := simulateVars(p, defs[p]); err != nil {
 				t.Fatalf("%v\nsource: %q", err, src)
 			}
+		}
+		// The same program as an object (no stack check, the object
+		// runtime): as exact, and LinkObject takes it.
+		m, defs, err = compile("fuzz.scm", src, true)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("object: error of type %T: %v", err, err)
+			}
+			return
+		}
+		for _, p := range m.Procs {
+			if err := simulateVars(p, defs[p]); err != nil {
+				t.Fatalf("object: %v\nsource: %q", err, src)
+			}
+		}
+		if _, err := elfimage.LinkObject(m, elfimage.LinkOptions{}); err != nil {
+			t.Fatalf("LinkObject: %v\nsource: %q", err, src)
 		}
 	})
 }

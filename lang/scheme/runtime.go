@@ -169,9 +169,12 @@ func genCapture() *elfimage.Proc {
 // genDisplayInt generates %display-int(value rdi): the decimal digits of
 // the signed value, built backwards in a 32-byte frame buffer, written
 // with %write. Returns 0.
-func genDisplayInt() *elfimage.Proc {
+func genDisplayInt() *elfimage.Proc { return genDisplayIntWith(checkedPrologue) }
+
+// genDisplayIntWith is genDisplayInt with the given prologue.
+func genDisplayIntWith(prologue func(*asm, int32) *label) *elfimage.Proc {
 	a := newAsm()
-	overflow := checkedPrologue(a, 32)
+	overflow := prologue(a, 32)
 	pos, loop, digits := a.newLabel(), a.newLabel(), a.newLabel()
 	a.movRR(rax, rdi)
 	a.movRR(rsi, rbp) // rsi: one past the next digit (buffer is [rbp-32, rbp))
@@ -206,9 +209,12 @@ func genDisplayInt() *elfimage.Proc {
 
 // genDisplayString generates %display-string(object rdi): writes the
 // bytes of the string object {address, length}. Returns 0.
-func genDisplayString() *elfimage.Proc {
+func genDisplayString() *elfimage.Proc { return genDisplayStringWith(checkedPrologue) }
+
+// genDisplayStringWith is genDisplayString with the given prologue.
+func genDisplayStringWith(prologue func(*asm, int32) *label) *elfimage.Proc {
 	a := newAsm()
-	overflow := checkedPrologue(a, 0)
+	overflow := prologue(a, 0)
 	a.load(rsi, rdi, 8)
 	a.load(rdi, rdi, 0)
 	a.call(symWrite)

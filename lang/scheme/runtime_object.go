@@ -1,0 +1,133 @@
+package scheme
+
+import (
+	"github.com/elfimage/elfimage"
+)
+
+// This file generates the runtime of an object (CompileObject): the same
+// procedures as the host's runtime, without the control block, so that
+// code linked into a foreign program needs nothing but the kernel.
+
+// symFD is the object's datum holding the file descriptor display and
+// newline write to: 1 (standard output) until an error switches it to 2.
+const symFD = "%fd"
+
+// genObjectRuntime generates %capture, %display-int, %display-string and
+// %write for an object, and adds %fd and the strings they print to the
+// module.
+func genObjectRuntime(c *compiler) []*elfimage.Proc {
+	fd := make([]byte, 8)
+	fd[0] = 1
+	c.mod.Data = append(c.mod.Data, &elfimage.Datum{Name: symFD, Bytes: fd, Align: 8})
+	return []*elfimage.Proc{genObjectCapture(c), genDisplayIntObject(), genDisplayStringObject(), genWriteObject()}
+}
+
+// genObjectCapture generates the object's %capture(kind rdi, message
+// rsi, nvalues rdx, values rcx). A backtrace (kind 1) does nothing and
+// returns 0. An error writes "scheme: error: message value ...\n" (the
+// text of the host's Error) to standard error, a stack overflow
+// "scheme: error: stack overflow\n", then the process raises SIGABRT
+// (kill(getpid(), SIGABRT), as abort(3) does; a debugger stops there with
+// the Scheme frames on the stack) and, should that return, exits with
+// status 134.
+func genObjectCapture(c *compiler) *elfimage.Proc {
+	a := newAsm()
+	a.saved = calleeSaved[:4] // rbx, r12, r13, r14: kind, message, count, values
+	a.prologue()
+	fatal, msg, loop, nl, clamp := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	a.aluImm(aluCmp, rdi, int32(KindBacktrace))
+	a.jcc(condNE, fatal)
+	a.movImm(rax, 0)
+	a.epilogueRet()
+	a.bind(fatal)
+	a.movRR(rbx, rdi)
+	a.movRR(r12, rsi)
+	a.movRR(r13, rdx)
+	a.movRR(r14, rcx)
+	a.leaRIP(rax, symFD)
+	a.movImm(rcx, 2)
+	a.store(rax, 0, rcx)
+	a.leaRIP(rdi, c.stringObj("scheme: error: "))
+	a.call(symDisplayString)
+	a.aluImm(aluCmp, rbx, int32(KindStackOverflow))
+	a.jcc(condNE, msg)
+	a.leaRIP(rdi, c.stringObj("stack overflow"))
+	a.call(symDisplayString)
+	a.jmp(nl)
+	a.bind(msg)
+	a.movRR(rdi, r12)
+	a.call(symDisplayString)
+	a.aluImm(aluCmp, r13, MaxErrorArgs)
+	a.jcc(condBE, clamp)
+	a.movImm(r13, MaxErrorArgs)
+	a.bind(clamp)
+	loop.used = true
+	a.bind(loop)
+	a.test(r13, r13)
+	a.jcc(condLE, nl)
+	a.leaRIP(rdi, c.stringObj(" "))
+	a.call(symDisplayString)
+	a.load(rdi, r14, 0)
+	a.call(symDisplayInt)
+	a.aluImm(aluAdd, r14, 8)
+	a.decR(r13)
+	a.jmp(loop)
+	a.bind(nl)
+	a.leaRIP(rdi, c.stringObj("\n"))
+	a.call(symDisplayString)
+	a.movImm(rax, 39) // SYS_getpid
+	a.syscall()
+	a.movRR(rdi, rax)
+	a.movImm(rsi, 6)  // SIGABRT
+	a.movImm(rax, 62) // SYS_kill
+	a.syscall()
+	a.movImm(rdi, 134)
+	a.movImm(rax, 231) // SYS_exit_group
+	a.syscall()
+	a.ud2()
+	return internalProc(symCapture, a)
+}
+
+// genDisplayIntObject is genDisplayInt without the stack check.
+func genDisplayIntObject() *elfimage.Proc { return genDisplayIntWith(plainPrologue) }
+
+// genDisplayStringObject is genDisplayString without the stack check.
+func genDisplayStringObject() *elfimage.Proc { return genDisplayStringWith(plainPrologue) }
+
+// plainPrologue emits push rbp; mov rbp, rsp; sub rsp, size and returns
+// a label the overflow stub binds but nothing jumps to.
+func plainPrologue(a *asm, size int32) *label {
+	a.prologue()
+	if size != 0 {
+		a.aluImm(aluSub, rsp, size)
+	}
+	return a.newLabel()
+}
+
+// genWriteObject generates the object's %write(buf rdi, len rsi): write(2)
+// to the descriptor in %fd, as genWrite does to the control block's.
+func genWriteObject() *elfimage.Proc {
+	a := newAsm()
+	a.prologue()
+	loop, done := a.newLabel(), a.newLabel()
+	a.movRR(rdx, rsi)
+	a.movRR(rsi, rdi)
+	loop.used = true
+	a.bind(loop)
+	a.test(rdx, rdx)
+	a.jcc(condLE, done)
+	a.leaRIP(rdi, symFD)
+	a.load(rdi, rdi, 0)
+	a.movImm(rax, 1) // SYS_write
+	a.syscall()
+	a.aluImm(aluCmp, rax, -4) // -EINTR
+	a.jcc(condE, loop)
+	a.test(rax, rax)
+	a.jcc(condLE, done)
+	a.aluRR(aluAdd, rsi, rax)
+	a.aluRR(aluSub, rdx, rax)
+	a.jmp(loop)
+	a.bind(done)
+	a.epilogueRet()
+	return internalProc(symWrite, a)
+}

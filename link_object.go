@@ -1,0 +1,393 @@
+package elfimage
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/elfimage/elfimage/elfobj"
+)
+
+// LinkObject writes m as a relocatable object (ET_REL) for the system
+// linker (GNU ld, gold, lld), to be linked with C or C++ code into a
+// program or shared library, and returns its bytes. Where [Link] lays out
+// an image the runtime loads itself, LinkObject leaves every address to
+// the system linker, which also writes .eh_frame_hdr (gcc passes
+// --eh-frame-hdr) and the build ID (--build-id):
+//
+//   - .text (SHF_ALLOC|SHF_EXECINSTR) with the procedures at their
+//     alignment, .rodata and .data as in Link; each holds its relocations
+//     in .rela.text, .rela.rodata, .rela.data (x86-64 psABI section 4.4:
+//     R_X86_64_PLT32 for a PC32 relocation to a global procedure or an
+//     extern, R_X86_64_PC32 against the section symbol otherwise,
+//     R_X86_64_64 for Abs64);
+//   - .eh_frame (SHT_X86_64_UNWIND) with a "zR" CIE and one FDE per
+//     procedure whose pc_begin (DW_EH_PE_pcrel|DW_EH_PE_sdata4) is an
+//     R_X86_64_PC32 against .text, without a terminator (LSB 5.0 section
+//     10.6.1; the linker ends the merged section);
+//   - the DWARF sections Link writes, with R_X86_64_64 against .text for
+//     every address (DW_FORM_addr, DW_LNE_set_address, .debug_aranges
+//     tuples, absolute list entries) and R_X86_64_32 (R_X86_64_64 in the
+//     64-bit format) against the target section's STT_SECTION symbol for
+//     every section offset (DW_FORM_strp, DW_FORM_line_strp in the line
+//     header, DW_AT_stmt_list and other DW_FORM_sec_offset values, the
+//     units' debug_abbrev_offset and .debug_aranges' debug_info_offset), so
+//     the linker may merge the SHF_MERGE string sections;
+//   - an empty .note.GNU-stack (a non-executable stack);
+//   - .symtab: the null symbol, STT_FILE (Module.File's base name), an
+//     STT_SECTION symbol per section, the Internal procedures and the data
+//     (STB_LOCAL), then (sh_info) the other procedures as STB_GLOBAL
+//     STT_FUNC under their LinkName or Name, then Module.Externs as
+//     undefined STB_GLOBAL symbols.
+//
+// Every relocation section is SHT_RELA with SHF_INFO_LINK, sh_link the
+// symbol table and sh_info its target; every field a relocation covers
+// holds 0. Sections have address 0 and symbols their section offsets.
+// There is no program header, no .eh_frame_hdr, no build ID, no
+// .elfimage.procs table and no .elfimage.rebase: a linked program is read
+// by the system's tools, not by [Load].
+//
+// The code must follow the System V calling convention where foreign code
+// calls it; LinkObject does not check that. As in Link, an Abs64
+// relocation is allowed only in Module.Data (in .text or .rodata it would
+// make a position-independent program need text relocations). Options: DWARF as for Link;
+// DebugFrame, DebugFile and DropProcTable are refused. Errors are those
+// of Link (a *LinkError), and one for a relocation to a symbol neither in
+// the module nor in Externs, and for an architecture other than x86-64
+// (the only one whose relocation types are written). Cost: linear in the
+// size of the output.
+func LinkObject(m *Module, opts LinkOptions) ([]byte, error) {
+	switch {
+	case opts.DebugFile != "":
+		return nil, &LinkError{"module", "LinkOptions.DebugFile is set: an object keeps its debug information (strip the linked program)"}
+	case opts.DropProcTable:
+		return nil, &LinkError{"module", "LinkOptions.DropProcTable is set: an object has no procedure table"}
+	case opts.DebugFrame:
+		return nil, &LinkError{"module", "LinkOptions.DebugFrame is set: an object has .eh_frame only"}
+	}
+	l, err := newLinker(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	if l.a.Machine != elf.EM_X86_64 {
+		return nil, &LinkError{"module", fmt.Sprintf("LinkObject writes x86-64 relocations; the module is for %s", l.a.Name)}
+	}
+	l.object = true
+	return l.linkObject()
+}
+
+// WriteObject writes [LinkObject]'s object for m to path atomically, as
+// [WriteFile] does.
+func WriteObject(path string, m *Module, opts LinkOptions) error {
+	b, err := LinkObject(m, opts)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, b)
+}
+
+// objSection is a section of an object with its contents and relocations.
+type objSection struct {
+	sec    *elfobj.Section
+	data   []byte
+	relocs []elf.Rela64
+	rela   *elfobj.Section // its .rela section, when it has relocations
+	symbol uint32          // its STT_SECTION symbol
+}
+
+func (l *linker) linkObject() ([]byte, error) {
+	m := l.m
+	// Abs64 only in .data, as in an image: elsewhere it would be a text
+	// relocation in a position-independent program (DT_TEXTREL).
+	if _, err := l.countRelative(); err != nil {
+		return nil, err
+	}
+	cfi, err := l.newCFI()
+	if err != nil {
+		return nil, err
+	}
+	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
+	add := func(name string, typ elf.SectionType, flags elf.SectionFlag, align uint64) *objSection {
+		return &objSection{sec: w.AddSection(elf.SectionHeader{Name: name, Type: typ, Flags: flags, Addralign: align})}
+	}
+
+	// Addresses are offsets in each section: the object's sections are
+	// all at address 0.
+	blocks := make([]block, len(m.Procs))
+	for i, p := range m.Procs {
+		blocks[i] = block{align: orDefault(p.Align, 16), size: uint64(len(p.Code))}
+	}
+	textOffs, textSize, textAlign := layBlocks(blocks, 16)
+	roOffs, roSize, roAlign := layBlocks(datumBlocks(m.ROData), 1)
+	dataOffs, dataSize, dataAlign := layBlocks(datumBlocks(m.Data), 8)
+	l.procAddr, l.roAddr, l.dataAddr = textOffs, roOffs, dataOffs
+	l.textStart, l.textEnd = 0, textSize
+	cfi.setAddrs(l.procAddr)
+
+	text := add(".text", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_EXECINSTR, textAlign)
+	text.data = make([]byte, textSize)
+	for i, p := range m.Procs {
+		copy(text.data[textOffs[i]:], p.Code)
+		end, next := textOffs[i]+uint64(len(p.Code)), textSize
+		if i+1 < len(m.Procs) {
+			next = textOffs[i+1]
+		}
+		for j := end; j < next; j++ {
+			text.data[j] = 0xcc // a stray jump into padding traps
+		}
+	}
+	secs := []*objSection{text}
+	var rodata, data *objSection
+	if len(m.ROData) > 0 {
+		rodata = add(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, roAlign)
+		rodata.data = make([]byte, roSize)
+		for i, d := range m.ROData {
+			copy(rodata.data[roOffs[i]:], d.Bytes)
+		}
+		secs = append(secs, rodata)
+	}
+	if len(m.Data) > 0 {
+		data = add(".data", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_WRITE, dataAlign)
+		data.data = make([]byte, dataSize)
+		for i, d := range m.Data {
+			copy(data.data[dataOffs[i]:], d.Bytes)
+		}
+		secs = append(secs, data)
+	}
+	ehFrame := add(".eh_frame", shtX86_64Unwind, elf.SHF_ALLOC, 8)
+	eh := make([]byte, cfi.eh.Size())
+	if err := cfi.eh.Put(eh, 0, cfi.fdes); err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
+	}
+	// Without the terminator, which would end the linker's parse of the
+	// merged section at this object's end.
+	fdeOffs := cfi.eh.FDEOffsets()
+	last := fdeOffs[len(fdeOffs)-1]
+	ehFrame.data = eh[:last+4+uint64(binary.LittleEndian.Uint32(eh[last:]))]
+	secs = append(secs, ehFrame)
+	tail, err := l.buildDWARF()
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*objSection{}
+	debug := make([]*objSection, len(tail))
+	for i, t := range tail {
+		s := &objSection{sec: w.AddSection(t.hdr), data: t.data}
+		debug[i] = s
+		byName[t.hdr.Name] = s
+	}
+	secs = append(secs, debug...)
+	stack := add(".note.GNU-stack", elf.SHT_PROGBITS, 0, 1)
+	symtab := add(".symtab", elf.SHT_SYMTAB, 0, 8)
+	strtab := add(".strtab", elf.SHT_STRTAB, 0, 1)
+
+	// The symbol table's plan: null, file, section symbols, local
+	// procedures and data, then globals (procedures, then externs).
+	strs := &elfobj.StringTable{}
+	var syms []elf.Sym64
+	syms = append(syms, elf.Sym64{})
+	if m.File != "" {
+		syms = append(syms, elf.Sym64{Name: strs.AddUnique(filepath.Base(m.File)), Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_FILE), Shndx: uint16(elf.SHN_ABS)})
+	}
+	for _, s := range secs {
+		s.symbol = uint32(len(syms))
+		syms = append(syms, elf.Sym64{Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_SECTION), Shndx: uint16(s.sec.Index())})
+	}
+	procSym := make([]uint32, len(m.Procs))
+	for i, p := range m.Procs {
+		if p.Internal {
+			procSym[i] = uint32(len(syms))
+			syms = append(syms, elf.Sym64{Name: strs.AddUnique(linkName(p)), Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_FUNC), Shndx: uint16(text.sec.Index()), Value: textOffs[i], Size: uint64(len(p.Code))})
+		}
+	}
+	for _, g := range []struct {
+		ds   []*Datum
+		s    *objSection
+		offs []uint64
+	}{{m.ROData, rodata, roOffs}, {m.Data, data, dataOffs}} {
+		for i, d := range g.ds {
+			syms = append(syms, elf.Sym64{Name: strs.AddUnique(d.Name), Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), Shndx: uint16(g.s.sec.Index()), Value: g.offs[i], Size: uint64(len(d.Bytes))})
+		}
+	}
+	nLocal := len(syms)
+	for i, p := range m.Procs {
+		if !p.Internal {
+			procSym[i] = uint32(len(syms))
+			syms = append(syms, elf.Sym64{Name: strs.AddUnique(linkName(p)), Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text.sec.Index()), Value: textOffs[i], Size: uint64(len(p.Code))})
+		}
+	}
+	externSym := map[string]uint32{}
+	for _, name := range m.Externs {
+		if _, dup := l.syms[name]; dup || name == "" || strings.IndexByte(name, 0) >= 0 {
+			return nil, &LinkError{"module", fmt.Sprintf("Module.Externs: %q is empty, has a NUL byte or names an object of the module", name)}
+		}
+		if _, dup := externSym[name]; dup {
+			return nil, &LinkError{"module", fmt.Sprintf("Module.Externs: %q is listed twice", name)}
+		}
+		for _, p := range m.Procs {
+			if p.LinkName == name {
+				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also in Module.Externs", name)}
+			}
+		}
+		externSym[name] = uint32(len(syms))
+		syms = append(syms, elf.Sym64{Name: strs.AddUnique(name), Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE), Shndx: uint16(elf.SHN_UNDEF)})
+	}
+
+	// Relocations of the code and data.
+	rel := func(s *objSection, off uint64, sym uint32, typ elf.R_X86_64, addend int64) {
+		s.relocs = append(s.relocs, elf.Rela64{Off: off, Info: elf.R_INFO(sym, uint32(typ)), Addend: addend})
+	}
+	modelRelocs := func(obj string, s *objSection, base uint64, size int, rs []Reloc) error {
+		for _, r := range rs {
+			at := base + uint64(r.Offset)
+			n := 4
+			if r.Type == RelocAbs64 {
+				n = 8
+			} else if r.Type != RelocPC32 {
+				return &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown type %d", r.Offset, r.Type)}
+			}
+			if uint64(r.Offset)+uint64(n) > uint64(size) {
+				return &LinkError{obj, fmt.Sprintf("%v relocation at %#x runs past the end (%#x bytes)", r.Type, r.Offset, size)}
+			}
+			clear(s.data[at : at+uint64(n)])
+			t, ok := l.syms[r.Symbol]
+			if !ok {
+				ext, isExt := externSym[r.Symbol]
+				if !isExt {
+					return &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown symbol %q (not in the module nor in Module.Externs)", r.Offset, r.Symbol)}
+				}
+				if r.Type == RelocPC32 {
+					rel(s, at, ext, elf.R_X86_64_PLT32, r.Addend)
+				} else {
+					rel(s, at, ext, elf.R_X86_64_64, r.Addend)
+				}
+				continue
+			}
+			typ := elf.R_X86_64_PC32
+			if r.Type == RelocAbs64 {
+				typ = elf.R_X86_64_64
+			}
+			switch t.kind {
+			case symProc:
+				if !m.Procs[t.index].Internal && r.Type == RelocPC32 {
+					rel(s, at, procSym[t.index], elf.R_X86_64_PLT32, r.Addend)
+				} else {
+					rel(s, at, text.symbol, typ, int64(textOffs[t.index])+r.Addend)
+				}
+			case symROData:
+				rel(s, at, rodata.symbol, typ, int64(roOffs[t.index])+r.Addend)
+			default:
+				rel(s, at, data.symbol, typ, int64(dataOffs[t.index])+r.Addend)
+			}
+		}
+		return nil
+	}
+	for i, p := range m.Procs {
+		if err := modelRelocs("proc "+p.Name, text, textOffs[i], len(p.Code), p.Relocs); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range m.ROData {
+		if err := modelRelocs("datum "+d.Name, rodata, roOffs[i], len(d.Bytes), d.Relocs); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range m.Data {
+		if err := modelRelocs("datum "+d.Name, data, dataOffs[i], len(d.Bytes), d.Relocs); err != nil {
+			return nil, err
+		}
+	}
+	// .eh_frame: each FDE's pc_begin, after its length and CIE pointer.
+	for i, off := range fdeOffs {
+		at := off + 8
+		clear(ehFrame.data[at : at+4])
+		rel(ehFrame, at, text.symbol, elf.R_X86_64_PC32, int64(textOffs[i]))
+	}
+	// DWARF: addresses are .text offsets (the section is at 0 here);
+	// section offsets point into the named section.
+	for i, t := range tail {
+		s := debug[i]
+		for _, at := range t.addrs {
+			v := binary.LittleEndian.Uint64(s.data[at:])
+			clear(s.data[at : at+8])
+			rel(s, at, text.symbol, elf.R_X86_64_64, int64(v))
+		}
+		for _, f := range t.offsets {
+			target := byName[f.Section]
+			if target == nil {
+				return nil, fmt.Errorf("elfimage: internal error: %s refers to %s, which the object lacks", t.hdr.Name, f.Section)
+			}
+			v := uint64(binary.LittleEndian.Uint32(s.data[f.At:]))
+			if f.Size == 8 {
+				v = binary.LittleEndian.Uint64(s.data[f.At:])
+			}
+			clear(s.data[f.At : f.At+uint64(f.Size)])
+			typ := elf.R_X86_64_32
+			if f.Size == 8 {
+				typ = elf.R_X86_64_64
+			}
+			rel(s, f.At, target.symbol, typ, int64(v))
+		}
+	}
+	for _, s := range secs {
+		if len(s.relocs) > 0 {
+			s.rela = w.AddSection(elf.SectionHeader{Name: ".rela" + s.sec.Name, Type: elf.SHT_RELA,
+				Flags: elf.SHF_INFO_LINK, Addralign: 8, Link: uint32(symtab.sec.Index()), Info: uint32(s.sec.Index())})
+		}
+	}
+
+	// Reserve in file order, then write in the same order.
+	w.ReserveFileHeader()
+	for _, s := range secs {
+		w.ReserveSectionData(s.sec, uint64(len(s.data)))
+	}
+	w.ReserveSectionData(stack.sec, 0)
+	w.ReserveLocalSymbols(nLocal - 1)
+	w.ReserveGlobalSymbols(len(syms) - nLocal)
+	w.ReserveSymtab(symtab.sec, strtab.sec)
+	w.ReserveStringTable(strtab.sec, strs)
+	for _, s := range secs {
+		if s.rela != nil {
+			w.ReserveRela(s.rela, len(s.relocs))
+		}
+	}
+	shstrtab := w.ReserveShstrtab()
+	w.ReserveSectionHeaders()
+	if err := w.Err(); err != nil {
+		return nil, fmt.Errorf("elfimage: internal error: %w", err)
+	}
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_REL, Machine: l.a.Machine})
+	for _, s := range secs {
+		w.WriteSection(s.sec, s.data)
+	}
+	w.WriteSection(stack.sec, nil)
+	w.WriteNullSymbol()
+	for _, s := range syms[1:] {
+		w.WriteSymbol(s)
+	}
+	w.WriteStringTable(strtab.sec)
+	for _, s := range secs {
+		if s.rela != nil {
+			for _, r := range s.relocs {
+				w.WriteRela(s.rela, r)
+			}
+		}
+	}
+	w.WriteStringTable(shstrtab)
+	w.WriteSectionHeaders()
+	out, err := w.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("elfimage: internal error: %w", err)
+	}
+	return out, nil
+}
+
+// linkName is the symbol of procedure p.
+func linkName(p *Proc) string {
+	if p.LinkName != "" {
+		return p.LinkName
+	}
+	return p.Name
+}
