@@ -121,25 +121,29 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 	}
 	d := decoder{path: path, data: data}
 	h := &f.Header
-	copy(out, data)
-	add := func(off uint64) { le.PutUint64(out[off:], le.Uint64(out[off:])+base) }
+	// The words to move are collected first and checked (movedWords)
+	// before any is written: in a damaged image one could overlap a
+	// header field that the parse read, or another word, and the result
+	// would no longer be the input moved by base.
+	var words movedWords
+	add := func(off uint64) { words.add(off, regionContent) }
 
 	if h.Entry != 0 {
-		add(offEntry)
+		words.add(offEntry, regionELFHeader)
 	}
 	for i, p := range f.Progs {
 		switch p.Type {
 		case elf.PT_LOAD, elf.PT_DYNAMIC, elf.PT_GNU_EH_FRAME, elf.PT_NOTE:
 			off := f.ProgHeaderOffset(i)
-			add(off + 16) // p_vaddr
-			add(off + 24) // p_paddr
+			words.add(off+16, regionProgHeaders) // p_vaddr
+			words.add(off+24, regionProgHeaders) // p_paddr
 		}
 	}
 	var rebaseSec, debugSec *SectionHeader
 	for i := range secs {
 		s := &secs[i]
 		if s.Flags&elf.SHF_ALLOC != 0 {
-			add(f.SectionHeaderOffset(i) + 16) // sh_addr
+			words.add(f.SectionHeaderOffset(i)+16, regionSectionHeaders) // sh_addr
 		}
 		switch {
 		case s.Type == elf.SHT_SYMTAB:
@@ -160,14 +164,76 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 			debugSec = s
 		}
 	}
-	if rebaseSec == nil {
-		if debugSec == nil {
-			return nil // stripped: no debug address to move
-		}
+	if rebaseSec == nil && debugSec != nil {
 		return d.errorf(h.Shoff, "section headers", "no %s section: the addresses in %s and the other debug sections cannot be moved", SectionRebase, debugSec.Name)
 	}
-	if err := applyRebaseTable(&d, rebaseSec, secs, add); err != nil {
+	if rebaseSec != nil { // else stripped: no debug address to move
+		if err := applyRebaseTable(&d, rebaseSec, secs, add); err != nil {
+			return err
+		}
+	}
+	tables := [...][2]uint64{
+		regionELFHeader:      {0, uint64(h.Ehsize)},
+		regionProgHeaders:    {h.Phoff, h.Phoff + uint64(len(f.Progs))*uint64(h.Phentsize)},
+		regionSectionHeaders: {h.Shoff, h.Shoff + uint64(len(secs))*uint64(h.Shentsize)},
+	}
+	if err := words.check(&d, tables); err != nil {
 		return err
+	}
+	copy(out, data)
+	for _, w := range words {
+		le.PutUint64(out[w.off:], le.Uint64(out[w.off:])+base)
+	}
+	return nil
+}
+
+// region says which header table a moved word belongs to.
+type region uint8
+
+const (
+	regionELFHeader region = iota
+	regionProgHeaders
+	regionSectionHeaders
+	regionContent // a word in a section's contents
+)
+
+// movedWords are the file offsets of the 8-byte words Rebase adds the
+// base to, with the region each is in.
+type movedWords []struct {
+	off uint64
+	in  region
+}
+
+func (w *movedWords) add(off uint64, in region) {
+	*w = append(*w, struct {
+		off uint64
+		in  region
+	}{off, in})
+}
+
+// check refuses words that overlap each other, and words that overlap a
+// header table other than their own (tables: [start, end) of the ELF
+// header, the program and the section header tables): adding to such a
+// word would change what the parse read (in a damaged image, a section
+// header laid over the ELF header, say), so the result would not be the
+// input moved. Cost: a sort of the words.
+func (w movedWords) check(d *decoder, tables [3][2]uint64) error {
+	for _, x := range w {
+		for r, t := range tables {
+			if region(r) != x.in && x.off < t[1] && x.off+8 > t[0] {
+				return d.errorf(x.off, "moved address", "the address at %#x overlaps the header table at [%#x, %#x)", x.off, t[0], t[1])
+			}
+		}
+	}
+	offs := make([]uint64, len(w))
+	for i, x := range w {
+		offs[i] = x.off
+	}
+	slices.Sort(offs)
+	for i := 1; i < len(offs); i++ {
+		if offs[i]-offs[i-1] < 8 {
+			return d.errorf(offs[i], "moved address", "the addresses at %#x and %#x overlap", offs[i-1], offs[i])
+		}
 	}
 	return nil
 }
