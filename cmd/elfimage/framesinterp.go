@@ -21,53 +21,47 @@ import (
 // CFA+8), "u" (undefined or unspecified), "s" (same value), a register
 // name, "exp" and "vexp". The file is read with package elfobj:
 // compressed sections (zlib, zstd) are decompressed and a relocatable
-// object's sections relocated.
+// object's sections relocated. Registers have binutils' names
+// (arch.DWARFRegName); addresses and entry lengths are 8 hex digits in
+// an ELF32 file, 16 in an ELF64 one. A file with neither section prints
+// nothing, as readelf.
 func dumpFramesInterp(w io.Writer, path string) error {
 	f, err := elfobj.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	a := arch.ForMachine(f.Machine)
 	addrSize := uint8(8)
 	if f.Class == elf.ELFCLASS32 {
 		addrSize = 4
 	}
-	regName := func(r arch.Reg) string { return fmt.Sprintf("r%d", r) }
-	if a != nil {
-		regName = a.RegName
-	}
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
-	found := false
-	for _, name := range []string{".eh_frame", ".debug_frame"} {
-		i := f.FindSection(name)
-		if i < 0 || f.Sections[i].Type == elf.SHT_NOBITS {
+	// In section header order, as readelf.
+	for i := range f.Sections {
+		name := f.Sections[i].Name
+		if (name != ".eh_frame" && name != ".debug_frame") || f.Sections[i].Type == elf.SHT_NOBITS || f.FindSection(name) != i {
 			continue
 		}
 		data, err := f.Relocated(i)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		found = true
 		var sec *frame.Section
 		if name == ".eh_frame" {
 			sec = frame.NewEHFrame(data, f.Sections[i].Addr, f.ByteOrder, addrSize)
 		} else {
 			sec = frame.NewDebugFrame(data, f.ByteOrder, addrSize)
 		}
-		if err := printFramesInterp(bw, sec, regName, addrSize); err != nil {
+		if err := printFramesInterp(bw, sec, f.Machine, addrSize); err != nil {
 			return err
 		}
-	}
-	if !found {
-		return fmt.Errorf("%s has neither .eh_frame nor .debug_frame", path)
 	}
 	return nil
 }
 
 // printFramesInterp prints one section; see dumpFramesInterp.
-func printFramesInterp(w io.Writer, sec *frame.Section, regName func(arch.Reg) string, addrSize uint8) error {
+func printFramesInterp(w io.Writer, sec *frame.Section, m elf.Machine, addrSize uint8) error {
 	fmt.Fprintf(w, "Contents of the %s section:\n\n\n", sec.Name())
 	var e frame.Exec
 	var row frame.Row
@@ -88,13 +82,13 @@ func printFramesInterp(w io.Writer, sec *frame.Section, regName func(arch.Reg) s
 					id = ^uint64(0)
 				}
 			}
-			fmt.Fprintf(w, "%08x %016x "+idFmt(c.Format)+" CIE %q cf=%d df=%d ra=%d\n", c.Offset, entryLength(c.Offset, c.End, c.Format), id, c.Augmentation, c.CodeAlign, c.DataAlign, c.RA)
+			fmt.Fprintf(w, "%08x "+addrFmt+" "+idFmt(c.Format)+" CIE %q cf=%d df=%d ra=%d\n", c.Offset, entryLength(c.Offset, c.End, c.Format), id, c.Augmentation, c.CodeAlign, c.DataAlign, c.RA)
 			if err := e.InitialRow(sec, c, &row); err != nil {
 				ferr = err
 				return false
 			}
 			if !allNops(sec, c, nil) {
-				printTable(w, []frame.Row{row}, c.RA, regName, addrFmt)
+				printTable(w, []frame.Row{row}, c.RA, m, addrFmt)
 			}
 			fmt.Fprintln(w)
 			return true
@@ -108,14 +102,14 @@ func printFramesInterp(w io.Writer, sec *frame.Section, regName func(arch.Reg) s
 			}
 			id = idOff - f.CIE.Offset
 		}
-		fmt.Fprintf(w, "%08x %016x "+idFmt(f.CIE.Format)+" FDE cie=%08x pc="+addrFmt+".."+addrFmt+"\n", f.Offset, entryLength(f.Offset, f.End, f.CIE.Format), id, f.CIE.Offset, f.Start, f.Start+f.Size)
+		fmt.Fprintf(w, "%08x "+addrFmt+" "+idFmt(f.CIE.Format)+" FDE cie=%08x pc="+addrFmt+".."+addrFmt+"\n", f.Offset, entryLength(f.Offset, f.End, f.CIE.Format), id, f.CIE.Offset, f.Start, f.Start+f.Size)
 		rows, err := frame.Table(f)
 		if err != nil {
 			ferr = err
 			return false
 		}
 		if !allNops(sec, nil, f) {
-			printTable(w, rows, f.CIE.RA, regName, addrFmt)
+			printTable(w, rows, f.CIE.RA, m, addrFmt)
 		}
 		fmt.Fprintln(w)
 		return true
@@ -164,7 +158,8 @@ func allNops(sec *frame.Section, c *frame.ParsedCIE, f *frame.ParsedFDE) bool {
 
 // printTable prints the columns (every register some row has a rule for,
 // in number order, the return-address column as "ra") and the rows.
-func printTable(w io.Writer, rows []frame.Row, ra arch.Reg, regName func(arch.Reg) string, addrFmt string) {
+func printTable(w io.Writer, rows []frame.Row, ra arch.Reg, m elf.Machine, addrFmt string) {
+	regName := func(r arch.Reg) string { n, _ := arch.DWARFRegName(m, r); return n }
 	seen := map[arch.Reg]bool{}
 	for i := range rows {
 		for j := 0; j < rows[i].NumRules(); j++ {
@@ -178,7 +173,12 @@ func printTable(w io.Writer, rows []frame.Row, ra arch.Reg, regName func(arch.Re
 	}
 	sort.Slice(cols, func(i, j int) bool { return cols[i] < cols[j] })
 	// A register rule names the register by number and name, as readelf.
-	regRule := func(r arch.Reg) string { return fmt.Sprintf("r%d (%s)", r, regName(r)) }
+	regRule := func(r arch.Reg) string {
+		if name, named := arch.DWARFRegName(m, r); named {
+			return fmt.Sprintf("r%d (%s)", r, name)
+		}
+		return fmt.Sprintf("r%d", r)
+	}
 	name := func(r arch.Reg) string {
 		if r == ra {
 			return "ra"

@@ -169,7 +169,8 @@ type Exec struct {
 // *formaterr.Error for malformed instructions (unknown opcode, truncated
 // operand, DW_CFA_restore_state with nothing remembered, more than
 // MaxStateStack remembered states, more than MaxRowRegs registers,
-// DW_CFA_def_cfa_register/offset without a register CFA rule) or wrap
+// DW_CFA_def_cfa_offset without a register CFA rule; a
+// DW_CFA_def_cfa_register without one makes the CFA register+0) or wrap
 // [ErrNoFDE] when pc is outside the range. Cost: O(instructions); no
 // allocation after the first calls.
 func (e *Exec) RowAt(fde *ParsedFDE, pc uint64, row *Row) error {
@@ -284,7 +285,11 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 		row.CFA = Rule{Kind: RuleCFA, Reg: d.Reg, Offset: d.Offset}
 	case OpDefCFARegister:
 		if row.CFA.Kind != RuleCFA {
-			return "CFA rule is not register+offset"
+			// No register CFA rule yet (MIPS and RISC-V gcc CIEs start
+			// with DW_CFA_def_cfa_register), or an expression: the
+			// offset is 0, as readelf and llvm-dwarfdump take it.
+			row.CFA = Rule{Kind: RuleCFA, Reg: d.Reg}
+			break
 		}
 		row.CFA.Reg = d.Reg
 	case OpDefCFAOffset:
