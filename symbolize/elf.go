@@ -59,7 +59,7 @@ func layoutObject(f *elfobj.File) (*elfobj.File, []textSection) {
 			continue
 		}
 		align := max(s.Addralign, 16)
-		if align&(align-1) != 0 || s.Size > limit || at > limit-s.Size-align {
+		if align&(align-1) != 0 || align > limit || s.Size > limit-align || at > limit-align-s.Size {
 			ok = false
 			break
 		}

@@ -3,7 +3,9 @@ package symbolize_test
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/symbolize"
 )
@@ -298,4 +301,75 @@ func addr2lineObject(t *testing.T, tool, path, sec string, addrs []uint64) [][]s
 		t.Fatalf("addr2line answered %d of %d addresses", len(res), len(addrs))
 	}
 	return res
+}
+
+// TestObjectLayoutHostile: relocatable objects whose sections cannot be
+// laid out apart (alignments and sizes near the address space's end, an
+// alignment that is not a power of two) are read with every section at 0
+// rather than with wrapped addresses, and never panic; an ordinary one
+// gets distinct aligned addresses from 0x10000.
+func TestObjectLayoutHostile(t *testing.T) {
+	s, err := symbolize.New(objectWith(t, elf.SectionHeader{Name: ".text.b", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 64}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := symbolize.LaidOut(s); !slices.Equal(got[:3], []uint64{0, 0x10000, 0x10040}) {
+		t.Errorf("ordinary object laid out at %#x, want [0 0x10000 0x10040 ...]", got)
+	}
+	for _, h := range []elf.SectionHeader{
+		{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 1 << 63},
+		{Name: ".bss", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addralign: 16, Size: 1<<64 - 8},
+		{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 24},
+	} {
+		b := objectWith(t, h)
+		s, err := symbolize.New(b)
+		if err != nil {
+			t.Fatalf("%+v: %v", h, err)
+		}
+		if _, err := s.Symbolize(0, nil); err != nil && !errors.Is(err, symbolize.ErrNoInfo) {
+			t.Errorf("%+v: Symbolize: %v", h, err)
+		}
+		for i, a := range symbolize.LaidOut(s) {
+			if a != 0 {
+				t.Errorf("%+v: section %d at %#x, want every section at 0", h, i, a)
+			}
+		}
+	}
+}
+
+// objectWith returns an x86-64 ET_REL file with a one-byte .text and a
+// second section of h's name, type and flags, whose header then gets h's
+// sh_size (for SHT_NOBITS) and sh_addralign, which the writer would refuse.
+func objectWith(t *testing.T, h elf.SectionHeader) []byte {
+	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
+	text := w.AddSection(elf.SectionHeader{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 16})
+	x := w.AddSection(elf.SectionHeader{Name: h.Name, Type: h.Type, Flags: h.Flags, Addralign: 1})
+	w.ReserveFileHeader()
+	w.ReserveSectionData(text, 1)
+	if h.Type != elf.SHT_NOBITS {
+		w.ReserveSectionData(x, 1)
+	}
+	shstrtab := w.ReserveShstrtab()
+	w.ReserveSectionHeaders()
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_REL, Machine: elf.EM_X86_64})
+	w.WriteSection(text, []byte{0xc3})
+	if h.Type != elf.SHT_NOBITS {
+		w.WriteSection(x, []byte{0xc3})
+	}
+	w.WriteStringTable(shstrtab)
+	w.WriteSectionHeaders()
+	b, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfobj.NewBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := f.SectionHeaderOffset(2)
+	if h.Type == elf.SHT_NOBITS {
+		binary.LittleEndian.PutUint64(b[sh+32:], h.Size) // sh_size
+	}
+	binary.LittleEndian.PutUint64(b[sh+48:], h.Addralign) // sh_addralign
+	return b
 }
