@@ -36,6 +36,16 @@
 //   - File names are absolute when the line table allows it: the entry's
 //     name, prefixed with its directory and, when that is relative, the
 //     unit's DW_AT_comp_dir.
+//   - In a relocatable object (ET_REL: gcc -c, clang -c) every section
+//     is at address 0 and the debug sections' relocations are applied
+//     (elfobj.File.Relocated) before they are read. An address is, as
+//     llvm-symbolizer numbers it, an offset in the first non-empty
+//     SHF_EXECINSTR section (in section header order) longer than the
+//     offset; lines, frames and symbols come from that section alone.
+//     (llvm-symbolizer keeps to the section for lines but not for
+//     functions, so where .text and .text.startup both cover an offset it
+//     may name main for code of .text; binutils addr2line -j .text and
+//     we name the function of .text. The tests compare with both.)
 //
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
