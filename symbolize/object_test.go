@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +34,7 @@ int main(int argc, char **argv) { return other(argc) + helper(argc, 2); }
 // clang and the AArch64 cross gcc write from objectSource.
 func objectInputs(t *testing.T) []string {
 	var paths []string
-	root := runtime.GOROOT()
+	root := goRoot(t)
 	for _, p := range []string{
 		"src/debug/dwarf/testdata/cppunsuptypes.elf",
 		"src/debug/elf/testdata/go-relocation-test-gcc441-x86-64.obj",
@@ -372,4 +371,14 @@ func objectWith(t *testing.T, h elf.SectionHeader) []byte {
 	}
 	binary.LittleEndian.PutUint64(b[sh+48:], h.Addralign) // sh_addralign
 	return b
+}
+
+// goRoot returns `go env GOROOT` of the go command on PATH, whose
+// src/debug/elf and src/debug/dwarf test data the tests read.
+func goRoot(t *testing.T) string {
+	out, err := exec.Command(tooltest.Require(t, "go"), "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }

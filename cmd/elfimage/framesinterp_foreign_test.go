@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -59,8 +58,9 @@ func compareFramesInterp(t *testing.T, readelf, path string) {
 func TestFramesInterpForeignObjects(t *testing.T) {
 	readelf := tooltest.Require(t, "readelf")
 	var files []string
+	root := goRoot(t)
 	for _, dir := range []string{"src/debug/elf/testdata", "src/debug/dwarf/testdata"} {
-		m, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), dir, "*"))
+		m, _ := filepath.Glob(filepath.Join(root, dir, "*"))
 		for _, p := range m {
 			if b, err := os.ReadFile(p); err == nil && len(b) > 4 && string(b[:4]) == "\x7fELF" {
 				files = append(files, p)
@@ -68,7 +68,7 @@ func TestFramesInterpForeignObjects(t *testing.T) {
 		}
 	}
 	if len(files) == 0 {
-		t.Logf("Go's debug/elf test data is not installed (GOROOT %s)", runtime.GOROOT())
+		t.Logf("Go's debug/elf test data is not installed (GOROOT %s)", root)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "f.c")
@@ -303,4 +303,14 @@ func TestFramesInterpSystemSample(t *testing.T) {
 		compareFramesInterp(t, readelf, p)
 	}
 	t.Logf("%d system files compared", len(files))
+}
+
+// goRoot returns `go env GOROOT` of the go command on PATH, whose
+// src/debug/elf and src/debug/dwarf test data the tests read.
+func goRoot(t *testing.T) string {
+	out, err := exec.Command(tooltest.Require(t, "go"), "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
