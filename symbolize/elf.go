@@ -11,9 +11,90 @@ import (
 
 // elfFile is the ELF file as package elfobj reads it; class64 is kept
 // apart so that a symtab can be built without a file (tests).
+//
+// In a relocatable object (ET_REL) every section's sh_addr is 0, so the
+// code of two sections (.text and .text.startup, or the sections of
+// -ffunction-sections) shares addresses. obj is then a copy of the file
+// whose SHF_ALLOC sections are laid out apart ([layoutObject]): its
+// relocated DWARF and symbols have distinct addresses per section, and a
+// query address is turned into one of them by [elfFile.linkAddr]. file0
+// is the file as stored, for [Symbolizer.Section].
 type elfFile struct {
 	obj     *elfobj.File
+	file0   *elfobj.File
 	class64 bool
+	text    []textSection // ET_REL only: the sections addresses are resolved in
+}
+
+// textSection is one section of a relocatable object that query
+// addresses can fall in: its size and the address layoutObject gave it.
+type textSection struct {
+	size, base uint64
+}
+
+// relLayoutBase is where layoutObject puts the first section: above 0, so
+// that an address left unrelocated (0) is nobody's.
+const relLayoutBase = 0x10000
+
+// layoutObject returns a copy of the relocatable object f whose SHF_ALLOC
+// sections have distinct addresses (each at the next multiple of its
+// alignment, at least 16, from relLayoutBase, in section header order)
+// and the sections query addresses resolve in: those llvm-symbolizer
+// takes for an address in an object (getModuleSectionIndexForAddress in
+// LLVM's DebugInfo/Symbolize), every SHF_EXECINSTR section that is not
+// SHT_NOBITS and not empty, in section header order. When the layout
+// would not fit the file's address size, f is returned as it is (all
+// sections at 0) with the same text sections at base 0.
+func layoutObject(f *elfobj.File) (*elfobj.File, []textSection) {
+	lay := *f
+	lay.Sections = append([]elf.SectionHeader(nil), f.Sections...)
+	limit := uint64(1<<32 - 1)
+	if f.Class == elf.ELFCLASS64 {
+		limit = 1<<63 - 1
+	}
+	at, ok := uint64(relLayoutBase), true
+	for i := range lay.Sections {
+		s := &lay.Sections[i]
+		if s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		align := max(s.Addralign, 16)
+		if align&(align-1) != 0 || align > limit || s.Size > limit-align || at > limit-align-s.Size {
+			ok = false
+			break
+		}
+		at = (at + align - 1) &^ (align - 1)
+		s.Addr = at
+		at += s.Size
+	}
+	if !ok {
+		lay.Sections = f.Sections
+	}
+	var text []textSection
+	for _, s := range lay.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+			text = append(text, textSection{size: s.Size, base: s.Addr})
+		}
+	}
+	return &lay, text
+}
+
+// linkAddr turns a query address into the address the file's DWARF and
+// symbols use. In an executable or shared object it is addr. In a
+// relocatable object addr is an offset in the first text section (in
+// section header order) that is longer than addr, as llvm-symbolizer
+// numbers an object's addresses (every section at 0); ok is false when
+// no text section is that long.
+func (f *elfFile) linkAddr(addr uint64) (uint64, bool) {
+	if f.obj == nil || f.obj.Type != elf.ET_REL {
+		return addr, true
+	}
+	for _, t := range f.text {
+		if addr < t.size {
+			return t.base + addr, true
+		}
+	}
+	return 0, false
 }
 
 // parseELF reads the ELF header and the section header table of data
@@ -45,7 +126,11 @@ func parseELF(data []byte, r io.ReaderAt, size int64) (*elfFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &elfFile{obj: f, class64: f.Class == elf.ELFCLASS64}, nil
+	ef := &elfFile{obj: f, file0: f, class64: f.Class == elf.ELFCLASS64}
+	if f.Type == elf.ET_REL {
+		ef.obj, ef.text = layoutObject(f)
+	}
+	return ef, nil
 }
 
 // debugSection returns the contents of DWARF section name (".debug_info"),

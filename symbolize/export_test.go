@@ -7,3 +7,13 @@ func ScanAlways() (restore func()) {
 	scanAlways.Store(true)
 	return func() { scanAlways.Store(false) }
 }
+
+// LaidOut returns the sh_addr layoutObject gave each section of a
+// relocatable object (all 0 when it fell back), in section order.
+func LaidOut(s *Symbolizer) []uint64 {
+	var out []uint64
+	for _, h := range s.f.obj.Sections {
+		out = append(out, h.Addr)
+	}
+	return out
+}

@@ -32,18 +32,19 @@ func (s *Symbolizer) Section(name string) (data []byte, addr uint64, err error) 
 		defer s.guard(&err)
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	}
-	i := s.f.obj.FindSection(name)
+	f0 := s.f.file0
+	i := f0.FindSection(name)
 	if i >= 0 {
-		addr = s.f.obj.Sections[i].Addr
+		addr = f0.Sections[i].Addr
 	}
 	if i < 0 && !strings.HasPrefix(name, ".debug_") {
 		return nil, 0, nil
 	}
-	p, err := s.f.debugSection(name)
+	p, err := f0.DebugSection(name)
 	if err != nil {
 		return nil, 0, fmt.Errorf("symbolize: section %s: %w", name, err)
 	}
-	if s.mapped && p != nil && i >= 0 && s.f.obj.Sections[i].Flags&elf.SHF_COMPRESSED == 0 {
+	if s.mapped && p != nil && i >= 0 && f0.Sections[i].Flags&elf.SHF_COMPRESSED == 0 {
 		// debugSection returns a subslice of the mapping for an
 		// uncompressed section (unless relocations were applied to a
 		// copy): copy it while faults are recoverable.

@@ -36,6 +36,16 @@
 //   - File names are absolute when the line table allows it: the entry's
 //     name, prefixed with its directory and, when that is relative, the
 //     unit's DW_AT_comp_dir.
+//   - In a relocatable object (ET_REL: gcc -c, clang -c) every section
+//     is at address 0 and the debug sections' relocations are applied
+//     (elfobj.File.Relocated) before they are read. An address is, as
+//     llvm-symbolizer numbers it, an offset in the first non-empty
+//     SHF_EXECINSTR section (in section header order) longer than the
+//     offset; lines, frames and symbols come from that section alone.
+//     (llvm-symbolizer keeps to the section for lines but not for
+//     functions, so where .text and .text.startup both cover an offset it
+//     may name main for code of .text; binutils addr2line -j .text and
+//     we name the function of .text. The tests compare with both.)
 //
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
@@ -233,7 +243,12 @@ func (s *Symbolizer) guard(err *error) {
 
 // Symbolize appends the frames for the link-time address addr to frames,
 // innermost first, and returns the extended slice (see the package
-// documentation for how they are found). Every frame but the last has
+// documentation for how they are found). In a relocatable object (ET_REL)
+// addr is an offset in a section, as llvm-symbolizer numbers them: the
+// offset in the first non-empty SHF_EXECINSTR section (in section header
+// order) whose size exceeds addr, and only that section's lines, functions
+// and symbols answer (so an object whose .text and .text.startup both
+// start at 0 answers from .text). Every frame but the last has
 // Inlined set.
 //
 // For an address nothing covers it returns frames unchanged and
@@ -255,6 +270,10 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	}
 	n0 := len(frames)
+	addr, ok := s.f.linkAddr(addr)
+	if !ok {
+		return frames, ErrNoInfo
+	}
 	d, err := s.dwarf()
 	if err != nil {
 		return frames, err
@@ -332,6 +351,10 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 		seen := make([]bool, len(d.units))
 		var units []int
 		for _, a := range addrs {
+			a, ok := s.f.linkAddr(a)
+			if !ok {
+				continue
+			}
 			if ui := d.unitFor(a); ui >= 0 && !seen[ui] && d.units[ui].idx.Load() == nil {
 				seen[ui] = true
 				units = append(units, ui)

@@ -108,6 +108,13 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 	if s.Section == elf.SHN_UNDEF || (s.Section >= elf.SHN_LORESERVE && s.Section != elf.SHN_XINDEX) {
 		return 0, 0, 0, false // undefined, absolute or common: no section
 	}
+	if t.f != nil && t.f.obj != nil && t.f.obj.Type == elf.ET_REL {
+		// An object's st_value is an offset in its section.
+		if sec, ok := t.tab.SectionOf(int(i)); ok && sec < len(t.f.obj.Sections) {
+			return s.Value + t.f.obj.Sections[sec].Addr, s.Size, s.Name, true
+		}
+		return 0, 0, 0, false
+	}
 	return s.Value, s.Size, s.Name, true
 }
 

@@ -27,7 +27,13 @@
 //     DW_CFA_MIPS_advance_loc8, with a bounded DW_CFA_remember_state
 //     stack): [Exec.RowAt] gives the [Row] (CFA rule and register rules)
 //     in effect at a pc without allocating, [Table] every row of an FDE,
-//     [Exec.InitialRow] the row a CIE's initial instructions define.
+//     [Exec.Rows] the same rows computed in place (no allocation: what a
+//     dump of a whole library uses), [Exec.InitialRow] the row a CIE's
+//     initial instructions define. Where DWARF leaves a CFA rule open
+//     (DW_CFA_def_cfa_register before any CFA rule, as gcc writes MIPS and
+//     RISC-V CIEs, or after DW_CFA_def_cfa_expression), the rows are
+//     libgcc's and readelf's: the register with the last register rule's
+//     offset, 0 if none.
 //
 // [Finder] finds the FDE covering a pc through .eh_frame_hdr ([Hdr]) by
 // binary search, or by a linear scan of the section when there is no usable

@@ -48,7 +48,9 @@ func (k RuleKind) String() string {
 
 // Rule is how to find a register's value in the caller (or, for the CFA
 // rule, how to compute the CFA). Offset is in bytes; Expr points into the
-// section data.
+// section data. A RuleCFAExpression keeps the Reg and Offset of the
+// register rule before it, which a later DW_CFA_def_cfa_register takes
+// back (libgcc's unwinder does the same).
 type Rule struct {
 	Kind   RuleKind
 	Reg    arch.Reg
@@ -169,7 +171,9 @@ type Exec struct {
 // *formaterr.Error for malformed instructions (unknown opcode, truncated
 // operand, DW_CFA_restore_state with nothing remembered, more than
 // MaxStateStack remembered states, more than MaxRowRegs registers,
-// DW_CFA_def_cfa_register/offset without a register CFA rule) or wrap
+// DW_CFA_def_cfa_offset before any CFA rule; a DW_CFA_def_cfa_register
+// without a register rule takes the last register rule's offset, 0 if
+// none, as libgcc and readelf do) or wrap
 // [ErrNoFDE] when pc is outside the range. Cost: O(instructions); no
 // allocation after the first calls.
 func (e *Exec) RowAt(fde *ParsedFDE, pc uint64, row *Row) error {
@@ -190,8 +194,21 @@ func Table(fde *ParsedFDE) ([]Row, error) {
 	var e Exec
 	var row Row
 	var out []Row
-	err := e.run(fde, 0, &row, &out)
+	err := e.run(fde, 0, &row, func(r *Row) bool {
+		out = append(out, *r)
+		return true
+	})
 	return out, err
+}
+
+// Rows calls fn with each row of the FDE in order, the rows [Table]
+// returns, computed in place in row: fn must copy what it keeps and must
+// not change row. fn returning false stops the walk (with no error). Errors
+// are those of Table. Cost: O(instructions); no allocation after the
+// first calls, so a dump of every row of a large library costs no more
+// than executing its instructions.
+func (e *Exec) Rows(fde *ParsedFDE, row *Row, fn func(row *Row) bool) error {
+	return e.run(fde, 0, row, fn)
 }
 
 // InitialRow computes into row the row the initial instructions of cie
@@ -221,7 +238,9 @@ func (e *Exec) runCIE(s *Section, cie *ParsedCIE, row *Row) error {
 	return r.b.Err()
 }
 
-func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
+// run computes the row at pc into row or, with emit set, passes every row
+// to emit.
+func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) error {
 	s := fde.sec
 	if s == nil {
 		return fmt.Errorf("frame: ParsedFDE not read from a Section")
@@ -236,15 +255,19 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
 	end := fde.Start + fde.Size
 	row.Loc = fde.Start
 	r := s.insnReader(cie, fde.Insns, fde.InsnsOff, fde.Start)
+	rows := 0
 	for r.next(&d) {
 		if d.Op == OpAdvanceLoc {
 			loc := fde.Start + d.PC
-			if table != nil {
-				if len(*table) == MaxTableRows {
+			if emit != nil {
+				if rows == MaxTableRows {
 					return &formaterr.Error{Source: s.Name(), Offset: d.Off, Field: "instructions", Msg: fmt.Sprintf("more than %d rows", MaxTableRows)}
 				}
+				rows++
 				row.End = loc
-				*table = append(*table, *row)
+				if !emit(row) {
+					return nil
+				}
 			} else if loc > pc {
 				row.End = loc
 				return nil
@@ -263,8 +286,8 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, table *[]Row) error {
 	if row.Loc > end {
 		row.End = row.Loc
 	}
-	if table != nil {
-		*table = append(*table, *row)
+	if emit != nil {
+		emit(row)
 	}
 	return nil
 }
@@ -283,17 +306,24 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 	case OpDefCFA:
 		row.CFA = Rule{Kind: RuleCFA, Reg: d.Reg, Offset: d.Offset}
 	case OpDefCFARegister:
-		if row.CFA.Kind != RuleCFA {
-			return "CFA rule is not register+offset"
-		}
-		row.CFA.Reg = d.Reg
+		// Without a register CFA rule (MIPS and RISC-V gcc CIEs start
+		// with DW_CFA_def_cfa_register), the offset is that of the last
+		// register rule, 0 if none: what libgcc's unwinder and readelf
+		// do (the offset survives a DW_CFA_def_cfa_expression).
+		row.CFA = Rule{Kind: RuleCFA, Reg: d.Reg, Offset: row.CFA.Offset}
 	case OpDefCFAOffset:
-		if row.CFA.Kind != RuleCFA {
+		switch row.CFA.Kind {
+		case RuleCFA:
+		case RuleCFAExpression:
+			// libgcc and readelf record the offset and keep the
+			// expression: it matters once a DW_CFA_def_cfa_register
+			// follows.
+		default:
 			return "CFA rule is not register+offset"
 		}
 		row.CFA.Offset = d.Offset
 	case OpDefCFAExpression:
-		row.CFA = Rule{Kind: RuleCFAExpression, Expr: d.Expr}
+		row.CFA = Rule{Kind: RuleCFAExpression, Reg: row.CFA.Reg, Offset: row.CFA.Offset, Expr: d.Expr}
 	case OpOffset:
 		return set(Rule{Kind: RuleOffset, Offset: d.Offset})
 	case OpValOffset:

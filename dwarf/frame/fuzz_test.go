@@ -61,6 +61,20 @@ func exercise(t *testing.T, sec *Section) {
 		if err != nil {
 			return true
 		}
+		// Rows gives the same rows in place, and stops when asked.
+		var e2 Exec
+		var inPlace Row
+		n := 0
+		stop := len(rows) / 2
+		if err := e2.Rows(f, &inPlace, func(r *Row) bool {
+			if n >= len(rows) || rowString(r) != rowString(&rows[n]) || r.Loc != rows[n].Loc || r.End != rows[n].End {
+				t.Fatalf("FDE %#x: Rows' row %d is %s [%#x, %#x), Table's %v", f.Offset, n, rowString(r), r.Loc, r.End, rows)
+			}
+			n++
+			return n <= stop
+		}); err != nil || n != min(stop+1, len(rows)) {
+			t.Fatalf("FDE %#x: Rows stopped after %d rows (%v), want %d of Table's %d", f.Offset, n, err, min(stop+1, len(rows)), len(rows))
+		}
 		if contiguous(f, rows) {
 			var found ParsedFDE
 			for _, r := range rows {

@@ -578,7 +578,6 @@ func TestInstructionErrors(t *testing.T) {
 		{"too many registers", manyRegs, "registers"},
 		{"unknown opcode", []byte{0x3f}, "unknown call frame instruction"},
 		{"truncated operand", []byte{byte(dwarf.DW_CFA_advance_loc4), 1}, ""},
-		{"offset after expression CFA", []byte{byte(dwarf.DW_CFA_def_cfa_expression), 1, byte(dwarf.DW_OP_lit0), byte(dwarf.DW_CFA_def_cfa_offset), 8}, "not register+offset"},
 		{"set_loc backwards", []byte{byte(dwarf.DW_CFA_set_loc), 0, 0x0f, 0, 0, 0, 0, 0, 0}, "backwards"},
 		{"advance overflow", []byte{byte(dwarf.DW_CFA_MIPS_advance_loc8), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, "overflows"},
 	} {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -62,6 +63,21 @@ func TestReadelfSystemBinaries(t *testing.T) {
 	if len(present) < 20 {
 		t.Fatalf("only %d of the %d candidate system files exist; need 20: %v", len(present), len(systemFiles), present)
 	}
+	// And a deterministic sample of whatever else the machine has: every
+	// 40th ELF file of /usr/bin and /usr/lib/x86_64-linux-gnu (at most 16
+	// MiB each, x86-64 only; those without CFI are skipped).
+	listed := map[string]bool{}
+	for _, p := range present {
+		listed[p] = true
+	}
+	var sampled []string
+	for _, dir := range []string{"/usr/bin", "/usr/lib/x86_64-linux-gnu"} {
+		for _, p := range sampleELFs(dir, 40, 16<<20) {
+			if !listed[p] {
+				sampled = append(sampled, p)
+			}
+		}
+	}
 	t.Run("group", func(t *testing.T) {
 		for _, p := range present {
 			t.Run(filepath.Base(p), func(t *testing.T) {
@@ -69,7 +85,46 @@ func TestReadelfSystemBinaries(t *testing.T) {
 				checkFileAgainstReadelf(t, p, true)
 			})
 		}
+		for _, p := range sampled {
+			t.Run("sample/"+filepath.Base(p), func(t *testing.T) {
+				t.Parallel()
+				checkFileAgainstReadelf(t, p, true)
+			})
+		}
 	})
+	t.Logf("%d listed and %d sampled files", len(present), len(sampled))
+}
+
+// sampleELFs returns every n'th regular ELF file of at most maxSize bytes
+// in dir, in name order.
+func sampleELFs(dir string, n int, maxSize int64) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var elfs []string
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Size() > maxSize || info.Size() < 64 {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		var magic [4]byte
+		_, err = f.ReadAt(magic[:], 0)
+		f.Close()
+		if err == nil && string(magic[:]) == "\x7fELF" {
+			elfs = append(elfs, p)
+		}
+	}
+	var out []string
+	for i := 0; i < len(elfs); i += n {
+		out = append(out, elfs[i])
+	}
+	return out
 }
 
 // TestReadelfGoDebugFrame compares the .debug_frame (compressed, 32-bit
@@ -140,6 +195,9 @@ func checkFileAgainstReadelf(t *testing.T, path string, wantHdr bool) {
 		}
 	}
 	if compared == 0 || total.fdes == 0 {
+		if strings.Contains(t.Name(), "/sample/") {
+			t.Skipf("%s: no CFI", path)
+		}
 		t.Fatalf("%s: no FDEs compared", path)
 	}
 	t.Logf("%s: %d CIEs, %d FDEs, %d rows equal readelf's", path, total.cies, total.fdes, total.rows)

@@ -167,6 +167,7 @@ func run(cfg *config) error {
 	add("Link and write", linkSection)
 	add("Lookup", lookupSection)
 	add("Symbolize", symbolizeSection)
+	add("CFI dump", framesSection)
 	add("Unwind, describe and publish", goBenchSection)
 	add("Memory", memorySection)
 	add("Self-profiling", profileSection)
