@@ -84,13 +84,16 @@ func (r *NoteReader) Next() (Note, bool) {
 		return Note{}, false
 	}
 	name := r.b[off : off+namesz : off+namesz]
-	off += (namesz + r.align - 1) &^ (r.align - 1) // namesz < 2^32: no overflow
+	// The descriptor and the next note start at the alignment counted
+	// from the section's start (which is aligned): with 8, a 4-byte name
+	// after the 12-byte header needs no padding. off+namesz <= n.
+	off = (off + namesz + r.align - 1) &^ (r.align - 1)
 	if off > n || descsz > n-off {
 		r.err = formatErr(r.section, r.base+at+4, "n_descsz", "note descriptor of %d bytes (type %#x) runs past the end of %s", descsz, typ, r.section)
 		return Note{}, false
 	}
 	desc := r.b[off : off+descsz : off+descsz]
-	next := off + (descsz+r.align-1)&^(r.align-1)
+	next := (off + descsz + r.align - 1) &^ (r.align - 1)
 	r.pos = min(next, n) // the last note's padding may be missing
 	return Note{Name: bytes.TrimRight(name, "\x00"), Type: typ, Desc: desc, Offset: r.base + at, DescOffset: r.base + off}, true
 }

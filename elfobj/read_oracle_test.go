@@ -201,7 +201,7 @@ func compareNotes(f *File, i int, b []byte, off, align uint64, order binary.Byte
 		var namesz, descsz, dOff uint64
 		if !bad {
 			namesz, descsz = uint64(order.Uint32(b[pos:])), uint64(order.Uint32(b[pos+4:]))
-			dOff = 12 + pad(namesz)
+			dOff = pad(12 + namesz) // gABI: the descriptor is aligned from the note's start
 			bad = namesz > rest-12 || dOff > rest || descsz > rest-dOff
 		}
 		if bad {
@@ -218,7 +218,7 @@ func compareNotes(f *File, i int, b []byte, off, align uint64, order binary.Byte
 		if !bytes.Equal(n.Name, name) || n.Type != elf.NType(order.Uint32(b[pos+8:])) || !bytes.Equal(n.Desc, desc) || n.Offset != off+pos {
 			return fmt.Errorf("note of section %d at %#x: %q %d %x at %#x, want %q %x", i, off+pos, n.Name, n.Type, n.Desc, n.Offset, name, desc)
 		}
-		pos = min(uint64(len(b)), pos+dOff+pad(descsz))
+		pos = min(uint64(len(b)), pos+pad(dOff+descsz))
 	}
 }
 

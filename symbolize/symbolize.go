@@ -112,6 +112,11 @@ type Symbolizer struct {
 	symOnce sync.Once
 	syms    *symtab
 	symErr  error
+
+	// debug, when set (OpenDebug), is the separate debug file: its DWARF
+	// answers, and its symbol table when the file has none.
+	debug     *Symbolizer
+	debugPath string
 }
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
@@ -146,6 +151,35 @@ func Open(path string) (*Symbolizer, error) {
 	return s, nil
 }
 
+// OpenDebug is Open for a file whose debug information is in a separate
+// debug file at debugPath (what objcopy --only-keep-debug or elfimage
+// strip writes; package debugfile finds it by build ID, .gnu_debuglink or
+// debuginfod): frames come from the debug file's DWARF, function names from
+// the file's own symbol table (.symtab, else .dynsym, as llvm-symbolizer
+// takes them), or from the debug file's when the file has neither; Section
+// returns the file's section, or the debug file's when the file has none
+// by that name (or only SHT_NOBITS). The two must be of one build (the
+// caller checks the build ID or CRC; debugfile.Finder does). Close closes
+// both. Errors are those of Open for either file, the debug file's wrapped
+// with its path.
+func OpenDebug(path, debugPath string) (*Symbolizer, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Open(debugPath)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("symbolize: debug file %s: %w", debugPath, err)
+	}
+	s.debug, s.debugPath = d, debugPath
+	return s, nil
+}
+
+// DebugPath returns the path of the separate debug file given to
+// OpenDebug, or "" for a Symbolizer that reads one file.
+func (s *Symbolizer) DebugPath() string { return s.debugPath }
+
 // New returns a Symbolizer for an ELF file held in data, which it uses in
 // place: do not modify data while the Symbolizer is in use. Errors are
 // those of Open.
@@ -178,10 +212,14 @@ func (s *Symbolizer) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.unmap != nil {
-		return s.unmap()
+	var err error
+	if s.debug != nil {
+		err = s.debug.Close()
 	}
-	return nil
+	if s.unmap != nil {
+		return errors.Join(s.unmap(), err)
+	}
+	return err
 }
 
 // HasDWARF reports whether the file has a .debug_info section. Errors
@@ -202,6 +240,9 @@ func (s *Symbolizer) HasDWARF() (ok bool, err error) {
 // out of the Once (which then counts as done), and every later call must
 // report it rather than see a nil table without an error.
 func (s *Symbolizer) dwarf() (*dwarfData, error) {
+	if s.debug != nil {
+		return s.debug.dwarf()
+	}
 	s.dwarfOnce.Do(func() {
 		s.dwarfErr = fmt.Errorf("%w: loading the debug sections", ErrFault)
 		s.d, s.dwarfErr = loadDWARF(s.f)
@@ -214,6 +255,9 @@ func (s *Symbolizer) symbols() (*symtab, error) {
 		s.symErr = fmt.Errorf("%w: reading the symbol table", ErrFault)
 		s.syms, s.symErr = readSymtab(s.f)
 	})
+	if s.debug != nil && s.symErr == nil && s.syms.empty() {
+		return s.debug.symbols()
+	}
 	return s.syms, s.symErr
 }
 
@@ -453,5 +497,8 @@ func appendLineFrame(frames []Frame, t *lineTable, addr uint64) []Frame {
 // mapping, turned into a panic by debug.SetPanicOnFault.
 func (s *Symbolizer) isFault(e runtime.Error) bool {
 	a, ok := e.(interface{ Addr() uintptr })
+	if ok && s.debug != nil && s.debug.isFault(e) {
+		return true
+	}
 	return ok && a.Addr() >= s.mapLo && a.Addr() < s.mapHi
 }
