@@ -93,8 +93,8 @@ type Client struct {
 	// URL, the bytes so far and the size the server announced (-1 when
 	// unknown): at each ProgressUnit*10 bytes and at the end.
 	Progress func(url string, done, total int64)
-	// HTTP is the HTTP client; nil means one with Timeout as its
-	// connection and response header timeout. Its own Timeout, if any,
+	// HTTP is the HTTP client; nil means one with http.DefaultTransport's
+	// settings (proxies from the environment). Its own Timeout, if any,
 	// also applies.
 	HTTP *http.Client
 
@@ -215,10 +215,9 @@ func (c *Client) httpClient() *http.Client {
 			c.client = c.HTTP
 			return
 		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = c.Timeout
-		t.TLSHandshakeTimeout = c.Timeout
-		c.client = &http.Client{Transport: t}
+		// Timeouts are the download's own (fetch): connecting and the
+		// response headers count toward the first stretch.
+		c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	})
 	return c.client
 }
@@ -268,7 +267,7 @@ func (c *Client) Debuginfo(ctx context.Context, buildID []byte) (string, error) 
 	var errs []error
 	notFound := 0
 	for _, u := range c.URLs {
-		src := u + "/buildid/" + hexID + "/debuginfo"
+		src := strings.TrimRight(u, "/") + "/buildid/" + hexID + "/debuginfo"
 		err := c.fetch(ctx, src, dst, buildID)
 		if err == nil {
 			return dst, nil
