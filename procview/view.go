@@ -93,17 +93,17 @@ func (m *Module) Symbolizer() (*symbolize.Symbolizer, error) {
 // object is one ELF file (or memory image) at one bias: its symbolizer and
 // FDE finder, made on first use.
 type object struct {
-	once   sync.Once
-	load   func() (*symbolize.Symbolizer, error)
-	bias   uint64
+	once sync.Once
+	load func() (*symbolize.Symbolizer, error)
+	bias uint64
 	// path is the file the object was opened from ("" for a memory
 	// image), name the module's path, whose directory anchors the
 	// .gnu_debuglink search.
 	path, name string
-	sym    *symbolize.Symbolizer // the module's file: CFI
-	dbg    *symbolize.Symbolizer // its debug information: sym or a separate file
-	finder unwind.Sources
-	err    error
+	sym        *symbolize.Symbolizer // the module's file: CFI
+	dbg        *symbolize.Symbolizer // its debug information: sym or a separate file
+	finder     unwind.Sources
+	err        error
 
 	symsOnce sync.Once
 	syms     []symEntry

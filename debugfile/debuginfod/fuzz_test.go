@@ -124,4 +124,3 @@ func FuzzAnswer(f *testing.F) {
 		})
 	})
 }
-
