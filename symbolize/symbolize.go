@@ -156,7 +156,10 @@ func Open(path string) (*Symbolizer, error) {
 // strip writes; package debugfile finds it by build ID, .gnu_debuglink or
 // debuginfod): frames come from the debug file's DWARF, function names from
 // the file's own symbol table (.symtab, else .dynsym, as llvm-symbolizer
-// takes them), or from the debug file's when the file has neither; Section
+// takes them), or from the debug file's when the file has neither, and
+// for an address that neither the DWARF nor the file's table covers (as
+// gdb names it from the debug file's minimal symbols; llvm-symbolizer
+// answers "??" there); Section
 // returns the file's section, or the debug file's when the file has none
 // by that name (or only SHT_NOBITS). The two must be of one build (the
 // caller checks the build ID or CRC; debugfile.Finder does). Close closes
@@ -324,6 +327,14 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		return frames[:n0], err
 	}
 	name, ok := syms.lookup(addr)
+	if !ok && len(frames) == n0 && s.debug != nil {
+		// Code the DWARF does not describe (assembly such as
+		// __restore_rt) may be named by the debug file's full symbol
+		// table when the file's own (.dynsym) does not name it.
+		if ds, err := s.debug.symbols(); err == nil {
+			name, ok = ds.lookup(addr)
+		}
+	}
 	if len(frames) == n0 {
 		if !ok {
 			return frames, ErrNoInfo
