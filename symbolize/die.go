@@ -82,7 +82,7 @@ func wanted(a dwarf.Attr) bool {
 	case dwarf.DW_AT_low_pc, dwarf.DW_AT_high_pc, dwarf.DW_AT_ranges, dwarf.DW_AT_name,
 		dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_specification,
 		dwarf.DW_AT_abstract_origin, dwarf.DW_AT_call_file, dwarf.DW_AT_call_line,
-		dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir:
+		dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name:
 		return true
 	}
 	return false
@@ -172,6 +172,7 @@ type attrs struct {
 	stmtList          uint64
 	hasStmt           bool
 	compDir           strRef
+	dwoName           strRef // DW_AT_dwo_name of a skeleton unit
 }
 
 const noRef = ^uint64(0)
@@ -262,7 +263,7 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 			if class == 'o' || class == 'c' {
 				out.stmtList, out.hasStmt = v, true
 			}
-		case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir:
+		case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name:
 			if class != 's' {
 				continue
 			}
@@ -272,6 +273,8 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 				out.name = r
 			case dwarf.DW_AT_comp_dir:
 				out.compDir = r
+			case dwarf.DW_AT_dwo_name:
+				out.dwoName = r
 			default:
 				out.linkage = r
 			}

@@ -37,6 +37,10 @@ type dwarfData struct {
 	lines  map[uint64]*lineResult
 
 	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
+
+	// dir is the directory of the file read, where .dwo files are
+	// also looked for (split.go); "" when unknown.
+	dir string
 }
 
 // lineResult is the line table at one .debug_line offset, decoded once.
@@ -52,6 +56,10 @@ type unit struct {
 	root    attrs
 	base    uint64 // DW_AT_low_pc of the root: base of range lists
 	compDir string
+
+	// split is set for a skeleton unit (DWARF 5 DW_UT_skeleton): its
+	// DIEs are in a .dwo file (split.go).
+	split *splitRef
 
 	mu      sync.Mutex
 	idx     atomic.Pointer[unitIndex]
@@ -221,7 +229,7 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 	var rs []cuRange
 	for i := range hdrs {
 		h := &hdrs[i]
-		if h.Type != dwarf.DW_UT_compile && h.Type != dwarf.DW_UT_partial && h.Type != dwarf.DW_UT_skeleton {
+		if h.Type != dwarf.DW_UT_compile && h.Type != dwarf.DW_UT_partial && h.Type != dwarf.DW_UT_skeleton && h.Type != dwarf.DW_UT_split_compile {
 			continue
 		}
 		if h.DataOffset >= h.End {
@@ -253,6 +261,9 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 		}
 		if cd, ok := d.str(u, u.root.compDir); ok {
 			u.compDir = string(cd)
+		}
+		if h.Type == dwarf.DW_UT_skeleton {
+			u.split = &splitRef{}
 		}
 		ci := len(d.units) - 1
 		n := len(rs)

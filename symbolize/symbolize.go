@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -117,6 +118,7 @@ type Symbolizer struct {
 	// answers, and its symbol table when the file has none.
 	debug     *Symbolizer
 	debugPath string
+	dir       string // the directory of Open's file, for .dwo files
 }
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
@@ -144,6 +146,7 @@ func Open(path string) (*Symbolizer, error) {
 		return nil, err
 	}
 	s.unmap, s.mapped = unmap, true
+	s.dir = filepath.Dir(path)
 	if len(data) > 0 {
 		s.mapLo = uintptr(unsafe.Pointer(&data[0]))
 		s.mapHi = s.mapLo + uintptr(len(data))
@@ -249,6 +252,9 @@ func (s *Symbolizer) dwarf() (*dwarfData, error) {
 	s.dwarfOnce.Do(func() {
 		s.dwarfErr = fmt.Errorf("%w: loading the debug sections", ErrFault)
 		s.d, s.dwarfErr = loadDWARF(s.f)
+		if s.d != nil {
+			s.d.dir = s.dir
+		}
 	})
 	return s.d, s.dwarfErr
 }
@@ -307,7 +313,21 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		return frames, err
 	}
 	if d != nil {
-		if ui := d.unitFor(addr); ui >= 0 {
+		ui := d.unitFor(addr)
+		if ui >= 0 {
+			if u := &d.units[ui]; u.split != nil {
+				if dd, sui, serr := d.splitUnit(u); serr == nil {
+					d, ui = dd, sui
+				} else {
+					// Without its .dwo a skeleton unit has only its
+					// line table, as llvm-symbolizer then answers.
+					lt, _ := d.lineTable(u)
+					frames = appendLineFrame(frames, lt, addr)
+					ui = -1
+				}
+			}
+		}
+		if ui >= 0 {
 			u := &d.units[ui]
 			if scanAlways.Load() || u.idx.Load() == nil && u.scanned.CompareAndSwap(false, true) {
 				if frames, err = d.scanFrames(u, addr, frames); err != nil {
@@ -399,6 +419,14 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 			return cmp(sb, sa)
 		})
 		for _, ui := range units {
+			if d.units[ui].split != nil {
+				jobs = append(jobs, func() {
+					if dd, sui, err := d.splitUnit(&d.units[ui]); err == nil {
+						dd.index(sui)
+					}
+				})
+				continue
+			}
 			jobs = append(jobs, func() { d.index(ui) })
 		}
 	}
