@@ -39,8 +39,12 @@ type dwarfData struct {
 	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
 
 	// dir is the directory of the file read, where .dwo files are
-	// also looked for (split.go); "" when unknown.
-	dir string
+	// also looked for (split.go), and dwpPath its DWARF package file
+	// (the file's path and ".dwp"); "" when unknown.
+	dir, dwpPath string
+	dwpOnce      sync.Once
+	dwp          *dwpFile
+	dwpErr       error
 }
 
 // lineResult is the line table at one .debug_line offset, decoded once.

@@ -3,6 +3,7 @@ package symbolize
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -49,6 +50,16 @@ func (d *dwarfData) splitUnit(u *unit) (*dwarfData, int, error) {
 			return
 		}
 		var tried []error
+		if dp, err := d.package_(); err == nil {
+			dd, ui, err := d.loadFromPackage(dp, u)
+			if err == nil {
+				r.d, r.ui, r.err = dd, ui, nil
+				return
+			}
+			tried = append(tried, err)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			tried = append(tried, err)
+		}
 		for _, p := range dwoPaths(string(name), u.compDir, d.dir) {
 			dd, ui, err := d.loadDWO(p, u)
 			if err == nil {
@@ -80,17 +91,102 @@ func dwoPaths(name, compDir, dir string) []string {
 	return out
 }
 
-// loadDWO reads the .dwo file at p and finds the split unit of skeleton
-// u in it.
-func (d *dwarfData) loadDWO(p string, u *unit) (*dwarfData, int, error) {
-	f, err := elfobj.Open(p)
+// dwpFile is a DWARF package file: its index and sections.
+type dwpFile struct {
+	path  string
+	index *cuIndex
+	secs  map[string][]byte // ".debug_info" → .debug_info.dwo, ...
+}
+
+// dwpSections are the package sections read, by DW_SECT_* column (0:
+// shared by every unit, not indexed).
+var dwpSections = []struct {
+	name string
+	sect int
+}{
+	{".debug_info", sectInfo}, {".debug_abbrev", sectAbbrev}, {".debug_str_offsets", sectStrOffsets},
+	{".debug_rnglists", sectRngLists}, {".debug_loclists", sectLocLists}, {".debug_str", 0},
+}
+
+// package_ returns the DWARF package file beside the file read (its path
+// followed by ".dwp", where gdb and LLVM look), read once. Errors wrap
+// os.ErrNotExist when there is none.
+func (d *dwarfData) package_() (*dwpFile, error) {
+	d.dwpOnce.Do(func() {
+		if d.dwpPath == "" {
+			d.dwpErr = os.ErrNotExist
+			return
+		}
+		f, err := elfobj.Open(d.dwpPath)
+		if err != nil {
+			d.dwpErr = fmt.Errorf("symbolize: split DWARF: %w", err)
+			return
+		}
+		defer f.Close()
+		if f.Size() > maxDWOSize {
+			d.dwpErr = fmt.Errorf("symbolize: split DWARF: %s: %d bytes, more than %d", d.dwpPath, f.Size(), maxDWOSize)
+			return
+		}
+		dp := &dwpFile{path: d.dwpPath, secs: map[string][]byte{}}
+		ib, err := f.DebugSection(secCUIndex)
+		if err == nil && ib == nil {
+			err = fmt.Errorf("no %s", secCUIndex)
+		}
+		if err == nil {
+			dp.index, err = parseCUIndex(ib)
+		}
+		for _, s := range dwpSections {
+			if err != nil {
+				break
+			}
+			dp.secs[s.name], err = f.DebugSection(s.name + ".dwo")
+		}
+		if err != nil {
+			d.dwpErr = fmt.Errorf("symbolize: split DWARF: %s: %w", d.dwpPath, err)
+			return
+		}
+		d.dwp = dp
+	})
+	return d.dwp, d.dwpErr
+}
+
+// loadFromPackage finds the split unit of skeleton u in the package: its
+// row by dwo_id, and each section cut to the unit's contribution (so that
+// the unit's bases are just past the contributions' headers, as in a .dwo
+// file).
+func (d *dwarfData) loadFromPackage(dp *dwpFile, u *unit) (*dwarfData, int, error) {
+	row, ok := dp.index.lookup(u.hdr.Signature)
+	if !ok {
+		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no unit with dwo_id %#x", dp.path, u.hdr.Signature)
+	}
+	cut := map[string][]byte{}
+	for _, s := range dwpSections {
+		b := dp.secs[s.name]
+		if s.sect == 0 {
+			cut[s.name] = b
+			continue
+		}
+		c, ok := dp.index.contribution(row, s.sect)
+		if !ok {
+			continue
+		}
+		if c.off > uint64(len(b)) || c.size > uint64(len(b))-c.off {
+			return nil, 0, &dwarf.FormatError{Section: secCUIndex, Offset: dp.index.offsOff, Field: "section offset",
+				Msg: fmt.Sprintf("row %d: [%#x, +%#x) runs past %s.dwo (%d bytes)", row, c.off, c.size, s.name, len(b))}
+		}
+		cut[s.name] = b[c.off : c.off+c.size : c.off+c.size]
+	}
+	dd, err := d.loadSplit(func(name string) ([]byte, error) { return cut[name], nil })
 	if err != nil {
-		return nil, 0, fmt.Errorf("symbolize: split DWARF: %w", err)
+		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s: %w", dp.path, err)
 	}
-	defer f.Close()
-	if f.Size() > maxDWOSize {
-		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s: %d bytes, more than %d", p, f.Size(), maxDWOSize)
-	}
+	return d.adoptSplit(dd, u, dp.path)
+}
+
+// loadSplit loads the DWARF of a .dwo (or a package's contribution) whose
+// sections dwo returns by their names without ".dwo"; the skeleton's file
+// gives .debug_addr and the line table.
+func (d *dwarfData) loadSplit(dwo func(name string) ([]byte, error)) (*dwarfData, error) {
 	dd, err := loadSections(func(name string) ([]byte, error) {
 		switch name {
 		case ".debug_addr":
@@ -102,14 +198,17 @@ func (d *dwarfData) loadDWO(p string, u *unit) (*dwarfData, int, error) {
 		case ".debug_ranges":
 			return nil, nil
 		}
-		return f.DebugSection(name + ".dwo")
+		return dwo(name)
 	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s: %w", p, err)
+	if err == nil && dd == nil {
+		err = errors.New("no .debug_info.dwo")
 	}
-	if dd == nil {
-		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no .debug_info.dwo", p)
-	}
+	return dd, err
+}
+
+// adoptSplit finds the split unit of skeleton u in dd (loaded from p) and
+// gives it what it takes from the skeleton.
+func (d *dwarfData) adoptSplit(dd *dwarfData, u *unit, p string) (*dwarfData, int, error) {
 	for i := range dd.units {
 		su := &dd.units[i]
 		if su.hdr.Type != dwarf.DW_UT_split_compile || su.hdr.Signature != u.hdr.Signature {
@@ -123,4 +222,22 @@ func (d *dwarfData) loadDWO(p string, u *unit) (*dwarfData, int, error) {
 		return dd, i, nil
 	}
 	return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no split unit with dwo_id %#x", p, u.hdr.Signature)
+}
+
+// loadDWO reads the .dwo file at p and finds the split unit of skeleton
+// u in it.
+func (d *dwarfData) loadDWO(p string, u *unit) (*dwarfData, int, error) {
+	f, err := elfobj.Open(p)
+	if err != nil {
+		return nil, 0, fmt.Errorf("symbolize: split DWARF: %w", err)
+	}
+	defer f.Close()
+	if f.Size() > maxDWOSize {
+		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s: %d bytes, more than %d", p, f.Size(), maxDWOSize)
+	}
+	dd, err := d.loadSplit(func(name string) ([]byte, error) { return f.DebugSection(name + ".dwo") })
+	if err != nil {
+		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s: %w", p, err)
+	}
+	return d.adoptSplit(dd, u, p)
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/symbolize"
@@ -59,8 +60,10 @@ func textOf(t *testing.T, path string) []byte {
 // themselves loses the inlined frames that the .dwo units' range lists
 // cover, for gcc and clang alike: the unsplit build is the oracle, and
 // the test logs how often llvm-symbolizer disagrees with itself.)
-// Without the .dwo files the answers are the skeleton's line table and
-// the symbol table, as llvm-symbolizer's.
+// A DWARF package made of the .dwo files by llvm-dwp (prog.dwp, its
+// .debug_cu_index) gives the same answers. Without the .dwo files and the
+// package the answers are the skeleton's line table and the symbol table,
+// as llvm-symbolizer's.
 func TestSplitDWARF(t *testing.T) {
 	for _, cc := range []string{"gcc", "clang-14"} {
 		t.Run(cc, func(t *testing.T) {
@@ -123,7 +126,15 @@ func TestSplitDWARF(t *testing.T) {
 			}
 			t.Logf("llvm-symbolizer on the split build differs from its unsplit answer at %d of %d addresses", lost, len(addrs))
 
-			// Without the .dwo files.
+			// From a DWARF package (llvm-dwp), beside the program as
+			// prog.dwp, with the .dwo files gone. Neither llvm-dwp 14
+			// (it spins) nor binutils' dwp (it crashes) packs gcc 12's
+			// DWARF 5 .dwo files: clang's only.
+			if cc == "clang-14" {
+				checkPackage(t, split, dwos, addrs, want)
+			}
+
+			// Without the .dwo files and the package.
 			for _, d := range dwos {
 				os.Remove(d)
 			}
@@ -146,5 +157,39 @@ func TestSplitDWARF(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkPackage packs the .dwo files of split into split.dwp with llvm-dwp,
+// removes them, and checks the answers from the package against want.
+func checkPackage(t *testing.T, split string, dwos []string, addrs []uint64, want [][]symbolize.Frame) {
+	t.Helper()
+	dwp := tooltest.Require(t, "llvm-dwp")
+	if out, err := tooltest.RunGroup(exec.Command(dwp, "-e", split, "-o", split+".dwp"), 2*time.Minute); err != nil {
+		t.Fatalf("llvm-dwp: %v\n%s", err, out)
+	}
+	defer os.Remove(split + ".dwp")
+	for _, d := range dwos {
+		if err := os.Rename(d, d+".away"); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Rename(d+".away", d)
+	}
+	s, err := symbolize.Open(split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bad := 0
+	for i, a := range addrs {
+		got, err := s.Symbolize(a, nil)
+		if err != nil || !slices.Equal(got, want[i]) {
+			if bad++; bad <= 5 {
+				t.Errorf("from the .dwp, %#x: ours (err %v):%s\n\tllvm-symbolizer, unsplit build:%s", a, err, fmtFrames(got), fmtFrames(want[i]))
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("from the .dwp: %d of %d addresses differ", bad, len(addrs))
 	}
 }

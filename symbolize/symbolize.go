@@ -118,7 +118,7 @@ type Symbolizer struct {
 	// answers, and its symbol table when the file has none.
 	debug     *Symbolizer
 	debugPath string
-	dir       string // the directory of Open's file, for .dwo files
+	path      string // Open's file, for its .dwo and .dwp files
 }
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
@@ -146,7 +146,7 @@ func Open(path string) (*Symbolizer, error) {
 		return nil, err
 	}
 	s.unmap, s.mapped = unmap, true
-	s.dir = filepath.Dir(path)
+	s.path = path
 	if len(data) > 0 {
 		s.mapLo = uintptr(unsafe.Pointer(&data[0]))
 		s.mapHi = s.mapLo + uintptr(len(data))
@@ -252,8 +252,8 @@ func (s *Symbolizer) dwarf() (*dwarfData, error) {
 	s.dwarfOnce.Do(func() {
 		s.dwarfErr = fmt.Errorf("%w: loading the debug sections", ErrFault)
 		s.d, s.dwarfErr = loadDWARF(s.f)
-		if s.d != nil {
-			s.d.dir = s.dir
+		if s.d != nil && s.path != "" {
+			s.d.dir, s.d.dwpPath = filepath.Dir(s.path), s.path+".dwp"
 		}
 	})
 	return s.d, s.dwarfErr
