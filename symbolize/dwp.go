@@ -38,8 +38,8 @@ type cuIndex struct {
 	b                 []byte
 	sections, units   uint32
 	slots             uint32
-	hashOff, indexOff uint64 // the signatures and the row indexes
-	offsOff, sizesOff uint64 // the offset and size rows
+	hashOff, indexOff uint64           // the signatures and the row indexes
+	offsOff, sizesOff uint64           // the offset and size rows
 	column            [sectMax + 1]int // DW_SECT_* → column, -1 when absent
 }
 
