@@ -37,6 +37,22 @@
 //     name, prefixed with its directory and, when that is relative, the
 //     unit's DW_AT_comp_dir.
 //
+// Debug information may live elsewhere:
+//
+//   - OpenDebug reads a file with its separate debug file (objcopy
+//     --only-keep-debug's, a distribution's debug package, a debuginfod
+//     download; package debugfile finds it): DWARF from the debug file,
+//     symbol names from the file, as llvm-symbolizer pairs them.
+//   - Split DWARF (DWARF 5 section 3.1.3, gcc and clang -gsplit-dwarf): a
+//     DW_UT_skeleton unit's DIEs are read from the split unit of the same
+//     dwo_id, in the DWARF package file beside the file (FILE.dwp, its
+//     .debug_cu_index, section 7.3.5) or else in the .dwo file that
+//     DW_AT_dwo_name names (under DW_AT_comp_dir when relative, then beside
+//     the file), with the skeleton's line table, .debug_addr contribution
+//     and base address. Without them, a skeleton's addresses get its line
+//     table's row and the symbol table's name. GNU DWARF 4 split units
+//     (DW_AT_GNU_dwo_name) are not followed.
+//
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
 // headers. The first address asked in a unit is answered by one walk of
