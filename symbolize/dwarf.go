@@ -64,6 +64,9 @@ type unit struct {
 	// split is set for a skeleton unit (DWARF 5 DW_UT_skeleton): its
 	// DIEs are in a .dwo file (split.go).
 	split *splitRef
+	// rangesBase is added to DW_AT_ranges offsets: the skeleton's
+	// DW_AT_GNU_ranges_base, for a GNU DWARF 4 split unit.
+	rangesBase uint64
 
 	mu      sync.Mutex
 	idx     atomic.Pointer[unitIndex]
@@ -266,7 +269,7 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 		if cd, ok := d.str(u, u.root.compDir); ok {
 			u.compDir = string(cd)
 		}
-		if h.Type == dwarf.DW_UT_skeleton {
+		if h.Type == dwarf.DW_UT_skeleton || h.Enc.Version < 5 && u.root.dwoName.form != 0 {
 			u.split = &splitRef{}
 		}
 		ci := len(d.units) - 1
@@ -315,7 +318,7 @@ func (d *dwarfData) appendRanges(dst []cuRange, u *unit, a *attrs, mk func(lo, h
 	if !a.hasRanges {
 		return dst, nil
 	}
-	r := loc.NewRangeListReader(d.locSections(u), u.hdr.Enc, a.ranges, u.base)
+	r := loc.NewRangeListReader(d.locSections(u), u.hdr.Enc, a.ranges+u.rangesBase, u.base)
 	var e loc.Entry
 	for r.Next(&e) {
 		if e.Start < e.End {

@@ -155,9 +155,10 @@ func (d *dwarfData) package_() (*dwpFile, error) {
 // the unit's bases are just past the contributions' headers, as in a .dwo
 // file).
 func (d *dwarfData) loadFromPackage(dp *dwpFile, u *unit) (*dwarfData, int, error) {
-	row, ok := dp.index.lookup(u.hdr.Signature)
+	id, _ := dwoID(u)
+	row, ok := dp.index.lookup(id)
 	if !ok {
-		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no unit with dwo_id %#x", dp.path, u.hdr.Signature)
+		return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no unit with dwo_id %#x", dp.path, id)
 	}
 	cut := map[string][]byte{}
 	for _, s := range dwpSections {
@@ -196,7 +197,7 @@ func (d *dwarfData) loadSplit(dwo func(name string) ([]byte, error)) (*dwarfData
 		case ".debug_line_str":
 			return d.sec.LineStr, nil
 		case ".debug_ranges":
-			return nil, nil
+			return d.ranges, nil // GNU DWARF 4: the skeleton's file's, from DW_AT_GNU_ranges_base
 		}
 		return dwo(name)
 	})
@@ -209,19 +210,37 @@ func (d *dwarfData) loadSplit(dwo func(name string) ([]byte, error)) (*dwarfData
 // adoptSplit finds the split unit of skeleton u in dd (loaded from p) and
 // gives it what it takes from the skeleton.
 func (d *dwarfData) adoptSplit(dd *dwarfData, u *unit, p string) (*dwarfData, int, error) {
+	id, ok := dwoID(u)
+	if !ok {
+		return nil, 0, &dwarf.FormatError{Section: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_GNU_dwo_id", Msg: "skeleton unit without a dwo_id"}
+	}
 	for i := range dd.units {
 		su := &dd.units[i]
-		if su.hdr.Type != dwarf.DW_UT_split_compile || su.hdr.Signature != u.hdr.Signature {
+		gnu := su.hdr.Enc.Version < 5
+		if sid, ok := dwoID(su); !ok || sid != id || !gnu && su.hdr.Type != dwarf.DW_UT_split_compile {
 			continue
 		}
 		h := *su.hdr
 		h.AddrBase = u.hdr.AddrBase
+		if gnu {
+			h.StrOffsetsBase = 0 // a DWARF 4 .debug_str_offsets.dwo has no header
+			su.rangesBase = u.root.rangesBase
+		}
 		su.hdr = &h
 		su.root.stmtList, su.root.hasStmt = u.root.stmtList, u.root.hasStmt
 		su.compDir, su.base = u.compDir, u.base
 		return dd, i, nil
 	}
-	return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no split unit with dwo_id %#x", p, u.hdr.Signature)
+	return nil, 0, fmt.Errorf("symbolize: split DWARF: %s has no split unit with dwo_id %#x", p, id)
+}
+
+// dwoID returns the dwo_id of a skeleton or split unit: the header's in
+// DWARF 5, DW_AT_GNU_dwo_id before.
+func dwoID(u *unit) (uint64, bool) {
+	if u.hdr.Enc.Version >= 5 {
+		return u.hdr.Signature, u.hdr.Type == dwarf.DW_UT_skeleton || u.hdr.Type == dwarf.DW_UT_split_compile
+	}
+	return u.root.dwoID, u.root.hasDwoID
 }
 
 // loadDWO reads the .dwo file at p and finds the split unit of skeleton

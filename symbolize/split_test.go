@@ -54,21 +54,30 @@ func textOf(t *testing.T, path string) []byte {
 
 // TestSplitDWARF: gcc -O2 -g -gsplit-dwarf and clang-14 -O2 -g
 // -gsplit-dwarf builds (DWARF 5 skeleton units, split units in .dwo
-// files) symbolize, inlined frames included, as llvm-symbolizer
+// files), and gcc -gdwarf-4 -gsplit-dwarf (GNU DW_AT_GNU_dwo_name
+// skeletons, DW_AT_GNU_ranges_base), symbolize, inlined frames included, as llvm-symbolizer
 // symbolizes the same code built without -gsplit-dwarf (the .text is
 // checked to be the same). (llvm-symbolizer 14 on the split builds
 // themselves loses the inlined frames that the .dwo units' range lists
-// cover, for gcc and clang alike: the unsplit build is the oracle, and
+// cover, for gcc (DWARF 4 and 5) and clang alike: the unsplit build is the oracle, and
 // the test logs how often llvm-symbolizer disagrees with itself.)
 // A DWARF package made of the .dwo files by llvm-dwp (prog.dwp, its
 // .debug_cu_index) gives the same answers. Without the .dwo files and the
 // package the answers are the skeleton's line table and the symbol table,
 // as llvm-symbolizer's.
 func TestSplitDWARF(t *testing.T) {
-	for _, cc := range []string{"gcc", "clang-14"} {
-		t.Run(cc, func(t *testing.T) {
-			split := buildObjects(t, cc, "-O2", "-g", "-gsplit-dwarf")
-			whole := buildObjects(t, cc, "-O2", "-g")
+	for _, c := range []struct {
+		name, cc string
+		flags    []string
+	}{
+		{"gcc", "gcc", nil},
+		{"gcc-dwarf4", "gcc", []string{"-gdwarf-4"}},
+		{"clang-14", "clang-14", nil},
+	} {
+		cc := c.cc
+		t.Run(c.name, func(t *testing.T) {
+			split := buildObjects(t, cc, append([]string{"-O2", "-g", "-gsplit-dwarf"}, c.flags...)...)
+			whole := buildObjects(t, cc, append([]string{"-O2", "-g"}, c.flags...)...)
 			if !bytes.Equal(textOf(t, split), textOf(t, whole)) {
 				t.Fatalf("-gsplit-dwarf changed the code")
 			}

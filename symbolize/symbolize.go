@@ -51,7 +51,9 @@
 //     the file), with the skeleton's line table, .debug_addr contribution
 //     and base address. Without them, a skeleton's addresses get its line
 //     table's row and the symbol table's name. GNU DWARF 4 split units
-//     (DW_AT_GNU_dwo_name) are not followed.
+//     (gcc -gdwarf-4 -gsplit-dwarf: DW_AT_GNU_dwo_name, DW_AT_GNU_dwo_id,
+//     DW_AT_GNU_addr_base, DW_AT_GNU_ranges_base) are followed the same
+//     way, from .dwo files (version 2 .dwp indexes are not read).
 //
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
