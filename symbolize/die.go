@@ -18,7 +18,7 @@ const (
 	atGNUDwoName    = dwarf.Attr(0x2130) // DW_AT_GNU_dwo_name
 	atGNUDwoID      = dwarf.Attr(0x2131) // DW_AT_GNU_dwo_id
 	atGNURangesBase = dwarf.Attr(0x2132) // DW_AT_GNU_ranges_base
-	maxNameHops   = 8                  // specification/abstract_origin links followed for a name
+	maxNameHops     = 8                  // specification/abstract_origin links followed for a name
 )
 
 // attrSpec is one attribute specification of an abbreviation, with what
