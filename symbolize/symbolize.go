@@ -53,7 +53,10 @@
 //     table's row and the symbol table's name. GNU DWARF 4 split units
 //     (gcc -gdwarf-4 -gsplit-dwarf: DW_AT_GNU_dwo_name, DW_AT_GNU_dwo_id,
 //     DW_AT_GNU_addr_base, DW_AT_GNU_ranges_base) are followed the same
-//     way, from .dwo files (version 2 .dwp indexes are not read).
+//     way, from .dwo files (version 2 .dwp indexes are not read). A
+//     .dwo path is the file's to choose, as for gdb and LLVM: only a
+//     regular ELF file of at most 1 GiB there is read, with the same
+//     checks as the file itself.
 //
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
