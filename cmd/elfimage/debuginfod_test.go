@@ -59,19 +59,9 @@ type debuginfodServer struct {
 func startDebuginfod(t *testing.T, dir string) *debuginfodServer {
 	t.Helper()
 	bin := tooltest.Require(t, "debuginfod")
-	unshare := tooltest.Require(t, "unshare")
 	s := &debuginfodServer{url: "http://127.0.0.1:8002", nsenter: tooltest.Require(t, "nsenter"), log: &bytes.Buffer{}}
-	tooltest.Require(t, "ip")
-	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
-		t.Skipf("no network namespace for debuginfod (unshare -n: %v %s); it cannot listen on 127.0.0.1 alone", err, out)
-	}
 	db := filepath.Join(t.TempDir(), "debuginfod.sqlite")
-	cmd := exec.Command(unshare, "-n", "sh", "-c", `ip link set lo up && exec "$0" -F -p 8002 -d "$1" -t 0 -g 0 -c 1 "$2"`, bin, db, dir)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DEBUGINFOD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd := loopbackCommand(t, "sh", "-c", `exec "$0" -F -p 8002 -d "$1" -t 0 -g 0 -c 1 "$2"`, bin, db, dir)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -82,6 +72,28 @@ func startDebuginfod(t *testing.T, dir string) *debuginfodServer {
 		cmd.Wait()
 	})
 	return s
+}
+
+// loopbackCommand returns name with args run in a new network namespace
+// with only loopback, up (unshare -n, then ip link set lo up), and the
+// test's environment without its DEBUGINFOD_ variables (debuginfod
+// forwards its misses to DEBUGINFOD_URLS). It is skipped (failed under
+// CI) when unshare or ip is missing, and skipped when network namespaces
+// cannot be made (not root).
+func loopbackCommand(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	unshare := tooltest.Require(t, "unshare")
+	tooltest.Require(t, "ip")
+	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
+		t.Skipf("no network namespace for debuginfod (unshare -n: %v %s); it cannot listen on 127.0.0.1 alone", err, out)
+	}
+	cmd := exec.Command(unshare, append([]string{"-n", "sh", "-c", `ip link set lo up && exec "$@"`, "sh", name}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEBUGINFOD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
 }
 
 // command returns cmd run inside the server's network namespace, with
