@@ -307,7 +307,7 @@ func (e *NotFoundError) Error() string {
 	case len(what) == 0:
 		b.WriteString(": the file has neither a build ID nor a " + SectionDebugLink)
 	case len(e.Tried) == 0:
-		fmt.Fprintf(&b, " (%s): no local place to try", strings.Join(what, ", "))
+		fmt.Fprintf(&b, " (%s): tried no local place (no debug directory for the build ID, no %s to look for)", strings.Join(what, ", "), SectionDebugLink)
 	default:
 		fmt.Fprintf(&b, " (%s): tried %s", strings.Join(what, ", "), strings.Join(e.Tried, ", "))
 	}

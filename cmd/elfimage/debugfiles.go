@@ -22,7 +22,7 @@ type debugFlags struct {
 const debugFilesHelp = `
 A file without DWARF is read with its separate debug file, found as gdb,
 elfutils and llvm-symbolizer find it: DIR/.build-id/xx/yyyy.debug by its
-build ID, then its .gnu_debuglink name (CRC-32 checked) beside the file, in
+build ID, then its .gnu_debuglink name (build ID, else CRC-32, checked) beside the file, in
 .debug/ beside it and under DIR/ followed by the file's directory, for each
 DIR of -debug-dir; then, when DEBUGINFOD_URLS is set, from those debuginfod
 servers into the elfutils client's cache (DEBUGINFOD_CACHE_PATH, else

@@ -12,6 +12,11 @@ import (
 func runDescribe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("describe", stderr)
 	df := addDebugFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, debugFilesHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}

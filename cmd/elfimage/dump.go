@@ -29,6 +29,11 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	framesInterp := fs.Bool("frames-interp", false, "print the call frame table of every CIE and FDE in .eh_frame and .debug_frame of any ELF file, as readelf --debug-dump=frames-interp does")
 	df := addDebugFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, debugFilesHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
