@@ -2,6 +2,7 @@ package elfimage
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/hex"
 	"errors"
@@ -22,13 +23,6 @@ import (
 // found or is not its own; the error also wraps [ErrNoSection] and, when
 // nothing was found, debugfile.ErrNotFound with every path tried.
 var ErrNoDebugFile = errors.New("elfimage: the image is stripped and its debug file is not available")
-
-// debugLookup is how an image's debug file is looked for
-// (LoadOptions.DebugDirs, LoadOptions.FindDebugFile).
-type debugLookup struct {
-	dirs []string
-	find func(buildID []byte, debuglink string, crc uint32, imagePath string) (string, error)
-}
 
 // debugFileState is an image's debug file, found and mapped on the first
 // query that needs a section the image does not have.
@@ -52,14 +46,14 @@ func (im *Image) LoadNotes() []string { return im.notes }
 // DebugFile returns the path of the image's separate debug file, finding
 // and mapping it on first use: "" when the image holds its own debug
 // information (it has .debug_info), the file's path when the image is
-// stripped and the file was found (the directories of
-// LoadOptions.DebugDirs by build ID, the .gnu_debuglink beside the image,
-// in its .debug directory and under the directories, then
-// LoadOptions.FindDebugFile) and is the image's (same build ID). The
+// stripped and the file was found (LoadOptions.DebugFiles: by build ID
+// under its debug directories, by the .gnu_debuglink beside the image, in
+// its .debug directory and under the directories, then its Remote source)
+// and is the image's (same build ID). The
 // debug queries ([Image.PositionAt], [Image.Locals], [Image.ProcedureAt],
 // ...) of a stripped image read their sections from it. Errors wrap
-// [ErrNoDebugFile] (and debugfile.ErrNotFound, listing every path tried,
-// when none was found), or are the *FormatError of a damaged debug file.
+// [ErrNoDebugFile] (and a *debugfile.NotFoundError, wrapping
+// debugfile.ErrNotFound and listing every path tried, when none was found), or are the *FormatError of a damaged debug file.
 // Cost on first use: one stat per candidate, an mmap of the debug file
 // and a parse of its section headers.
 func (im *Image) DebugFile() (_ string, err error) {
@@ -155,28 +149,19 @@ func (im *Image) debugFileState() *debugFileState {
 // openDebugFile finds, maps and checks the debug file of the stripped
 // image.
 func (im *Image) openDebugFile(st *debugFileState, secs []SectionHeader) error {
-	var link string
-	var crc uint32
+	t := debugfile.Target{Path: im.path, BuildID: im.buildID}
 	for i := range secs {
 		if secs[i].Name == debugfile.SectionDebugLink && secs[i].Type != elf.SHT_NOBITS {
 			s := &secs[i]
-			name, c, err := debugfile.ParseLink(im.data[s.Offset:s.Offset+s.Size], le)
+			l, err := debugfile.ParseDebuglink(im.data[s.Offset:s.Offset+s.Size], le)
 			if err != nil {
 				return objError(im.path, err)
 			}
-			link, crc = name, c
+			t.Link = &l
 			break
 		}
 	}
-	path, err := debugfile.Find(im.buildID, link, crc, im.path, im.debugOpts.dirs)
-	if err != nil && im.debugOpts.find != nil {
-		p, ferr := im.debugOpts.find(im.buildID, link, crc, im.path)
-		if ferr == nil {
-			path, err = p, nil
-		} else {
-			err = fmt.Errorf("%w; %w", err, ferr)
-		}
-	}
+	path, err := im.debugFiles.Find(context.Background(), t)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/elfimage/elfimage/formaterr"
 
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/elfobj"
 )
 
@@ -79,7 +80,7 @@ type Image struct {
 	ehFrameHdrAddr uint64
 	tail           map[elf.ProgType][]byte // tail sections found through program headers
 	notes          []string                // what the loader ignored (LoadNotes)
-	debugOpts      debugLookup             // where a stripped image's debug file is looked for
+	debugFiles     *debugfile.Finder       // where a stripped image's debug file is looked for
 	dbgFile        debugFileState          // the debug file, once looked for (debug.go)
 
 	closeMu    sync.Mutex

@@ -15,6 +15,7 @@ import (
 
 	"github.com/elfimage/elfimage/addrmap"
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/elfobj"
 )
 
@@ -28,30 +29,22 @@ type LoadOptions struct {
 	// Arch is the ABI the image must be for (e_machine); nil means
 	// arch.X86_64.
 	Arch *arch.Arch
-	// DebugDirs are the debug directories in which the debug queries of a
-	// stripped image (one without .debug_info: [Strip], eu-strip, strip)
-	// look for its debug file, as DIR/.build-id/xx/rest.debug and
-	// DIR/ABSDIR/NAME for a .gnu_debuglink NAME (package debugfile); the
-	// debuglink is also looked for beside the image and in its .debug
-	// directory. nil means debugfile.DefaultDirs (/usr/lib/debug); an
-	// empty slice, none.
-	DebugDirs []string
-	// FindDebugFile, when not nil, is asked for the debug file when the
-	// directories and the debuglink give none (a debuginfod client, for
-	// example): it gets the image's build ID (nil when none), its
-	// debuglink name and CRC-32 ("" and 0 when none) and Path, and
-	// returns the path of a candidate, which is accepted only when its
-	// build ID is the image's (when the image has one); an error is
-	// reported with the others.
-	FindDebugFile func(buildID []byte, debuglink string, crc uint32, imagePath string) (string, error)
+	// DebugFiles finds the debug file of a stripped image (one without
+	// .debug_info: [Strip], eu-strip, strip) for its debug queries, by
+	// its build ID and .gnu_debuglink in gdb's order, then through its
+	// Remote source (a debuginfod client, for example) when it has one
+	// (package debugfile). nil means a zero debugfile.Finder:
+	// debugfile.DefaultDebugDir (/usr/lib/debug) and the image's own
+	// directory, no remote source.
+	DebugFiles *debugfile.Finder
 }
 
-// debugOptions returns what the debug queries need of opts.
-func debugOptions(opts *LoadOptions) debugLookup {
-	if opts == nil {
-		return debugLookup{}
+// debugFinder returns the debug file finder of opts.
+func debugFinder(opts *LoadOptions) *debugfile.Finder {
+	if opts == nil || opts.DebugFiles == nil {
+		return &debugfile.Finder{}
 	}
-	return debugLookup{dirs: opts.DebugDirs, find: opts.FindDebugFile}
+	return opts.DebugFiles
 }
 
 // registry maps the loaded range [Base, Base+Size) of every open image to
@@ -279,7 +272,7 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 		path: path, arch: a, mem: mem, data: data, mapped: mapped,
 		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
 		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, tail: p.tail,
-		notes: p.notes, debugOpts: debugOptions(opts),
+		notes: p.notes, debugFiles: debugFinder(opts),
 	}
 	// Tell debuggers before the image is reachable through Lookup, so
 	// that no Close can come between registering and notifying.

@@ -355,7 +355,7 @@ func (s *stripper) strippedImage(opts StripOptions, crc uint32) ([]byte, error) 
 	var link *elfobj.Section
 	var linkData []byte
 	if opts.DebugLink != "" {
-		linkData = debugfile.AppendLink(nil, opts.DebugLink, crc, le)
+		linkData = debugfile.AppendDebuglink(nil, debugfile.Debuglink{Name: opts.DebugLink, CRC: crc}, le)
 		link = w.AddSection(elf.SectionHeader{Name: debugfile.SectionDebugLink, Type: elf.SHT_PROGBITS, Addralign: 4})
 	}
 	relink(s.secs, out)

@@ -69,9 +69,9 @@ func FuzzStrip(f *testing.F) {
 		if a, b := sec(secsD, d, ".debug_info"), sec(secsIn, in, ".debug_info"); a == nil || !bytes.Equal(a, b) {
 			t.Fatal("the debug file's .debug_info is not the input's")
 		}
-		name, crc, err := debugfile.ParseLink(sec(secsS, s, debugfile.SectionDebugLink), le)
-		if err != nil || name != "f.debug" || crc != debugfile.CRC32(d) {
-			t.Fatalf(".gnu_debuglink %q %#x %v", name, crc, err)
+		l, err := debugfile.ParseDebuglink(sec(secsS, s, debugfile.SectionDebugLink), le)
+		if err != nil || l.Name != "f.debug" || l.CRC != debugfile.CRC32(d) {
+			t.Fatalf(".gnu_debuglink %+v %v", l, err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package elfimage_test
 
 import (
 	"bytes"
+	"context"
 	"debug/dwarf"
 	"debug/elf"
 	enchex "encoding/hex"
@@ -71,7 +72,7 @@ func openImage(t *testing.T, path string, opts *elfimage.LoadOptions) *elfimage.
 
 // noDirs looks for debug files beside the image only, never in the
 // system's /usr/lib/debug.
-var noDirs = &elfimage.LoadOptions{DebugDirs: []string{}}
+var noDirs = &elfimage.LoadOptions{DebugFiles: &debugfile.Finder{DebugDirs: []string{}}}
 
 // answers is what the debug queries say at every address of every
 // procedure, as text: the oracle a stripped image with its debug file
@@ -148,9 +149,9 @@ func TestStripSplit(t *testing.T) {
 				t.Fatal("no .gnu_debuglink")
 			}
 			lb, _ := link.Data()
-			name, crc, err := debugfile.ParseLink(lb, fe.ByteOrder)
-			if err != nil || name != "demo.debug" || crc != debugfile.CRC32(dbg) {
-				t.Errorf(".gnu_debuglink: %q %#x %v, want demo.debug %#x", name, crc, err, debugfile.CRC32(dbg))
+			l, err := debugfile.ParseDebuglink(lb, fe.ByteOrder)
+			if err != nil || l.Name != "demo.debug" || l.CRC != debugfile.CRC32(dbg) {
+				t.Errorf(".gnu_debuglink: %+v %v, want demo.debug %#x", l, err, debugfile.CRC32(dbg))
 			}
 			for _, s := range fe.Sections {
 				if s.Flags&elf.SHF_ALLOC == 0 {
@@ -263,9 +264,9 @@ func lineRows(t *testing.T, f *elf.File) []string {
 }
 
 // TestStripLookup checks how a stripped image finds its debug file, and
-// what it says when it cannot: by build ID under LoadOptions.DebugDirs
-// (image and debug file in different directories), through
-// LoadOptions.FindDebugFile, not at all (every query needing DWARF fails
+// what it says when it cannot: by build ID under the debug directories
+// of LoadOptions.DebugFiles (image and debug file in different
+// directories), through its Remote source, not at all (every query needing DWARF fails
 // with an error naming the paths tried, the procedure table still
 // answers), a wrong file at the debuglink's place (refused with the
 // reason), and DropProcTable (Procedure then needs the debug file).
@@ -293,7 +294,7 @@ func TestStripLookup(t *testing.T) {
 	os.WriteFile(byID, dbg, 0o644)
 
 	t.Run("build-id", func(t *testing.T) {
-		img := openImage(t, alone, &elfimage.LoadOptions{DebugDirs: []string{t.TempDir(), debugDir}})
+		img := openImage(t, alone, &elfimage.LoadOptions{DebugFiles: &debugfile.Finder{DebugDirs: []string{t.TempDir(), debugDir}}})
 		if p, err := img.DebugFile(); err != nil || p != byID {
 			t.Errorf("DebugFile() = %q, %v, want %s", p, err, byID)
 		}
@@ -309,20 +310,17 @@ func TestStripLookup(t *testing.T) {
 			t.Errorf("the debug file is still mapped after Close")
 		}
 	})
-	t.Run("FindDebugFile", func(t *testing.T) {
+	t.Run("Remote", func(t *testing.T) {
 		var asked []byte
-		img := openImage(t, alone, &elfimage.LoadOptions{DebugDirs: []string{}, FindDebugFile: func(buildID []byte, link string, crc uint32, path string) (string, error) {
+		img := openImage(t, alone, &elfimage.LoadOptions{DebugFiles: &debugfile.Finder{DebugDirs: []string{}, Remote: func(ctx context.Context, buildID []byte) (string, error) {
 			asked = buildID
-			if link != "demo.debug" || crc != debugfile.CRC32(dbg) || path != alone {
-				t.Errorf("FindDebugFile(%q, %#x, %q)", link, crc, path)
-			}
 			return byID, nil
-		}})
+		}}})
 		if pos, err := img.PositionAt(fib.Start); err != nil || pos.Line == 0 {
 			t.Errorf("PositionAt: %v, %v", pos, err)
 		}
 		if !bytes.Equal(asked, id) {
-			t.Errorf("FindDebugFile asked for %x, want %x", asked, id)
+			t.Errorf("Remote asked for %x, want %x", asked, id)
 		}
 	})
 	t.Run("missing", func(t *testing.T) {
@@ -634,7 +632,7 @@ func TestForeignStrip(t *testing.T) {
 				if _, err := img.PositionAt(fib.Start); !errors.Is(err, elfimage.ErrNoDebugFile) || !strings.Contains(err.Error(), "tried ") {
 					t.Errorf("PositionAt: %v, want ErrNoDebugFile naming the paths tried", err)
 				}
-				withDebug := openImage(t, out, &elfimage.LoadOptions{DebugDirs: []string{debugDir}})
+				withDebug := openImage(t, out, &elfimage.LoadOptions{DebugFiles: &debugfile.Finder{DebugDirs: []string{debugDir}}})
 				if got := answers(t, withDebug, procs); !slices.Equal(got, want) {
 					t.Errorf("answers with objcopy --only-keep-debug's file differ from the whole image's")
 				}

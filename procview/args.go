@@ -75,7 +75,7 @@ func (v *View) args(o *object) *argIndex {
 	if v.ext.args == nil {
 		v.ext.args = map[*object]*argIndex{}
 	}
-	s := o.debug()
+	s := o.debug(v.finder())
 	x := newArgIndex(func(name string) []byte {
 		b, _, err := s.Section(name)
 		if err != nil {

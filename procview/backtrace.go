@@ -119,6 +119,13 @@ func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Fra
 		}
 		err := v.step(u, &cur, &caller, lookup)
 		f.CFA, f.Signal = cur.CFA, cur.Signal
+		if f.Signal {
+			// A signal trampoline known by its CFI (augmentation "S",
+			// glibc's __restore_rt): its pc is where the handler
+			// returns, the trampoline's first instruction, not after a
+			// call, and it is described there, as elfutils and gdb do.
+			f.Exact = true
+		}
 		if !f.Signal && v.isSigreturn(f.PC) {
 			// A signal frame without CFI (Go's sigreturn): whatever the
 			// step made of it is replaced by the registers it restores.

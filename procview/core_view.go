@@ -73,6 +73,7 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	v.DebugFiles = opts.DebugFiles
 	if !opts.NoPerfMap {
 		if err := v.loadCorePerfMap(c, opts.PerfMap); err != nil {
 			v.Close()
@@ -247,7 +248,7 @@ func newCoreView(c *Core, exe string) (*View, error) {
 		o := objs[k]
 		if o == nil {
 			path := fi.open
-			o = &object{bias: bias, load: func() (*symbolize.Symbolizer, error) { return symbolize.Open(path) }}
+			o = &object{bias: bias, path: path, name: m.Path, load: func() (*symbolize.Symbolizer, error) { return symbolize.Open(path) }}
 			objs[k] = o
 			v.objs = append(v.objs, o)
 		}

@@ -34,9 +34,10 @@
 // then .debug_frame, which Go binaries have instead, adjusted by the bias)
 // are built on the first address that needs them and kept; View
 // implements unwind.Finder by dispatching to the module's finder. A module
-// without DWARF is symbolized from its separate debug file when
-// DebugDir/.build-id/xx/yyyy.debug exists (libc6-dbg, for example), as gdb
-// does; a module whose DWARF fails to load is named from its symbol table.
+// without DWARF is symbolized from its separate debug file, found by
+// View.DebugFiles (package debugfile: the build-ID directory, as for
+// libc6-dbg, the .gnu_debuglink places, and debuginfod when the finder has
+// a remote source), as gdb does; a module whose DWARF fails to load is named from its symbol table.
 //
 // # Thread stacks
 //

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/unwind"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	NoArgs bool
 	// NoPerfMap does not read /tmp/perf-PID.map.
 	NoPerfMap bool
+	// DebugFiles is the View's DebugFiles: how separate debug files
+	// are found (nil: DefaultDebugFiles).
+	DebugFiles *debugfile.Finder
 }
 
 // Thread is the backtrace of one thread.
@@ -171,6 +175,7 @@ func stacksLocked(pid int, opts *Options) (threads []Thread, v *View, err error)
 	if v, err = Open(pid); err != nil {
 		return nil, nil, err
 	}
+	v.DebugFiles = opts.DebugFiles
 	if !opts.NoPerfMap {
 		path := fmt.Sprintf("/tmp/perf-%d.map", pid)
 		if err := v.LoadPerfMap(path, processUID(pid)); err != nil && !errors.Is(err, fs.ErrNotExist) {

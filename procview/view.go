@@ -1,6 +1,7 @@
 package procview
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/formaterr"
 	"github.com/elfimage/elfimage/symbolize"
@@ -91,13 +93,17 @@ func (m *Module) Symbolizer() (*symbolize.Symbolizer, error) {
 // object is one ELF file (or memory image) at one bias: its symbolizer and
 // FDE finder, made on first use.
 type object struct {
-	once   sync.Once
-	load   func() (*symbolize.Symbolizer, error)
-	bias   uint64
-	sym    *symbolize.Symbolizer // the module's file: CFI
-	dbg    *symbolize.Symbolizer // its debug information: sym or a separate file
-	finder unwind.Sources
-	err    error
+	once sync.Once
+	load func() (*symbolize.Symbolizer, error)
+	bias uint64
+	// path is the file the object was opened from ("" for a memory
+	// image), name the module's path, whose directory anchors the
+	// .gnu_debuglink search.
+	path, name string
+	sym        *symbolize.Symbolizer // the module's file: CFI
+	dbg        *symbolize.Symbolizer // its debug information: sym or a separate file
+	finder     unwind.Sources
+	err        error
 
 	symsOnce sync.Once
 	syms     []symEntry
@@ -106,21 +112,32 @@ type object struct {
 }
 
 // debug returns the symbolizer of the object's debug information: the
-// file itself, or, when it has no DWARF, the separate debug file named by
-// its build ID (gdb manual, "Debugging Information in Separate Files":
-// DebugDir/.build-id/xx/yyyy.debug). Found on first use.
-func (o *object) debug() *symbolize.Symbolizer {
+// file itself, or, when it has no DWARF, the file paired with its
+// separate debug file (symbolize.OpenDebug) as finder finds it (build ID,
+// .gnu_debuglink, and the remote source the finder has). Found on first
+// use.
+func (o *object) debug(finder *debugfile.Finder) *symbolize.Symbolizer {
 	o.dbgOnce.Do(func() {
 		o.dbg = o.sym
+		if o.path == "" || finder == nil {
+			return
+		}
 		if ok, err := o.sym.HasDWARF(); err != nil || ok {
 			return
 		}
-		if id, _, err := o.sym.Section(".note.gnu.build-id"); err == nil {
-			if p := debugFilePath(id); p != "" {
-				if d, err := symbolize.Open(p); err == nil {
-					o.dbg = d
-				}
-			}
+		t, err := debugfile.ReadTarget(o.path)
+		if err != nil {
+			return
+		}
+		if o.name != "" && o.name[0] == '/' {
+			t.Path = o.name
+		}
+		p, err := finder.Find(context.Background(), t)
+		if err != nil {
+			return
+		}
+		if d, err := symbolize.OpenDebug(o.path, p); err == nil {
+			o.dbg = d
 		}
 	})
 	return o.dbg
@@ -240,6 +257,10 @@ type View struct {
 	// code reads code for recognising signal frames (sigreturn.go):
 	// nil reads Mem; for a core, also the mapped files.
 	code *codeReader
+	// DebugFiles finds the separate debug file of a module whose file
+	// has no DWARF, when the module's debug information is first used
+	// (nil: DefaultDebugFiles). Set it before the first query.
+	DebugFiles *debugfile.Finder
 }
 
 // Open takes a snapshot of the modules of process pid (os.Getpid() for the
@@ -321,7 +342,7 @@ func newView(pid int, maps []Mapping) *View {
 		o := objs[k]
 		if o == nil {
 			path := open
-			o = &object{bias: bias, load: func() (*symbolize.Symbolizer, error) { return symbolize.Open(path) }}
+			o = &object{bias: bias, path: path, name: m.Path, load: func() (*symbolize.Symbolizer, error) { return symbolize.Open(path) }}
 			objs[k] = o
 			v.objs = append(v.objs, o)
 		}
@@ -563,7 +584,7 @@ func (v *View) Symbolize(pc uint64, frames []symbolize.Frame) ([]symbolize.Frame
 		return frames, m, o.err
 	}
 	n0 := len(frames)
-	frames, err = o.debug().Symbolize(pc-m.Bias, frames)
+	frames, err = o.debug(v.finder()).Symbolize(pc-m.Bias, frames)
 	if err != nil && !errors.Is(err, symbolize.ErrNoInfo) && len(frames) == n0 {
 		if name, ok := lookupSymbol(o.symbols(), pc-m.Bias); ok {
 			frames = append(frames, symbolize.Frame{Function: name})
@@ -596,28 +617,20 @@ func jitErr(section string, off uint64, field, msg string) error {
 	return &formaterr.Error{Source: section, Offset: off, Field: field, Msg: msg}
 }
 
-// DebugDir is where separate debug files are looked up by build ID.
-var DebugDir = "/usr/lib/debug"
-
-// debugFilePath returns DebugDir/.build-id/xx/yyyy.debug for the build ID
-// in the contents of a .note.gnu.build-id section (an ELF note: namesz,
-// descsz, type NT_GNU_BUILD_ID 3, "GNU\0", the ID), if that file exists.
-func debugFilePath(note []byte) string {
-	if len(note) < 16 {
-		return ""
+// finder returns the View's debug file finder.
+func (v *View) finder() *debugfile.Finder {
+	if v.DebugFiles != nil {
+		return v.DebugFiles
 	}
-	le := binary.LittleEndian
-	namesz, descsz, typ := le.Uint32(note), le.Uint32(note[4:]), le.Uint32(note[8:])
-	if typ != 3 || namesz != 4 || string(note[12:16]) != "GNU\x00" || descsz < 2 || descsz > 64 || uint64(len(note)) < 16+uint64(descsz) {
-		return ""
-	}
-	id := fmt.Sprintf("%x", note[16:16+descsz])
-	p := fmt.Sprintf("%s/.build-id/%s/%s.debug", DebugDir, id[:2], id[2:])
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
+	return DefaultDebugFiles
 }
+
+// DefaultDebugFiles is the debug file finder of a View whose DebugFiles is
+// nil: the build-ID directory and .gnu_debuglink places under
+// debugfile.DefaultDebugDir, no remote source (a program that wants
+// debuginfod sets View.DebugFiles or Options.DebugFiles to a Finder whose
+// Remote is a debuginfod.Client's Debuginfo).
+var DefaultDebugFiles = &debugfile.Finder{}
 
 func sameInode(st os.FileInfo, ino uint64) bool {
 	sys, ok := st.Sys().(*syscall.Stat_t)

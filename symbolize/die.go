@@ -13,7 +13,12 @@ const (
 	secInfo       = ".debug_info"
 	secAbbrev     = ".debug_abbrev"
 	atGNUAddrBase = dwarf.Attr(0x2133) // DW_AT_GNU_addr_base
-	maxNameHops   = 8                  // specification/abstract_origin links followed for a name
+	// The GNU split-DWARF extension for DWARF 4 (gcc -gdwarf-4
+	// -gsplit-dwarf), what DWARF 5 standardised as skeleton units.
+	atGNUDwoName    = dwarf.Attr(0x2130) // DW_AT_GNU_dwo_name
+	atGNUDwoID      = dwarf.Attr(0x2131) // DW_AT_GNU_dwo_id
+	atGNURangesBase = dwarf.Attr(0x2132) // DW_AT_GNU_ranges_base
+	maxNameHops     = 8                  // specification/abstract_origin links followed for a name
 )
 
 // attrSpec is one attribute specification of an abbreviation, with what
@@ -82,7 +87,8 @@ func wanted(a dwarf.Attr) bool {
 	case dwarf.DW_AT_low_pc, dwarf.DW_AT_high_pc, dwarf.DW_AT_ranges, dwarf.DW_AT_name,
 		dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_specification,
 		dwarf.DW_AT_abstract_origin, dwarf.DW_AT_call_file, dwarf.DW_AT_call_line,
-		dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir:
+		dwarf.DW_AT_call_column, dwarf.DW_AT_stmt_list, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name,
+		atGNUDwoName, atGNUDwoID, atGNURangesBase:
 		return true
 	}
 	return false
@@ -172,6 +178,10 @@ type attrs struct {
 	stmtList          uint64
 	hasStmt           bool
 	compDir           strRef
+	dwoName           strRef // DW_AT_dwo_name (or DW_AT_GNU_dwo_name) of a skeleton unit
+	dwoID             uint64 // DW_AT_GNU_dwo_id (DWARF 5 has it in the header)
+	hasDwoID          bool
+	rangesBase        uint64 // DW_AT_GNU_ranges_base
 }
 
 const noRef = ^uint64(0)
@@ -262,7 +272,15 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 			if class == 'o' || class == 'c' {
 				out.stmtList, out.hasStmt = v, true
 			}
-		case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir:
+		case atGNUDwoID:
+			if class == 'c' {
+				out.dwoID, out.hasDwoID = v, true
+			}
+		case atGNURangesBase:
+			if class == 'o' || class == 'c' {
+				out.rangesBase = v
+			}
+		case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name, atGNUDwoName:
 			if class != 's' {
 				continue
 			}
@@ -272,6 +290,8 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 				out.name = r
 			case dwarf.DW_AT_comp_dir:
 				out.compDir = r
+			case dwarf.DW_AT_dwo_name, atGNUDwoName:
+				out.dwoName = r
 			default:
 				out.linkage = r
 			}

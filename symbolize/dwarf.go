@@ -38,6 +38,14 @@ type dwarfData struct {
 	lines  map[uint64]*lineResult
 
 	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
+
+	// dir is the directory of the file read, where .dwo files are
+	// also looked for (split.go), and dwpPath its DWARF package file
+	// (the file's path and ".dwp"); "" when unknown.
+	dir, dwpPath string
+	dwpOnce      sync.Once
+	dwp          *dwpFile
+	dwpErr       error
 }
 
 // lineResult is the line table at one .debug_line offset, decoded once.
@@ -53,6 +61,13 @@ type unit struct {
 	root    attrs
 	base    uint64 // DW_AT_low_pc of the root: base of range lists
 	compDir string
+
+	// split is set for a skeleton unit (DWARF 5 DW_UT_skeleton): its
+	// DIEs are in a .dwo file (split.go).
+	split *splitRef
+	// rangesBase is added to DW_AT_ranges offsets: the skeleton's
+	// DW_AT_GNU_ranges_base, for a GNU DWARF 4 split unit.
+	rangesBase uint64
 
 	mu      sync.Mutex
 	idx     atomic.Pointer[unitIndex]
@@ -222,7 +237,7 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 	var rs []cuRange
 	for i := range hdrs {
 		h := &hdrs[i]
-		if h.Type != dwarf.DW_UT_compile && h.Type != dwarf.DW_UT_partial && h.Type != dwarf.DW_UT_skeleton {
+		if h.Type != dwarf.DW_UT_compile && h.Type != dwarf.DW_UT_partial && h.Type != dwarf.DW_UT_skeleton && h.Type != dwarf.DW_UT_split_compile {
 			continue
 		}
 		if h.DataOffset >= h.End {
@@ -254,6 +269,9 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 		}
 		if cd, ok := d.str(u, u.root.compDir); ok {
 			u.compDir = string(cd)
+		}
+		if h.Type == dwarf.DW_UT_skeleton || h.Enc.Version < 5 && u.root.dwoName.form != 0 {
+			u.split = &splitRef{}
 		}
 		ci := len(d.units) - 1
 		n := len(rs)
@@ -301,7 +319,7 @@ func (d *dwarfData) appendRanges(dst []cuRange, u *unit, a *attrs, mk func(lo, h
 	if !a.hasRanges {
 		return dst, nil
 	}
-	r := loc.NewRangeListReader(d.locSections(u), u.hdr.Enc, a.ranges, u.base)
+	r := loc.NewRangeListReader(d.locSections(u), u.hdr.Enc, a.ranges+u.rangesBase, u.base)
 	var e loc.Entry
 	for r.Next(&e) {
 		if e.Start < e.End {

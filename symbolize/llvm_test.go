@@ -206,8 +206,15 @@ func compareWithLLVM(t *testing.T, path string, n int) {
 
 func compareAddrsWithLLVM(t *testing.T, path string, addrs []uint64, wantInlined bool) {
 	t.Helper()
+	compareOpenWithLLVM(t, path, addrs, wantInlined, func() (*symbolize.Symbolizer, error) { return symbolize.Open(path) })
+}
+
+// compareOpenWithLLVM is compareAddrsWithLLVM with our Symbolizer made by
+// open (OpenDebug for a file with a separate debug file).
+func compareOpenWithLLVM(t *testing.T, path string, addrs []uint64, wantInlined bool, open func() (*symbolize.Symbolizer, error)) {
+	t.Helper()
 	want := llvmSymbolize(t, path, addrs)
-	s, err := symbolize.Open(path)
+	s, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}

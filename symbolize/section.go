@@ -22,12 +22,24 @@ import (
 // if linked at address 0. A missing section (or one of type SHT_NOBITS) returns nil, 0 and no error; errors are
 // *formaterr.Error for a section outside the file or a malformed
 // compressed section, ErrFault when the mapped file could not be read, and
-// ErrClosed after Close. Cost: O(section size) (decompression or copy); not
+// ErrClosed after Close. For a Symbolizer of OpenDebug, a section the file
+// lacks (or has only as SHT_NOBITS) is the debug file's. Cost: O(section size) (decompression or copy); not
 // cached.
 func (s *Symbolizer) Section(name string) (data []byte, addr uint64, err error) {
 	if s.closed {
 		return nil, 0, ErrClosed
 	}
+	if s.debug != nil {
+		data, addr, err = s.section(name)
+		if data == nil && err == nil {
+			return s.debug.Section(name)
+		}
+		return data, addr, err
+	}
+	return s.section(name)
+}
+
+func (s *Symbolizer) section(name string) (data []byte, addr uint64, err error) {
 	if s.mapped {
 		defer s.guard(&err)
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

@@ -47,6 +47,27 @@
 //     may name main for code of .text; binutils addr2line -j .text and
 //     we name the function of .text. The tests compare with both.)
 //
+// Debug information may live elsewhere:
+//
+//   - OpenDebug reads a file with its separate debug file (objcopy
+//     --only-keep-debug's, a distribution's debug package, a debuginfod
+//     download; package debugfile finds it): DWARF from the debug file,
+//     symbol names from the file, as llvm-symbolizer pairs them.
+//   - Split DWARF (DWARF 5 section 3.1.3, gcc and clang -gsplit-dwarf): a
+//     DW_UT_skeleton unit's DIEs are read from the split unit of the same
+//     dwo_id, in the DWARF package file beside the file (FILE.dwp, its
+//     .debug_cu_index, section 7.3.5) or else in the .dwo file that
+//     DW_AT_dwo_name names (under DW_AT_comp_dir when relative, then beside
+//     the file), with the skeleton's line table, .debug_addr contribution
+//     and base address. Without them, a skeleton's addresses get its line
+//     table's row and the symbol table's name. GNU DWARF 4 split units
+//     (gcc -gdwarf-4 -gsplit-dwarf: DW_AT_GNU_dwo_name, DW_AT_GNU_dwo_id,
+//     DW_AT_GNU_addr_base, DW_AT_GNU_ranges_base) are followed the same
+//     way, from .dwo files (version 2 .dwp indexes are not read). A
+//     .dwo path is the file's to choose, as for gdb and LLVM: only a
+//     regular ELF file of at most 1 GiB there is read, with the same
+//     checks as the file itself.
+//
 // Indexes are lazy: Open reads only the ELF header and section table; the
 // first Symbolize reads (and decompresses) the debug sections and the unit
 // headers. The first address asked in a unit is answered by one walk of
@@ -66,6 +87,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -122,6 +144,12 @@ type Symbolizer struct {
 	symOnce sync.Once
 	syms    *symtab
 	symErr  error
+
+	// debug, when set (OpenDebug), is the separate debug file: its DWARF
+	// answers, and its symbol table when the file has none.
+	debug     *Symbolizer
+	debugPath string
+	path      string // Open's file, for its .dwo and .dwp files
 }
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
@@ -149,12 +177,45 @@ func Open(path string) (*Symbolizer, error) {
 		return nil, err
 	}
 	s.unmap, s.mapped = unmap, true
+	s.path = path
 	if len(data) > 0 {
 		s.mapLo = uintptr(unsafe.Pointer(&data[0]))
 		s.mapHi = s.mapLo + uintptr(len(data))
 	}
 	return s, nil
 }
+
+// OpenDebug is Open for a file whose debug information is in a separate
+// debug file at debugPath (what objcopy --only-keep-debug or elfimage
+// strip writes; package debugfile finds it by build ID, .gnu_debuglink or
+// debuginfod): frames come from the debug file's DWARF, function names from
+// the file's own symbol table (.symtab, else .dynsym, as llvm-symbolizer
+// takes them), or from the debug file's when the file has neither, and
+// for an address that neither the DWARF nor the file's table covers (as
+// gdb names it from the debug file's minimal symbols; llvm-symbolizer
+// answers "??" there); Section
+// returns the file's section, or the debug file's when the file has none
+// by that name (or only SHT_NOBITS). The two must be of one build (the
+// caller checks the build ID or CRC; debugfile.Finder does). Close closes
+// both. Errors are those of Open for either file, the debug file's wrapped
+// with its path.
+func OpenDebug(path, debugPath string) (*Symbolizer, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Open(debugPath)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("symbolize: debug file %s: %w", debugPath, err)
+	}
+	s.debug, s.debugPath = d, debugPath
+	return s, nil
+}
+
+// DebugPath returns the path of the separate debug file given to
+// OpenDebug, or "" for a Symbolizer that reads one file.
+func (s *Symbolizer) DebugPath() string { return s.debugPath }
 
 // New returns a Symbolizer for an ELF file held in data, which it uses in
 // place: do not modify data while the Symbolizer is in use. Errors are
@@ -188,10 +249,14 @@ func (s *Symbolizer) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.unmap != nil {
-		return s.unmap()
+	var err error
+	if s.debug != nil {
+		err = s.debug.Close()
 	}
-	return nil
+	if s.unmap != nil {
+		return errors.Join(s.unmap(), err)
+	}
+	return err
 }
 
 // HasDWARF reports whether the file has a .debug_info section. Errors
@@ -212,9 +277,15 @@ func (s *Symbolizer) HasDWARF() (ok bool, err error) {
 // out of the Once (which then counts as done), and every later call must
 // report it rather than see a nil table without an error.
 func (s *Symbolizer) dwarf() (*dwarfData, error) {
+	if s.debug != nil {
+		return s.debug.dwarf()
+	}
 	s.dwarfOnce.Do(func() {
 		s.dwarfErr = fmt.Errorf("%w: loading the debug sections", ErrFault)
 		s.d, s.dwarfErr = loadDWARF(s.f)
+		if s.d != nil && s.path != "" {
+			s.d.dir, s.d.dwpPath = filepath.Dir(s.path), s.path+".dwp"
+		}
 	})
 	return s.d, s.dwarfErr
 }
@@ -224,6 +295,9 @@ func (s *Symbolizer) symbols() (*symtab, error) {
 		s.symErr = fmt.Errorf("%w: reading the symbol table", ErrFault)
 		s.syms, s.symErr = readSymtab(s.f)
 	})
+	if s.debug != nil && s.symErr == nil && s.syms.empty() {
+		return s.debug.symbols()
+	}
 	return s.syms, s.symErr
 }
 
@@ -279,7 +353,21 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		return frames, err
 	}
 	if d != nil {
-		if ui := d.unitFor(addr); ui >= 0 {
+		ui := d.unitFor(addr)
+		if ui >= 0 {
+			if u := &d.units[ui]; u.split != nil {
+				if dd, sui, serr := d.splitUnit(u); serr == nil {
+					d, ui = dd, sui
+				} else {
+					// Without its .dwo a skeleton unit has only its
+					// line table, as llvm-symbolizer then answers.
+					lt, _ := d.lineTable(u)
+					frames = appendLineFrame(frames, lt, addr)
+					ui = -1
+				}
+			}
+		}
+		if ui >= 0 {
 			u := &d.units[ui]
 			if scanAlways.Load() || u.idx.Load() == nil && u.scanned.CompareAndSwap(false, true) {
 				if frames, err = d.scanFrames(u, addr, frames); err != nil {
@@ -299,6 +387,14 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		return frames[:n0], err
 	}
 	name, ok := syms.lookup(addr)
+	if !ok && len(frames) == n0 && s.debug != nil {
+		// Code the DWARF does not describe (assembly such as
+		// __restore_rt) may be named by the debug file's full symbol
+		// table when the file's own (.dynsym) does not name it.
+		if ds, err := s.debug.symbols(); err == nil {
+			name, ok = ds.lookup(addr)
+		}
+	}
 	if len(frames) == n0 {
 		if !ok {
 			return frames, ErrNoInfo
@@ -367,6 +463,14 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 			return cmp(sb, sa)
 		})
 		for _, ui := range units {
+			if d.units[ui].split != nil {
+				jobs = append(jobs, func() {
+					if dd, sui, err := d.splitUnit(&d.units[ui]); err == nil {
+						dd.index(sui)
+					}
+				})
+				continue
+			}
 			jobs = append(jobs, func() { d.index(ui) })
 		}
 	}
@@ -476,5 +580,8 @@ func appendLineFrame(frames []Frame, t *lineTable, addr uint64) []Frame {
 // mapping, turned into a panic by debug.SetPanicOnFault.
 func (s *Symbolizer) isFault(e runtime.Error) bool {
 	a, ok := e.(interface{ Addr() uintptr })
+	if ok && s.debug != nil && s.debug.isFault(e) {
+		return true
+	}
 	return ok && a.Addr() >= s.mapLo && a.Addr() < s.mapHi
 }

@@ -254,3 +254,7 @@ func (t *symtab) scan(addr uint64) (string, bool) {
 	}
 	return string(t.strs[s.name : s.name+s.nameLen]), true
 }
+
+// empty reports whether the file has no symbol table, or one with no
+// entry but the null symbol.
+func (t *symtab) empty() bool { return t.count() <= 1 }

@@ -11,6 +11,12 @@ import (
 
 func runDescribe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("describe", stderr)
+	df := addDebugFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, debugFilesHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -25,7 +31,7 @@ func runDescribe(args []string, stdout, stderr io.Writer) error {
 		}
 		addrs = append(addrs, addr)
 	}
-	img, err := inspect(fs.Arg(0), false)
+	img, err := inspect(fs.Arg(0), false, df)
 	if err != nil {
 		return err
 	}

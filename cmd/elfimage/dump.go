@@ -28,6 +28,12 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	procsFlag := fs.Bool("procs", false, "print the procedure table (.elfimage.procs): ranges, arity, argument names, defaults, docstrings, properties")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	framesInterp := fs.Bool("frames-interp", false, "print the call frame table of every CIE and FDE in .eh_frame and .debug_frame of any ELF file, as readelf --debug-dump=frames-interp does")
+	df := addDebugFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, debugFilesHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +47,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	all := !*headers && !*sections && !*symbols && !*lines && !*frames && !*infoFlag && !*procsFlag
-	img, err := inspect(fs.Arg(0), *read)
+	img, err := inspect(fs.Arg(0), *read, df)
 	if err != nil {
 		return err
 	}
@@ -87,10 +93,15 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// inspect loads an image for reading its contents. An ELF file the
-// loader refuses gets a hint at the commands that read any ELF file.
-func inspect(path string, read bool) (*elfimage.Image, error) {
-	im, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read})
+// inspect loads an image for reading its contents, a stripped image's
+// debug file found as df says. An ELF file the loader refuses gets a hint
+// at the commands that read any ELF file.
+func inspect(path string, read bool, df *debugFlags) (*elfimage.Image, error) {
+	finder, err := df.finder()
+	if err != nil {
+		return nil, err
+	}
+	im, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read, DebugFiles: finder})
 	var fe *elfimage.FormatError
 	if errors.As(err, &fe) && fe.Field != "ELF header" && fe.Field != "e_ident" {
 		err = fmt.Errorf("%w\n(not an elfimage image? `elfimage dump -frames-interp` and `elfimage symbolize -e` read any ELF file)", err)

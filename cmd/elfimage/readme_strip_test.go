@@ -1,9 +1,11 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -17,12 +19,31 @@ import (
 // and no .debug_info; gdb reads the lines and scope from the debug file,
 // and stops in fib with n = 10 in the image published with run -gdb,
 // reading its debug file from the build-ID directory; dump -headers
-// names eu-strip's debug file and its notes.
+// names eu-strip's debug file and its notes. The commands of its
+// subsection "Serving debug files with debuginfod" run after them as one
+// bash script (they share a background server and exported variables)
+// in a network namespace with only loopback, so that debuginfod, which
+// listens on every interface, is reachable on 127.0.0.1 alone:
+// symbolize and describe of the stripped image shipped alone, and gdb,
+// get fib's line through the server.
 func TestREADMEStripRecipes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gdb on a fresh build of the CLI; skipped with -short")
 	}
 	cmds := readmeSection(t, "Stripped images and debug files")
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sub, ok := strings.Cut(string(b), "\n### Serving debug files with debuginfod\n")
+	if !ok {
+		t.Fatal("README.md has no subsection \"Serving debug files with debuginfod\"")
+	}
+	if i := strings.Index(sub, "\n## "); i >= 0 {
+		sub = sub[:i]
+	}
+	served := recipeCommands(sub)
+	cmds = cmds[:len(cmds)-len(served)]
 	dir := t.TempDir()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -70,6 +91,7 @@ func TestREADMEStripRecipes(t *testing.T) {
 		seen = append(seen, tool)
 	}
 	t.Logf("ran %d commands: %q", len(seen), seen)
+	runServedRecipe(t, root, dir, served)
 	for _, w := range []string{"gdb", "eu-strip", "readelf"} {
 		n := 0
 		for _, s := range seen {
@@ -80,5 +102,39 @@ func TestREADMEStripRecipes(t *testing.T) {
 		if n == 0 {
 			t.Errorf("the README's strip recipes run no %s", w)
 		}
+	}
+}
+
+// runServedRecipe runs the debuginfod recipe cmds (with /tmp/ replaced by
+// dir) as one bash script in a loopback-only network namespace, without
+// the test's DEBUGINFOD_ variables, and checks what its commands print.
+func runServedRecipe(t *testing.T, root, dir string, cmds []string) {
+	for _, tool := range []string{"debuginfod", "debuginfod-find", "gdb"} {
+		tooltest.Require(t, tool)
+	}
+	if len(cmds) < 5 {
+		t.Fatalf("the debuginfod recipe has %d commands: %q", len(cmds), cmds)
+	}
+	script := "set -e\n" + strings.ReplaceAll(strings.Join(cmds, "\n"), "/tmp/", dir+"/") + "\n"
+	cmd := loopbackCommand(t, "bash", "-c", script)
+	cmd.Dir = root
+	out, err := tooltest.RunGroup(cmd, 3*time.Minute)
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "debuginfod.log"))
+		t.Fatalf("the debuginfod recipe: %v\n%s\ndebuginfod's log:\n%s", err, out, log)
+	}
+	t.Logf("the debuginfod recipe printed:\n%s", out)
+	flat := " " + strings.Join(strings.Fields(out), " ") + " "
+	for _, w := range []string{
+		"fib " + dir + "/prog.scm:1",           // symbolize
+		"0x1024: fib+0x4", "live parameter n ", // describe
+		`Line 1 of "` + dir + `/prog.scm"`, // gdb
+	} {
+		if !strings.Contains(flat, w) {
+			t.Errorf("the debuginfod recipe's output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(strings.ToLower(out), "warning") {
+		t.Errorf("the debuginfod recipe prints a warning:\n%s", out)
 	}
 }

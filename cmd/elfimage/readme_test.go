@@ -29,6 +29,12 @@ func readmeSection(t *testing.T, title string) []string {
 	if i := strings.Index(sec, "\n## "); i >= 0 {
 		sec = sec[:i]
 	}
+	return recipeCommands(sec)
+}
+
+// recipeCommands returns the commands of the code blocks of the README
+// text sec, as readmeSection does.
+func recipeCommands(sec string) []string {
 	var cmds []string
 	cur := ""
 	for _, line := range strings.Split(sec, "\n") {

@@ -127,6 +127,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	prof.register(fs)
 	var dump jitdumpFlag
 	fs.Var(&dump, "jitdump", "write jit-PID.dump for perf inject --jit into `DIR`, created if needed (bare -jitdump: $JITDUMPDIR, else ~/.debug/jit)")
+	df := addDebugFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -137,7 +138,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: want one program (.scm source or image), got %d arguments", errUsage, fs.NArg())
 	}
 	path := fs.Arg(0)
-	lopts := &elfimage.LoadOptions{ForceRead: *read}
+	finder, err := df.finder()
+	if err != nil {
+		return err
+	}
+	lopts := &elfimage.LoadOptions{ForceRead: *read, DebugFiles: finder}
 	var img *elfimage.Image
 	switch {
 	case *jit:

@@ -49,16 +49,22 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object with every thread's frames")
 	maxFrames := fs.Int("max", procview.DefaultMaxFrames, "at most `N` frames per thread")
 	cf := addCoreFlags(fs)
+	df := addDebugFlags(fs)
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
 		fmt.Fprint(stderr, stackHelp)
+		fmt.Fprint(stderr, debugFilesHelp)
 	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	finder, err := df.finder()
+	if err != nil {
+		return err
+	}
 	if cf.core != "" || cf.exe != "" || cf.perfMap != "" {
-		return runStackCore(cf, fs.Args(), *asJSON, *maxFrames, stdout, stderr)
+		return runStackCore(cf, fs.Args(), *asJSON, *maxFrames, finder, stdout, stderr)
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one PID", errUsage)
@@ -67,7 +73,7 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("%w: bad PID %q", errUsage, fs.Arg(0))
 	}
-	threads, view, err := procview.Stacks(pid, &procview.Options{MaxFrames: *maxFrames})
+	threads, view, err := procview.Stacks(pid, &procview.Options{MaxFrames: *maxFrames, DebugFiles: finder})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/procview"
 )
 
@@ -34,7 +35,7 @@ func addCoreFlags(fs *flag.FlagSet) *coreFlags {
 // apply all bt` on `gdb BINARY CORE` shows it, through
 // procview.CoreStacks. Warnings about modules it could not use (missing
 // or mismatched files, a truncated core) go to stderr.
-func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, stdout, stderr io.Writer) error {
+func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, finder *debugfile.Finder, stdout, stderr io.Writer) error {
 	if cf.core == "" && cf.exe != "" {
 		return fmt.Errorf("%w: --exe needs --core", errUsage)
 	}
@@ -49,7 +50,7 @@ func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, stdo
 		return err
 	}
 	defer c.Close()
-	threads, view, err := procview.CoreStacks(c, &procview.CoreOptions{Options: procview.Options{MaxFrames: maxFrames}, Exe: cf.exe, PerfMap: cf.perfMap})
+	threads, view, err := procview.CoreStacks(c, &procview.CoreOptions{Options: procview.Options{MaxFrames: maxFrames, DebugFiles: finder}, Exe: cf.exe, PerfMap: cf.perfMap})
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func TestStripCommand(t *testing.T) {
 		t.Errorf("strip in place: sections %v", f.Sections)
 	}
 	_, d, _ := runCLI(t, "describe", inPlace, addrs[1][1])
-	if !strings.Contains(d, "the image is stripped, and debug file not found (build ID ") || !strings.Contains(d, "arity: ") {
+	if !strings.Contains(d, "the image is stripped, and no separate debug file found for "+inPlace+" (build ID ") || !strings.Contains(d, "arity: ") {
 		t.Errorf("describe of an image stripped without a debug file:\n%s", d)
 	}
 	if code, _, e := runCLI(t, "strip", inPlace); code != 1 || !strings.Contains(e, "stripped already") {

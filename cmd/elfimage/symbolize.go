@@ -25,13 +25,20 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	inlines := fs.Bool("i", true, "print inlined frames, innermost first, each as its own function and file:line pair (-i=false: one frame per address)")
 	asJSON := fs.Bool("json", false, "print one JSON object per address, like llvm-symbolizer --output-style=JSON")
 	columns := fs.Bool("columns", false, "print file:line:column instead of addr2line's file:line")
+	debugFile := fs.String("debug-file", "", "read the DWARF from the separate debug `FILE` of -e's file (its build ID must match)")
+	df := addDebugFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, debugFilesHelp)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *exe == "" {
 		return fmt.Errorf("%w: -e FILE is required", errUsage)
 	}
-	sym, err := symbolize.Open(*exe)
+	sym, err := openSymbolizer(*exe, *debugFile, df, stderr)
 	if err != nil {
 		return err
 	}
