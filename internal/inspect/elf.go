@@ -208,7 +208,12 @@ func SectionTypeName(t elf.SectionType, m elf.Machine) string {
 		case elf.EM_ARM:
 			return "ARM_EXIDX"
 		case elf.EM_MIPS:
-			return "MIPS_MSYM"
+			return "MIPS_LIBLIST"
+		}
+	case 0x70000006, 0x7000000d, 0x7000001e, 0x7000002a:
+		if m == elf.EM_MIPS {
+			return map[elf.SectionType]string{0x70000006: "MIPS_REGINFO", 0x7000000d: "MIPS_OPTIONS",
+				0x7000001e: "MIPS_DWARF", 0x7000002a: "MIPS_ABIFLAGS"}[t]
 		}
 	case 0x70000003:
 		if m == elf.EM_ARM || m == elf.EM_AARCH64 || m == elf.EM_RISCV {
@@ -297,7 +302,7 @@ func SymbolTables(f *elfobj.File) ([]SymbolTable, error) {
 		}
 		var vers []string
 		if s.Type == elf.SHT_DYNSYM {
-			vers = versions(f, t.Len())
+			vers = versions(f, t.Len(), func(i int) string { s, _ := t.Name(i); return s })
 		}
 		st := SymbolTable{Section: i, Name: s.Name, Symbols: make([]Symbol, t.Len())}
 		for j := range st.Symbols {
@@ -321,6 +326,14 @@ func SymbolTables(f *elfobj.File) ([]SymbolTable, error) {
 			}
 			sym := Symbol{Num: j, Value: y.Value, Size: y.Size, Type: symType(y.Type()), Bind: symBind(y.Bind()),
 				Visibility: strings.TrimPrefix(y.Visibility().String(), "STV_"), Ndx: ndx, Name: name}
+			if name == "" && y.Type() == elf.STT_SECTION {
+				// readelf (binutils 2.40 and later) names a section
+				// symbol by its section.
+				if k, ok := t.SectionOf(j); ok && k > 0 && k < len(f.Sections) {
+					name = f.Sections[k].Name
+					sym.Name = name
+				}
+			}
 			if j < len(vers) {
 				sym.Version = vers[j]
 			}

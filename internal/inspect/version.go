@@ -13,7 +13,7 @@ import (
 // .gnu.version_d and .gnu.version_r (the GNU symbol versioning of the
 // LSB, "Symbol Versioning"). A malformed or missing table gives no
 // versions: they are an annotation, not the symbol.
-func versions(f *elfobj.File, n int) []string {
+func versions(f *elfobj.File, n int, nameOf func(int) string) []string {
 	vs := f.FindSectionType(elf.SHT_GNU_VERSYM)
 	if vs < 0 {
 		return nil
@@ -96,7 +96,8 @@ func versions(f *elfobj.File, n int) []string {
 			continue
 		}
 		name, ok := names[idx]
-		if !ok {
+		if !ok || !needed[idx] && name == nameOf(i) {
+			// readelf prints no version after a version's own symbol.
 			continue
 		}
 		switch {
