@@ -8,3 +8,5 @@ require (
 	golang.org/x/arch v0.33.0
 	golang.org/x/sys v0.50.0
 )
+
+require github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b
