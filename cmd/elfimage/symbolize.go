@@ -497,7 +497,7 @@ func (p *symPrinter) one(q query) error {
 	if p.demangle || p.basenames {
 		for i := range frames {
 			if p.demangle {
-				frames[i].Function = demangle.Filter(frames[i].Function)
+				frames[i].Function = p.demangleName(frames[i].Function)
 			}
 			if p.basenames && frames[i].File != "" {
 				frames[i].File = filepath.Base(frames[i].File)
@@ -680,4 +680,20 @@ func appendOr(b []byte, s, unknown string) []byte {
 		return append(b, unknown...)
 	}
 	return append(b, s...)
+}
+
+// demangleName demangles an Itanium C++ or Rust name as c++filt does
+// (package demangle; a name that is not mangled is returned as it is).
+// In llvm-symbolizer's styles a clone's suffix is spelled as LLVM's
+// demangler spells it, "f() (.cold)", rather than c++filt's
+// "f() [clone .cold]".
+func (p *symPrinter) demangleName(name string) string {
+	if p.style == styleLLVM || p.style == styleJSON {
+		if i := strings.IndexByte(name, '.'); i > 2 && strings.HasPrefix(name, "_Z") {
+			if d, err := demangle.ToString(name[:i]); err == nil {
+				return d + " (" + name[i:] + ")"
+			}
+		}
+	}
+	return demangle.Filter(name)
 }
