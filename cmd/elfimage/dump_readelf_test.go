@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +32,10 @@ func TestDumpReadelf(t *testing.T) {
 	if _, err := os.Stat(files[1]); err != nil {
 		files[1] = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 	}
-	td := filepath.Join(runtime.GOROOT(), "src/debug/elf/testdata")
+	var td string
+	if root, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		td = filepath.Join(strings.TrimSpace(string(root)), "src/debug/elf/testdata")
+	}
 	for _, n := range []string{"go-relocation-test-gcc540-mips.obj", "go-relocation-test-gcc5-ppc.obj", "gcc-386-freebsd-exec", "go-relocation-test-gcc531-s390x.obj"} {
 		if _, err := os.Stat(filepath.Join(td, n)); err == nil {
 			files = append(files, filepath.Join(td, n))
