@@ -136,9 +136,9 @@ func DebugInfo(d *info.Data, sec *DebugSections, each func(Unit) error) error {
 		if u == nil {
 			continue
 		}
-		die := DIE{Offset: e.Offset, Depth: depth, Tag: e.Tag.String(), Attrs: make([]Attr, 0, len(e.Fields))}
+		die := DIE{Offset: e.Offset, Depth: depth, Tag: TagName(e.Tag), Attrs: make([]Attr, 0, len(e.Fields))}
 		for _, f := range e.Fields {
-			a := Attr{Name: f.Attr.String(), Form: f.Form.String(), Value: FieldString(f, hdr.Enc)}
+			a := Attr{Name: AttrName(f.Attr), Form: f.Form.String(), Value: FieldString(f, hdr.Enc)}
 			if sec != nil && f.Class == info.ClassSecOffset {
 				a.List = lists(sec, hdr, base, f)
 			}
@@ -446,4 +446,44 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// vendorAttrs names the GNU and LLVM vendor attributes producers emit
+// that package dwarf's table leaves unnamed (GCC's "DWARF extensions",
+// LLVM's include/llvm/BinaryFormat/Dwarf.def), as llvm-dwarfdump names
+// them.
+var vendorAttrs = map[dwarf.Attr]string{
+	0x2101: "DW_AT_sf_names", 0x2102: "DW_AT_src_info", 0x2103: "DW_AT_mac_info", 0x2104: "DW_AT_src_coords",
+	0x2105: "DW_AT_body_begin", 0x2106: "DW_AT_body_end", 0x2107: "DW_AT_GNU_vector", 0x2110: "DW_AT_GNU_template_name",
+	0x2111: "DW_AT_GNU_call_site_value", 0x2112: "DW_AT_GNU_call_site_data_value", 0x2113: "DW_AT_GNU_call_site_target",
+	0x2114: "DW_AT_GNU_call_site_target_clobbered", 0x2115: "DW_AT_GNU_tail_call", 0x2116: "DW_AT_GNU_all_tail_call_sites",
+	0x2118: "DW_AT_GNU_all_source_call_sites", 0x2119: "DW_AT_GNU_macros", 0x211a: "DW_AT_GNU_deleted",
+	0x2130: "DW_AT_GNU_dwo_name", 0x2131: "DW_AT_GNU_dwo_id", 0x2132: "DW_AT_GNU_ranges_base", 0x2133: "DW_AT_GNU_addr_base",
+	0x2134: "DW_AT_GNU_pubnames", 0x2135: "DW_AT_GNU_pubtypes", 0x2136: "DW_AT_GNU_discriminator",
+	0x2137: "DW_AT_GNU_locviews", 0x2138: "DW_AT_GNU_entry_view",
+	0x3e00: "DW_AT_LLVM_include_path", 0x3e01: "DW_AT_LLVM_config_macros", 0x3e02: "DW_AT_LLVM_sysroot",
+	0x3e03: "DW_AT_LLVM_tag_offset", 0x3e07: "DW_AT_LLVM_apinotes", 0x3fef: "DW_AT_APPLE_sdk",
+}
+
+// vendorTags names the GNU vendor tags package dwarf leaves unnamed.
+var vendorTags = map[dwarf.Tag]string{
+	0x4101: "DW_TAG_format_label", 0x4102: "DW_TAG_function_template", 0x4103: "DW_TAG_class_template",
+	0x4106: "DW_TAG_GNU_template_template_param", 0x4107: "DW_TAG_GNU_template_parameter_pack",
+	0x4108: "DW_TAG_GNU_formal_parameter_pack", 0x410a: "DW_TAG_GNU_call_site_parameter",
+}
+
+// AttrName names an attribute, vendor extensions included.
+func AttrName(a dwarf.Attr) string {
+	if s, ok := vendorAttrs[a]; ok {
+		return s
+	}
+	return a.String()
+}
+
+// TagName names a tag, vendor extensions included.
+func TagName(t dwarf.Tag) string {
+	if s, ok := vendorTags[t]; ok {
+		return s
+	}
+	return t.String()
 }
