@@ -29,28 +29,28 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("symbolize", stderr)
 	var o symOptions
 	var exe string
-	for _, n := range []string{"e", "exe", "obj"} {
-		fs.StringVar(&exe, n, "", "the ELF `file` (required): an image, a gcc/clang or Go binary, a library (-e as addr2line, --exe and --obj as llvm-symbolizer)")
+	for i, n := range []string{"e", "exe", "obj"} {
+		fs.StringVar(&exe, n, "", alias(i, "e", "the ELF `file` (required): an image, a gcc/clang or Go binary, a library (-e as addr2line, --exe and --obj as llvm-symbolizer)"))
 	}
 	o.functions = true
 	fs.Var(&funcsFlag{&o.functions}, "f", "print function names (addr2line's -f; -f=false or --functions=none: file:line only)")
-	fs.Var(&funcsFlag{&o.functions}, "functions", "the same as -f; llvm-symbolizer's values none and linkage are accepted")
-	for _, n := range []string{"i", "inlines", "inlining"} {
-		fs.BoolVar(&o.inlines, n, true, "print inlined frames, innermost first, each as its own function and file:line pair (-i=false: one frame per address)")
+	fs.Var(&funcsFlag{&o.functions}, "functions", "the same as -f, with llvm-symbolizer's values none and linkage")
+	for i, n := range []string{"i", "inlines", "inlining"} {
+		fs.BoolVar(&o.inlines, n, true, alias(i, "i", "print inlined frames, innermost first, each as its own function and file:line pair (-i=false: one frame per address)"))
 	}
-	for _, n := range []string{"C", "demangle"} {
-		fs.BoolVar(&o.demangle, n, false, "demangle C++ (Itanium) and Rust names, as addr2line -C and c++filt do (the default in --output-style=LLVM and JSON)")
+	for i, n := range []string{"C", "demangle"} {
+		fs.BoolVar(&o.demangle, n, false, alias(i, "C", "demangle C++ (Itanium) and Rust names, as addr2line -C and c++filt do (the default in --output-style=LLVM and JSON)"))
 	}
 	noDemangle := fs.Bool("no-demangle", false, "do not demangle names (llvm-symbolizer's flag)")
 	noInlines := fs.Bool("no-inlines", false, "one frame per address, as -i=false (llvm-symbolizer's flag)")
-	for _, n := range []string{"a", "addresses"} {
-		fs.BoolVar(&o.addresses, n, false, "print each address before its answer (addr2line's 0x%016x, llvm-symbolizer's 0x%x in --output-style=LLVM)")
+	for i, n := range []string{"a", "addresses"} {
+		fs.BoolVar(&o.addresses, n, false, alias(i, "a", "print each address before its answer (addr2line's 0x%016x, llvm-symbolizer's 0x%x in --output-style=LLVM)"))
 	}
-	for _, n := range []string{"p", "pretty-print"} {
-		fs.BoolVar(&o.pretty, n, false, "print each address's answer on one line: FUNCTION at FILE:LINE, inlined frames as \" (inlined by) ...\" lines")
+	for i, n := range []string{"p", "pretty-print"} {
+		fs.BoolVar(&o.pretty, n, false, alias(i, "p", "print each address's answer on one line: FUNCTION at FILE:LINE, inlined frames as \" (inlined by) ...\" lines"))
 	}
-	for _, n := range []string{"s", "basenames"} {
-		fs.BoolVar(&o.basenames, n, false, "print file names without their directories")
+	for i, n := range []string{"s", "basenames"} {
+		fs.BoolVar(&o.basenames, n, false, alias(i, "s", "print file names without their directories"))
 	}
 	gnuDefaults := fs.Bool("addr2line", false, "take addr2line's defaults: no function names without -f, no inlined frames without -i (as `addr2line -e FILE` prints)")
 	style := fs.String("output-style", "", "GNU (addr2line's output, the default), LLVM (llvm-symbolizer's: columns, a blank line after each answer, demangled) or JSON (llvm-symbolizer --output-style=JSON's fields and shape)")
@@ -696,4 +696,13 @@ func (p *symPrinter) demangleName(name string) string {
 		}
 	}
 	return demangle.Filter(name)
+}
+
+// alias returns the usage of flag name i of a list of synonyms: the
+// first's usage, "the same as -FIRST" for the others.
+func alias(i int, first, usage string) string {
+	if i == 0 {
+		return usage
+	}
+	return "the same as -" + first
 }
