@@ -189,6 +189,8 @@ type Section struct {
 // SectionTypeName names a section type as readelf does.
 func SectionTypeName(t elf.SectionType, m elf.Machine) string {
 	switch t {
+	case shtRELR:
+		return "RELR"
 	case elf.SHT_GNU_VERSYM:
 		return "VERSYM"
 	case elf.SHT_GNU_VERDEF:

@@ -198,7 +198,7 @@ func Dynamic(f *elfobj.File) ([]Dyn, error) {
 	var out []Dyn
 	for off := 0; off+sz <= len(data); off += sz {
 		tag, val := f.DecodeDyn(data[off:])
-		d := Dyn{Tag: strings.TrimPrefix(tag.String(), "DT_"), Value: val}
+		d := Dyn{Tag: dynTagName(tag), Value: val}
 		switch tag {
 		case elf.DT_NEEDED, elf.DT_SONAME, elf.DT_RPATH, elf.DT_RUNPATH:
 			if val < uint64(len(strs)) {
@@ -229,13 +229,22 @@ type Reloc struct {
 	SymbolIndex uint32
 }
 
-// RelocSection is one SHT_REL or SHT_RELA section.
+// RelocSection is one SHT_REL, SHT_RELA or SHT_RELR section.
 type RelocSection struct {
 	Section int
 	Name    string
 	Offset  uint64 // of the section in the file
 	Entries []Reloc
+	// Words and RelrOffsets are an SHT_RELR section's (gABI "Relative
+	// relocation"): its address and bitmap words, and the places they
+	// relocate, in order.
+	Words       int      `json:",omitempty"`
+	RelrOffsets []uint64 `json:",omitempty"`
 }
+
+// maxRelr bounds the places one SHT_RELR section may name (each bitmap
+// word names up to 63): 2^26.
+const maxRelr = 1 << 26
 
 // Relocations returns the entries of every SHT_REL and SHT_RELA section
 // of f, with the symbols of their sh_link symbol table (a section symbol
@@ -244,6 +253,14 @@ type RelocSection struct {
 func Relocations(f *elfobj.File) ([]RelocSection, error) {
 	var out []RelocSection
 	for i, s := range f.Sections {
+		if s.Type == shtRELR {
+			rs, err := relr(f, i)
+			out = append(out, rs)
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
 		if s.Type != elf.SHT_REL && s.Type != elf.SHT_RELA {
 			continue
 		}
@@ -264,7 +281,7 @@ func Relocations(f *elfobj.File) ([]RelocSection, error) {
 		sz := f.RelSize(rela)
 		for off := 0; off+sz <= len(data); off += sz {
 			r := f.DecodeRel(data[off:], rela)
-			e := Reloc{Offset: r.Off, Type: elfobj.RelocTypeName(f.Machine, r.Type), Addend: r.Addend, HasAddend: rela, SymbolIndex: r.Sym}
+			e := Reloc{Offset: r.Off, Type: relocName(f.Machine, r.Type), Addend: r.Addend, HasAddend: rela, SymbolIndex: r.Sym}
 			if f.Class == elf.ELFCLASS64 {
 				e.Info = uint64(r.Sym)<<32 | uint64(r.Type)
 			} else {
@@ -286,3 +303,75 @@ func Relocations(f *elfobj.File) ([]RelocSection, error) {
 	}
 	return out, nil
 }
+
+// dynTagName names a dynamic tag as readelf does, with the gABI's RELR
+// tags debug/elf does not name.
+func dynTagName(t elf.DynTag) string {
+	switch t {
+	case 35:
+		return "RELRSZ"
+	case 36:
+		return "RELR"
+	case 37:
+		return "RELRENT"
+	}
+	return strings.TrimPrefix(t.String(), "DT_")
+}
+
+// relocName names a relocation type as readelf does: elfobj's (debug/elf's)
+// names, with the psABIs' R_X86_64_JUMP_SLOT and R_386_JUMP_SLOT for
+// debug/elf's JMP_SLOT.
+func relocName(m elf.Machine, t uint32) string {
+	s := elfobj.RelocTypeName(m, t)
+	if (m == elf.EM_X86_64 || m == elf.EM_386) && strings.HasSuffix(s, "_JMP_SLOT") {
+		s = strings.TrimSuffix(s, "_JMP_SLOT") + "_JUMP_SLOT"
+	}
+	return s
+}
+
+// relr decodes SHT_RELR section i: an even word is the address of the
+// next place (and the base after it); an odd word is a bitmap of the
+// word-size places that follow the base, bit k naming base + (k-1) ×
+// word size, after which the base moves past all of them.
+func relr(f *elfobj.File, i int) (RelocSection, error) {
+	s := f.Sections[i]
+	rs := RelocSection{Section: i, Name: s.Name, Offset: s.Offset}
+	data, err := f.SectionData(i)
+	if err != nil {
+		return rs, err
+	}
+	w := 8
+	if f.Class == elf.ELFCLASS32 {
+		w = 4
+	}
+	word := func(b []byte) uint64 {
+		if w == 4 {
+			return uint64(f.ByteOrder.Uint32(b))
+		}
+		return f.ByteOrder.Uint64(b)
+	}
+	bits := uint(8*w - 1)
+	var base uint64
+	for off := 0; off+w <= len(data); off += w {
+		rs.Words++
+		v := word(data[off:])
+		if v&1 == 0 {
+			rs.RelrOffsets = append(rs.RelrOffsets, v)
+			base = v + uint64(w)
+		} else {
+			for k := uint(1); k <= bits; k++ {
+				if v>>k&1 != 0 {
+					rs.RelrOffsets = append(rs.RelrOffsets, base+uint64(k-1)*uint64(w))
+				}
+			}
+			base += uint64(bits) * uint64(w)
+		}
+		if len(rs.RelrOffsets) > maxRelr {
+			return rs, fmt.Errorf("%s: more than %d relative relocations", s.Name, maxRelr)
+		}
+	}
+	return rs, nil
+}
+
+// shtRELR is SHT_RELR (gABI), which debug/elf does not name.
+const shtRELR elf.SectionType = 19

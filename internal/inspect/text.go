@@ -140,6 +140,14 @@ func WriteRelocations(w io.Writer, h Header, rs []RelocSection) {
 		ad = "%08x"
 	}
 	for _, r := range rs {
+		if r.Words > 0 {
+			fmt.Fprintf(w, "Relocation section '%s' at offset %#x contains %d entries:\n  %d offsets\n", r.Name, r.Offset, r.Words, len(r.RelrOffsets))
+			for _, o := range r.RelrOffsets {
+				fmt.Fprintf(w, ad+"\n", o)
+			}
+			fmt.Fprintln(w)
+			continue
+		}
 		fmt.Fprintf(w, "Relocation section '%s' at offset %#x contains %d entries:\n", r.Name, r.Offset, len(r.Entries))
 		fmt.Fprintf(w, "    %-*s %-*s %-22s %-*s %s\n", len(fmt.Sprintf(ad, 0)), "Offset", len(fmt.Sprintf(ad, 0)), "Info", "Type",
 			len(fmt.Sprintf(ad, 0)), "Symbol's Value", "Symbol's Name + Addend")
