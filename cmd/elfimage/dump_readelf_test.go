@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +15,9 @@ import (
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-// TestDumpReadelf holds dump's headers, sections and symbols (its -json
-// form) against what binutils' readelf -W -h -S -s prints for the same
+// TestDumpReadelf holds dump's headers, program headers with their
+// section to segment mapping, sections and symbols (its -json form)
+// against what binutils' readelf -W -h -l -S -s prints for the same
 // files: a PIE executable, a shared library, a relocatable object built
 // with gcc -c, and ELF32 big-endian objects from Go's debug/elf test data.
 // Values are compared, not layout; the machine is held against debug/elf.
@@ -54,7 +56,7 @@ func TestDumpReadelf(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatal(err)
 			}
-			ref, err := exec.Command(readelf, "-W", "-h", "-S", "-s", path).Output()
+			ref, err := exec.Command(readelf, "-W", "-h", "-l", "-S", "-s", path).Output()
 			if err != nil {
 				t.Fatalf("readelf: %v", err)
 			}
@@ -67,8 +69,42 @@ func TestDumpReadelf(t *testing.T) {
 				t.Errorf("machine %+v, debug/elf says %v", doc.Header, ef.Machine)
 			}
 			compareReadelf(t, doc, string(ref))
+			comparePrograms(t, doc, string(ref))
 		})
 	}
+}
+
+// comparePrograms compares the program headers and the section to
+// segment mapping with readelf -l's.
+func comparePrograms(t *testing.T, doc dumpDoc, text string) {
+	t.Helper()
+	var want, got []string
+	inProgs, inMap := false, false
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case strings.HasPrefix(l, "Program Headers:"):
+			inProgs = true
+		case strings.HasPrefix(l, " Section to Segment mapping:"):
+			inProgs, inMap = false, true
+		case l == "" || strings.HasPrefix(l, "Section Headers:") || strings.HasPrefix(l, "Symbol table"):
+			inProgs, inMap = false, false
+		case inProgs && len(f) >= 8 && strings.HasPrefix(f[1], "0x"):
+			want = append(want, strings.Join([]string{f[0], trimZeros(f[1]), trimZeros(f[2]), trimZeros(f[3]), trimZeros(f[4]), trimZeros(f[5]),
+				strings.Join(f[6:len(f)-1], ""), trimZeros(f[len(f)-1])}, " "))
+		case inMap && len(f) >= 1 && len(f[0]) == 2 && isHex(f[0]):
+			want = append(want, "map "+strings.Join(f[1:], " "))
+		}
+	}
+	for _, p := range doc.Programs {
+		got = append(got, strings.Join([]string{p.Type, strconv.FormatUint(p.Offset, 16), strconv.FormatUint(p.VirtAddr, 16),
+			strconv.FormatUint(p.PhysAddr, 16), strconv.FormatUint(p.FileSize, 16), strconv.FormatUint(p.MemSize, 16),
+			strings.ReplaceAll(p.Flags, " ", ""), strconv.FormatUint(p.Align, 16)}, " "))
+	}
+	for _, p := range doc.Programs {
+		got = append(got, "map "+strings.Join(p.Sections, " "))
+	}
+	diffLines(t, "program headers", strings.Join(got, "\n"), strings.Join(want, "\n"))
 }
 
 // compareReadelf compares the header fields, every section header and
@@ -93,7 +129,7 @@ func compareReadelf(t *testing.T, doc dumpDoc, text string) {
 			} else {
 				hdr["e_"+k] = strings.TrimSpace(v)
 			}
-		case strings.HasPrefix(strings.TrimSpace(l), "[") && !strings.Contains(l, "[Nr]") && table == "":
+		case secLine.MatchString(l) && table == "":
 			_, rest, _ := strings.Cut(l, "]")
 			secs = append(secs, sectionFields(t, rest, wide))
 		case strings.HasPrefix(l, "Symbol table '"):
@@ -187,6 +223,8 @@ func compareReadelf(t *testing.T, doc dumpDoc, text string) {
 	}
 	t.Logf("%d sections, %d symbols agree with readelf", len(secs), nsyms)
 }
+
+var secLine = regexp.MustCompile(`^\s*\[\s*\d+\]`)
 
 func hexPad(v uint64, n int) string {
 	s := strconv.FormatUint(v, 16)
