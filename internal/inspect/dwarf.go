@@ -235,8 +235,12 @@ func FieldString(f info.Field, enc dwarf.Encoding) string {
 
 // ExprString prints a DWARF expression operation by operation (package
 // dwarf/expr decodes it), register and frame base offsets as
-// DW_OP_breg5(8); a malformed expression as its bytes.
-func ExprString(b []byte, enc dwarf.Encoding) string {
+// DW_OP_breg5(8), the expression of a DW_OP_entry_value inside its
+// parentheses; a malformed expression as its bytes.
+func ExprString(b []byte, enc dwarf.Encoding) string { return exprString(b, enc, 0) }
+
+// exprString is ExprString inside depth entry-value operands.
+func exprString(b []byte, enc dwarf.Encoding, depth int) string {
 	as := enc.AddrSize
 	if as == 0 {
 		as = 8
@@ -252,6 +256,9 @@ func ExprString(b []byte, enc dwarf.Encoding) string {
 			parts[i] = fmt.Sprintf("%v(%d)", o.Op, int64(o.Args[0]))
 		case o.Op >= dwarf.DW_OP_breg0 && o.Op <= dwarf.DW_OP_breg31:
 			parts[i] = fmt.Sprintf("DW_OP_breg%d(%d)", o.Op-dwarf.DW_OP_breg0, int64(o.Args[0]))
+		case (o.Op == dwarf.DW_OP_entry_value || o.Op == dwarf.DW_OP_GNU_entry_value) && depth < 4:
+			// The operand is an expression (DWARF 5 section 2.5.1.7).
+			parts[i] = fmt.Sprintf("%v(%s)", o.Op, exprString(o.Block, enc, depth+1))
 		default:
 			parts[i] = o.String()
 		}

@@ -161,9 +161,10 @@ func gnuProperties(f *elfobj.File, d []byte) string {
 
 // Dyn is one dynamic section entry, readelf -d's columns.
 type Dyn struct {
-	Tag   string // debug/elf's name without DT_ ("NEEDED"), or the number
-	Value uint64
-	Name  string `json:",omitempty"` // the string a NEEDED, SONAME, RPATH or RUNPATH entry names
+	TagValue uint64 // d_tag
+	Tag      string // readelf's name ("NEEDED", from debug/elf's without DT_), or the number
+	Value    uint64
+	Name     string `json:",omitempty"` // the string a NEEDED, SONAME, RPATH or RUNPATH entry names
 }
 
 // Dynamic returns the entries of f's SHT_DYNAMIC section (or PT_DYNAMIC
@@ -198,7 +199,7 @@ func Dynamic(f *elfobj.File) ([]Dyn, error) {
 	var out []Dyn
 	for off := 0; off+sz <= len(data); off += sz {
 		tag, val := f.DecodeDyn(data[off:])
-		d := Dyn{Tag: dynTagName(tag), Value: val}
+		d := Dyn{TagValue: uint64(tag), Tag: dynTagName(tag), Value: val}
 		switch tag {
 		case elf.DT_NEEDED, elf.DT_SONAME, elf.DT_RPATH, elf.DT_RUNPATH:
 			if val < uint64(len(strs)) {

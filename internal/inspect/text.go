@@ -101,7 +101,7 @@ func WriteNotes(w io.Writer, ns []Note) {
 			where = n.Where
 			fmt.Fprintf(w, "Displaying notes found in: %s\n  %-20s %-10s\tDescription\n", where, "Owner", "Data size")
 		}
-		fmt.Fprintf(w, "  %-20s %#010x\t%s\n    %s\n", n.Owner, n.DataSize, n.Type, n.Description)
+		fmt.Fprintf(w, "  %-20s 0x%08x\t%s\t    %s\n", n.Owner, n.DataSize, n.Type, n.Description)
 	}
 	if len(ns) > 0 {
 		fmt.Fprintln(w)
@@ -128,7 +128,7 @@ func WriteDynamic(w io.Writer, ds []Dyn) {
 		case "PLTRELSZ", "RELASZ", "RELSZ", "RELAENT", "RELENT", "STRSZ", "SYMENT", "INIT_ARRAYSZ", "FINI_ARRAYSZ", "RELRSZ", "RELRENT":
 			v = fmt.Sprintf("%d (bytes)", d.Value)
 		}
-		fmt.Fprintf(w, " %#018x %-20s %s\n", d.Value, "("+d.Tag+")", v)
+		fmt.Fprintf(w, " 0x%016x %-20s %s\n", d.TagValue, "("+d.Tag+")", v)
 	}
 	fmt.Fprintln(w)
 }
