@@ -43,7 +43,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	}
 	noDemangle := fs.Bool("no-demangle", false, "do not demangle names (llvm-symbolizer's flag)")
 	noInlines := fs.Bool("no-inlines", false, "one frame per address, as -i=false (llvm-symbolizer's flag)")
-	for i, n := range []string{"a", "addresses"} {
+	for i, n := range []string{"a", "addresses", "print-address"} {
 		fs.BoolVar(&o.addresses, n, false, alias(i, "a", "print each address before its answer (addr2line's 0x%016x, llvm-symbolizer's 0x%x in --output-style=LLVM)"))
 	}
 	for i, n := range []string{"p", "pretty-print"} {

@@ -122,7 +122,7 @@ func TestSymbolizeCompat(t *testing.T) {
 		}
 		// llvm-symbolizer: its defaults with --output-style=LLVM.
 		for _, flags := range [][]string{nil, {"-a"}, {"-p"}, {"-a", "-p"}, {"-s"}, {"--no-inlines"}, {"--functions=none"},
-			{"--no-demangle"}, {"-C", "-p", "-s", "-a"}} {
+			{"--no-demangle"}, {"-C", "-p", "-s", "-a"}, {"--print-address", "--pretty-print", "--basenames", "--inlining"}} {
 			args := append(append([]string{}, flags...), "--obj="+file)
 			want := run(llvm, append(args, as...)...)
 			if !slices.Contains(flags, "--no-demangle") {
