@@ -455,7 +455,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-// vendorAttrs names the GNU and LLVM vendor attributes producers emit
+// vendorAttrs names the GNU, LLVM and Go vendor attributes producers emit
 // that package dwarf's table leaves unnamed (GCC's "DWARF extensions",
 // LLVM's include/llvm/BinaryFormat/Dwarf.def), as llvm-dwarfdump names
 // them.
@@ -470,6 +470,11 @@ var vendorAttrs = map[dwarf.Attr]string{
 	0x2137: "DW_AT_GNU_locviews", 0x2138: "DW_AT_GNU_entry_view",
 	0x3e00: "DW_AT_LLVM_include_path", 0x3e01: "DW_AT_LLVM_config_macros", 0x3e02: "DW_AT_LLVM_sysroot",
 	0x3e03: "DW_AT_LLVM_tag_offset", 0x3e07: "DW_AT_LLVM_apinotes", 0x3fef: "DW_AT_APPLE_sdk",
+	// The Go toolchain's (cmd/internal/dwarf); llvm-dwarfdump calls
+	// them DW_AT_unknown_29xx.
+	0x2900: "DW_AT_go_kind", 0x2901: "DW_AT_go_key", 0x2902: "DW_AT_go_elem", 0x2903: "DW_AT_go_embedded_field",
+	0x2904: "DW_AT_go_runtime_type", 0x2905: "DW_AT_go_package_name", 0x2906: "DW_AT_go_dict_index",
+	0x2907: "DW_AT_go_closure_offset",
 }
 
 // vendorTags names the GNU vendor tags package dwarf leaves unnamed.
