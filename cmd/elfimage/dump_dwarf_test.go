@@ -14,7 +14,7 @@ import (
 )
 
 // TestDumpDWARF holds dump -json -info -lines against llvm-dwarfdump
-// --debug-info --debug-line on gcc and clang output: a relocatable
+// --debug-info --debug-line on gcc, g++ and clang output: a relocatable
 // object (its DWARF relocated first) and an executable, DWARF 5 and 4
 // (.debug_loclists/.debug_rnglists and .debug_loc/.debug_ranges). Every
 // DIE's offset, depth, tag and attribute names, every location and range
@@ -36,17 +36,29 @@ __attribute__((noinline)) int sum(const int *v, int n) {
 int main(int argc, char **argv) { int v[4] = {argc, 2, 3, 4}; printf("%d\n", sum(v, argc + 3)); return 0; }
 `)
 	clang := tooltest.Require(t, "clang-14", "clang")
+	gxx := tooltest.Require(t, "g++")
+	cxx := filepath.Join(dir, "t.cc")
+	writeSource(t, cxx, compatSrc)
 	for _, c := range []struct {
 		name, cc, version, kind string
 		dwarf                   uint16
 	}{
+		{"g++-exe5", gxx, "-gdwarf-5", "", 5}, {"clang++-exe5", clang, "-gdwarf-5", "", 5},
 		{"gcc-o5", gcc, "-gdwarf-5", "-c", 5}, {"gcc-exe5", gcc, "-gdwarf-5", "", 5}, {"gcc-o4", gcc, "-gdwarf-4", "-c", 4},
 		{"gcc-exe4", gcc, "-gdwarf-4", "", 4}, {"clang-o5", clang, "-gdwarf-5", "-c", 5}, {"clang-exe5", clang, "-gdwarf-5", "", 5},
 		{"clang-exe4", clang, "-gdwarf-4", "", 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, c.name)
-			args := []string{"-O2", c.version, "-o", out, src}
+			in := src
+			if strings.HasPrefix(c.name, "g++") || strings.HasPrefix(c.name, "clang++") {
+				in = cxx
+			}
+			args := []string{"-O2", c.version, "-o", out, in}
+			if strings.HasPrefix(c.name, "clang++") {
+				// clang as the C++ driver: the language, and the library.
+				args = append(append([]string{"-x", "c++"}, args...), "-lstdc++")
+			}
 			if c.kind != "" {
 				args = append(args, c.kind)
 			}
