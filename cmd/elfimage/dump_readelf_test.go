@@ -1,9 +1,11 @@
 package main
 
 import (
+	"compress/gzip"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,7 +268,7 @@ func isHex(s string) bool {
 
 // TestDumpReadelfTables holds dump's relocations, dynamic section and
 // notes (-json -relocs -dynamic -notes) against readelf -W -r -d -n on the
-// files of TestDumpReadelf. Relocation symbol names are compared without
+// files of TestDumpReadelf and a core file. Relocation symbol names are compared without
 // the version readelf appends (dump's relocation view names symbols
 // unversioned).
 func TestDumpReadelfTables(t *testing.T) {
@@ -282,6 +284,17 @@ func TestDumpReadelfTables(t *testing.T) {
 	if root, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
 		td := filepath.Join(strings.TrimSpace(string(root)), "src/debug/elf/testdata")
 		files = append(files, filepath.Join(td, "go-relocation-test-gcc540-mips.obj"), filepath.Join(td, "gcc-386-freebsd-exec"))
+		// A core file: notes in a PT_NOTE segment, no section table.
+		if z, err := os.Open(filepath.Join(td, "hello-world-core.gz")); err == nil {
+			zr, err := gzip.NewReader(z)
+			if err == nil {
+				core := filepath.Join(dir, "core")
+				if b, err := io.ReadAll(zr); err == nil && os.WriteFile(core, b, 0o644) == nil {
+					files = append(files, core)
+				}
+			}
+			z.Close()
+		}
 	}
 	for _, path := range files {
 		if _, err := os.Stat(path); err != nil {

@@ -103,7 +103,7 @@ func decodeNote(f *elfobj.File, where string, n elfobj.Note) Note {
 			out.Description = "Packaging Metadata: " + strings.TrimRight(string(n.Desc), "\x00")
 		}
 	case "CORE", "LINUX":
-		if s := elf.NType(n.Type).String(); strings.HasPrefix(s, "NT_") {
+		if s, ok := coreNotes[uint32(n.Type)]; ok {
 			out.Type = s
 		}
 	}
@@ -376,3 +376,15 @@ func relr(f *elfobj.File, i int) (RelocSection, error) {
 
 // shtRELR is SHT_RELR (gABI), which debug/elf does not name.
 const shtRELR elf.SectionType = 19
+
+// coreNotes names the note types of core files (owners "CORE" and
+// "LINUX"; Linux's include/uapi/linux/elf.h), which debug/elf names only
+// in part.
+var coreNotes = map[uint32]string{
+	1: "NT_PRSTATUS", 2: "NT_FPREGSET", 3: "NT_PRPSINFO", 4: "NT_TASKSTRUCT", 6: "NT_AUXV",
+	0x46494c45: "NT_FILE", 0x53494749: "NT_SIGINFO", 0x46e62b7f: "NT_PRXFPREG",
+	0x200: "NT_386_TLS", 0x201: "NT_386_IOPERM", 0x202: "NT_X86_XSTATE", 0x204: "NT_X86_SHSTK",
+	0x400: "NT_ARM_VFP", 0x401: "NT_ARM_TLS", 0x402: "NT_ARM_HW_BREAK", 0x403: "NT_ARM_HW_WATCH",
+	0x404: "NT_ARM_SYSTEM_CALL", 0x405: "NT_ARM_SVE", 0x406: "NT_ARM_PAC_MASK", 0x409: "NT_ARM_TAGGED_ADDR_CTRL",
+	0x900: "NT_RISCV_CSR", 0x100: "NT_PPC_VMX", 0x102: "NT_PPC_VSX", 0x300: "NT_S390_HIGH_GPRS",
+}
