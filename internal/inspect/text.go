@@ -52,7 +52,7 @@ func WritePrograms(w io.Writer, h Header, ps []Program) {
 			fmt.Fprintf(w, "      [Requesting program interpreter: %s]\n", h.Interpreter)
 		}
 	}
-	if len(ps) > 0 {
+	if len(ps) > 0 && h.SectionHeaders > 0 {
 		fmt.Fprintf(w, "\n Section to Segment mapping:\n  Segment Sections...\n")
 		for i, p := range ps {
 			fmt.Fprintf(w, "   %02d     %s\n", i, strings.Join(p.Sections, " "))
