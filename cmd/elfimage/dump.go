@@ -12,20 +12,26 @@ import (
 	"text/tabwriter"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/elfobj"
+	inspectpkg "github.com/elfimage/elfimage/internal/inspect"
 	"github.com/elfimage/elfimage/meta"
 )
 
 func runDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dump", stderr)
-	headers := fs.Bool("headers", false, "print the ELF header and program headers (segments)")
-	sections := fs.Bool("sections", false, "print the section headers")
-	symbols := fs.Bool("symbols", false, "print the function symbols of .symtab")
-	lines := fs.Bool("lines", false, "print the decoded line table (address, file:line:column, flags)")
-	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame and .debug_frame (CFA rule and register rules per row)")
-	infoFlag := fs.Bool("info", false, "print the DIE tree of .debug_info with every attribute")
+	headers := fs.Bool("headers", false, "print the ELF header and program headers (segments), as readelf -h -l does")
+	sections := fs.Bool("sections", false, "print the section headers, as readelf -S does")
+	symbols := fs.Bool("symbols", false, "print the symbol tables (.symtab, .dynsym), as readelf -s does; for an elfimage image also its functions")
+	notes := fs.Bool("notes", false, "print the notes, as readelf -n does")
+	dynamic := fs.Bool("dynamic", false, "print the dynamic section, as readelf -d does")
+	relocs := fs.Bool("relocs", false, "print the relocation sections, as readelf -r does")
+	lines := fs.Bool("lines", false, "print the decoded line table (address, file:line:column, flags); for any other ELF file every line program of .debug_line, as llvm-dwarfdump --debug-line does")
+	frames := fs.Bool("frames", false, "print the CFI rows of every FDE in .eh_frame and .debug_frame (CFA rule and register rules per row); for any other ELF file, -frames-interp")
+	infoFlag := fs.Bool("info", false, "print the DIE tree of .debug_info with every attribute, location and range lists expanded (llvm-dwarfdump --debug-info)")
 	procsFlag := fs.Bool("procs", false, "print the procedure table (.elfimage.procs): ranges, arity, argument names, defaults, docstrings, properties")
+	asJSON := fs.Bool("json", false, "print the selected views as one JSON object (field names as in package internal/inspect)")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	framesInterp := fs.Bool("frames-interp", false, "print the call frame table of every CIE and FDE in .eh_frame and .debug_frame of any ELF file, as readelf --debug-dump=frames-interp does")
 	df := addDebugFlags(fs)
@@ -38,54 +44,147 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want one image file, got %d arguments", errUsage, fs.NArg())
+		return fmt.Errorf("%w: want one ELF file, got %d arguments", errUsage, fs.NArg())
 	}
+	path := fs.Arg(0)
 	if *framesInterp {
-		return dumpFramesInterp(stdout, fs.Arg(0))
+		return dumpFramesInterp(stdout, path)
 	}
-	if ok, err := dumpOther(stdout, fs.Arg(0)); ok || err != nil {
+	if ok, err := dumpOther(stdout, path); ok || err != nil {
 		return err
 	}
-	all := !*headers && !*sections && !*symbols && !*lines && !*frames && !*infoFlag && !*procsFlag
-	img, err := inspect(fs.Arg(0), *read, df)
+	f, err := elfobj.Open(path)
 	if err != nil {
+		// The loader's error names the file once, in the words the
+		// other commands use.
+		if img, ierr := inspect(path, *read, df); ierr != nil {
+			return ierr
+		} else {
+			img.Close()
+		}
 		return err
 	}
-	defer img.Close()
+	defer f.Close()
+	v := dumpViews{headers: *headers, sections: *sections, symbols: *symbols, notes: *notes, dynamic: *dynamic,
+		relocs: *relocs, lines: *lines, frames: *frames, info: *infoFlag, procs: *procsFlag}
+	ours := isImage(f)
+	if v == (dumpViews{}) {
+		// Everything but the DWARF for any file (readelf -h -l -S -s -n -d
+		// -r); for an image of ours everything it has.
+		v = dumpViews{headers: true, sections: true, symbols: true, notes: true, dynamic: true, relocs: true,
+			lines: ours, frames: ours, info: ours, procs: ours}
+	}
+	var img *elfimage.Image
+	if ours {
+		if img, err = inspect(path, *read, df); err != nil {
+			return err
+		}
+		defer img.Close()
+	} else if v.procs {
+		return fmt.Errorf("%s: not an elfimage image: it has no procedure table (%s)", path, meta.SectionProcs)
+	}
 	bw := bufio.NewWriter(stdout)
 	defer bw.Flush()
-	w := bw
-	if all || *headers {
-		if err := dumpHeaders(w, img); err != nil {
+	if *asJSON {
+		return dumpJSON(bw, f, img, v)
+	}
+	return dumpText(bw, path, f, img, v)
+}
+
+// dumpViews are the views dump prints.
+type dumpViews struct {
+	headers, sections, symbols, notes, dynamic, relocs, lines, frames, info, procs bool
+}
+
+// isImage reports whether f is an image of ours: it has the procedure
+// table elfimage writes.
+func isImage(f *elfobj.File) bool {
+	for _, p := range f.Progs {
+		if p.Type == elfimage.PTProcTable {
+			return true
+		}
+	}
+	return f.FindSection(meta.SectionProcs) >= 0
+}
+
+func init() {
+	inspectpkg.ProgTypeNames[elfimage.PTProcTable] = "PTProcTable"
+	inspectpkg.ProgTypeNames[elfimage.PTLineProgram] = "PTLineProgram"
+	inspectpkg.ProgTypeNames[elfimage.PTLineStrings] = "PTLineStrings"
+}
+
+// dumpText prints the views of f (and, for an image of ours, img) as text.
+func dumpText(w *bufio.Writer, path string, f *elfobj.File, img *elfimage.Image, v dumpViews) error {
+	h := inspectpkg.FileHeader(f)
+	if v.headers {
+		inspectpkg.WriteHeader(w, h)
+		if img != nil {
+			dumpImageHeader(w, img, f)
+		}
+		inspectpkg.WritePrograms(w, h, inspectpkg.ProgramHeaders(f))
+	}
+	if v.sections {
+		inspectpkg.WriteSections(w, h, inspectpkg.Sections(f))
+	}
+	if v.symbols {
+		ts, err := inspectpkg.SymbolTables(f)
+		inspectpkg.WriteSymbols(w, h, ts)
+		if err != nil {
+			return err
+		}
+		if img != nil {
+			if err := dumpSymbols(w, img); err != nil {
+				return err
+			}
+		}
+	}
+	if v.notes {
+		ns, err := inspectpkg.Notes(f)
+		inspectpkg.WriteNotes(w, ns)
+		if err != nil {
 			return err
 		}
 	}
-	if all || *sections {
-		if err := dumpSections(w, img); err != nil {
+	if v.dynamic {
+		ds, err := inspectpkg.Dynamic(f)
+		if err != nil {
+			return err
+		}
+		inspectpkg.WriteDynamic(w, ds)
+	}
+	if v.relocs {
+		rs, err := inspectpkg.Relocations(f)
+		inspectpkg.WriteRelocations(w, h, rs)
+		if err != nil {
 			return err
 		}
 	}
-	if all || *symbols {
-		if err := dumpSymbols(w, img); err != nil {
-			return err
-		}
-	}
-	if all || *procsFlag {
+	if v.procs && img != nil {
 		if err := dumpProcs(w, img); err != nil {
 			return err
 		}
 	}
-	if all || *infoFlag {
-		if err := dumpInfo(w, img); err != nil {
+	if v.info {
+		if err := dumpInfo(w, f, img); err != nil {
 			return err
 		}
 	}
-	if all || *lines {
-		if err := dumpLines(w, img); err != nil {
+	if v.lines {
+		var err error
+		if img != nil {
+			err = dumpLines(w, img)
+		} else {
+			err = dumpLinePrograms(w, f)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if all || *frames {
+	if v.frames {
+		if img == nil {
+			w.Flush()
+			return dumpFramesInterp(w, path)
+		}
 		if err := dumpFrames(w, img); err != nil {
 			return err
 		}
@@ -109,17 +208,11 @@ func inspect(path string, read bool, df *debugFlags) (*elfimage.Image, error) {
 	return im, err
 }
 
-func dumpHeaders(w io.Writer, img *elfimage.Image) error {
-	b := img.Bytes()
-	f, err := elfobj.NewBytes(b)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "ELF header:\n")
-	fmt.Fprintf(w, "  class %v, data %v, type %v, machine %v\n", f.Class, f.Header.Data, f.Type, f.Machine)
-	fmt.Fprintf(w, "  entry %#x, program headers at %#x (%d), section headers at %#x (%d)\n",
-		f.Entry, f.Phoff, len(f.Progs), f.Shoff, len(f.Sections))
-	fmt.Fprintf(w, "  loaded at %#x (%s), %d bytes loaded of %d in the file\n", img.Base(), loadPath(img), img.Size(), len(b))
+// dumpImageHeader prints what the loader knows of an image of ours: where
+// it is loaded, its build ID, its debug file and the loader's notes.
+func dumpImageHeader(w io.Writer, img *elfimage.Image, f *elfobj.File) {
+	fmt.Fprintf(w, "elfimage image:\n")
+	fmt.Fprintf(w, "  loaded at %#x (%s), %d bytes loaded of %d in the file\n", img.Base(), loadPath(img), img.Size(), f.Size())
 	if id := img.BuildID(); id != nil {
 		fmt.Fprintf(w, "  build ID %s\n", hex.EncodeToString(id))
 	}
@@ -133,31 +226,7 @@ func dumpHeaders(w io.Writer, img *elfimage.Image) error {
 	for _, n := range img.LoadNotes() {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
-	fmt.Fprintf(w, "\nProgram headers:\n")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "  type\toffset\tvaddr\tfilesz\tmemsz\tflags\talign\n")
-	for _, p := range f.Progs {
-		fmt.Fprintf(tw, "  %s\t%#x\t%#x\t%#x\t%#x\t%s\t%#x\n", progType(p.Type), p.Off, p.Vaddr, p.Filesz, p.Memsz, progFlags(p.Flags), p.Align)
-	}
-	tw.Flush()
 	fmt.Fprintln(w)
-	return nil
-}
-
-// progType names a program header type, including elfimage's own.
-func progType(t elf.ProgType) string {
-	switch t {
-	case elfimage.PTProcTable:
-		return "PTProcTable"
-	case elfimage.PTLineProgram:
-		return "PTLineProgram"
-	case elfimage.PTLineStrings:
-		return "PTLineStrings"
-	}
-	if t >= elf.PT_LOOS && t <= elf.PT_HIOS && t != elf.PT_GNU_EH_FRAME && t != elf.PT_GNU_STACK && t != elf.PT_GNU_RELRO && t != elf.PT_GNU_PROPERTY {
-		return fmt.Sprintf("LOOS+%#x", uint32(t-elf.PT_LOOS))
-	}
-	return t.String()
 }
 
 func loadPath(img *elfimage.Image) string {
@@ -165,59 +234,6 @@ func loadPath(img *elfimage.Image) string {
 		return "mmap"
 	}
 	return "read fallback"
-}
-
-func progFlags(f elf.ProgFlag) string {
-	s := []byte("---")
-	if f&elf.PF_R != 0 {
-		s[0] = 'r'
-	}
-	if f&elf.PF_W != 0 {
-		s[1] = 'w'
-	}
-	if f&elf.PF_X != 0 {
-		s[2] = 'x'
-	}
-	return string(s)
-}
-
-func dumpSections(w io.Writer, img *elfimage.Image) error {
-	secs, err := img.Sections()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "Sections:\n")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "  [nr]\tname\ttype\taddr\toffset\tsize\tflags\n")
-	for i, s := range secs {
-		if i == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "  [%2d]\t%s\t%s\t%#x\t%#x\t%d\t%s\n", i, s.Name, secType(s.Type), s.Addr, s.Offset, s.Size, secFlags(s.Flags))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	return nil
-}
-
-func secType(t elf.SectionType) string {
-	if t == 0x70000001 {
-		return "X86_64_UNWIND" // x86-64 psABI section 4.2.4; debug/elf has no name for it
-	}
-	return strings.TrimPrefix(t.String(), "SHT_")
-}
-
-func secFlags(f elf.SectionFlag) string {
-	var s strings.Builder
-	for _, x := range []struct {
-		f elf.SectionFlag
-		c byte
-	}{{elf.SHF_WRITE, 'W'}, {elf.SHF_ALLOC, 'A'}, {elf.SHF_EXECINSTR, 'X'}, {elf.SHF_MERGE, 'M'}, {elf.SHF_STRINGS, 'S'}} {
-		if f&x.f != 0 {
-			s.WriteByte(x.c)
-		}
-	}
-	return s.String()
 }
 
 func dumpSymbols(w io.Writer, img *elfimage.Image) error {
@@ -375,4 +391,24 @@ func dumpProcs(w io.Writer, img *elfimage.Image) error {
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// progFlags spells segment flags as rwx.
+func progFlags(f elf.ProgFlag) string {
+	s := []byte("---")
+	if f&elf.PF_R != 0 {
+		s[0] = 'r'
+	}
+	if f&elf.PF_W != 0 {
+		s[1] = 'w'
+	}
+	if f&elf.PF_X != 0 {
+		s[2] = 'x'
+	}
+	return string(s)
+}
+
+// exprString prints a DWARF expression of an x86-64 image of ours.
+func exprString(b []byte) string {
+	return inspectpkg.ExprString(b, dwarf.Encoding{Version: 5, AddrSize: 8, ByteOrder: binary.LittleEndian})
 }

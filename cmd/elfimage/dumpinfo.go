@@ -1,104 +1,164 @@
 package main
 
 import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/elfimage/elfimage"
-	"github.com/elfimage/elfimage/dwarf"
-	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/info"
+	"github.com/elfimage/elfimage/elfobj"
+	inspectpkg "github.com/elfimage/elfimage/internal/inspect"
 )
 
+// debugInfo returns the DWARF of f (for an image of ours, the loader's
+// reader of it) and its sections, or nil when f has no .debug_info.
+func debugInfo(f *elfobj.File, img *elfimage.Image) (*info.Data, *inspectpkg.DebugSections, error) {
+	sec, err := inspectpkg.ReadDebugSections(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if img != nil {
+		d, err := img.DebugInfo()
+		return d, sec, err
+	}
+	if sec.Info.Info == nil {
+		return nil, sec, nil
+	}
+	d, err := info.New(sec.Info)
+	return d, sec, err
+}
+
 // dumpInfo prints the DIE tree of .debug_info, one DIE per line indented
-// by depth, with every attribute decoded by its class.
-func dumpInfo(w io.Writer, img *elfimage.Image) error {
-	d, err := img.DebugInfo()
+// by depth, with every attribute decoded by its class and location and
+// range lists expanded below their attribute.
+func dumpInfo(w io.Writer, f *elfobj.File, img *elfimage.Image) error {
+	d, sec, err := debugInfo(f, img)
 	if err != nil {
 		return err
 	}
+	if d == nil {
+		fmt.Fprintf(w, "Debug information: none (no .debug_info)\n\n")
+		return nil
+	}
 	fmt.Fprintf(w, "Debug information (.debug_info, %d units):\n", len(d.Units()))
-	r := d.Reader()
-	depth := 0
-	for {
-		e, err := r.Next()
+	err = inspectpkg.DebugInfo(d, sec, func(u inspectpkg.Unit) error {
+		inspectpkg.WriteUnit(w, u)
+		return nil
+	})
+	fmt.Fprintln(w)
+	return err
+}
+
+// dumpLinePrograms prints every line program of .debug_line of any ELF
+// file, as llvm-dwarfdump --debug-line does.
+func dumpLinePrograms(w io.Writer, f *elfobj.File) error {
+	d, sec, err := debugInfo(f, nil)
+	if err != nil {
+		return err
+	}
+	var dirs map[uint64]string
+	if d != nil {
+		dirs = inspectpkg.CompDirs(d)
+	}
+	fmt.Fprintf(w, ".debug_line contents:\n")
+	return inspectpkg.DebugLine(sec.Line, dirs, func(p inspectpkg.LineProgram) error {
+		inspectpkg.WriteLineProgram(w, p)
+		return nil
+	})
+}
+
+// dumpDoc is dump's JSON form: the views asked for, each under its name.
+type dumpDoc struct {
+	Header       *inspectpkg.Header        `json:",omitempty"`
+	Programs     []inspectpkg.Program      `json:",omitempty"`
+	Sections     []inspectpkg.Section      `json:",omitempty"`
+	SymbolTables []inspectpkg.SymbolTable  `json:",omitempty"`
+	Notes        []inspectpkg.Note         `json:",omitempty"`
+	Dynamic      []inspectpkg.Dyn          `json:",omitempty"`
+	Relocations  []inspectpkg.RelocSection `json:",omitempty"`
+	Units        []inspectpkg.Unit         `json:",omitempty"`
+	LinePrograms []inspectpkg.LineProgram  `json:",omitempty"`
+	Image        *imageDoc                 `json:",omitempty"`
+	Procedures   []elfimage.Procedure      `json:",omitempty"`
+}
+
+// imageDoc is what the loader knows of an image of ours.
+type imageDoc struct {
+	BuildID   string   `json:",omitempty"`
+	DebugFile string   `json:",omitempty"`
+	LoadNotes []string `json:",omitempty"`
+}
+
+// dumpJSON prints the views as one JSON object.
+func dumpJSON(w *bufio.Writer, f *elfobj.File, img *elfimage.Image, v dumpViews) error {
+	var doc dumpDoc
+	var err error
+	if v.headers {
+		h := inspectpkg.FileHeader(f)
+		doc.Header, doc.Programs = &h, inspectpkg.ProgramHeaders(f)
+		if img != nil {
+			doc.Image = &imageDoc{BuildID: hex.EncodeToString(img.BuildID()), LoadNotes: img.LoadNotes()}
+			doc.Image.DebugFile, _ = img.DebugFile()
+		}
+	}
+	if v.sections {
+		doc.Sections = inspectpkg.Sections(f)
+	}
+	if v.symbols {
+		if doc.SymbolTables, err = inspectpkg.SymbolTables(f); err != nil {
+			return err
+		}
+	}
+	if v.notes {
+		if doc.Notes, err = inspectpkg.Notes(f); err != nil {
+			return err
+		}
+	}
+	if v.dynamic {
+		if doc.Dynamic, err = inspectpkg.Dynamic(f); err != nil {
+			return err
+		}
+	}
+	if v.relocs {
+		if doc.Relocations, err = inspectpkg.Relocations(f); err != nil {
+			return err
+		}
+	}
+	if v.procs && img != nil {
+		if doc.Procedures, err = img.Procedures(); err != nil {
+			return err
+		}
+	}
+	if v.info || v.lines {
+		d, sec, err := debugInfo(f, img)
 		if err != nil {
 			return err
 		}
-		if e == nil {
-			break
-		}
-		if e.Tag == 0 {
-			if depth > 0 { // malformed input may end more lists than it opened
-				depth--
+		if v.info && d != nil {
+			if err := inspectpkg.DebugInfo(d, sec, func(u inspectpkg.Unit) error {
+				doc.Units = append(doc.Units, u)
+				return nil
+			}); err != nil {
+				return err
 			}
-			continue
 		}
-		if u := r.Unit(); u != nil && e.Offset == u.DataOffset {
-			fmt.Fprintf(w, "  unit at %#x: DWARF %d, %v, address size %d\n", u.Offset, u.Enc.Version, u.Enc.Format, u.Enc.AddrSize)
-			depth = 0
-		}
-		ind := strings.Repeat("  ", depth+1)
-		fmt.Fprintf(w, "%s<%#x> %v\n", ind, e.Offset, e.Tag)
-		for _, f := range e.Fields {
-			fmt.Fprintf(w, "%s    %-28v %s\n", ind, f.Attr, fieldString(f))
-		}
-		if e.Children {
-			depth++
-		}
-	}
-	fmt.Fprintln(w)
-	return nil
-}
-
-func fieldString(f info.Field) string {
-	switch f.Class {
-	case info.ClassString:
-		return fmt.Sprintf("%q", f.Str)
-	case info.ClassAddress:
-		return fmt.Sprintf("%#x", f.Val)
-	case info.ClassReference:
-		return fmt.Sprintf("<%#x>", f.Val)
-	case info.ClassFlag:
-		return fmt.Sprint(f.Val != 0)
-	case info.ClassSecOffset:
-		return fmt.Sprintf("section offset %#x", f.Val)
-	case info.ClassExprloc, info.ClassBlock:
-		return exprString(f.Block)
-	case info.ClassConstant:
-		switch f.Attr {
-		case dwarf.DW_AT_encoding:
-			return dwarf.ATE(f.Val).String()
-		case dwarf.DW_AT_language:
-			return dwarf.Lang(f.Val).String()
-		}
-		if f.Form == dwarf.DW_FORM_sdata || f.Form == dwarf.DW_FORM_implicit_const {
-			return fmt.Sprint(int64(f.Val))
-		}
-		return fmt.Sprint(f.Val)
-	}
-	return fmt.Sprintf("%v %#x", f.Form, f.Val)
-}
-
-// exprString prints a DWARF expression operation by operation (package
-// dwarf/expr decodes it), register and frame base offsets as
-// DW_OP_breg5(8); a malformed expression as its bytes.
-func exprString(b []byte) string {
-	ops, err := expr.Decode(b, expr.Params{AddrSize: 8})
-	if err != nil {
-		return fmt.Sprintf("<malformed: % x>", b)
-	}
-	parts := make([]string, len(ops))
-	for i, o := range ops {
-		switch {
-		case o.Op == dwarf.DW_OP_fbreg:
-			parts[i] = fmt.Sprintf("%v(%d)", o.Op, int64(o.Args[0]))
-		case o.Op >= dwarf.DW_OP_breg0 && o.Op <= dwarf.DW_OP_breg31:
-			parts[i] = fmt.Sprintf("DW_OP_breg%d(%d)", o.Op-dwarf.DW_OP_breg0, int64(o.Args[0]))
-		default:
-			parts[i] = o.String()
+		if v.lines {
+			var dirs map[uint64]string
+			if d != nil {
+				dirs = inspectpkg.CompDirs(d)
+			}
+			if err := inspectpkg.DebugLine(sec.Line, dirs, func(p inspectpkg.LineProgram) error {
+				doc.LinePrograms = append(doc.LinePrograms, p)
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 	}
-	return strings.Join(parts, " ")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(doc)
 }

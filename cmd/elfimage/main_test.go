@@ -201,7 +201,7 @@ func TestDump(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	for _, want := range []string{"ET_DYN", "PT_LOAD", "PT_GNU_EH_FRAME", ".eh_frame_hdr", ".debug_line", "global  fib",
+	for _, want := range []string{"ET_DYN", "  LOAD  ", "  GNU_EH_FRAME  ", "PTProcTable", "loaded at 0x", ".eh_frame_hdr", ".debug_line", "global  fib",
 		"demo.scm:", "is_stmt", "cfa=rsp+8", "cfa=rbp+16", "rbp=c-16", "rip=c-8"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dump lacks %q", want)

@@ -2,29 +2,60 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/symbolize"
+	"github.com/ianlancetaylor/demangle"
 )
 
-// runSymbolize is `elfimage symbolize [-e FILE] [-f] [-i] [--json]
-// [-columns] [ADDR...]`: addr2line -f -i style answers (or JSON like
-// llvm-symbolizer --output-style=JSON) for link-time addresses of any ELF
+// runSymbolize is `elfimage symbolize [-e FILE] [addr2line and
+// llvm-symbolizer flags] [ADDR...]`: addr2line -f -i style answers (or
+// llvm-symbolizer's text or JSON) for link-time addresses of any ELF
 // file, through package symbolize.
 func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("symbolize", stderr)
-	exe := fs.String("e", "", "the ELF `file` (required): an image, a gcc/clang or Go binary, a library")
-	fs.Bool("f", true, "print function names (always on; accepted for addr2line compatibility)")
-	inlines := fs.Bool("i", true, "print inlined frames, innermost first, each as its own function and file:line pair (-i=false: one frame per address)")
-	asJSON := fs.Bool("json", false, "print one JSON object per address, like llvm-symbolizer --output-style=JSON")
-	columns := fs.Bool("columns", false, "print file:line:column instead of addr2line's file:line")
+	var o symOptions
+	var exe string
+	for i, n := range []string{"e", "exe", "obj"} {
+		fs.StringVar(&exe, n, "", alias(i, "e", "the ELF `file` (required): an image, a gcc/clang or Go binary, a library (-e as addr2line, --exe and --obj as llvm-symbolizer)"))
+	}
+	o.functions = true
+	fs.Var(&funcsFlag{&o.functions}, "f", "print function names (addr2line's -f; -f=false or --functions=none: file:line only)")
+	fs.Var(&funcsFlag{&o.functions}, "functions", "the same as -f, with llvm-symbolizer's values none and linkage")
+	for i, n := range []string{"i", "inlines", "inlining"} {
+		fs.BoolVar(&o.inlines, n, true, alias(i, "i", "print inlined frames, innermost first, each as its own function and file:line pair (-i=false: one frame per address)"))
+	}
+	for i, n := range []string{"C", "demangle"} {
+		fs.BoolVar(&o.demangle, n, false, alias(i, "C", "demangle C++ (Itanium) and Rust names, as addr2line -C and c++filt do (the default in --output-style=LLVM and JSON)"))
+	}
+	noDemangle := fs.Bool("no-demangle", false, "do not demangle names (llvm-symbolizer's flag)")
+	noInlines := fs.Bool("no-inlines", false, "one frame per address, as -i=false (llvm-symbolizer's flag)")
+	for i, n := range []string{"a", "addresses", "print-address"} {
+		fs.BoolVar(&o.addresses, n, false, alias(i, "a", "print each address before its answer (addr2line's 0x%016x, llvm-symbolizer's 0x%x in --output-style=LLVM)"))
+	}
+	for i, n := range []string{"p", "pretty-print"} {
+		fs.BoolVar(&o.pretty, n, false, alias(i, "p", "print each address's answer on one line: FUNCTION at FILE:LINE, inlined frames as \" (inlined by) ...\" lines"))
+	}
+	for i, n := range []string{"s", "basenames"} {
+		fs.BoolVar(&o.basenames, n, false, alias(i, "s", "print file names without their directories"))
+	}
+	gnuDefaults := fs.Bool("addr2line", false, "take addr2line's defaults: no function names without -f, no inlined frames without -i (as `addr2line -e FILE` prints)")
+	style := fs.String("output-style", "", "GNU (addr2line's output, the default), LLVM (llvm-symbolizer's: columns, a blank line after each answer, demangled) or JSON (llvm-symbolizer --output-style=JSON's fields and shape)")
+	asJSON := fs.Bool("json", false, "print one JSON object per line and address: llvm-symbolizer's fields plus Inlined")
+	fs.BoolVar(&o.columns, "columns", false, "print file:line:column instead of addr2line's file:line")
 	debugFile := fs.String("debug-file", "", "read the DWARF from the separate debug `FILE` of -e's file (its build ID must match)")
 	df := addDebugFlags(fs)
 	usage := fs.Usage
@@ -32,28 +63,65 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		usage()
 		fmt.Fprint(stderr, debugFilesHelp)
 	}
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, expandShortFlags(args)); err != nil {
 		return err
 	}
-	if *exe == "" {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch strings.ToUpper(*style) {
+	case "", "GNU":
+		o.style = styleGNU
+	case "LLVM":
+		o.style, o.columns = styleLLVM, true
+	case "JSON":
+		o.style = styleJSON
+	default:
+		return fmt.Errorf("%w: --output-style=%s: want GNU, LLVM or JSON", errUsage, *style)
+	}
+	if *asJSON {
+		o.style = styleJSONLines
+	}
+	if *gnuDefaults {
+		o.functions = o.functions && (set["f"] || set["functions"])
+		o.inlines = o.inlines && (set["i"] || set["inlines"] || set["inlining"])
+	}
+	if !set["C"] && !set["demangle"] {
+		o.demangle = o.style == styleLLVM || o.style == styleJSON
+	}
+	if *noInlines {
+		o.inlines = false
+	}
+	if *noDemangle {
+		o.demangle = false
+	}
+	if exe == "" {
 		return fmt.Errorf("%w: -e FILE is required", errUsage)
 	}
-	sym, err := openSymbolizer(*exe, *debugFile, df, stderr)
+	sym, err := openSymbolizer(exe, *debugFile, df, stderr)
 	if err != nil {
 		return err
 	}
 	defer sym.Close()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	p := symPrinter{w: w, sym: sym, file: *exe, inlines: *inlines, json: *asJSON, columns: *columns}
+	p := symPrinter{w: w, sym: sym, file: exe, symOptions: o}
+	p.loaded, p.addrDigits = loadedRanges(exe)
 	if fs.NArg() > 0 {
 		// One answer per argument, for its first word, as addr2line and
-		// llvm-symbolizer give (an empty argument is malformed).
+		// llvm-symbolizer give (an empty argument is malformed);
+		// llvm-symbolizer's JSON gives them as one array.
+		p.array = o.style == styleJSON
 		for _, a := range fs.Args() {
 			p.addWord(firstWord([]byte(a)))
 		}
+		if p.array {
+			w.WriteByte('[')
+		}
 		if err := p.flush(); err != nil {
 			return err
+		}
+		if p.array {
+			w.WriteString("]\n")
 		}
 		return p.err()
 	}
@@ -113,18 +181,23 @@ func (p *symPrinter) err() error {
 }
 
 type symPrinter struct {
-	w                      *bufio.Writer
-	sym                    *symbolize.Symbolizer
-	file                   string
-	inlines, json, columns bool
-	batch                  []query  // the addresses read and not yet answered
-	words                  []string // the malformed words of the batch
-	addrs                  []uint64 // the batch's valid addresses, for Prepare
-	frames                 []symbolize.Frame
-	bad                    []string
-	failed                 int    // addresses whose debug information is malformed
-	firstErr               error  // the first of their errors
-	num                    []byte // scratch for formatting a frame
+	w    *bufio.Writer
+	sym  *symbolize.Symbolizer
+	file string
+	symOptions
+	loaded     [][2]uint64 // the allocated sections' [start, end); nil: no check
+	addrDigits int         // addr2line's width of an address: 16 or 8 hex digits
+	array      bool        // JSON answers go in one array: a comma before all but the first
+	answered   int
+	batch      []query  // the addresses read and not yet answered
+	words      []string // the malformed words of the batch
+	addrs      []uint64 // the batch's valid addresses, for Prepare
+	frames     []symbolize.Frame
+	bad        []string
+	failed     int          // addresses whose debug information is malformed
+	firstErr   error        // the first of their errors
+	num        []byte       // scratch for formatting a frame
+	jbuf       bytes.Buffer // scratch for a JSON answer
 }
 
 // query is one word of the input: a valid address, or (bad >= 0) the
@@ -247,21 +320,146 @@ func parseAddr(b []byte) (uint64, bool) {
 	return a, true
 }
 
-// jsonFrame and jsonAnswer are the JSON output, in llvm-symbolizer's
-// field names (plus Inlined).
-type jsonFrame struct {
-	FunctionName string
-	FileName     string
-	Line         uint32
-	Column       uint32
-	Inlined      bool
+// Output styles.
+const (
+	styleGNU       = iota // addr2line's
+	styleLLVM             // llvm-symbolizer's default
+	styleJSON             // llvm-symbolizer --output-style=JSON
+	styleJSONLines        // --json: one object per line, with Inlined
+)
+
+// symOptions are the addr2line and llvm-symbolizer options symbolize
+// takes.
+type symOptions struct {
+	style                                           int
+	functions, inlines, demangle, addresses, pretty bool
+	basenames, columns                              bool
 }
 
+// funcsFlag is -f / --functions: a boolean (addr2line's -f) that also
+// takes llvm-symbolizer's --functions=none and --functions=linkage.
+type funcsFlag struct{ on *bool }
+
+func (f *funcsFlag) IsBoolFlag() bool { return true }
+func (f *funcsFlag) String() string {
+	if f.on == nil || *f.on {
+		return "true"
+	}
+	return "false"
+}
+func (f *funcsFlag) Set(s string) error {
+	switch s {
+	case "true", "1", "linkage":
+		*f.on = true
+	case "false", "0", "none":
+		*f.on = false
+	case "short":
+		return errors.New("--functions=short is not supported (names are the symbol table's or DWARF linkage names): use linkage or none")
+	default:
+		return fmt.Errorf("want true, false, none or linkage, got %q", s)
+	}
+	return nil
+}
+
+// expandShortFlags splits addr2line's bundled one-letter flags ("-fiCp",
+// "-Cfe FILE") into separate flags for the flag package. Only bundles made
+// entirely of symbolize's one-letter flags are split, the value-taking -e
+// last.
+func expandShortFlags(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' || strings.ContainsRune(a, '=') {
+			out = append(out, a)
+			continue
+		}
+		b := a[1:]
+		ok := true
+		for j, c := range b {
+			if !strings.ContainsRune("fiCaps", c) && !(c == 'e' && j == len(b)-1) {
+				ok = false
+			}
+		}
+		if !ok {
+			out = append(out, a)
+			continue
+		}
+		for _, c := range b {
+			out = append(out, "-"+string(c))
+		}
+	}
+	return out
+}
+
+// loadedRanges returns the [start, end) ranges of path's allocated
+// sections, and 8 or 16, the digits addr2line prints an address of its
+// class with. An address outside every allocated section is answered
+// "??" as addr2line answers it (the symbol table's last symbol, often
+// _end, does not cover it). A relocatable object (whose sections all
+// start at 0), a file without sections or one elfobj cannot read gives no
+// ranges: then nothing is filtered.
+func loadedRanges(path string) ([][2]uint64, int) {
+	f, err := elfobj.Open(path)
+	if err != nil {
+		return nil, 16
+	}
+	defer f.Close()
+	digits := 16
+	if f.Class == elf.ELFCLASS32 {
+		digits = 8
+	}
+	if f.Type == elf.ET_REL {
+		return nil, digits
+	}
+	var r [][2]uint64
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC != 0 && s.Size > 0 && s.Addr+s.Size > s.Addr {
+			r = append(r, [2]uint64{s.Addr, s.Addr + s.Size})
+		}
+	}
+	return r, digits
+}
+
+// inLoaded reports whether addr lies in an allocated section (always,
+// when the file gave no ranges).
+func (p *symPrinter) inLoaded(addr uint64) bool {
+	if p.loaded == nil {
+		return true
+	}
+	for _, r := range p.loaded {
+		if addr >= r[0] && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonFrame and jsonAnswer are the JSON output in llvm-symbolizer's field
+// names, in its (alphabetical) order; Inlined only with --json.
+// StartAddress, StartFileName, StartLine and Discriminator are not known
+// to package symbolize: they are "", "", 0 and 0, llvm-symbolizer's own
+// values for unknown.
+type jsonFrame struct {
+	Column        uint32
+	Discriminator uint32
+	FileName      string
+	FunctionName  string
+	Inlined       *bool `json:",omitempty"`
+	Line          uint32
+	StartAddress  string
+	StartFileName string
+	StartLine     uint32
+}
+
+type jsonError struct{ Message string }
+
 type jsonAnswer struct {
-	Address    string
-	ModuleName string
+	Address    string      `json:",omitempty"`
+	Error      any         `json:",omitempty"` // a string with --json, llvm-symbolizer's {"Message"} otherwise
+	ModuleName string      `json:""`
 	Symbol     []jsonFrame `json:",omitempty"`
-	Error      string      `json:",omitempty"`
 }
 
 // one answers one address. Like addr2line it answers every address and
@@ -270,10 +468,13 @@ type jsonAnswer struct {
 // address, and "FILE:?" for a known place without a line.
 func (p *symPrinter) one(q query) error {
 	addr, ok := q.addr, q.bad < 0
-	if !ok {
+	switch {
+	case !ok:
 		p.bad = append(p.bad, p.words[q.bad])
 		p.frames = p.frames[:0]
-	} else {
+	case !p.inLoaded(addr):
+		p.frames = p.frames[:0]
+	default:
 		var err error
 		p.frames, err = p.sym.Symbolize(addr, p.frames[:0])
 		if err != nil && !errors.Is(err, symbolize.ErrNoInfo) {
@@ -292,56 +493,223 @@ func (p *symPrinter) one(q query) error {
 	}
 	frames := p.frames
 	if !p.inlines && len(frames) > 1 {
+		if p.style == styleLLVM || p.style == styleJSON {
+			// llvm-symbolizer --no-inlines names the outermost
+			// function (the symbol table's) at the innermost place.
+			frames[0].Function = frames[len(frames)-1].Function
+		}
 		frames = frames[:1]
 		frames[0].Inlined = false
 	}
-	if p.json {
-		a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
-		if !ok {
-			a.Address, a.Error = p.words[q.bad], "not a hexadecimal address"
-		} else if len(frames) == 0 {
-			a.Symbol = []jsonFrame{{}}
-		}
-		for _, f := range frames {
-			a.Symbol = append(a.Symbol, jsonFrame{f.Function, f.File, f.Line, f.Column, f.Inlined})
-		}
-		b, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		p.w.Write(b)
-		p.w.WriteByte('\n')
-		return nil
-	}
-	if len(frames) == 0 {
-		p.w.WriteString("??\n??:0\n")
-		return nil
-	}
-	// name\nfile:line[:column]\n per frame, without fmt (this is the
-	// batch loop).
-	for _, f := range frames {
-		name, file := f.Function, f.File
-		if name == "" {
-			name = "??"
-		}
-		if file == "" {
-			file = "??"
-		}
-		b := append(p.num[:0], name...)
-		b = append(b, '\n')
-		b = append(b, file...)
-		b = append(b, ':')
-		if f.Line == 0 {
-			b = append(b, '?')
-		} else {
-			b = strconv.AppendUint(b, uint64(f.Line), 10)
-			if p.columns && f.Column != 0 {
-				b = append(b, ':')
-				b = strconv.AppendUint(b, uint64(f.Column), 10)
+	if p.demangle || p.basenames {
+		for i := range frames {
+			if p.demangle {
+				frames[i].Function = p.demangleName(frames[i].Function)
+			}
+			if p.basenames && frames[i].File != "" {
+				frames[i].File = filepath.Base(frames[i].File)
 			}
 		}
-		p.num = append(b, '\n')
-		p.w.Write(p.num)
 	}
+	p.answered++
+	switch p.style {
+	case styleJSON, styleJSONLines:
+		return p.json(q, addr, ok, frames)
+	case styleLLVM:
+		p.llvm(addr, ok, q, frames)
+		return nil
+	}
+	p.gnu(addr, frames)
 	return nil
+}
+
+// json prints one answer as llvm-symbolizer --output-style=JSON does (or
+// as a line of --json).
+func (p *symPrinter) json(q query, addr uint64, ok bool, frames []symbolize.Frame) error {
+	lines := p.style == styleJSONLines
+	a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
+	switch {
+	case !ok && lines:
+		a.Address, a.Error = p.words[q.bad], "not a hexadecimal address"
+	case !ok:
+		a.Address, a.Error = "", jsonError{"unable to parse arguments: " + p.words[q.bad]}
+	case len(frames) == 0:
+		a.Symbol = []jsonFrame{{}}
+	}
+	for _, f := range frames {
+		j := jsonFrame{FunctionName: f.Function, FileName: f.File, Line: f.Line, Column: f.Column}
+		if lines {
+			in := f.Inlined
+			j.Inlined = &in
+		}
+		a.Symbol = append(a.Symbol, j)
+	}
+	if lines && a.Symbol != nil && a.Symbol[0].Inlined == nil {
+		f := false
+		a.Symbol[0].Inlined = &f
+	}
+	if p.array && p.answered > 1 {
+		p.w.WriteByte(',')
+	}
+	// Names keep their <, > and & as llvm-symbolizer writes them.
+	p.jbuf.Reset()
+	enc := json.NewEncoder(&p.jbuf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(a); err != nil {
+		return err
+	}
+	b := p.jbuf.Bytes()
+	if p.array {
+		b = b[:len(b)-1] // Encode ends with a newline
+	}
+	p.w.Write(b)
+	return nil
+}
+
+// gnu prints one answer as addr2line does with the same flags:
+// [-a] the address (0x and 16 or 8 digits); per frame [-f] the function
+// and file:line; with -p all on one line, "FUNCTION at FILE:LINE", the
+// outer frames as " (inlined by) " lines. The fast path (the default
+// flags) formats without fmt: it is the batch loop.
+func (p *symPrinter) gnu(addr uint64, frames []symbolize.Frame) {
+	b := p.num[:0]
+	if p.addresses {
+		b = append(b, "0x"...)
+		h := strconv.AppendUint(nil, addr, 16)
+		for n := len(h); n < p.addrDigits; n++ {
+			b = append(b, '0')
+		}
+		b = append(b, h...)
+		if p.pretty {
+			b = append(b, ": "...)
+		} else {
+			b = append(b, '\n')
+		}
+	}
+	if len(frames) == 0 {
+		// addr2line's answer when nothing is found.
+		if p.functions && p.pretty {
+			b = append(b, "?? "...)
+		} else if p.functions {
+			b = append(b, "??\n"...)
+		}
+		b = append(b, "??:0\n"...)
+	}
+	for i, f := range frames {
+		if p.pretty && i > 0 {
+			b = append(b, " (inlined by) "...)
+		}
+		if p.functions {
+			b = appendOr(b, f.Function, "??")
+			if p.pretty {
+				b = append(b, " at "...)
+			} else {
+				b = append(b, '\n')
+			}
+		}
+		b = p.appendPlace(b, f, false)
+		b = append(b, '\n')
+	}
+	p.num = b
+	p.w.Write(b)
+}
+
+// llvm prints one answer as llvm-symbolizer's default output style does:
+// [-a] 0xADDR; per frame the function and FILE:LINE:COLUMN (-p: on one
+// line, as gnu); then a blank line.
+func (p *symPrinter) llvm(addr uint64, ok bool, q query, frames []symbolize.Frame) {
+	b := p.num[:0]
+	if !ok {
+		// llvm-symbolizer echoes input it cannot parse.
+		b = append(b, p.words[q.bad]...)
+		b = append(b, "\n\n"...)
+		p.num = b
+		p.w.Write(b)
+		return
+	}
+	if p.addresses {
+		b = append(b, "0x"...)
+		b = strconv.AppendUint(b, addr, 16)
+		if p.pretty {
+			b = append(b, ": "...)
+		} else {
+			b = append(b, '\n')
+		}
+	}
+	if len(frames) == 0 {
+		frames = []symbolize.Frame{{}}
+	}
+	for i, f := range frames {
+		if p.pretty && i > 0 {
+			b = append(b, " (inlined by) "...)
+		}
+		if p.functions {
+			b = appendOr(b, f.Function, "??")
+			if p.pretty {
+				b = append(b, " at "...)
+			} else {
+				b = append(b, '\n')
+			}
+		}
+		b = p.appendPlace(b, f, true)
+		b = append(b, '\n')
+	}
+	b = append(b, '\n')
+	p.num = b
+	p.w.Write(b)
+}
+
+// appendPlace appends FILE:LINE (with -columns FILE:LINE:COLUMN): "??:0"
+// for nothing known, FILE:? for a file without a line in addr2line's
+// style, and llvm-symbolizer's ??:0:0 and FILE:0:0 in its.
+func (p *symPrinter) appendPlace(b []byte, f symbolize.Frame, llvm bool) []byte {
+	b = appendOr(b, f.File, "??")
+	b = append(b, ':')
+	switch {
+	case llvm:
+		b = strconv.AppendUint(b, uint64(f.Line), 10)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, uint64(f.Column), 10)
+	case f.Line == 0:
+		b = append(b, '?')
+	default:
+		b = strconv.AppendUint(b, uint64(f.Line), 10)
+		if p.columns && f.Column != 0 {
+			b = append(b, ':')
+			b = strconv.AppendUint(b, uint64(f.Column), 10)
+		}
+	}
+	return b
+}
+
+func appendOr(b []byte, s, unknown string) []byte {
+	if s == "" {
+		return append(b, unknown...)
+	}
+	return append(b, s...)
+}
+
+// demangleName demangles an Itanium C++ or Rust name as c++filt does
+// (package demangle; a name that is not mangled is returned as it is).
+// In llvm-symbolizer's styles a clone's suffix is spelled as LLVM's
+// demangler spells it, "f() (.cold)", rather than c++filt's
+// "f() [clone .cold]".
+func (p *symPrinter) demangleName(name string) string {
+	if p.style == styleLLVM || p.style == styleJSON {
+		if i := strings.IndexByte(name, '.'); i > 2 && strings.HasPrefix(name, "_Z") {
+			if d, err := demangle.ToString(name[:i]); err == nil {
+				return d + " (" + name[i:] + ")"
+			}
+		}
+	}
+	return demangle.Filter(name)
+}
+
+// alias returns the usage of flag name i of a list of synonyms: the
+// first's usage, "the same as -FIRST" for the others.
+func alias(i int, first, usage string) string {
+	if i == 0 {
+		return usage
+	}
+	return "the same as -" + first
 }
