@@ -14,7 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/atomicfile"
@@ -189,8 +190,7 @@ func (c *Cache) Load(src Source, lopts *elfimage.LoadOptions) (*Result, error) {
 		case err == nil:
 			r, err := c.openChecked(path, data, lopts)
 			if err == nil {
-				now := time.Now()
-				os.Chtimes(path, now, now) // "recently used"; best effort
+				touch(path) // "recently used"; best effort
 				r.Hit = true
 				return r, nil
 			}
@@ -443,4 +443,14 @@ func (c *Cache) warn(format string, args ...any) {
 	if c.Warn != nil {
 		c.Warn(fmt.Sprintf(format, args...))
 	}
+}
+
+// touch sets path's access and modification times to the kernel's current
+// time (utimensat(2) with UTIME_NOW), the clock that also stamps a newly
+// written entry: with time.Now() instead, a hit could look more recent
+// than an entry written after it, since the kernel's file timestamps come
+// from a coarser clock that lags time.Now() by up to a tick.
+func touch(path string) {
+	now := unix.Timespec{Nsec: unix.UTIME_NOW}
+	unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{now, now}, 0)
 }
