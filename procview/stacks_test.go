@@ -119,10 +119,11 @@ func norm(fn string) string {
 		fn = fn[:i] // symbol version: _IO_file_write@@GLIBC_2.2.5
 	}
 	fn = strings.Replace(fn, "_IO_new_", "_IO_", 1)
-	for _, p := range []string{"__GI___", "__libc_", "__"} {
-		fn = strings.TrimPrefix(fn, p)
-	}
-	return fn
+	// glibc's aliases of one function: __GI___libc_malloc (gdb, from
+	// the debug file's local symbols), __libc_malloc, malloc.
+	fn = strings.TrimPrefix(fn, "__GI_")
+	fn = strings.TrimLeft(fn, "_")
+	return strings.TrimPrefix(fn, "libc_")
 }
 
 // freeze stops process pid with SIGSTOP and waits until every thread is
