@@ -182,8 +182,10 @@ func TestProfileImageAndGoFrames(t *testing.T) {
 	if a < 5 || b < 5 || g < 5 {
 		t.Fatalf("want spin-a, spin-b and goHot each above 5%% of the samples:\n%v", flat)
 	}
-	// spin-b runs twice the iterations of the same loop as spin-a.
-	if r := b / a; r < 1.6 || r > 2.5 {
+	// spin-b runs twice the iterations of the same loop as spin-a (a
+	// loaded machine's noise moves a few hundred samples' ratio by a
+	// quarter either way).
+	if r := b / a; r < 1.4 || r > 2.8 {
 		t.Errorf("spin-b/spin-a = %.2f, want about 2", r)
 	}
 	if cum["main"] < a+b-1 || cum["work"] < a+b-1 {
