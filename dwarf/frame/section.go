@@ -246,6 +246,10 @@ type ParsedFDE struct {
 	Insns        []byte // instructions
 	InsnsOff     uint64 // section offset of Insns
 	sec          *Section
+	// cieOK: CIE was parsed without error from sec (the CIE at
+	// CIE.Offset), so a later parse into this value of an FDE of the
+	// same section using the same CIE keeps it instead of parsing again.
+	cieOK bool
 }
 
 // Section returns the section the FDE was read from.
@@ -468,19 +472,28 @@ func (s *Section) fdeAt(off uint64, f *ParsedFDE) error {
 }
 
 func (s *Section) parseFDE(b *dwarf.Buf, h header, f *ParsedFDE) error {
-	*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
 	cieOff, ok := s.fl.cieOffset(h.idOff, h.id)
 	if !ok || cieOff >= uint64(len(s.data)) {
+		*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
 		return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("CIE pointer %#x out of range", h.id)}
 	}
-	cb := s.buf()
-	ch, kind := s.header(&cb, cieOff)
-	if cb.Err() == nil && kind != EntryCIE {
-		return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("entry at %#x is not a CIE", cieOff)}
-	}
-	s.parseCIE(&cb, ch, &f.CIE)
-	if err := cb.Err(); err != nil {
-		return err
+	// An unwinder parses one FDE after another into the same value, and
+	// most FDEs of a module share one CIE: keep the CIE already parsed
+	// from this section (the section's bytes do not change).
+	if f.cieOK && f.sec == s && f.CIE.Offset == cieOff {
+		*f = ParsedFDE{Offset: h.off, End: h.end, CIE: f.CIE, sec: s, cieOK: true}
+	} else {
+		*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
+		cb := s.buf()
+		ch, kind := s.header(&cb, cieOff)
+		if cb.Err() == nil && kind != EntryCIE {
+			return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("entry at %#x is not a CIE", cieOff)}
+		}
+		s.parseCIE(&cb, ch, &f.CIE)
+		if err := cb.Err(); err != nil {
+			return err
+		}
+		f.cieOK = true
 	}
 	c := &f.CIE
 	if s.IsEHFrame() {
