@@ -94,7 +94,8 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	for i, p := range m.Procs {
 		// Room for every attribute a subprogram gets, so that the
 		// appends below do not grow the slice.
-		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: make([]info.Attr, 0, 15)}
+		sp := l.slab.die(dwarf.DW_TAG_subprogram)
+		sp.Attrs = l.slab.attrList(15)
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
 		if p.LinkName != "" {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
@@ -148,6 +149,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
 		params := map[string]varEntry{}
 		pv.env = []map[string]varEntry{params}
+		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
 		for _, v := range p.Params {
 			if _, dup := params[v.Name]; dup {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
@@ -238,7 +240,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	// each procedure's line sequence, queried without parsing DWARF.
 	procs := make([]meta.Proc, len(m.Procs))
 	for i, p := range m.Procs {
-		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc}
+		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: l.slab.strList(len(p.Params))}
 		for _, v := range p.Params {
 			mp.Args = append(mp.Args, v.Name)
 			if v.Optional {
@@ -406,8 +408,8 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 	if err := l.checkExpr(v.Location); err != nil {
 		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
 	}
-	d := &info.DIE{Tag: tag, Attrs: make([]info.Attr, 1, 8)}
-	d.Attrs[0] = info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}
+	d := l.slab.die(tag)
+	d.Attrs = append(l.slab.attrList(8), info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
 	if v.Line > 0 {
 		d.Attrs = append(d.Attrs,
 			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
@@ -644,4 +646,72 @@ func (d *debugLists) appendSections(secs []builtSection) []builtSection {
 		secs = append(secs, s)
 	}
 	return secs
+}
+
+// dieSlab hands out the DIEs, attribute lists and child lists of one
+// link from chunks, so that building the tree costs a few allocations per
+// chunk rather than several per procedure. Nothing handed out moves: a
+// full chunk is left as it is and a new one started. Lists are returned
+// with their capacity capped, so that appending past it reallocates
+// instead of writing into the next list.
+type dieSlab struct {
+	dies  []info.DIE
+	attrs []info.Attr
+	kids  []*info.DIE
+	strs  []string
+}
+
+const slabChunk = 1024
+
+func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
+	if len(s.dies) == cap(s.dies) {
+		s.dies = make([]info.DIE, 0, slabChunk)
+	}
+	s.dies = append(s.dies, info.DIE{Tag: tag})
+	return &s.dies[len(s.dies)-1]
+}
+
+// attrList returns an empty attribute list of capacity n.
+func (s *dieSlab) attrList(n int) []info.Attr {
+	if n > slabChunk/4 {
+		return make([]info.Attr, 0, n)
+	}
+	if cap(s.attrs)-len(s.attrs) < n {
+		s.attrs = make([]info.Attr, 0, slabChunk)
+	}
+	l := len(s.attrs)
+	s.attrs = s.attrs[:l+n]
+	return s.attrs[l : l : l+n]
+}
+
+// kidList returns an empty child list of capacity n.
+func (s *dieSlab) kidList(n int) []*info.DIE {
+	if n == 0 {
+		return nil
+	}
+	if n > slabChunk/4 {
+		return make([]*info.DIE, 0, n)
+	}
+	if cap(s.kids)-len(s.kids) < n {
+		s.kids = make([]*info.DIE, 0, slabChunk)
+	}
+	l := len(s.kids)
+	s.kids = s.kids[:l+n]
+	return s.kids[l : l : l+n]
+}
+
+// strList returns an empty string list of capacity n.
+func (s *dieSlab) strList(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	if n > slabChunk/4 {
+		return make([]string, 0, n)
+	}
+	if cap(s.strs)-len(s.strs) < n {
+		s.strs = make([]string, 0, slabChunk)
+	}
+	l := len(s.strs)
+	s.strs = s.strs[:l+n]
+	return s.strs[l : l : l+n]
 }
