@@ -95,7 +95,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		// Room for every attribute a subprogram gets, so that the
 		// appends below do not grow the slice.
 		sp := l.slab.die(dwarf.DW_TAG_subprogram)
-		sp.Attrs = l.slab.attrList(15)
+		sp.Attrs = l.slab.scratch[:0] // copied to exact size below
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
 		if p.LinkName != "" {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
@@ -146,15 +146,17 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
+		sp.Attrs = l.slab.exact(sp.Attrs)
 		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
 		params := map[string]varEntry{}
 		pv.env = []map[string]varEntry{params}
 		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
-		for _, v := range p.Params {
+		for j := range p.Params {
+			v := &p.Params[j]
 			if _, dup := params[v.Name]; dup {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
 			}
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, *v, pv)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
 			}
@@ -285,10 +287,12 @@ type procVars struct {
 	pending  []pendingCount
 }
 
-// varEntry is a variable of the model and its entry.
+// varEntry is a variable of the model (a pointer into the module, which
+// Link does not change: a copy of the Var in every map entry made each
+// procedure's parameter map cost a kilobyte) and its entry.
 type varEntry struct {
 	die *info.DIE
-	v   Var
+	v   *Var
 }
 
 // pendingCount is a variable whose type is an array of v.Type.CountVar
@@ -336,7 +340,7 @@ func (pv *procVars) resolveCounts() error {
 		art := made[k]
 		if art == nil {
 			var err error
-			if art, err = pv.countVar(count.v); err != nil {
+			if art, err = pv.countVar(*count.v); err != nil {
 				return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
 			}
 			made[k] = art
@@ -409,7 +413,7 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
 	}
 	d := l.slab.die(tag)
-	d.Attrs = append(l.slab.attrList(8), info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
+	d.Attrs = append(l.slab.scratch[:0], info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
 	if v.Line > 0 {
 		d.Attrs = append(d.Attrs,
 			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
@@ -464,6 +468,7 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 	case len(v.Location) > 0:
 		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(v.Location)})
 	}
+	d.Attrs = l.slab.exact(d.Attrs)
 	return d, nil
 }
 
@@ -513,11 +518,12 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DI
 	pv.env = append(outer[:len(outer):len(outer)], vars)
 	pv.scope = b
 	defer func() { pv.env, pv.scope = outer, outerScope }()
-	for _, v := range sc.Vars {
+	for j := range sc.Vars {
+		v := &sc.Vars[j]
 		if _, dup := vars[v.Name]; dup {
 			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
-		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
+		d, err := l.varDIE(dwarf.DW_TAG_variable, *v, pv)
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
 		}
@@ -659,6 +665,18 @@ type dieSlab struct {
 	attrs []info.Attr
 	kids  []*info.DIE
 	strs  []string
+	// scratch is where one DIE's attributes are gathered before exact
+	// copies them out (one DIE at a time).
+	scratch []info.Attr
+}
+
+// exact returns a copy of attrs in a list of exactly their length, and
+// keeps attrs' array as the scratch for the next DIE.
+func (s *dieSlab) exact(attrs []info.Attr) []info.Attr {
+	out := append(s.attrList(len(attrs)), attrs...)
+	clear(attrs) // drop the references the scratch would keep
+	s.scratch = attrs[:0]
+	return out
 }
 
 const slabChunk = 1024
