@@ -184,6 +184,7 @@ type linker struct {
 	textStart uint64
 	textEnd   uint64
 	object    bool // LinkObject: an ET_REL for the system linker
+	slab      dieSlab
 }
 
 func newLinker(m *Module, opts LinkOptions) (*linker, error) {

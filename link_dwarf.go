@@ -94,7 +94,8 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	for i, p := range m.Procs {
 		// Room for every attribute a subprogram gets, so that the
 		// appends below do not grow the slice.
-		sp := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: make([]info.Attr, 0, 15)}
+		sp := l.slab.die(dwarf.DW_TAG_subprogram)
+		sp.Attrs = l.slab.scratch[:0] // copied to exact size below
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
 		if p.LinkName != "" {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
@@ -145,14 +146,17 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
+		sp.Attrs = l.slab.exact(sp.Attrs)
 		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
 		params := map[string]varEntry{}
 		pv.env = []map[string]varEntry{params}
-		for _, v := range p.Params {
+		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
+		for j := range p.Params {
+			v := &p.Params[j]
 			if _, dup := params[v.Name]; dup {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
 			}
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, *v, pv)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
 			}
@@ -238,7 +242,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	// each procedure's line sequence, queried without parsing DWARF.
 	procs := make([]meta.Proc, len(m.Procs))
 	for i, p := range m.Procs {
-		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc}
+		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: l.slab.strList(len(p.Params))}
 		for _, v := range p.Params {
 			mp.Args = append(mp.Args, v.Name)
 			if v.Optional {
@@ -283,10 +287,12 @@ type procVars struct {
 	pending  []pendingCount
 }
 
-// varEntry is a variable of the model and its entry.
+// varEntry is a variable of the model (a pointer into the module, which
+// Link does not change: a copy of the Var in every map entry made each
+// procedure's parameter map cost a kilobyte) and its entry.
 type varEntry struct {
 	die *info.DIE
-	v   Var
+	v   *Var
 }
 
 // pendingCount is a variable whose type is an array of v.Type.CountVar
@@ -334,7 +340,7 @@ func (pv *procVars) resolveCounts() error {
 		art := made[k]
 		if art == nil {
 			var err error
-			if art, err = pv.countVar(count.v); err != nil {
+			if art, err = pv.countVar(*count.v); err != nil {
 				return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
 			}
 			made[k] = art
@@ -406,8 +412,8 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 	if err := l.checkExpr(v.Location); err != nil {
 		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
 	}
-	d := &info.DIE{Tag: tag, Attrs: make([]info.Attr, 1, 8)}
-	d.Attrs[0] = info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)}
+	d := l.slab.die(tag)
+	d.Attrs = append(l.slab.scratch[:0], info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
 	if v.Line > 0 {
 		d.Attrs = append(d.Attrs,
 			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
@@ -462,6 +468,7 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 	case len(v.Location) > 0:
 		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(v.Location)})
 	}
+	d.Attrs = l.slab.exact(d.Attrs)
 	return d, nil
 }
 
@@ -511,11 +518,12 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DI
 	pv.env = append(outer[:len(outer):len(outer)], vars)
 	pv.scope = b
 	defer func() { pv.env, pv.scope = outer, outerScope }()
-	for _, v := range sc.Vars {
+	for j := range sc.Vars {
+		v := &sc.Vars[j]
 		if _, dup := vars[v.Name]; dup {
 			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
-		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
+		d, err := l.varDIE(dwarf.DW_TAG_variable, *v, pv)
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
 		}
@@ -644,4 +652,84 @@ func (d *debugLists) appendSections(secs []builtSection) []builtSection {
 		secs = append(secs, s)
 	}
 	return secs
+}
+
+// dieSlab hands out the DIEs, attribute lists and child lists of one
+// link from chunks, so that building the tree costs a few allocations per
+// chunk rather than several per procedure. Nothing handed out moves: a
+// full chunk is left as it is and a new one started. Lists are returned
+// with their capacity capped, so that appending past it reallocates
+// instead of writing into the next list.
+type dieSlab struct {
+	dies  []info.DIE
+	attrs []info.Attr
+	kids  []*info.DIE
+	strs  []string
+	// scratch is where one DIE's attributes are gathered before exact
+	// copies them out (one DIE at a time).
+	scratch []info.Attr
+}
+
+// exact returns a copy of attrs in a list of exactly their length, and
+// keeps attrs' array as the scratch for the next DIE.
+func (s *dieSlab) exact(attrs []info.Attr) []info.Attr {
+	out := append(s.attrList(len(attrs)), attrs...)
+	clear(attrs) // drop the references the scratch would keep
+	s.scratch = attrs[:0]
+	return out
+}
+
+const slabChunk = 1024
+
+func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
+	if len(s.dies) == cap(s.dies) {
+		s.dies = make([]info.DIE, 0, slabChunk)
+	}
+	s.dies = append(s.dies, info.DIE{Tag: tag})
+	return &s.dies[len(s.dies)-1]
+}
+
+// attrList returns an empty attribute list of capacity n.
+func (s *dieSlab) attrList(n int) []info.Attr {
+	if n > slabChunk/4 {
+		return make([]info.Attr, 0, n)
+	}
+	if cap(s.attrs)-len(s.attrs) < n {
+		s.attrs = make([]info.Attr, 0, slabChunk)
+	}
+	l := len(s.attrs)
+	s.attrs = s.attrs[:l+n]
+	return s.attrs[l : l : l+n]
+}
+
+// kidList returns an empty child list of capacity n.
+func (s *dieSlab) kidList(n int) []*info.DIE {
+	if n == 0 {
+		return nil
+	}
+	if n > slabChunk/4 {
+		return make([]*info.DIE, 0, n)
+	}
+	if cap(s.kids)-len(s.kids) < n {
+		s.kids = make([]*info.DIE, 0, slabChunk)
+	}
+	l := len(s.kids)
+	s.kids = s.kids[:l+n]
+	return s.kids[l : l : l+n]
+}
+
+// strList returns an empty string list of capacity n.
+func (s *dieSlab) strList(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	if n > slabChunk/4 {
+		return make([]string, 0, n)
+	}
+	if cap(s.strs)-len(s.strs) < n {
+		s.strs = make([]string, 0, slabChunk)
+	}
+	l := len(s.strs)
+	s.strs = s.strs[:l+n]
+	return s.strs[l : l : l+n]
 }

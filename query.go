@@ -74,6 +74,8 @@ type debugState struct {
 	seqMu   sync.Mutex
 	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs
 	seqErrs map[uint64]error
+
+	answers answerCache // recent answers of Procedure and PositionAt
 }
 
 type procSym struct {
@@ -195,14 +197,24 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // (.elfimage.procs, written by Link), it finds the procedure's line
 // sequence there and runs that one sequence: the first call parses only
 // the line program's header, and no call decodes the whole program (cost:
-// O(log n) plus one sequence; no allocation). Otherwise the first call
+// O(log n) plus one sequence; no allocation but the image's 8 KiB of
+// remembered answers on its first call; an address answered recently, of
+// the 256 remembered direct-mapped by address, costs one uncontended
+// lock). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
+	if p, ok := im.debug.answers.position(addr); ok {
+		return p, nil
+	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	if t, err := im.procTable(); err == nil {
-		return im.positionFromTable(t, addr)
+		p, err := im.positionFromTable(t, addr)
+		if err == nil {
+			im.debug.answers.putPosition(addr, p)
+		}
+		return p, err
 	} else if !errors.Is(err, ErrNoSection) {
 		return Position{}, err
 	}
@@ -692,10 +704,17 @@ func (im *Image) procTable() (*meta.Table, error) {
 // properties, without parsing DWARF. The first call checks the table's
 // header; every call bisects the fixed-width records in place and decodes
 // that one procedure's entry. Cost: O(log n) plus the allocation of the
-// returned strings. It returns an error wrapping ErrUnknownPC when no
+// returned strings; a procedure answered recently (the image remembers 256
+// answers, direct-mapped by address) is returned again without either: one
+// uncontended lock, no allocation. Its slices (Args, Defaults, Properties)
+// are then shared with earlier results: do not modify them. The strings
+// are Go strings, valid after Close. It returns an error wrapping ErrUnknownPC when no
 // procedure covers addr, ErrNoSection when the image has no table, or a
 // *FormatError when the table is malformed.
 func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
+	if p, ok := im.debug.answers.procedure(addr); ok {
+		return p, nil
+	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	t, err := im.procTable()
 	if err != nil {
@@ -708,7 +727,11 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	if err != nil {
 		return Procedure{}, err
 	}
-	return describeEntry(t, e)
+	p, err := describeEntry(t, e)
+	if err == nil {
+		im.debug.answers.putProcedure(addr, p)
+	}
+	return p, err
 }
 
 // positionFromTable finds addr's procedure in the table and runs its one

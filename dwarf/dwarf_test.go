@@ -333,3 +333,26 @@ func TestConstantNames(t *testing.T) {
 		t.Errorf("names: %v %v %v", DW_TAG_subprogram, DW_CFA_def_cfa, Tag(0x7777))
 	}
 }
+
+// plainOrder is a ByteOrder that is not a binary.AppendByteOrder.
+type plainOrder struct{ binary.ByteOrder }
+
+// TestAppendUint checks AppendUint against PutUint for every size, for the
+// orders that append in place and for one that does not.
+func TestAppendUint(t *testing.T) {
+	for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian, plainOrder{binary.BigEndian}} {
+		for _, size := range []int{0, 1, 2, 3, 4, 8} {
+			v := uint64(0x0102030405060708)
+			want := make([]byte, 8)
+			PutUint(want, order, size, v)
+			got := AppendUint([]byte{0xee}, order, size, v)
+			if len(got) != 1+size || got[0] != 0xee || string(got[1:]) != string(want[:size]) {
+				t.Errorf("%T size %d: AppendUint gave % x, want ee % x", order, size, got, want[:size])
+			}
+		}
+	}
+	buf := make([]byte, 0, 16)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendUint(buf[:0], binary.LittleEndian, 4, 7) }); n != 0 {
+		t.Errorf("AppendUint to a buffer with room: %v allocations", n)
+	}
+}

@@ -111,8 +111,34 @@ func PutUint(b []byte, order binary.ByteOrder, size int, v uint64) {
 
 // AppendUint appends v as a size-byte field (1, 2, 4 or 8) in the given
 // byte order and returns the extended slice.
+// Cost: no allocation beyond growing b (little- and big-endian orders, and
+// any binary.AppendByteOrder, append in place; other orders go through
+// PutUint on a scratch array).
 func AppendUint(b []byte, order binary.ByteOrder, size int, v uint64) []byte {
-	var t [8]byte
-	PutUint(t[:], order, size, v)
-	return append(b, t[:size]...)
+	switch size {
+	case 1:
+		return append(b, byte(v))
+	case 2, 4, 8:
+	default: // as PutUint: nothing written, size zero bytes appended
+		var t [8]byte
+		return append(b, t[:size]...)
+	}
+	var ao binary.AppendByteOrder
+	switch o := order.(type) {
+	case binary.AppendByteOrder: // binary.LittleEndian, binary.BigEndian, ...
+		ao = o
+	default:
+		// PutUint passes its slice to an interface method, so the
+		// scratch array is on the heap: one allocation.
+		t := make([]byte, 8)
+		PutUint(t, order, size, v)
+		return append(b, t[:size]...)
+	}
+	switch size {
+	case 2:
+		return ao.AppendUint16(b, uint16(v))
+	case 4:
+		return ao.AppendUint32(b, uint32(v))
+	}
+	return ao.AppendUint64(b, v)
 }

@@ -322,7 +322,7 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 			caller.Regs.Clear(reg)
 		case frame.RuleOffset:
 			addr := cfa + uint64(rule.Offset)
-			v, err := u.Mem.ReadUint64(addr)
+			v, err := u.read(addr)
 			if err != nil {
 				return fmt.Errorf("unwind: reading saved %s at %#x (pc %#x): %w", a.RegName(reg), addr, cur.PC, err)
 			}
@@ -343,7 +343,7 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 			var v uint64
 			switch {
 			case r.Kind == expr.Memory && rule.Kind == frame.RuleExpression:
-				v, err = u.Mem.ReadUint64(r.Addr)
+				v, err = u.read(r.Addr)
 				if err != nil {
 					return fmt.Errorf("unwind: reading saved %s at %#x (pc %#x): %w", a.RegName(reg), r.Addr, cur.PC, err)
 				}
@@ -389,6 +389,17 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 		return fmt.Errorf("%w at pc %#x sp %#x", ErrNoProgress, cur.PC, cur.SP)
 	}
 	return nil
+}
+
+// read reads the 8 bytes at addr through u.Mem, directly (no interface
+// call) when it is a little-endian *Snapshot that holds them.
+func (u *Unwinder) read(addr uint64) (uint64, error) {
+	if s, ok := u.Mem.(*Snapshot); ok && (s.Order == nil || s.Order == binary.LittleEndian) {
+		if off := addr - s.Base; addr >= s.Base && off <= uint64(len(s.Data)) && uint64(len(s.Data))-off >= 8 {
+			return binary.LittleEndian.Uint64(s.Data[off:]), nil
+		}
+	}
+	return u.Mem.ReadUint64(addr)
 }
 
 // Walk unwinds from start and stores the pc of each frame, start's first,

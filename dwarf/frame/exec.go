@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/formaterr"
 )
 
@@ -158,11 +159,33 @@ func (r *Row) set(reg arch.Reg, rule Rule) bool {
 // Exec executes call frame instructions (DWARF 5 section 6.4.2). Its zero
 // value is ready; reuse one per goroutine so that [Exec.RowAt] allocates
 // nothing (the DW_CFA_remember_state stack grows once, up to
-// [MaxStateStack] rows).
+// [MaxStateStack] rows). An Exec keeps the initial row of the last CIE it
+// ran (keyed by the *Section and the CIE's offset, instructions and
+// factors), so FDEs sharing a CIE do not re-run its initial instructions:
+// the bytes of a Section, and its Bases and Indirect, must not change
+// while an Exec is used with it.
 type Exec struct {
 	init  Row
 	stack []Row
 	depth int
+	// initKey identifies the CIE whose initial row init holds (valid
+	// when initSec is non-nil): FDEs that share a CIE, as most of a
+	// module's do, then skip re-running its initial instructions.
+	initSec *Section
+	initKey cieKey
+}
+
+// cieKey is what the initial row of a CIE depends on: its instructions
+// (by position in the section) and the parameters they are decoded with.
+type cieKey struct {
+	off, insnsOff, insnsLen, codeAlign uint64
+	dataAlign                          int64
+	addrSize                           uint8
+	fdeEnc                             dwarf.EHPE
+}
+
+func keyOf(c *ParsedCIE) cieKey {
+	return cieKey{c.Offset, c.InitialOff, uint64(len(c.Initial)), c.CodeAlign, c.DataAlign, c.AddrSize, c.FDEEnc}
 }
 
 // RowAt computes the row in effect at pc, which must be in the FDE's range
@@ -246,10 +269,16 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 		return fmt.Errorf("frame: ParsedFDE not read from a Section")
 	}
 	cie := &fde.CIE
-	if err := e.runCIE(s, cie, row); err != nil {
-		return err
+	if k := keyOf(cie); e.initSec == s && e.initKey == k {
+		row.copyFrom(&e.init)
+	} else {
+		e.initSec = nil
+		if err := e.runCIE(s, cie, row); err != nil {
+			return err
+		}
+		e.init.copyFrom(row)
+		e.initSec, e.initKey = s, k
 	}
-	e.init.copyFrom(row)
 	var d Decoded
 	e.depth = 0
 	end := fde.Start + fde.Size

@@ -350,13 +350,50 @@ func FuzzEHFrameHdr(f *testing.F) {
 		var fde ParsedFDE
 		var e Exec
 		var row Row
-		for _, p := range []uint64{pc, 0x10010, 0x30040 + 0x12345} {
+		for _, p := range []uint64{pc, 0x10010, 0x30040 + 0x12345, pc + 1, pc &^ 0xff} {
+			// Oracle for the little-endian 4-byte fast path: the generic
+			// search of the same table.
+			if fi.Hdr.le4 {
+				a, ok, err := fi.Hdr.Lookup(p)
+				fi.Hdr.le4 = false
+				a2, ok2, err2 := fi.Hdr.Lookup(p)
+				fi.Hdr.le4 = true
+				if a != a2 || ok != ok2 || (err == nil) != (err2 == nil) {
+					t.Fatalf("Lookup(%#x) = %#x, %v, %v; generic search %#x, %v, %v", p, a, ok, err, a2, ok2, err2)
+				}
+			}
 			if fi.FindFDE(p, &fde) == nil {
 				if !fde.Contains(p) {
 					t.Fatalf("FindFDE(%#x) returned FDE [%#x, +%#x)", p, fde.Start, fde.Size)
 				}
-				_ = e.RowAt(&fde, p, &row)
+				// Oracle for the CIE kept in a reused ParsedFDE and the
+				// initial row kept in a reused Exec: fresh ones.
+				fresh, err := fi.Sec.FDEAt(fde.Offset)
+				if err != nil || !reflect.DeepEqual(fresh, fde) {
+					t.Fatalf("FDEAt(%#x) = %+v, %v; reused FindFDE gave %+v", fde.Offset, fresh, err, fde)
+				}
+				var e2 Exec
+				var row2 Row
+				err = e.RowAt(&fde, p, &row)
+				err2 := e2.RowAt(&fresh, p, &row2)
+				if (err == nil) != (err2 == nil) || err == nil && !reflect.DeepEqual(visibleRow(&row), visibleRow(&row2)) {
+					t.Fatalf("RowAt(%#x) with a reused Exec = %+v, %v; fresh %+v, %v", p, row, err, row2, err2)
+				}
 			}
 		}
 	})
+}
+
+// visibleRow is what a Row's methods show: its fields and its rules in
+// order (the arrays past NumRules are not part of its value).
+func visibleRow(r *Row) any {
+	type rule struct {
+		Reg  arch.Reg
+		Rule Rule
+	}
+	rules := make([]rule, r.NumRules())
+	for i := range rules {
+		rules[i].Reg, rules[i].Rule = r.RuleAt(i)
+	}
+	return []any{r.Loc, r.End, r.CFA, r.ArgsSize, r.RASigned, rules}
 }

@@ -102,6 +102,12 @@ type Hdr struct {
 	order     binary.ByteOrder
 	tableOff  uint64
 	entrySize uint64 // 0: the table cannot be binary searched
+	// le4 is set for the table GCC, LLVM and our writer emit: 4-byte
+	// fields (sdata4 or udata4), datarel or absolute, little-endian.
+	// Lookup then searches it with direct loads (no call through order).
+	le4    bool
+	signed bool   // le4: the fields are sdata4
+	base   uint64 // le4: the datarel base (0 for absolute fields)
 }
 
 // ParseEHFrameHdr parses the .eh_frame_hdr data loaded at address addr.
@@ -159,7 +165,48 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 		return nil, &formaterr.Error{Source: ".eh_frame_hdr", Offset: 8, Field: "fde_count", Msg: fmt.Sprintf("%d entries do not fit the %d bytes left", h.Count, left)}
 	}
 	h.entrySize = 2 * size
+	if size == 4 && order == binary.LittleEndian {
+		switch h.TableEnc & 0x70 {
+		case dwarf.DW_EH_PE_datarel:
+			h.le4, h.base = true, addr
+		case dwarf.DW_EH_PE_absptr:
+			h.le4 = true
+		}
+		h.signed = h.TableEnc&0x0f == dwarf.DW_EH_PE_sdata4
+	}
 	return h, nil
+}
+
+// le4Field decodes a 4-byte little-endian table field at offset off (in
+// bounds: ParseEHFrameHdr checked the table fits).
+func (h *Hdr) le4Field(off uint64) uint64 {
+	u := binary.LittleEndian.Uint32(h.data[off : off+4])
+	v := uint64(u)
+	if h.signed {
+		v = uint64(int64(int32(u)))
+	}
+	v += h.base
+	if h.p.addrSize == 4 {
+		v &= 0xffffffff
+	}
+	return v
+}
+
+// lookupLE4 is Lookup for a le4 table.
+func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
+	lo, hi := uint64(0), h.Count
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if h.le4Field(h.tableOff+mid*8) <= pc {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0, false
+	}
+	return h.le4Field(h.tableOff + (lo-1)*8 + 4), true
 }
 
 // HasTable reports whether the header's table can be binary searched.
@@ -217,6 +264,10 @@ func (h *Hdr) Lookup(pc uint64) (fdeAddr uint64, ok bool, err error) {
 	if h.entrySize == 0 || h.Count == 0 {
 		return 0, false, nil
 	}
+	if h.le4 {
+		fdeAddr, ok = h.lookupLE4(pc)
+		return fdeAddr, ok, nil
+	}
 	lo, hi := uint64(0), h.Count // find first entry with loc > pc
 	for lo < hi {
 		mid := lo + (hi-lo)/2
@@ -267,6 +318,9 @@ func NewFinder(ehFrame []byte, ehFrameAddr uint64, hdr []byte, hdrAddr uint64, o
 // else by a linear scan of the section. A miss returns an error wrapping
 // [ErrNoFDE]; a malformed table or FDE a *formaterr.Error. Cost:
 // O(log n) with a table, O(section) without; no allocation on a hit.
+// When fde holds an FDE read earlier from the same section whose CIE is
+// the new FDE's, that CIE is kept, not parsed again (a walk reuses one
+// ParsedFDE); the section's bytes must not change meanwhile.
 func (f *Finder) FindFDE(pc uint64, fde *ParsedFDE) error {
 	if f.Hdr == nil || !f.Hdr.HasTable() {
 		return f.Sec.FindFDE(pc, fde)

@@ -165,6 +165,8 @@ type Section struct {
 	Indirect PointerReader
 
 	fl       flavor
+	name     string // fl.name(), kept to avoid an interface call per read
+	eh       bool   // fl is ehFlavor
 	data     []byte
 	order    binary.ByteOrder
 	addr     uint64
@@ -175,17 +177,17 @@ type Section struct {
 // (pc-relative pointers are relative to it; give run-time addresses to get
 // run-time pcs). addrSize is the target's address size, 4 or 8.
 func NewEHFrame(data []byte, addr uint64, order binary.ByteOrder, addrSize uint8) *Section {
-	return &Section{fl: ehFlavor{}, data: data, order: order, addr: addr, addrSize: addrSize}
+	return &Section{fl: ehFlavor{}, name: ".eh_frame", eh: true, data: data, order: order, addr: addr, addrSize: addrSize}
 }
 
 // NewDebugFrame returns the .debug_frame section data. addrSize is the
 // address size used by CIEs of version < 4 (version 4 CIEs carry their own).
 func NewDebugFrame(data []byte, order binary.ByteOrder, addrSize uint8) *Section {
-	return &Section{fl: debugFlavor{}, data: data, order: order, addrSize: addrSize}
+	return &Section{fl: debugFlavor{}, name: ".debug_frame", data: data, order: order, addrSize: addrSize}
 }
 
 // Name returns ".eh_frame" or ".debug_frame".
-func (s *Section) Name() string { return s.fl.name() }
+func (s *Section) Name() string { return s.name }
 
 // Data returns the section bytes.
 func (s *Section) Data() []byte { return s.data }
@@ -194,10 +196,10 @@ func (s *Section) Data() []byte { return s.data }
 func (s *Section) Addr() uint64 { return s.addr }
 
 // IsEHFrame reports whether s is an .eh_frame section.
-func (s *Section) IsEHFrame() bool { _, ok := s.fl.(ehFlavor); return ok }
+func (s *Section) IsEHFrame() bool { return s.eh }
 
 func (s *Section) buf() dwarf.Buf {
-	return dwarf.MakeBuf(s.fl.name(), s.order, s.data)
+	return dwarf.MakeBuf(s.name, s.order, s.data)
 }
 
 func (s *Section) ptrs(addrSize uint8) pointers {
@@ -246,6 +248,10 @@ type ParsedFDE struct {
 	Insns        []byte // instructions
 	InsnsOff     uint64 // section offset of Insns
 	sec          *Section
+	// cieOK: CIE was parsed without error from sec (the CIE at
+	// CIE.Offset), so a later parse into this value of an FDE of the
+	// same section using the same CIE keeps it instead of parsing again.
+	cieOK bool
 }
 
 // Section returns the section the FDE was read from.
@@ -289,12 +295,16 @@ func (s *Section) header(b *dwarf.Buf, off uint64) (h header, kind EntryKind) {
 	}
 	h.end = h.idOff + length
 	b.SetEnd(int(h.end))
-	h.id = b.Uint(s.fl.idSize(f), "CIE_id")
+	if s.eh { // LSB 5.0 section 10.6.1: a 4-byte CIE id / pointer, 0 in a CIE
+		h.id = uint64(b.U32("CIE_id"))
+	} else {
+		h.id = b.Uint(s.fl.idSize(f), "CIE_id")
+	}
 	h.body = b.Off()
 	if b.Err() != nil {
 		return h, 0
 	}
-	if s.fl.isCIE(h.id, f) {
+	if s.eh && h.id == 0 || !s.eh && s.fl.isCIE(h.id, f) {
 		return h, EntryCIE
 	}
 	return h, EntryFDE
@@ -468,19 +478,31 @@ func (s *Section) fdeAt(off uint64, f *ParsedFDE) error {
 }
 
 func (s *Section) parseFDE(b *dwarf.Buf, h header, f *ParsedFDE) error {
-	*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
-	cieOff, ok := s.fl.cieOffset(h.idOff, h.id)
+	cieOff, ok := h.idOff-h.id, h.id <= h.idOff // .eh_frame: relative to the pointer
+	if !s.eh {
+		cieOff, ok = s.fl.cieOffset(h.idOff, h.id)
+	}
 	if !ok || cieOff >= uint64(len(s.data)) {
+		*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
 		return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("CIE pointer %#x out of range", h.id)}
 	}
-	cb := s.buf()
-	ch, kind := s.header(&cb, cieOff)
-	if cb.Err() == nil && kind != EntryCIE {
-		return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("entry at %#x is not a CIE", cieOff)}
-	}
-	s.parseCIE(&cb, ch, &f.CIE)
-	if err := cb.Err(); err != nil {
-		return err
+	// An unwinder parses one FDE after another into the same value, and
+	// most FDEs of a module share one CIE: keep the CIE already parsed
+	// from this section (the section's bytes do not change).
+	if f.cieOK && f.sec == s && f.CIE.Offset == cieOff {
+		*f = ParsedFDE{Offset: h.off, End: h.end, CIE: f.CIE, sec: s, cieOK: true}
+	} else {
+		*f = ParsedFDE{Offset: h.off, End: h.end, sec: s}
+		cb := s.buf()
+		ch, kind := s.header(&cb, cieOff)
+		if cb.Err() == nil && kind != EntryCIE {
+			return &formaterr.Error{Source: s.fl.name(), Offset: h.idOff, Field: "CIE_pointer", Msg: fmt.Sprintf("entry at %#x is not a CIE", cieOff)}
+		}
+		s.parseCIE(&cb, ch, &f.CIE)
+		if err := cb.Err(); err != nil {
+			return err
+		}
+		f.cieOK = true
 	}
 	c := &f.CIE
 	if s.IsEHFrame() {

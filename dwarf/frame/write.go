@@ -192,6 +192,7 @@ type writer struct {
 	order binary.AppendByteOrder
 	buf   []byte
 	addr  uint64 // section address (eh_frame)
+	cie   []byte // cieBody's output, reused
 }
 
 func encode(fl flavor, defCIE CIE, fdes []FDE, sectionAddr uint64, enc dwarf.Encoding) ([]byte, []uint64, error) {
@@ -210,18 +211,26 @@ func encode(fl flavor, defCIE CIE, fdes []FDE, sectionAddr uint64, enc dwarf.Enc
 	}
 	w := &writer{fl: fl, enc: enc, order: order, addr: sectionAddr}
 	// CIEs are deduplicated by their encoded bytes.
+	// The last CIE is remembered by address: FDEs without their own CIE
+	// (and runs of FDEs sharing one) do not encode it again.
 	cieOffs := map[string]uint64{}
+	var lastCIE *CIE
+	var lastOff uint64
 	cieOf := func(c *CIE) (uint64, error) {
+		if c == lastCIE {
+			return lastOff, nil
+		}
 		body, err := w.cieBody(c)
 		if err != nil {
 			return 0, err
 		}
-		if off, ok := cieOffs[string(body)]; ok {
-			return off, nil
+		off, ok := cieOffs[string(body)]
+		if !ok {
+			off = uint64(len(w.buf))
+			w.entry(fl.cieID(enc.Format), body)
+			cieOffs[string(body)] = off
 		}
-		off := uint64(len(w.buf))
-		w.entry(fl.cieID(enc.Format), body)
-		cieOffs[string(body)] = off
+		lastCIE, lastOff = c, off
 		return off, nil
 	}
 	if _, err := cieOf(&defCIE); err != nil {
@@ -290,7 +299,8 @@ func (w *writer) cieBody(c *CIE) ([]byte, error) {
 		return nil, invalid("data alignment factor 0")
 	}
 	_, eh := w.fl.(ehFlavor)
-	var b []byte
+	b := w.cie[:0]
+	defer func() { w.cie = b[:0] }()
 	version := byte(4)
 	switch {
 	case eh || w.enc.Version < 3:
@@ -338,7 +348,8 @@ func (w *writer) cieBody(c *CIE) ([]byte, error) {
 			return nil, invalid("initial instruction %d: %v is meaningless in a CIE", i, in.Op)
 		}
 	}
-	return appendInsns(b, w.order, c, c.Initial, math.MaxUint64)
+	b, err := appendInsns(b, w.order, c, c.Initial, math.MaxUint64)
+	return b, err
 }
 
 func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {

@@ -340,9 +340,7 @@ func tagOf(d *DIE) dwarf.Tag {
 }
 
 func (e *encoder) uint(size int, v uint64) {
-	var t [8]byte
-	dwarf.PutUint(t[:], e.order, size, v)
-	e.info = append(e.info, t[:size]...)
+	e.info = dwarf.AppendUint(e.info, e.order, size, v)
 }
 
 func fits(v uint64, size int) bool { return size >= 8 || v>>(8*uint(size)) == 0 }

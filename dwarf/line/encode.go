@@ -396,9 +396,7 @@ func (w *writer) uleb(v uint64)   { w.b = dwarf.AppendUleb128(w.b, v) }
 func (w *writer) sleb(v int64)    { w.b = dwarf.AppendSleb128(w.b, v) }
 func (w *writer) op(op dwarf.LNS) { w.b = append(w.b, byte(op)) }
 func (w *writer) uint(size int, v uint64) {
-	var t [8]byte
-	dwarf.PutUint(t[:], w.order, size, v)
-	w.b = append(w.b, t[:size]...)
+	w.b = dwarf.AppendUint(w.b, w.order, size, v)
 }
 
 // extended starts an extended opcode whose operands take n bytes.
