@@ -173,3 +173,46 @@ func TestLinkAArch64(t *testing.T) {
 		t.Errorf("addr2line: %q, want %q", out, want)
 	}
 }
+
+// TestRebaseAArch64: Rebase moves the offset and the addend of the
+// R_AARCH64_RELATIVE relocation with the rest of the image, and
+// addr2line reads the rebased file at the new addresses.
+func TestRebaseAArch64(t *testing.T) {
+	_, b := linkAArch64(t, elfimage.LinkOptions{})
+	const base = 0x7f1234560000
+	r, err := elfimage.Rebase(b, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := f.Section(".rela.dyn").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = s.Value
+	}
+	if addr["a64_add"] != base+0x1000 {
+		t.Errorf("a64_add at %#x after Rebase, want %#x", addr["a64_add"], base+0x1000)
+	}
+	if off, addend := binary.LittleEndian.Uint64(rb), binary.LittleEndian.Uint64(rb[16:]); off != addr["a64_table"] || addend != addr["a64_add"] {
+		t.Errorf("rebased R_AARCH64_RELATIVE: offset %#x addend %#x, want %#x %#x", off, addend, addr["a64_table"], addr["a64_add"])
+	}
+	path := filepath.Join(t.TempDir(), "rebased.elf")
+	if err := os.WriteFile(path, r, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a2l := tooltest.Require(t, "addr2line")
+	out, err := exec.Command(a2l, "-f", "-e", path, fmt.Sprintf("%#x", addr["a64_twice"]+16)).CombinedOutput()
+	if err != nil || string(out) != "a64_twice\n/src/a64.scm:13\n" {
+		t.Errorf("addr2line on the rebased image: %v %q", err, out)
+	}
+}
