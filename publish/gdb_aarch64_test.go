@@ -1,0 +1,80 @@
+//go:build linux && amd64
+
+package publish_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/tooltest"
+)
+
+// TestGDBMultiarchAArch64 cross-builds testdata/a64prog for linux/arm64,
+// runs it under qemu-aarch64 -g with gdb-multiarch attached through qemu's
+// gdb stub, and checks that gdb breaks at the AArch64 JIT procedure the
+// program published with publish.GDB (a pending breakpoint resolved
+// through the GDB JIT interface) and shows its line and arguments from the
+// image's DWARF, and that the CFI describes its frame record. qemu's stub
+// listens on every interface, so both run in a new user and network
+// namespace (unshare -rn) whose only interface is loopback: the port is
+// private to the test.
+func TestGDBMultiarchAArch64(t *testing.T) {
+	goCmd := tooltest.Require(t, "go")
+	gdb := tooltest.Require(t, "gdb-multiarch")
+	qemu := tooltest.Require(t, "qemu-aarch64")
+	unshare := tooltest.Require(t, "unshare")
+	ip := tooltest.Require(t, "ip")
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "a64prog")
+	build := exec.Command(goCmd, "build", "-o", prog, "./testdata/a64prog")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("GOARCH=arm64 go build ./testdata/a64prog: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(unshare, "-rn", "true").CombinedOutput(); err != nil {
+		t.Fatalf("unshare -rn (user and network namespaces): %v\n%s", err, out)
+	}
+	// The wrapper Session runs as "gdb": in a fresh namespace it brings
+	// loopback up, starts the program under qemu's gdb stub on port 1234
+	// and execs gdb-multiarch with the session's arguments (gdb retries
+	// the connection until the stub listens).
+	progOut := filepath.Join(dir, "prog.out")
+	wrapper := filepath.Join(dir, "gdb-in-netns")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s -rn sh -c '%s link set lo up && { %s -g 1234 %s > %s 2>&1 & } && exec %s \"$@\"' sh \"$@\"\n",
+		unshare, ip, qemu, prog, progOut, gdb)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &gdbtest.Session{GDB: wrapper, Program: prog, Dir: dir, NoScript: true, Cmds: []string{
+		"target remote 127.0.0.1:1234",
+		"break a64_twice",
+		"continue",
+		"info args",
+		"info frame",
+		"continue",
+	}}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	if want := "a64_twice (a=20, b=1) at /src/a64.scm:11"; !strings.Contains(r.Blocks[2], want) {
+		t.Errorf("continue: no stop at %q:\n%s", want, r.Blocks[2])
+	}
+	if args := gdbtest.Vars(r.Blocks[3]); args["a"] != "20" || args["b"] != "1" {
+		t.Errorf("info args %v, want a = 20, b = 1:\n%s", args, r.Blocks[3])
+	}
+	if !strings.Contains(r.Blocks[4], "x29 at ") || !strings.Contains(r.Blocks[4], "x30 at ") {
+		t.Errorf("info frame: no saved x29, x30 (the CFI's frame record):\n%s", r.Blocks[4])
+	}
+	if !strings.Contains(r.Blocks[5], "exited normally") {
+		t.Errorf("second continue: the program did not exit normally:\n%s", r.Blocks[5])
+	}
+	if out, err := os.ReadFile(progOut); err != nil || !strings.Contains(string(out), "a64_twice(20, 1) = 42") {
+		t.Errorf("program output %q (%v), want a64_twice(20, 1) = 42", out, err)
+	}
+}
