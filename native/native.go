@@ -58,6 +58,14 @@
 // as "<signal handler called>"), native.trampoline, native.call,
 // native.CallErr, then Call's caller.
 //
+// On arm64 the trampoline and the layout are the same in spirit
+// (call_arm64.s), but package elfimage has no AArch64 entry image yet:
+// unless a program installs its own routine, Call goes through the
+// trampoline's built-in one, native.directEntry, whose Go-generated call
+// frame information does not describe the frame record it pushes, so
+// debuggers' backtraces from the called code end there (gdb-multiarch
+// under qemu-aarch64: "previous frame identical to this frame").
+//
 // The package builds everywhere: outside Linux, NewStack and Alloc return
 // errors matching errors.ErrUnsupported, and outside amd64 and arm64 so
 // does CallErr (and Call panics with that error). Code written into memory
