@@ -23,6 +23,9 @@ func TestOpenAArch64(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer im.Close()
+		if ent, err := elfimage.EntryImage(); err != nil || native.Entry() == 0 || native.Entry() != ent.Entry() {
+			t.Errorf("entry routine %#x, entry image %v (%v): want Open to install the AArch64 entry image", native.Entry(), ent, err)
+		}
 		if im.Arch().Name != "aarch64" {
 			t.Errorf("Arch %s", im.Arch().Name)
 		}

@@ -59,12 +59,13 @@
 // native.CallErr, then Call's caller.
 //
 // On arm64 the trampoline and the layout are the same in spirit
-// (call_arm64.s), but package elfimage has no AArch64 entry image yet:
-// unless a program installs its own routine, Call goes through the
-// trampoline's built-in one, native.directEntry, whose Go-generated call
-// frame information does not describe the frame record it pushes, so
-// debuggers' backtraces from the called code end there (gdb-multiarch
-// under qemu-aarch64: "previous frame identical to this frame").
+// (call_arm64.s), and package elfimage installs an AArch64 entry image
+// (stp x29, x30; mov x29, sp; blr x16; ldp; ret) whose CFI leads debuggers
+// from the called code into the trampoline the same way. Without an
+// installed routine Call goes through the trampoline's built-in one,
+// native.directEntry, whose Go-generated call frame information does not
+// describe the frame record it pushes: backtraces from the called code then
+// end there.
 //
 // The package builds everywhere: outside Linux, NewStack and Alloc return
 // errors matching errors.ErrUnsupported, and outside amd64 and arm64 so

@@ -19,7 +19,9 @@ import (
 // gdb stub, and checks that gdb breaks at the AArch64 JIT procedure the
 // program published with publish.GDB (a pending breakpoint resolved
 // through the GDB JIT interface) and shows its line and arguments from the
-// image's DWARF, and that the CFI describes its frame record. qemu's stub
+// image's DWARF, that the CFI describes its frame record, and that the
+// backtrace crosses the library's AArch64 entry frame into the Go code
+// that called native.Call. qemu's stub
 // listens on every interface, so both run in a new user and network
 // namespace (unshare -rn) whose only interface is loopback: the port is
 // private to the test.
@@ -56,6 +58,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"continue",
 		"info args",
 		"info frame",
+		"bt",
 		"continue",
 	}}
 	r, err := s.Run()
@@ -71,8 +74,21 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 	if !strings.Contains(r.Blocks[4], "x29 at ") || !strings.Contains(r.Blocks[4], "x30 at ") {
 		t.Errorf("info frame: no saved x29, x30 (the CFI's frame record):\n%s", r.Blocks[4])
 	}
-	if !strings.Contains(r.Blocks[5], "exited normally") {
-		t.Errorf("second continue: the program did not exit normally:\n%s", r.Blocks[5])
+	// The AArch64 entry image's CFI (a signal frame: gdb prints it as
+	// "<signal handler called>") leads from the JIT code across the stack
+	// switch into the trampoline and the Go code that called native.Call.
+	var names []string
+	for _, f := range gdbtest.Frames(r.Blocks[5]) {
+		names = append(names, f.Func)
+	}
+	want := []string{"a64_twice", "github.com/elfimage/elfimage/native.trampoline",
+		"github.com/elfimage/elfimage/native.call", "github.com/elfimage/elfimage/native.CallErr",
+		"github.com/elfimage/elfimage/native.Call", "main.run", "main.main"}
+	if strings.Join(names, "\n") != strings.Join(want, "\n") || !strings.Contains(r.Blocks[5], "#1  <signal handler called>") {
+		t.Errorf("bt frames %q, want %q:\n%s", names, want, r.Blocks[5])
+	}
+	if !strings.Contains(r.Blocks[6], "exited normally") {
+		t.Errorf("second continue: the program did not exit normally:\n%s", r.Blocks[6])
 	}
 	if out, err := os.ReadFile(progOut); err != nil || !strings.Contains(string(out), "a64_twice(20, 1) = 42") {
 		t.Errorf("program output %q (%v), want a64_twice(20, 1) = 42", out, err)
