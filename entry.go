@@ -96,15 +96,21 @@ func entryCFI() []frame.Insn {
 }
 
 // entryModule is the entry image's Module.
+// On arm64 it holds the AArch64 routine (entry_aarch64.go).
 func entryModule() *Module {
+	code, cfi := entryCode, entryCFI()
+	if hostArch == arch.AArch64 {
+		code, cfi = entryCodeAArch64, entryCFIAArch64()
+	}
 	return &Module{
+		Arch:     hostArch,
 		File:     entryFile,
 		Producer: "elfimage entry image",
 		Entry:    EntryName,
 		Procs: []*Proc{{
 			Name:        EntryName,
-			Code:        entryCode,
-			CFI:         entryCFI(),
+			Code:        code,
+			CFI:         cfi,
 			SignalFrame: true,
 			Internal:    true,
 			Doc:         "The entry frame between code called through native.Call and its Go caller.",
@@ -132,8 +138,8 @@ var (
 // publishes it with the first image it publishes. A program that loads no
 // image (for example one that publishes its code with package gdbjit
 // only) gets the entry frame by calling publish.GDB() (no
-// arguments) once. Outside amd64 there is no entry routine: EntryImage
-// returns nil and an error matching errors.ErrUnsupported.
+// arguments) once. Outside amd64 and arm64 there is no entry routine:
+// EntryImage returns nil and an error matching errors.ErrUnsupported.
 //
 // Errors: those of [Link] and [Load], retried by the next call, and
 // native.ErrEntrySet (wrapped, returned by every later call) when the
@@ -146,7 +152,7 @@ func EntryImage() (*Image, error) {
 	if im := entryImg.Load(); im != nil {
 		return im, nil
 	}
-	if runtime.GOARCH != "amd64" {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		return nil, fmt.Errorf("elfimage: no entry routine on %s: %w", runtime.GOARCH, errors.ErrUnsupported)
 	}
 	entryMu.Lock()

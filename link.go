@@ -678,17 +678,18 @@ func (l *linker) link() ([]byte, error) {
 	}
 	w.WriteBuildID(note)
 	b := w.SectionBytes(text)
+	fill := textFill(l.a)
 	for i, p := range m.Procs {
 		o := l.procAddr[i] - text.Addr
 		copy(b[o:], p.Code)
-		// Fill alignment gaps in .text with int3 so a stray jump traps.
+		// Fill alignment gaps in .text so a stray jump traps (textFill).
 		end := o + uint64(len(p.Code))
 		next := text.Size
 		if i+1 < len(m.Procs) {
 			next = l.procAddr[i+1] - text.Addr
 		}
 		for j := end; j < next; j++ {
-			b[j] = 0xcc
+			b[j] = fill
 		}
 	}
 	patches = applyPatches(b, text.Addr, patches)

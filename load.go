@@ -17,6 +17,7 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/native"
 )
 
 // LoadOptions tunes [Open] and [Load]. A nil *LoadOptions means the zero
@@ -26,8 +27,9 @@ type LoadOptions struct {
 	// fallback (anonymous memory filled from the file), as when mmap of
 	// the file fails.
 	ForceRead bool
-	// Arch is the ABI the image must be for (e_machine); nil means
-	// arch.X86_64.
+	// Arch is the ABI the image must be for (e_machine); nil means the
+	// running program's (arch.ForGOARCH(runtime.GOARCH): arch.X86_64 on
+	// amd64, arch.AArch64 on arm64; arch.X86_64 on any other GOARCH).
 	Arch *arch.Arch
 	// DebugFiles finds the debug file of a stripped image (one without
 	// .debug_info: [Strip], eu-strip, strip) for its debug queries, by
@@ -217,7 +219,7 @@ func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {
 }
 
 func options(opts *LoadOptions) (*arch.Arch, uint64) {
-	a := arch.X86_64
+	a := hostArch
 	if opts != nil && opts.Arch != nil {
 		a = opts.Arch
 	}
@@ -260,6 +262,14 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 	}
 	for _, s := range p.segs {
 		if s.Flags&elf.PF_X != 0 && s.Size > 0 {
+			if !mapped {
+				// The code was copied into anonymous memory by data
+				// stores: make instruction fetches see it (AArch64;
+				// a no-op on x86-64). File pages need nothing: the
+				// kernel makes them coherent when it maps them
+				// executable.
+				native.SyncInstructionCache(uintptr(base+s.Addr), int(s.Size))
+			}
 			if err := unix.Mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_EXEC); err != nil {
 				if mapped && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
 					err = fmt.Errorf("%w: %w", errExecDenied, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/elfobj"
 )
@@ -80,7 +81,8 @@ func encodeRebase(secs []builtSection) []byte {
 //     PT_GNU_EH_FRAME and PT_NOTE; sh_addr of every SHF_ALLOC section;
 //   - st_value of every .symtab symbol defined in an SHF_ALLOC section;
 //   - the address entries of .dynamic (DT_RELA, DT_STRTAB, DT_SYMTAB) and
-//     r_offset and the addend of each R_X86_64_RELATIVE relocation;
+//     r_offset and the addend of each R_X86_64_RELATIVE relocation
+//     (R_AARCH64_RELATIVE on EM_AARCH64);
 //   - every word listed in [SectionRebase].
 //
 // Position-independent encodings (.eh_frame, .eh_frame_hdr, offset pairs
@@ -286,9 +288,13 @@ func rebaseRela(d *decoder, h *elfobj.Header, s *SectionHeader, add func(uint64)
 	if s.Size%relaSize != 0 {
 		return d.errorf(s.Offset, "sh_size of "+s.Name, "size %d is not a multiple of %d", s.Size, relaSize)
 	}
+	relative := uint32(elf.R_X86_64_RELATIVE)
+	if a := arch.ForMachine(h.Machine); a != nil {
+		relative = a.RelocRelative // R_AARCH64_RELATIVE on EM_AARCH64
+	}
 	for off := s.Offset; off < s.Offset+s.Size; off += relaSize {
 		add(off) // r_offset
-		if elf.R_X86_64(h.DecodeRel(d.data[off:], true).Type) == elf.R_X86_64_RELATIVE {
+		if h.DecodeRel(d.data[off:], true).Type == relative {
 			add(off + 16) // r_addend
 		}
 	}

@@ -119,8 +119,19 @@ func x86_64Names() []string {
 	return n
 }
 
-// AArch64 is the Arm 64-bit ABI (AAPCS64). Images are not yet written for it,
-// but readers and the unwinder use these facts.
+// AArch64 is the Arm 64-bit ABI (AAPCS64).
+//
+// PageSize is 4096, the smallest translation granule (Armv8-A supports
+// 4 KiB, 16 KiB and 64 KiB pages; Linux picks one at build time: Debian and
+// most distributions 4 KiB, Apple silicon under Asahi 16 KiB, some server
+// kernels (RHEL 8 and earlier) 64 KiB). Segments with different
+// protections cannot share a page, so the loader refuses, with an error
+// naming p_offset, an image whose segments are not aligned to the running
+// kernel's page size (the larger of PageSize and os.Getpagesize()). For
+// 16 KiB or 64 KiB kernels link with a copy of AArch64 whose PageSize is
+// that size (65536 serves all three, as GNU ld's -z max-page-size=0x10000
+// default for AArch64 does), at the cost of up to that much padding per
+// segment in the file.
 var AArch64 = &Arch{
 	Name:          "aarch64",
 	Machine:       elf.EM_AARCH64,
@@ -169,3 +180,16 @@ func (a *Arch) RegName(r Reg) string {
 // AArch64 here: 0-32, x0 to pc): numbers at or above it name no register
 // of the ABI. It is at least NumRegs.
 func (a *Arch) NumDWARFRegs() int { return len(a.regNames) }
+
+// ForGOARCH returns the Arch of a Go GOARCH value ("amd64": [X86_64],
+// "arm64": [AArch64]), or nil for any other. ForGOARCH(runtime.GOARCH) is
+// the ABI of the running program's own code.
+func ForGOARCH(goarch string) *Arch {
+	switch goarch {
+	case "amd64":
+		return X86_64
+	case "arm64":
+		return AArch64
+	}
+	return nil
+}

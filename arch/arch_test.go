@@ -32,3 +32,12 @@ func TestAArch64(t *testing.T) {
 		}
 	}
 }
+
+func TestForGOARCH(t *testing.T) {
+	if ForGOARCH("amd64") != X86_64 || ForGOARCH("arm64") != AArch64 || ForGOARCH("riscv64") != nil {
+		t.Errorf("ForGOARCH: amd64 %v, arm64 %v, riscv64 %v", ForGOARCH("amd64"), ForGOARCH("arm64"), ForGOARCH("riscv64"))
+	}
+	if a := ForGOARCH("arm64"); a.RA != AArch64_X30 || a.Machine.String() != "EM_AARCH64" || a.RelocRelative != 1027 {
+		t.Errorf("AArch64: RA %d, machine %v, RELATIVE %d; want x30, EM_AARCH64, R_AARCH64_RELATIVE (1027)", a.RA, a.Machine, a.RelocRelative)
+	}
+}

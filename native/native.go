@@ -1,6 +1,6 @@
 // Package native calls machine code of a loaded image (or any code that
-// follows the System V AMD64 calling convention) from Go, on a stack that the
-// library owns.
+// follows the System V AMD64 calling convention on amd64, AAPCS64 on arm64)
+// from Go, on a stack that the library owns.
 //
 // Go cannot run foreign code on a goroutine stack: goroutine stacks start at
 // a few KiB without guard pages and move, Go does not keep SP 16-byte
@@ -27,12 +27,19 @@
 //   - It must not overflow the Stack: a hit on the guard page kills the
 //     process. Compare SP with a limit above (*Stack).Bottom and abort
 //     instead (see below).
+//   - On arm64 it must not use X28 at all (it holds Go's g, which Go's
+//     signal handler reads from it when cgo is not linked) nor X18 (the
+//     platform register), must preserve FPCR and must leave SP 16-byte
+//     aligned.
 //   - It may "abort" from any depth by loading (*Stack).EntrySP into RSP and
 //     executing RET with RAX holding the result; the trampoline and the
 //     entry routine keep what they need on the Stack above EntrySP and rely
 //     on no register but RSP and RAX, so callee-saved registers (RBX, RBP,
 //     R12-R15) may be clobbered on that path. The trampoline also clears the
-//     direction flag on return.
+//     direction flag on return. On arm64 the abort moves
+//     (*Stack).EntrySP into SP and runs the entry routine's epilogue,
+//     LDP X29, X30, [SP], #16; RET, with X0 holding the result: the frame
+//     record at EntrySP returns into the trampoline (call_arm64.s).
 //
 // # Debuggers and profilers
 //
@@ -51,9 +58,21 @@
 // as "<signal handler called>"), native.trampoline, native.call,
 // native.CallErr, then Call's caller.
 //
+// On arm64 the trampoline and the layout are the same in spirit
+// (call_arm64.s), and package elfimage installs an AArch64 entry image
+// (stp x29, x30; mov x29, sp; blr x16; ldp; ret) whose CFI leads debuggers
+// from the called code into the trampoline the same way. Without an
+// installed routine Call goes through the trampoline's built-in one,
+// native.directEntry, whose Go-generated call frame information does not
+// describe the frame record it pushes: backtraces from the called code then
+// end there.
+//
 // The package builds everywhere: outside Linux, NewStack and Alloc return
-// errors matching errors.ErrUnsupported, and outside amd64 so does CallErr
-// (and Call panics with that error).
+// errors matching errors.ErrUnsupported, and outside amd64 and arm64 so
+// does CallErr (and Call panics with that error). Code written into memory
+// at run time must be made visible to instruction fetches with
+// [SyncInstructionCache] before it runs (a no-op on x86-64; required on
+// AArch64 hardware).
 package native
 
 import (
@@ -63,37 +82,10 @@ import (
 )
 
 // MaxArgs is the number of integer arguments Call passes, in RDI, RSI, RDX,
-// RCX, R8 and R9 (System V AMD64 psABI §3.2.3).
+// RCX, R8 and R9 (System V AMD64 psABI §3.2.3), or X0-X5 on arm64 (AAPCS64
+// §6.8.2; X6 and X7 are zero). It is the same on every GOARCH so that an
+// image's procedures are callable wherever their machine runs.
 const MaxArgs = 6
-
-// The top of every Stack while Call runs code on it, as byte offsets below
-// [Stack.Top] (call_amd64.s shows the whole layout). The entry routine
-// ([SetEntry]) finds the trampoline's Go frame through them: its call frame
-// information describes its caller, the trampoline, as the frame whose
-// stack pointer is the word at Top()-SavedSPOffset, whose frame pointer is
-// the word at Top()-SavedBPOffset and whose return address into the
-// trampoline is at Top()-EntryRoutineSPOffset, which lets debuggers and
-// unwinders step from native frames across the stack switch into Go.
-const (
-	// SavedSPOffset: the trampoline's stack pointer on the Go stack
-	// (after its prologue, as Go's call frame information for it
-	// expects).
-	SavedSPOffset = 16
-	// SavedBPOffset: the trampoline's frame pointer (RBP), which points
-	// at its frame record on the Go stack.
-	SavedBPOffset = 24
-	// EntryRoutineSPOffset: the entry routine's stack pointer at its
-	// first instruction, where the return address into the trampoline
-	// is; ≡ 8 (mod 16).
-	EntryRoutineSPOffset = 40
-	// EntrySPOffset: the called code's stack pointer at its first
-	// instruction ([Stack.EntrySP]), where the return address into the
-	// entry routine (or the trampoline, without one) is; ≡ 8 (mod 16).
-	// The 8 bytes above it hold the frame pointer the entry routine
-	// pushes. The word at Top()-8 is left unused: perf's DWARF unwinder
-	// cannot read the last word of its copy of the stack.
-	EntrySPOffset = 56
-)
 
 // Errors returned by CallErr (and panicked with by Call), matched with
 // errors.Is.
@@ -134,10 +126,19 @@ var (
 // such a routine. Its CFI describes its caller as the trampoline frame
 // whose SP, BP and return address those words give.
 //
+// On arm64 the routine is entered by BLR with SP = Top()-[EntryRoutineSPOffset]
+// (16-byte aligned), X30 holding the return address into the trampoline,
+// X0-X7 loaded for the function and the function's address in X16; it
+// must push the frame record (X29, X30) so that SP = [Stack.EntrySP],
+// call X16 with X0-X7 unchanged, pop the frame record and return X0:
+// `stp x29, x30, [sp, #-16]!; mov x29, sp; blr x16; ldp x29, x30, [sp],
+// #16; ret` is such a routine (the trampoline has the same one built in
+// for when none is installed).
+//
 // Errors: ErrEntrySet when a different routine is installed already (it
 // cannot be replaced: calls may be running through it; installing the same
 // pc again succeeds), an error for pc 0, and errors.ErrUnsupported outside
-// amd64. Cost: one atomic compare-and-swap; each Call then costs one more
+// amd64 and arm64. Cost: one atomic compare-and-swap; each Call then costs one more
 // call and return.
 func SetEntry(pc uintptr) error {
 	if pc == 0 {
@@ -151,7 +152,7 @@ func SetEntry(pc uintptr) error {
 func Entry() uintptr { return entry() }
 
 // Call calls the machine code at fn on Stack s with up to six integer
-// arguments and returns RAX. See CallErr for the contract; Call panics with
+// arguments and returns RAX (X0 on arm64). See CallErr for the contract; Call panics with
 // CallErr's error (an error value matching ErrTooManyArgs, ErrNilStack,
 // ErrNilFunc, ErrClosed, ErrBusy or errors.ErrUnsupported) on misuse.
 // It allocates nothing; its cost is about that of a system call wrapper
@@ -178,7 +179,13 @@ func Call(fn uintptr, s *Stack, args ...uintptr) uintptr {
 //
 // Errors: ErrTooManyArgs (len(args) > MaxArgs), ErrNilStack, ErrNilFunc,
 // ErrClosed, ErrBusy (s serves another call), and errors.ErrUnsupported
-// outside linux/amd64; none of them runs any code. It allocates nothing.
+// outside linux on amd64 and arm64; none of them runs any code. It
+// allocates nothing.
+//
+// On arm64 (AAPCS64 §6.8.2) args[i] goes to X0-X5, X6, X7 and X8 (the
+// indirect result register) are zero, the code is entered by BLR with SP =
+// s.EntrySP() (16-byte aligned) and X30 holding the return address, and
+// CallErr returns X0.
 func CallErr(fn uintptr, s *Stack, args ...uintptr) (uintptr, error) {
 	if len(args) > MaxArgs {
 		return 0, fmt.Errorf("%w: got %d", ErrTooManyArgs, len(args))

@@ -60,7 +60,8 @@ func NewStack(size int) (*Stack, error) {
 
 // Top returns the exclusive top of the stack: a page-aligned (so 16-byte
 // aligned) address; the usable range is [Bottom(), Top()). Call uses the 48
-// bytes [Top()-48, Top()) for its own state (see [EntrySPOffset]); the called
+// bytes [Top()-48, Top()) for its own state (see [EntrySPOffset]; on arm64
+// the 48 bytes below Top, the entry routine's frame record included); the called
 // code's frame starts at EntrySP. Top is valid until Close and costs nothing.
 func (s *Stack) Top() uintptr { return s.top }
 
@@ -75,7 +76,10 @@ func (s *Stack) Size() int { return int(s.top - s.bottom) }
 // Top()-EntrySPOffset (Top()-56), ≡ 8 (mod 16), where the return address
 // into the entry routine (or the trampoline) lies. Code that loads EntrySP
 // into RSP and executes RET returns from Call with its RAX, whatever its
-// depth and whatever it did to other registers.
+// depth and whatever it did to other registers. On arm64 it is SP at the
+// function's entry, Top()-48 (16-byte aligned), where the entry routine's
+// frame record (X29, X30) lies: code that moves EntrySP into SP and runs
+// LDP X29, X30, [SP], #16; RET returns from Call with its X0.
 func (s *Stack) EntrySP() uintptr { return s.top - EntrySPOffset }
 
 // Close unmaps the stack. It returns ErrBusy (and unmaps nothing) while a

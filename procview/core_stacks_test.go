@@ -582,7 +582,7 @@ func waitWorkers(t *testing.T, pid int) {
 	}
 	for _, task := range tasks {
 		if tid, _ := strconv.Atoi(task.Name()); tid != pid {
-			waitSyscall(t, pid, tid, int(syscall.SYS_PAUSE))
+			waitSyscall(t, pid, tid, sysPauseX86_64)
 		}
 	}
 }
@@ -646,7 +646,7 @@ func TestCoreStacksC(t *testing.T) {
 	t.Run("gcore", func(t *testing.T) {
 		cmd := exec.Command(exe)
 		tooltest.StartReady(t, cmd)
-		waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_PAUSE))
+		waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, sysPauseX86_64)
 		waitWorkers(t, cmd.Process.Pid)
 		check(t, gcore(t, gdb, t.TempDir(), cmd.Process.Pid), cmd.Process.Pid, "pause leaf middle main")
 	})
@@ -789,3 +789,8 @@ func byTIDOf(threads []procview.Thread, tid int) *procview.Thread {
 	}
 	return nil
 }
+
+// sysPauseX86_64 is pause(2)'s number on x86-64 (syscall.SYS_PAUSE there;
+// arm64 has no pause system call, and the C programs run on the x86-64
+// host).
+const sysPauseX86_64 = 34

@@ -354,7 +354,7 @@ func TestStacksCgo(t *testing.T) {
 	}
 	cmd := exec.Command(bin)
 	tooltest.StartReady(t, cmd)
-	waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, int(syscall.SYS_PAUSE))
+	waitSyscall(t, cmd.Process.Pid, cmd.Process.Pid, sysPauseX86_64)
 	freeze(t, cmd.Process.Pid)
 	threads, view, err := procview.Stacks(cmd.Process.Pid, nil)
 	if err != nil {

@@ -7,7 +7,7 @@
 //
 // # The protocol
 //
-// The binary defines, in Go assembly (symbols_amd64.s, no cgo), the two
+// The binary defines, in Go assembly (symbols_amd64.s, symbols_arm64.s; no cgo), the two
 // global symbols gdb looks up by name in .symtab:
 //
 //   - __jit_debug_descriptor: struct jit_descriptor {uint32 version,
@@ -138,6 +138,6 @@
 // see BENCHMARKS.md). Flushes run on a timer goroutine or on the caller of
 // Flush, one at a time.
 //
-// The package works on linux/amd64; elsewhere every registration returns
+// The package works on linux/amd64 and linux/arm64; elsewhere every registration returns
 // an error matching errors.ErrUnsupported ([Symfile] works everywhere).
 package gdbjit

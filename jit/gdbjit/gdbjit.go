@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package gdbjit
 
@@ -13,7 +13,7 @@ import (
 
 // descriptor is struct jit_descriptor (GDB manual, "JIT Declarations"):
 // 24 bytes on LP64. The one instance is __jit_debug_descriptor, defined in
-// symbols_amd64.s.
+// symbols_amd64.s and symbols_arm64.s.
 type descriptor struct {
 	Version       uint32
 	ActionFlag    uint32
@@ -30,7 +30,7 @@ type codeEntry struct {
 	SymfileSize uint64
 }
 
-// Implemented in symbols_amd64.s.
+// Implemented in symbols_amd64.s and symbols_arm64.s.
 func registerCode()
 func descriptorAddr() *descriptor
 

@@ -1,4 +1,4 @@
-//go:build !(linux && amd64)
+//go:build !(linux && (amd64 || arm64))
 
 package gdbjit
 
@@ -7,14 +7,14 @@ import (
 	"fmt"
 )
 
-// Entry is a registered symbol file; see the linux/amd64 implementation.
+// Entry is a registered symbol file; see the linux implementation (amd64, arm64).
 // On this platform none can be made.
 type Entry struct{}
 
-var errUnsupported = fmt.Errorf("gdbjit: %w on this platform (linux/amd64 only)", errors.ErrUnsupported)
+var errUnsupported = fmt.Errorf("gdbjit: %w on this platform (linux on amd64 and arm64 only)", errors.ErrUnsupported)
 
 // Register returns an error matching errors.ErrUnsupported: the interface
-// is implemented on linux/amd64 only.
+// is implemented on linux on amd64 and arm64 only.
 func Register(symfile []byte) (*Entry, error) { return nil, errUnsupported }
 
 // RegisterBatch returns an error matching errors.ErrUnsupported.

@@ -3,6 +3,7 @@ package gdbjit
 import (
 	"debug/elf"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/elfimage/elfimage/arch"
@@ -41,9 +42,11 @@ type Proc struct {
 	// prologue (it recognises push %rbp; mov %rsp,%rbp) and LLDB from
 	// its instructions.
 	CFI []frame.Insn
-	// CIE is the CIE for CFI; nil means frame.StandardCIE(arch.X86_64):
-	// CFA = rsp+8 and the return address at CFA-8, the state at the first
-	// instruction of a procedure entered by a call.
+	// CIE is the CIE for CFI; nil means frame.StandardCIE of the running
+	// program's ABI (arch.ForGOARCH(runtime.GOARCH), x86-64 on any GOARCH
+	// without one): on x86-64 CFA = rsp+8 and the return address at
+	// CFA-8, on AArch64 CFA = sp and the return address in x30, the state
+	// at the first instruction of a procedure entered by a call.
 	CIE *frame.CIE
 }
 
@@ -64,7 +67,8 @@ type Line struct {
 //     one PT_LOAD (R+X, no file bytes) over the same range;
 //   - .symtab/.strtab: one STB_GLOBAL STT_FUNC symbol per procedure with its
 //     address and size;
-//   - when some procedure has CFI: .eh_frame (SHT_X86_64_UNWIND) with one
+//   - when some procedure has CFI: .eh_frame (SHT_X86_64_UNWIND on
+//     x86-64, SHT_PROGBITS elsewhere) with one
 //     CIE per distinct CIE and one FDE per such procedure (LSB 5.0 section
 //     10.6.1), its FDE pointers DW_EH_PE_absptr (absolute 8-byte
 //     addresses: the section is not loaded and has no address of its own
@@ -173,7 +177,7 @@ func symfileGroups(groups [][]Proc) ([]byte, error) {
 	strtab := w.AddSection(elf.SectionHeader{Name: ".strtab", Type: elf.SHT_STRTAB, Addralign: 1})
 	var ehSec *elfobj.Section
 	if eh != nil {
-		ehSec = w.AddSection(elf.SectionHeader{Name: ".eh_frame", Type: shtX86_64Unwind, Addralign: 8})
+		ehSec = w.AddSection(elf.SectionHeader{Name: ".eh_frame", Type: ehFrameType(hostArch), Addralign: 8})
 	}
 	note := w.AddSection(elf.SectionHeader{Name: ".note.gnu.build-id", Type: elf.SHT_NOTE, Addralign: 4})
 	dwSecs := make([]*elfobj.Section, len(dw))
@@ -206,7 +210,7 @@ func symfileGroups(groups [][]Proc) ([]byte, error) {
 	shstrtab := w.ReserveShstrtab()
 	w.ReserveSectionHeaders()
 
-	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_EXEC, Machine: elf.EM_X86_64})
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_EXEC, Machine: hostArch.Machine})
 	for _, l := range loads {
 		// The code's real range, no file bytes (p_offset 0, p_align 1 so
 		// no congruence is implied).
@@ -242,6 +246,25 @@ func symfileGroups(groups [][]Proc) ([]byte, error) {
 // psABI gives .eh_frame (debug/elf has no name for it).
 const shtX86_64Unwind = elf.SectionType(0x70000001)
 
+// hostArch is the ABI of the symbol files: the running program's, whose
+// code the JIT generates (x86-64 on a GOARCH arch does not know).
+var hostArch = func() *arch.Arch {
+	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
+		return a
+	}
+	return arch.X86_64
+}()
+
+// ehFrameType is the section type of .eh_frame for a: the x86-64 psABI's
+// SHT_X86_64_UNWIND, SHT_PROGBITS elsewhere (AArch64 has no type of its
+// own).
+func ehFrameType(a *arch.Arch) elf.SectionType {
+	if a.Machine == elf.EM_X86_64 {
+		return shtX86_64Unwind
+	}
+	return elf.SHT_PROGBITS
+}
+
 // ehEnc is the encoding of the symbol files' .eh_frame: 8-byte
 // addresses, little-endian (the version and offset format are ignored
 // for .eh_frame).
@@ -252,7 +275,7 @@ func (p *Proc) cie() frame.CIE {
 	if p.CIE != nil {
 		return *p.CIE
 	}
-	return frame.StandardCIE(arch.X86_64)
+	return frame.StandardCIE(hostArch)
 }
 
 // symfileEHFrame returns the .eh_frame of the procedures of groups that
@@ -264,7 +287,7 @@ func (p *Proc) cie() frame.CIE {
 // both read such an .eh_frame from a JIT symbol file (tested).
 func symfileEHFrame(groups [][]Proc) ([]byte, error) {
 	var fdes []frame.FDE
-	std := frame.StandardCIE(arch.X86_64)
+	std := frame.StandardCIE(hostArch)
 	for _, g := range groups {
 		for i := range g {
 			p := &g[i]

@@ -1,3 +1,9 @@
+//go:build amd64
+
+// The symbol files here hold x86-64 CFI: their machine is the running
+// program's, so they run on amd64 only (symfile_arm64_test.go has the
+// AArch64 counterpart).
+
 package gdbjit
 
 import (

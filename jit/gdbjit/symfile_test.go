@@ -33,7 +33,7 @@ func TestSymfileELF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Type != elf.ET_EXEC || f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
+	if f.Type != elf.ET_EXEC || f.Machine != hostArch.Machine || f.Class != elf.ELFCLASS64 {
 		t.Errorf("header: %v %v %v", f.Type, f.Machine, f.Class)
 	}
 	const lo, hi = 0x7f0000001000, 0x7f0000001090

@@ -1,3 +1,5 @@
+//go:build amd64 || arm64
+
 package native
 
 import (
@@ -14,10 +16,12 @@ func entersyscall()
 //go:linkname exitsyscall runtime.exitsyscall
 func exitsyscall()
 
-// trampoline saves its Go SP and BP in the 16 bytes below top, switches
-// SP to top-16, loads the argument registers, calls fn through the entry
-// routine entry (or directly when entry is 0), restores SP and BP and
-// returns RAX. Implemented in call_amd64.s, which shows the layout.
+// trampoline saves its Go SP and frame pointer in the top words of the
+// stack below top, switches SP to the stack, loads the argument registers,
+// calls fn through the entry routine entry (or directly, or on arm64
+// through its own built-in routine, when entry is 0), restores SP and the
+// frame pointer and returns the result register (RAX, X0). Implemented in
+// call_amd64.s and call_arm64.s, which show the layouts.
 func trampoline(fn, top, entry, a1, a2, a3, a4, a5, a6 uintptr) uintptr
 
 // entryPC is the entry routine installed by SetEntry, 0 for none.

@@ -1,0 +1,27 @@
+package elfimage
+
+import (
+	"runtime"
+
+	"github.com/elfimage/elfimage/arch"
+)
+
+// hostArch is the ABI of the running program's own code, the default of
+// LoadOptions.Arch: arch.ForGOARCH(runtime.GOARCH), or arch.X86_64 on a
+// GOARCH package arch does not know.
+var hostArch = func() *arch.Arch {
+	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
+		return a
+	}
+	return arch.X86_64
+}()
+
+// textFill is the byte that fills the alignment gaps between procedures in
+// .text so that a stray jump traps: int3 (0xcc) on x86-64; on AArch64 zero,
+// whose every aligned word is UDF #0 (permanently undefined: SIGILL).
+func textFill(a *arch.Arch) byte {
+	if a.Machine == arch.X86_64.Machine {
+		return 0xcc
+	}
+	return 0
+}
