@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -118,7 +119,7 @@ func FuzzDebugSections(f *testing.F) {
 	f.Add([]byte{7, 0, 0, 0, 5, 0, 1, 8, 0, 0, 0}, []byte{1, 0x11, 0, 0, 0}, []byte{}, []byte{}, []byte{}, []byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, info, abbrev, line, rng, str, addr, stroff []byte) {
 		m := map[string][]byte{names[0]: info, names[1]: abbrev, names[2]: line, names[3]: rng, names[4]: str, names[5]: addr, names[6]: stroff}
-		d, err := loadSections(func(n string) ([]byte, error) { return m[n], nil })
+		d, err := loadSections(func(n string) ([]byte, error) { return m[n], nil }, binary.LittleEndian)
 		if err != nil || d == nil {
 			return
 		}

@@ -256,14 +256,19 @@ func llvmSymbolizeObject(t *testing.T, path string, addrs []uint64) [][]symboliz
 }
 
 // addr2lineObject runs binutils addr2line -a -f -i -j sec on addrs
-// (offsets in section sec) and returns each address's frames: function
-// names and lines ("??" and 0 for unknown).
+// (offsets in section sec; without -j, addresses, when sec is "") and
+// returns each address's frames: function names and lines ("??" and 0
+// for unknown).
 func addr2lineObject(t *testing.T, tool, path, sec string, addrs []uint64) [][]symbolize.Frame {
 	var in bytes.Buffer
 	for _, a := range addrs {
 		fmt.Fprintf(&in, "%#x\n", a)
 	}
-	cmd := exec.Command(tool, "-a", "-f", "-i", "-j", sec, "-e", path)
+	args := []string{"-a", "-f", "-i", "-e", path}
+	if sec != "" {
+		args = append(args, "-j", sec)
+	}
+	cmd := exec.Command(tool, args...)
 	cmd.Stdin = &in
 	out, err := cmd.Output()
 	if err != nil {

@@ -101,9 +101,9 @@ var (
 	// ErrNoInfo is returned by Symbolize for an address about which the
 	// file says nothing: no compile unit, no line and no symbol covers it.
 	ErrNoInfo = errors.New("symbolize: no information for the address")
-	// ErrNotELF is wrapped by Open and New for input that is not a
-	// little-endian ELF32 or ELF64 file.
-	ErrNotELF = errors.New("symbolize: not a little-endian ELF file")
+	// ErrNotELF is wrapped by Open and New for input that is not an
+	// ELF32 or ELF64 file of either byte order.
+	ErrNotELF = errors.New("symbolize: not an ELF file")
 	// ErrClosed is returned by Symbolize after Close.
 	ErrClosed = errors.New("symbolize: symbolizer closed")
 	// ErrFault is returned when the mapped file could not be read (it
@@ -386,13 +386,13 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 	if err != nil {
 		return frames[:n0], err
 	}
-	name, ok := syms.lookup(addr)
+	name, file, ok := syms.lookup(addr)
 	if !ok && len(frames) == n0 && s.debug != nil {
 		// Code the DWARF does not describe (assembly such as
 		// __restore_rt) may be named by the debug file's full symbol
 		// table when the file's own (.dynsym) does not name it.
 		if ds, err := s.debug.symbols(); err == nil {
-			name, ok = ds.lookup(addr)
+			name, file, ok = ds.lookup(addr)
 		}
 	}
 	if len(frames) == n0 {
@@ -402,7 +402,11 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 		frames = append(frames, Frame{})
 	}
 	if ok {
-		frames[len(frames)-1].Function = name
+		f := &frames[len(frames)-1]
+		f.Function = name
+		if f.File == "" {
+			f.File = file // the symbol's STT_FILE, as llvm-symbolizer
+		}
 	}
 	return frames, nil
 }
