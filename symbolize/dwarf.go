@@ -232,6 +232,63 @@ func loadSections(section func(name string) ([]byte, error), order binary.ByteOr
 	return loadLive(section, order, allLive)
 }
 
+// clearTombstones returns .debug_addr with its tombstones (-1 and -2 of
+// the entries' size: what lld writes for discarded code when asked, and
+// newer linkers by default) replaced by 0, in a copy (sec is left as it
+// is). A range list entry DW_RLE_startx_length whose start is a
+// tombstone would otherwise overflow the address space, an error that
+// loses the whole unit's coverage; at 0 it is below l.low and ignored as
+// any GNU ld tombstone. Without tombstones, or when l.low is 0 (0 could
+// be code), sec is returned. The section is walked by its DWARF 5
+// contribution headers (section 7.27: unit_length, version 5,
+// address_size, segment_selector_size); one that does not start with such
+// a header (GNU DWARF 4 split DWARF's headerless .debug_addr), or a
+// malformed header, ends the walk. Cost: one pass.
+func clearTombstones(sec []byte, order binary.ByteOrder, l live) []byte {
+	if l.low == 0 || len(sec) < 8 {
+		return sec
+	}
+	var out []byte
+	for off := 0; len(sec)-off >= 8; {
+		n, hdr := uint64(order.Uint32(sec[off:])), 8
+		if n == 0xffffffff {
+			if len(sec)-off < 16 {
+				break
+			}
+			n, hdr = order.Uint64(sec[off+4:]), 16
+			n += 12 // the length counts from after the 12-byte unit_length
+		} else {
+			n += 4
+		}
+		if n > uint64(len(sec)-off) || n < uint64(hdr) || order.Uint16(sec[off+hdr-4:]) != 5 {
+			break
+		}
+		size := int(sec[off+hdr-2])
+		end := off + int(n)
+		if size == 4 || size == 8 {
+			for at := off + hdr; at+size <= end; at += size {
+				var v, top uint64
+				if size == 4 {
+					v, top = uint64(order.Uint32(sec[at:])), 1<<32-1
+				} else {
+					v, top = order.Uint64(sec[at:]), ^uint64(0)
+				}
+				if v == top || v == top-1 {
+					if out == nil {
+						out = append([]byte(nil), sec...)
+					}
+					clear(out[at : at+size])
+				}
+			}
+		}
+		off = end
+	}
+	if out == nil {
+		return sec
+	}
+	return out
+}
+
 // loadLive is loadSections with the ranges and sequences l says are of
 // discarded code ignored.
 func loadLive(section func(name string) ([]byte, error), order binary.ByteOrder, l live) (*dwarfData, error) {
@@ -253,7 +310,7 @@ func loadLive(section func(name string) ([]byte, error), order binary.ByteOrder,
 	d.sec.Str = get(".debug_str")
 	d.sec.LineStr = get(".debug_line_str")
 	d.sec.StrOffsets = get(".debug_str_offsets")
-	d.sec.Addr = get(".debug_addr")
+	d.sec.Addr = clearTombstones(get(".debug_addr"), order, l)
 	d.sec.RngLists = get(".debug_rnglists")
 	d.ranges = get(".debug_ranges")
 	d.line = get(".debug_line")

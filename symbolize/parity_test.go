@@ -2,6 +2,7 @@ package symbolize_test
 
 import (
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,8 +74,19 @@ func parityInputs(t *testing.T) []parityInput {
 			"powerpc64-linux-gnu", "powerpc-linux-gnu",
 			"mips-linux-gnu", "mips64-linux-gnuabi64", "sparcv9-linux-gnu",
 		} {
-			build("clang-"+target+o, clang, "--target="+target, "-fintegrated-as", "-fuse-ld=lld", "-nostdlib", "-Wl,-e,main", o)
+			flags := []string{"--target=" + target, "-fintegrated-as", "-fuse-ld=lld", "-nostdlib", "-Wl,-e,main", o}
+			if target == "powerpc64-linux-gnu" {
+				// ELFv1 function descriptors (.opd) filled by the
+				// static linker: not position-independent.
+				flags = append(flags, "-no-pie")
+			}
+			build("clang-"+target+o, clang, flags...)
 		}
+		// lld's other tombstones: -1 (DWARF 6's proposal, newer
+		// linkers' default) and -2 in 32 bits.
+		build("clang-lld-x86-64-tombstone-1"+o, clang, o, "-fuse-ld=lld", "-Wl,-z,dead-reloc-in-nonalloc=.debug_*=0xffffffffffffffff")
+		build("clang-i386-linux-gnu-tombstone-2"+o, clang, "--target=i386-linux-gnu", "-fintegrated-as", "-fuse-ld=lld", "-nostdlib", "-Wl,-e,main", o,
+			"-Wl,-z,dead-reloc-in-nonalloc=.debug_*=0xfffffffe")
 	}
 	root := goRoot(t)
 	for _, p := range []string{
@@ -223,4 +235,79 @@ func parityKnownWrong(in parityInput, got, want []symbolize.Frame) bool {
 	g, w := slices.Clone(got), slices.Clone(want)
 	g[len(g)-1].Function, w[len(w)-1].Function = "", ""
 	return slices.Equal(g, w)
+}
+
+// TestTombstones: the line rows and ranges of the functions
+// -Wl,--gc-sections discarded (unused1, unused2) sit at the linker's
+// tombstone (0 for GNU ld and lld 14; -1 and -2 when lld is asked), so
+// that addresses from 0 up to the file's lowest code address, and at the
+// tombstones, are covered by dead code. binutils addr2line answers "??"
+// there and so must we; llvm-symbolizer 14 names the discarded function
+// (which this test checks, so that the inputs do have such rows).
+func TestTombstones(t *testing.T) {
+	a2l := tooltest.Require(t, "addr2line")
+	dead := 0
+	for _, in := range parityInputs(t) {
+		if strings.HasPrefix(in.class, "go-testdata-") {
+			continue
+		}
+		t.Run(in.class, func(t *testing.T) {
+			f, err := elf.Open(in.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			low := ^uint64(0)
+			for _, s := range f.Sections {
+				if s.Flags&elf.SHF_EXECINSTR != 0 && s.Size > 0 {
+					low = min(low, s.Addr)
+				}
+			}
+			top := ^uint64(0)
+			if f.Class == elf.ELFCLASS32 {
+				top = 1<<32 - 1
+			}
+			f.Close()
+			var addrs []uint64
+			for a := uint64(0); a < min(low, 0x80); a++ {
+				addrs = append(addrs, a)
+			}
+			addrs = append(addrs, top, top-1, top-2)
+			ref := addr2lineObject(t, a2l, in.path, "", addrs)
+			llvm := llvmSymbolizeObject(t, in.path, addrs)
+			s, err := symbolize.Open(in.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i, a := range addrs {
+				got, err := s.Symbolize(a, nil)
+				if err != nil && !errors.Is(err, symbolize.ErrNoInfo) {
+					t.Fatalf("%#x: %v", a, err)
+				}
+				if len(got) == 0 {
+					got = []symbolize.Frame{{}}
+				}
+				if a >= top-2 {
+					// No DWARF answers at a tombstone; past every symbol,
+					// llvm-symbolizer takes the last symbol of size 0
+					// to reach the address (addr2line does not),
+					// which the library follows.
+					// (llvm-symbolizer answers the line of the
+					// discarded code at -2 in 32 bits.)
+					if got[0].Line != 0 || got[len(got)-1].Function != llvm[i][len(llvm[i])-1].Function {
+						t.Errorf("%#x: ours (err %v):%s\n\tllvm-symbolizer:%s", a, err, fmtFrames(got), fmtFrames(llvm[i]))
+					}
+				} else if got[len(got)-1].Function != ref[i][len(ref[i])-1].Function || got[0].Line != ref[i][0].Line {
+					t.Errorf("%#x: ours (err %v):%s\n\taddr2line:%s", a, err, fmtFrames(got), fmtFrames(ref[i]))
+				}
+				if fn := llvm[i]; len(fn) > 0 && strings.HasPrefix(fn[len(fn)-1].Function, "unused") {
+					dead++
+				}
+			}
+		})
+	}
+	if dead == 0 {
+		t.Errorf("llvm-symbolizer named no discarded function: the inputs have no tombstoned rows")
+	}
+	t.Logf("llvm-symbolizer named a discarded function at %d addresses", dead)
 }

@@ -3,6 +3,7 @@ package symbolize
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"sync"
@@ -47,6 +48,11 @@ type symtab struct {
 	index  bucketIndex // over addrs
 	sorted atomic.Bool
 	files  []uint64 // sort: the indexes of the STT_FILE symbols, ascending
+
+	// opd is the .opd section of a big-endian PowerPC64 file (ELFv1
+	// function descriptors), at opdAddr; nil for others.
+	opd     []byte
+	opdAddr uint64
 }
 
 const scanLimit = 32
@@ -71,6 +77,12 @@ func readSymtab(f *elfFile) (*symtab, error) {
 		return nil, err
 	}
 	t.tab, t.strs = tab, tab.Strings()
+	if o := f.obj.FindSection(".opd"); o >= 0 && f.obj.Machine == elf.EM_PPC64 && f.obj.Data == elf.ELFDATA2MSB && f.obj.Sections[o].Type != elf.SHT_NOBITS {
+		if t.opd, err = f.obj.SectionData(o); err != nil {
+			return nil, err
+		}
+		t.opdAddr = f.obj.Sections[o].Addr
+	}
 	return t, nil
 }
 
@@ -182,6 +194,17 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 			return s.Value + t.f.obj.Sections[sec].Addr, s.Size, s.Name, true
 		}
 		return 0, 0, 0, false
+	}
+	if off := s.Value - t.opdAddr; t.opd != nil && s.Value >= t.opdAddr && off < uint64(len(t.opd)) && uint64(len(t.opd))-off >= 8 {
+		// A big-endian PowerPC64 function symbol is the address of its
+		// descriptor in .opd, whose first word is the code's address
+		// (64-bit PowerPC ELF ABI 1.9, section 3.2.5): named by that,
+		// as llvm-symbolizer does. In a position-independent file the
+		// word is 0, filled in by a dynamic relocation: the symbol then
+		// stays at its descriptor (llvm-symbolizer moves it to 0).
+		if code := binary.BigEndian.Uint64(t.opd[off:]); code != 0 {
+			return code, s.Size, s.Name, true
+		}
 	}
 	return s.Value, s.Size, s.Name, true
 }
