@@ -65,6 +65,7 @@ func parityInputs(t *testing.T) []parityInput {
 	cross := tooltest.Require(t, "aarch64-linux-gnu-gcc")
 	for _, o := range []string{"-O0", "-O2"} {
 		build("gcc-x86-64"+o, gcc, o)
+		build("gcc-x86-64-dwarf4"+o, gcc, o, "-gdwarf-4") // .debug_ranges: GNU ld's tombstone is 1 there
 		build("clang-x86-64"+o, clang, o)
 		build("clang-lld-x86-64"+o, clang, o, "-fuse-ld=lld")
 		build("gcc-aarch64"+o, cross, o, "-nostdlib", "-Wl,-e,main")

@@ -134,7 +134,7 @@ func (d *dwarfData) package_() (*dwpFile, error) {
 			err = fmt.Errorf("no %s", secCUIndex)
 		}
 		if err == nil {
-			dp.index, err = parseCUIndex(ib)
+			dp.index, err = parseCUIndex(ib, d.sec.Order)
 		}
 		for _, s := range dwpSections {
 			if err != nil {

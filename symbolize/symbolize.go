@@ -2,11 +2,16 @@
 // source positions and inlined frames: elfimage images, gcc and clang
 // output with DWARF 2 to 5, Go binaries, files whose debug sections are
 // compressed (SHF_COMPRESSED with zlib or zstd, and GNU .zdebug_), and,
-// without DWARF, the symbol table.
+// without DWARF, the symbol table. Files of either class (ELF32, ELF64)
+// and byte order are read: x86-64, i386, AArch64, Arm and Thumb, RISC-V,
+// PowerPC, MIPS, SPARC and s390x ones are tested.
 //
 // Answers follow `llvm-symbolizer --inlining` (LLVM 14) with its default
 // options, which the tests check on gcc -O2 builds (DWARF 4 and 5) and Go
-// binaries for 10,000 addresses each:
+// binaries for 10,000 addresses each, and on every code address of 30
+// classes of files (TestParity: machines of both byte orders and classes,
+// gcc, clang, GNU ld and lld, -O0 and -O2 with -ffunction-sections
+// -Wl,--gc-sections, Go's debug/elf and debug/dwarf test executables):
 //
 //   - The compile unit comes from the units' DW_AT_low_pc/DW_AT_high_pc or
 //     DW_AT_ranges (where they overlap the first unit wins); a unit without
@@ -32,7 +37,24 @@
 //     or from .dynsym when there is no .symtab; of several at one address
 //     the largest wins; a symbol of size 0 reaches the next symbol (so an
 //     address past the end of everything may be named "_end", as
-//     llvm-symbolizer names it).
+//     llvm-symbolizer names it). Symbols that mark code rather than name
+//     it are left out, as LLVM leaves them out: Arm's mapping symbols $a,
+//     $d, $t (and $a.N...), AArch64's $d and $x, and RISC-V's unnamed
+//     labels; we also leave out RISC-V's .L labels (kept for linker
+//     relaxation), which llvm-symbolizer 14 names basic blocks by and
+//     binutils addr2line does not. A big-endian PowerPC64 function symbol
+//     (ELFv1, pointing at its .opd descriptor) is at the descriptor's code
+//     address. When the outermost frame has no file (no DWARF for the
+//     address), a local symbol's file is the STT_FILE symbol before it in
+//     the table ("crtstuff.c"), as llvm-symbolizer gives it.
+//   - Code the linker discarded (-ffunction-sections -Wl,--gc-sections,
+//     COMDAT) leaves DWARF ranges and line sequences at a tombstone: 0
+//     (or 1 in .debug_ranges) with GNU ld and lld 14, -1 or -2 with newer
+//     linkers. A range or sequence that starts below the file's lowest
+//     code address (the lowest SHF_EXECINSTR section, or PF_X segment),
+//     or at -2 or -1, is ignored, as binutils addr2line ignores it
+//     (llvm-symbolizer 14 answers the discarded function near 0); a
+//     tombstone in .debug_addr does not cost its unit's other ranges.
 //   - File names are absolute when the line table allows it: the entry's
 //     name, prefixed with its directory and, when that is relative, the
 //     unit's DW_AT_comp_dir.
