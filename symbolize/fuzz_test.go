@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -63,6 +64,14 @@ func FuzzNew(f *testing.F) {
 				f.Fatal(err)
 			}
 			f.Add(data)
+		}
+	}
+	// Big-endian and ELF32 seeds: Go's PowerPC and SPARC test objects.
+	if root, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		for _, name := range []string{"go-relocation-test-gcc5-ppc.obj", "go-relocation-test-gcc620-sparc64.obj"} {
+			if data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "src/debug/elf/testdata", name)); err == nil {
+				f.Add(data)
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
