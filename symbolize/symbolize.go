@@ -8,7 +8,7 @@
 //
 // Answers follow `llvm-symbolizer --inlining` (LLVM 14) with its default
 // options, which the tests check on gcc -O2 builds (DWARF 4 and 5) and Go
-// binaries for 10,000 addresses each, and on every code address of 30
+// binaries for 10,000 addresses each, and on every code address of 56
 // classes of files (TestParity: machines of both byte orders and classes,
 // gcc, clang, GNU ld and lld, -O0 and -O2 with -ffunction-sections
 // -Wl,--gc-sections, Go's debug/elf and debug/dwarf test executables):
