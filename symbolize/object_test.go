@@ -172,7 +172,7 @@ func TestObjectsLikeLLVM(t *testing.T) {
 					}
 					continue
 				}
-				if slices.Equal(frames, want[i]) {
+				if slices.Equal(asLLVM(frames), want[i]) {
 					sameFrames++
 					continue
 				}

@@ -147,6 +147,12 @@ type Frame struct {
 	// Inlined is set on every frame but the last of an address's frames:
 	// the code of this frame was inlined into the next frame.
 	Inlined bool
+	// FileFromSymbol is set when File is not from the DWARF but the name
+	// of the STT_FILE symbol before the function's local symbol in the
+	// symbol table (as llvm-symbolizer and addr2line name it, for
+	// example "crtstuff.c"); Line and Column are then 0. Debuggers (gdb)
+	// show no file for such a frame.
+	FileFromSymbol bool
 }
 
 // Symbolizer answers symbolization queries for one ELF file. It is safe
@@ -426,8 +432,8 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 	if ok {
 		f := &frames[len(frames)-1]
 		f.Function = name
-		if f.File == "" {
-			f.File = file // the symbol's STT_FILE, as llvm-symbolizer
+		if f.File == "" && file != "" {
+			f.File, f.FileFromSymbol = file, true // the symbol's STT_FILE, as llvm-symbolizer
 		}
 	}
 	return frames, nil
