@@ -339,7 +339,8 @@ func skipForm(b *dwarf.Buf, s *attrSpec, enc dwarf.Encoding) {
 }
 
 // index reads entry i of size bytes from the array at base of data
-// (.debug_addr, .debug_str_offsets, a .debug_rnglists offset array).
+// (.debug_addr, .debug_str_offsets, a .debug_rnglists offset array), in
+// b's byte order.
 func index(b *dwarf.Buf, section string, data []byte, base, i uint64, size int, at uint64) uint64 {
 	if b.Err() != nil {
 		return 0
@@ -350,6 +351,12 @@ func index(b *dwarf.Buf, section string, data []byte, base, i uint64, size int, 
 		return 0
 	}
 	var v uint64
+	if b.Order == binary.BigEndian {
+		for j := range size {
+			v = v<<8 | uint64(data[off+uint64(j)])
+		}
+		return v
+	}
 	for j := size - 1; j >= 0; j-- {
 		v = v<<8 | uint64(data[off+uint64(j)])
 	}
@@ -379,7 +386,7 @@ func (d *dwarfData) str(u *unit, r strRef) ([]byte, bool) {
 	case dwarf.DW_FORM_line_strp:
 		sec = d.sec.LineStr
 	case dwarf.DW_FORM_strx, dwarf.DW_FORM_GNU_str_index, dwarf.DW_FORM_strx1, dwarf.DW_FORM_strx2, dwarf.DW_FORM_strx3, dwarf.DW_FORM_strx4:
-		b := dwarf.MakeBuf(".debug_str_offsets", binary.LittleEndian, nil)
+		b := dwarf.MakeBuf(".debug_str_offsets", d.sec.Order, nil)
 		off = index(&b, ".debug_str_offsets", d.sec.StrOffsets, u.hdr.StrOffsetsBase, r.val, u.hdr.Enc.Format.OffsetSize(), 0)
 		if b.Err() != nil {
 			return nil, false

@@ -37,6 +37,10 @@ type dwarfData struct {
 	lineMu sync.Mutex // guards lines
 	lines  map[uint64]*lineResult
 
+	// live tells ranges and line sequences of discarded code (ignored)
+	// from the others.
+	live live
+
 	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
 
 	// dir is the directory of the file read, where .dwo files are
@@ -197,13 +201,98 @@ func atLeast[T any](s []T, n uint64) []T {
 // .debug_info. Cost: decompression of the sections, linear in the number
 // of units.
 func loadDWARF(f *elfFile) (*dwarfData, error) {
-	return loadSections(f.debugSection)
+	return loadLive(f.debugSection, f.order(), f.codeBounds())
 }
 
+// live tells the address ranges and line sequences of code that is in
+// the file from those the linker left behind for code it discarded
+// (-ffunction-sections -Wl,--gc-sections, COMDAT groups): it resolves
+// references to a discarded section to a tombstone, 0 (GNU ld; so with
+// DW_AT_high_pc a length, [0, size)), or -1 or -2 (lld, newer GNU ld;
+// DWARF 6 proposes -1). A range or sequence that starts below low (the
+// file's lowest code address) or at or above tomb is such a leftover and
+// is ignored, as binutils addr2line ignores it: the address then gets
+// the symbol table's answer, or "??" (llvm-symbolizer 14 answers the
+// discarded function for addresses near 0).
+type live struct {
+	low, tomb uint64
+}
+
+// ok reports whether a range or sequence starting at start may be of
+// live code.
+func (l live) ok(start uint64) bool { return start >= l.low && start < l.tomb }
+
+// allLive takes every range as live (files read without their ELF
+// headers: tests).
+var allLive = live{0, ^uint64(0)}
+
 // loadSections is loadDWARF over a function that returns a debug section
-// by name (nil when missing).
-func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error) {
-	d := &dwarfData{abbrevs: map[uint64]*abbrevTable{}, lines: map[uint64]*lineResult{}}
+// by name (nil when missing), of byte order order, every range live.
+func loadSections(section func(name string) ([]byte, error), order binary.ByteOrder) (*dwarfData, error) {
+	return loadLive(section, order, allLive)
+}
+
+// clearTombstones returns .debug_addr with its tombstones (-1 and -2 of
+// the entries' size: what lld writes for discarded code when asked, and
+// newer linkers by default) replaced by 0, in a copy (sec is left as it
+// is). A range list entry DW_RLE_startx_length whose start is a
+// tombstone would otherwise overflow the address space, an error that
+// loses the whole unit's coverage; at 0 it is below l.low and ignored as
+// any GNU ld tombstone. Without tombstones, or when l.low is 0 (0 could
+// be code), sec is returned. The section is walked by its DWARF 5
+// contribution headers (section 7.27: unit_length, version 5,
+// address_size, segment_selector_size); one that does not start with such
+// a header (GNU DWARF 4 split DWARF's headerless .debug_addr), or a
+// malformed header, ends the walk. Cost: one pass.
+func clearTombstones(sec []byte, order binary.ByteOrder, l live) []byte {
+	if l.low == 0 || len(sec) < 8 {
+		return sec
+	}
+	var out []byte
+	for off := 0; len(sec)-off >= 8; {
+		n, hdr := uint64(order.Uint32(sec[off:])), 8
+		if n == 0xffffffff {
+			if len(sec)-off < 16 {
+				break
+			}
+			n, hdr = order.Uint64(sec[off+4:]), 16
+			n += 12 // the length counts from after the 12-byte unit_length
+		} else {
+			n += 4
+		}
+		if n > uint64(len(sec)-off) || n < uint64(hdr) || order.Uint16(sec[off+hdr-4:]) != 5 {
+			break
+		}
+		size := int(sec[off+hdr-2])
+		end := off + int(n)
+		if size == 4 || size == 8 {
+			for at := off + hdr; at+size <= end; at += size {
+				var v, top uint64
+				if size == 4 {
+					v, top = uint64(order.Uint32(sec[at:])), 1<<32-1
+				} else {
+					v, top = order.Uint64(sec[at:]), ^uint64(0)
+				}
+				if v == top || v == top-1 {
+					if out == nil {
+						out = append([]byte(nil), sec...)
+					}
+					clear(out[at : at+size])
+				}
+			}
+		}
+		off = end
+	}
+	if out == nil {
+		return sec
+	}
+	return out
+}
+
+// loadLive is loadSections with the ranges and sequences l says are of
+// discarded code ignored.
+func loadLive(section func(name string) ([]byte, error), order binary.ByteOrder, l live) (*dwarfData, error) {
+	d := &dwarfData{abbrevs: map[uint64]*abbrevTable{}, lines: map[uint64]*lineResult{}, live: l}
 	var err error
 	get := func(name string) []byte {
 		if err != nil {
@@ -221,11 +310,11 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 	d.sec.Str = get(".debug_str")
 	d.sec.LineStr = get(".debug_line_str")
 	d.sec.StrOffsets = get(".debug_str_offsets")
-	d.sec.Addr = get(".debug_addr")
+	d.sec.Addr = clearTombstones(get(".debug_addr"), order, l)
 	d.sec.RngLists = get(".debug_rnglists")
 	d.ranges = get(".debug_ranges")
 	d.line = get(".debug_line")
-	d.sec.Order = binary.LittleEndian
+	d.sec.Order = order
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +334,7 @@ func loadSections(section func(name string) ([]byte, error)) (*dwarfData, error)
 		}
 		d.units = append(d.units, unit{hdr: h})
 		u := &d.units[len(d.units)-1]
-		b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+		b := dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
 		b.Seek(h.DataOffset, "unit")
 		b.SetEnd(int(h.End))
 		t, err := d.abbrevTable(u)
@@ -311,7 +400,7 @@ func (d *dwarfData) appendRanges(dst []cuRange, u *unit, a *attrs, mk func(lo, h
 		if a.highIsLen {
 			hi = a.lowPC + a.highPC
 		}
-		if a.lowPC < hi {
+		if a.lowPC < hi && d.live.ok(a.lowPC) {
 			dst = append(dst, mk(a.lowPC, hi))
 		}
 		return dst, nil
@@ -322,7 +411,7 @@ func (d *dwarfData) appendRanges(dst []cuRange, u *unit, a *attrs, mk func(lo, h
 	r := loc.NewRangeListReader(d.locSections(u), u.hdr.Enc, a.ranges+u.rangesBase, u.base)
 	var e loc.Entry
 	for r.Next(&e) {
-		if e.Start < e.End {
+		if e.Start < e.End && d.live.ok(e.Start) {
 			dst = append(dst, mk(e.Start, e.End))
 			if budget != noBudget && uint64(len(dst)) > budget {
 				return dst, &formaterr.Error{Source: ".debug_rnglists", Offset: a.ranges, Field: "range list", Msg: "more ranges than the unit's size allows"}
@@ -619,7 +708,7 @@ func (d *dwarfData) rangeBudget(u *unit) uint64 {
 // array, returned for reuse. The walk stops at visit's first error, or
 // the first malformed DIE (a *formaterr.Error).
 func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit func(a *attrs, inlined bool, me, parent int32) error) ([]int32, error) {
-	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+	b := dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
 	b.Seek(u.hdr.DataOffset, "unit")
 	b.SetEnd(int(u.hdr.End))
 	// parents[k] is the nearest subroutine enclosing the DIEs at depth
@@ -745,7 +834,7 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) 
 	if err != nil {
 		return nil, nil, 0, false
 	}
-	b := dwarf.MakeBuf(secInfo, binary.LittleEndian, d.sec.Info)
+	b := dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
 	b.Seek(off, "reference")
 	b.SetEnd(int(u.hdr.End))
 	ab := t.lookup(b.Uleb("abbrev code"))

@@ -36,6 +36,7 @@ const unitIndexHdrSize = 16
 // bytes; only the header and the column map are decoded.
 type cuIndex struct {
 	b                 []byte
+	order             binary.ByteOrder
 	sections, units   uint32
 	slots             uint32
 	hashOff, indexOff uint64           // the signatures and the row indexes
@@ -47,20 +48,21 @@ type cuIndex struct {
 type contribution struct{ off, size uint64 }
 
 // parseCUIndex decodes the header of a version 5 .debug_cu_index and
-// checks that its tables lie inside b: slot_count a power of two not
+// checks that its tables, in byte order order (the DWARF's), lie inside
+// b: slot_count a power of two not
 // below unit_count, section_count columns of known, distinct DW_SECT_*
 // identifiers including DW_SECT_INFO. Errors are *formaterr.Error
 // (Section ".debug_cu_index") naming the offset and field. Cost:
 // O(section_count).
-func parseCUIndex(b []byte) (*cuIndex, error) {
+func parseCUIndex(b []byte, order binary.ByteOrder) (*cuIndex, error) {
 	bad := func(off uint64, field, msg string) error {
 		return &formaterr.Error{Source: secCUIndex, Offset: off, Field: field, Msg: msg}
 	}
 	if len(b) < unitIndexHdrSize {
 		return nil, bad(0, "header", fmt.Sprintf("%d bytes, the header needs %d", len(b), unitIndexHdrSize))
 	}
-	le := binary.LittleEndian
-	x := &cuIndex{b: b, sections: le.Uint32(b[4:]), units: le.Uint32(b[8:]), slots: le.Uint32(b[12:])}
+	le := order
+	x := &cuIndex{b: b, order: order, sections: le.Uint32(b[4:]), units: le.Uint32(b[8:]), slots: le.Uint32(b[12:])}
 	if v := le.Uint16(b); v != 5 {
 		return nil, bad(0, "version", fmt.Sprintf("version %d: only version 5 (DWARF 5) indexes are read", v))
 	}
@@ -105,7 +107,7 @@ func parseCUIndex(b []byte) (*cuIndex, error) {
 // signature or an empty slot (row 0); at most slot_count probes. ok is
 // false when the unit is not there, or its row is past unit_count.
 func (x *cuIndex) lookup(sig uint64) (row uint32, ok bool) {
-	le := binary.LittleEndian
+	le := x.order
 	mask := uint64(x.slots - 1)
 	h, step := sig&mask, (sig>>32)&mask|1
 	for range x.slots {
@@ -127,7 +129,7 @@ func (x *cuIndex) contribution(row uint32, id int) (contribution, bool) {
 	if id < 1 || id > sectMax || x.column[id] < 0 || row == 0 || row > x.units {
 		return contribution{}, false
 	}
-	le := binary.LittleEndian
+	le := x.order
 	at := 4 * (uint64(row-1)*uint64(x.sections) + uint64(x.column[id]))
 	return contribution{uint64(le.Uint32(x.b[x.offsOff+at:])), uint64(le.Uint32(x.b[x.sizesOff+at:]))}, true
 }

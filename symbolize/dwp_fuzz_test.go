@@ -75,7 +75,7 @@ func FuzzCUIndex(f *testing.F) {
 		{17, []uint32{7, 9, 11, 13, 15}, []uint32{1, 1, 1, 1, 1}}}), uint64(9))
 	f.Fuzz(func(t *testing.T, b []byte, sig uint64) {
 		// The raw input.
-		if x, err := parseCUIndex(b); err == nil {
+		if x, err := parseCUIndex(b, binary.LittleEndian); err == nil {
 			row, ok := x.lookup(sig)
 			if ok {
 				le := binary.LittleEndian
@@ -119,7 +119,7 @@ func FuzzCUIndex(f *testing.F) {
 			}
 			es = append(es, e)
 		}
-		x, err := parseCUIndex(encodeCUIndex(cols, slots, es))
+		x, err := parseCUIndex(encodeCUIndex(cols, slots, es), binary.LittleEndian)
 		if err != nil {
 			t.Fatalf("valid index of %d units, %d slots: %v", len(es), slots, err)
 		}
@@ -161,11 +161,11 @@ func TestCUIndexHostile(t *testing.T) {
 		{"no DW_SECT_INFO", func(b []byte) []byte { b[16+8*2+4*2] = 6; return b }, "section identifier"},
 	} {
 		b := c.edit(append([]byte(nil), good...))
-		if _, err := parseCUIndex(b); err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), secCUIndex) {
+		if _, err := parseCUIndex(b, binary.LittleEndian); err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), secCUIndex) {
 			t.Errorf("%s: %v, want an error on %s", c.name, err, c.field)
 		}
 	}
-	if _, err := parseCUIndex(good); err != nil {
+	if _, err := parseCUIndex(good, binary.LittleEndian); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -98,24 +99,21 @@ func (f *elfFile) linkAddr(addr uint64) (uint64, bool) {
 }
 
 // parseELF reads the ELF header and the section header table of data
-// (used in place) or, when data is nil, of the size bytes r holds. Input
-// that is not ELF, or not little-endian ELF, wraps ErrNotELF; a malformed
-// table is elfobj's *formaterr.Error.
+// (used in place) or, when data is nil, of the size bytes r holds, of
+// either class and byte order. Input that is not ELF (elfobj.ErrNotELF:
+// bad magic, class or EI_DATA) wraps ErrNotELF; a malformed table is
+// elfobj's *formaterr.Error.
 func parseELF(data []byte, r io.ReaderAt, size int64) (*elfFile, error) {
-	var h elfobj.Header
 	var err error
 	if data != nil || r == nil {
-		h, err = elfobj.DecodeHeader(data)
+		_, err = elfobj.DecodeHeader(data)
 	} else {
-		h, err = elfobj.ReadHeader(r)
+		_, err = elfobj.ReadHeader(r)
 	}
 	if errors.Is(err, elfobj.ErrNotELF) {
 		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
 	} else if err != nil {
 		return nil, err
-	}
-	if h.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%w: only little-endian ELF is supported (EI_DATA %v)", ErrNotELF, h.Data)
 	}
 	var f *elfobj.File
 	if data != nil || r == nil {
@@ -131,6 +129,50 @@ func parseELF(data []byte, r io.ReaderAt, size int64) (*elfFile, error) {
 		ef.obj, ef.text = layoutObject(f)
 	}
 	return ef, nil
+}
+
+// order is the byte order of the file's data (EI_DATA), which its DWARF
+// also uses.
+func (f *elfFile) order() binary.ByteOrder {
+	if f.obj != nil && f.obj.Data == elf.ELFDATA2MSB {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
+}
+
+// codeBounds returns the range of addresses outside of which no code of
+// the file can be, for telling live DWARF ranges and line sequences from
+// those of code the linker discarded (see [live]): low is the lowest
+// address of a non-empty SHF_ALLOC|SHF_EXECINSTR section (SHT_NOBITS ones
+// included: a separate debug file keeps the headers of the code it
+// describes), or, without sections, of a PT_LOAD segment with PF_X; 0
+// when the file has neither. tomb is the lowest tombstone of the address
+// size: -2 as an ELF32 or ELF64 address.
+func (f *elfFile) codeBounds() live {
+	l := live{low: ^uint64(0), tomb: ^uint64(0) - 1}
+	if !f.class64 {
+		l.tomb = 1<<32 - 2
+	}
+	if f.obj == nil {
+		l.low = 0
+		return l
+	}
+	for _, s := range f.obj.Sections {
+		if s.Flags&(elf.SHF_ALLOC|elf.SHF_EXECINSTR) == elf.SHF_ALLOC|elf.SHF_EXECINSTR && s.Size > 0 {
+			l.low = min(l.low, s.Addr)
+		}
+	}
+	if l.low == ^uint64(0) {
+		for _, p := range f.obj.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Memsz > 0 {
+				l.low = min(l.low, p.Vaddr)
+			}
+		}
+	}
+	if l.low == ^uint64(0) {
+		l.low = 0
+	}
+	return l
 }
 
 // debugSection returns the contents of DWARF section name (".debug_info"),

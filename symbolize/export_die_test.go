@@ -1,5 +1,7 @@
 package symbolize
 
+import "encoding/binary"
+
 // DIEAttrs are the attributes readAttrs decoded from one DIE, strings
 // resolved, for the differential test against debug/dwarf.
 type DIEAttrs struct {
@@ -20,7 +22,7 @@ type DIEAttrs struct {
 // every compile unit in order, its root DIE and then its subprogram and
 // inlined_subroutine DIEs in preorder, as symbolization reads them.
 func ReadDIEs(section func(name string) ([]byte, error)) ([]DIEAttrs, error) {
-	d, err := loadSections(section)
+	d, err := loadSections(section, binary.LittleEndian)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,14 @@ package symbolize
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -64,6 +66,14 @@ func FuzzNew(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	// Big-endian and ELF32 seeds: Go's PowerPC and SPARC test objects.
+	if root, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		for _, name := range []string{"go-relocation-test-gcc5-ppc.obj", "go-relocation-test-gcc620-sparc64.obj"} {
+			if data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "src/debug/elf/testdata", name)); err == nil {
+				f.Add(data)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := New(data)
 		if err != nil {
@@ -118,7 +128,7 @@ func FuzzDebugSections(f *testing.F) {
 	f.Add([]byte{7, 0, 0, 0, 5, 0, 1, 8, 0, 0, 0}, []byte{1, 0x11, 0, 0, 0}, []byte{}, []byte{}, []byte{}, []byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, info, abbrev, line, rng, str, addr, stroff []byte) {
 		m := map[string][]byte{names[0]: info, names[1]: abbrev, names[2]: line, names[3]: rng, names[4]: str, names[5]: addr, names[6]: stroff}
-		d, err := loadSections(func(n string) ([]byte, error) { return m[n], nil })
+		d, err := loadSections(func(n string) ([]byte, error) { return m[n], nil }, binary.LittleEndian)
 		if err != nil || d == nil {
 			return
 		}

@@ -55,9 +55,10 @@ func (d *dwarfData) lineTable(u *unit) (*lineTable, error) {
 
 // decodeLines runs the line program at off (DWARF 5 section 6.2) and
 // keeps its rows, sequences and file names, resolved as LLVM's
-// Prologue::getFileNameByIndex does for absolute paths.
+// Prologue::getFileNameByIndex does for absolute paths. Sequences of
+// discarded code (d.live) are dropped.
 func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
-	r, err := line.NewReader(line.Sections{Line: d.line, Str: d.sec.Str, LineStr: d.sec.LineStr}, off, compDir)
+	r, err := line.NewReader(line.Sections{Line: d.line, Str: d.sec.Str, LineStr: d.sec.LineStr, Order: d.sec.Order}, off, compDir)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 			start, first, empty = row.Address, int32(len(t.rows)), false
 		}
 		if row.EndSequence {
-			if start < row.Address && int32(len(t.rows)) > first {
+			if start < row.Address && int32(len(t.rows)) > first && d.live.ok(start) {
 				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, int32(len(t.rows)), -1})
 			} else {
 				t.rows, t.addrs = t.rows[:first], t.addrs[:first]

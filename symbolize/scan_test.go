@@ -92,7 +92,7 @@ func TestScanNamesDeep(t *testing.T) {
 	b = append(b, 0)
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	m := map[string][]byte{".debug_info": b, ".debug_abbrev": abbrev}
-	d, err := loadSections(func(n string) ([]byte, error) { return m[n], nil })
+	d, err := loadSections(func(n string) ([]byte, error) { return m[n], nil }, binary.LittleEndian)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func (d *dwarfData) package_() (*dwpFile, error) {
 			err = fmt.Errorf("no %s", secCUIndex)
 		}
 		if err == nil {
-			dp.index, err = parseCUIndex(ib)
+			dp.index, err = parseCUIndex(ib, d.sec.Order)
 		}
 		for _, s := range dwpSections {
 			if err != nil {
@@ -189,7 +189,7 @@ func (d *dwarfData) loadFromPackage(dp *dwpFile, u *unit) (*dwarfData, int, erro
 // sections dwo returns by their names without ".dwo"; the skeleton's file
 // gives .debug_addr and the line table.
 func (d *dwarfData) loadSplit(dwo func(name string) ([]byte, error)) (*dwarfData, error) {
-	dd, err := loadSections(func(name string) ([]byte, error) {
+	dd, err := loadLive(func(name string) ([]byte, error) {
 		switch name {
 		case ".debug_addr":
 			return d.sec.Addr, nil
@@ -201,7 +201,7 @@ func (d *dwarfData) loadSplit(dwo func(name string) ([]byte, error)) (*dwarfData
 			return d.ranges, nil // GNU DWARF 4: the skeleton's file's, from DW_AT_GNU_ranges_base
 		}
 		return dwo(name)
-	})
+	}, d.sec.Order, d.live)
 	if err == nil && dd == nil {
 		err = errors.New("no .debug_info.dwo")
 	}

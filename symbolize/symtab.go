@@ -3,6 +3,7 @@ package symbolize
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"sync"
@@ -17,11 +18,18 @@ import (
 type symbol struct {
 	size          uint64
 	name, nameLen uint32
+	// file, fileLen is the name of the STT_FILE symbol before a local
+	// symbol in table order (the source file it came from; gABI: a file
+	// symbol precedes the file's other local symbols), in the same
+	// string table; fileLen 0 for none.
+	file, fileLen uint32
 }
 
 // symtab is the symbol table, as llvm-symbolizer uses it: STT_NOTYPE,
 // STT_FUNC, STT_OBJECT and STT_GNU_IFUNC symbols of a defined section, from .symtab,
-// or from .dynsym when there is no .symtab; of several symbols at one
+// or from .dynsym when there is no .symtab, but for the STT_NOTYPE
+// symbols that mark code rather than name it (isMarker: Arm and AArch64
+// mapping symbols, RISC-V's unnamed and .L labels); of several symbols at one
 // address the one with the largest size is kept (the last in table order
 // among equal sizes). The first lookups scan the table; after scanLimit
 // of them it is sorted once and later lookups bisect.
@@ -39,6 +47,12 @@ type symtab struct {
 	syms   []symbol
 	index  bucketIndex // over addrs
 	sorted atomic.Bool
+	files  []uint64 // sort: the indexes of the STT_FILE symbols, ascending
+
+	// opd is the .opd section of a big-endian PowerPC64 file (ELFv1
+	// function descriptors), at opdAddr; nil for others.
+	opd     []byte
+	opdAddr uint64
 }
 
 const scanLimit = 32
@@ -63,6 +77,12 @@ func readSymtab(f *elfFile) (*symtab, error) {
 		return nil, err
 	}
 	t.tab, t.strs = tab, tab.Strings()
+	if o := f.obj.FindSection(".opd"); o >= 0 && f.obj.Machine == elf.EM_PPC64 && f.obj.Data == elf.ELFDATA2MSB && f.obj.Sections[o].Type != elf.SHT_NOBITS {
+		if t.opd, err = f.obj.SectionData(o); err != nil {
+			return nil, err
+		}
+		t.opdAddr = f.obj.Sections[o].Addr
+	}
 	return t, nil
 }
 
@@ -86,15 +106,67 @@ func (t *symtab) entry(i uint64) (addr uint64, sym symbol, ok bool) {
 		return 0, sym, false
 	}
 	sym.size = size
-	if uint64(name) < uint64(len(t.strs)) {
-		rest := t.strs[name:]
-		n := bytes.IndexByte(rest, 0)
-		if n < 0 {
-			n = len(rest)
-		}
-		sym.name, sym.nameLen = name, uint32(n)
-	}
+	sym.name, sym.nameLen = t.str(name)
 	return addr, sym, true
+}
+
+// str returns the string at off of the string table as an offset and a
+// length; 0, 0 when off is outside the table.
+func (t *symtab) str(off uint32) (uint32, uint32) {
+	if uint64(off) >= uint64(len(t.strs)) {
+		return 0, 0
+	}
+	rest := t.strs[off:]
+	n := bytes.IndexByte(rest, 0)
+	if n < 0 {
+		n = len(rest)
+	}
+	return off, uint32(n)
+}
+
+// fileOf sets sym's file to the name of the last STT_FILE symbol before
+// symbol i, when i is local, as LLVM's SymbolizableObjectFile finds the
+// file of a local symbol. files, when not nil, are the indexes of the
+// STT_FILE symbols in ascending order; otherwise the table is searched
+// backwards from i.
+func (t *symtab) fileOf(i uint64, sym *symbol, files []uint64) {
+	if t.tab.Sym(int(i)).Bind() != elf.STB_LOCAL {
+		return
+	}
+	var f uint64
+	if files != nil {
+		k, _ := slices.BinarySearch(files, i)
+		if k == 0 {
+			return
+		}
+		f = files[k-1]
+	} else {
+		for f = i - 1; f > 0 && t.tab.Sym(int(f)).Type() != elf.STT_FILE; f-- {
+		}
+		if f == 0 {
+			return
+		}
+	}
+	sym.file, sym.fileLen = t.str(t.tab.Sym(int(f)).Name)
+}
+
+// isMarker reports whether an STT_NOTYPE symbol named name marks code or
+// data rather than naming it, as LLVM's ELFObjectFile::getSymbolFlags
+// marks it SF_FormatSpecific and its symbolizer leaves it out: the
+// mapping symbols of Arm ($a, $d, $t and their $a.N forms) and AArch64
+// ($d, $x; "ELF for the Arm Architecture", section "Mapping symbols"),
+// and on RISC-V the unnamed labels assemblers emit for label differences
+// and the .L local labels kept for linker relaxation.
+func isMarker(m elf.Machine, name []byte) bool {
+	switch m {
+	case elf.EM_ARM:
+		return bytes.HasPrefix(name, []byte("$a")) || bytes.HasPrefix(name, []byte("$d")) || bytes.HasPrefix(name, []byte("$t"))
+	case elf.EM_AARCH64:
+		return bytes.HasPrefix(name, []byte("$d")) || bytes.HasPrefix(name, []byte("$x"))
+	case elf.EM_RISCV:
+		return len(name) == 0 || bytes.HasPrefix(name, []byte(".L"))
+	}
+	return false
 }
 
 // raw decodes symbol i without its name.
@@ -108,12 +180,31 @@ func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
 	if s.Section == elf.SHN_UNDEF || (s.Section >= elf.SHN_LORESERVE && s.Section != elf.SHN_XINDEX) {
 		return 0, 0, 0, false // undefined, absolute or common: no section
 	}
+	if s.Type() == elf.STT_NOTYPE && t.f != nil && t.f.obj != nil {
+		if m := t.f.obj.Machine; m == elf.EM_ARM || m == elf.EM_AARCH64 || m == elf.EM_RISCV {
+			off, n := t.str(s.Name)
+			if isMarker(m, t.strs[off:off+n]) {
+				return 0, 0, 0, false
+			}
+		}
+	}
 	if t.f != nil && t.f.obj != nil && t.f.obj.Type == elf.ET_REL {
 		// An object's st_value is an offset in its section.
 		if sec, ok := t.tab.SectionOf(int(i)); ok && sec < len(t.f.obj.Sections) {
 			return s.Value + t.f.obj.Sections[sec].Addr, s.Size, s.Name, true
 		}
 		return 0, 0, 0, false
+	}
+	if off := s.Value - t.opdAddr; t.opd != nil && s.Value >= t.opdAddr && off < uint64(len(t.opd)) && uint64(len(t.opd))-off >= 8 {
+		// A big-endian PowerPC64 function symbol is the address of its
+		// descriptor in .opd, whose first word is the code's address
+		// (64-bit PowerPC ELF ABI 1.9, section 3.2.5): named by that,
+		// as llvm-symbolizer does. In a position-independent file the
+		// word is 0, filled in by a dynamic relocation: the symbol then
+		// stays at its descriptor (llvm-symbolizer moves it to 0).
+		if code := binary.BigEndian.Uint64(t.opd[off:]); code != 0 {
+			return code, s.Size, s.Name, true
+		}
 	}
 	return s.Value, s.Size, s.Name, true
 }
@@ -133,9 +224,12 @@ func (t *symtab) sort() {
 	n := t.count()
 	lo, hi := ^uint64(0), uint64(0)
 	m := 0
+	files := []uint64{}
 	for i := uint64(1); i < n; i++ {
 		if a, _, _, ok := t.raw(i); ok {
 			lo, hi, m = min(lo, a), max(hi, a), m+1
+		} else if t.tab.Sym(int(i)).Type() == elf.STT_FILE {
+			files = append(files, i)
 		}
 	}
 	// Of the symbols at one address keep the largest, the last in table
@@ -148,6 +242,7 @@ func (t *symtab) sort() {
 	syms := make([]symbol, 0, m)
 	pick := func(idx, addr uint64) {
 		_, s, _ := t.entry(idx)
+		t.fileOf(idx, &s, files)
 		if k := len(addrs) - 1; k >= 0 && addrs[k] == addr {
 			if s.size >= syms[k].size {
 				syms[k] = s
@@ -186,7 +281,7 @@ func (t *symtab) sort() {
 			pick(o.idx, o.addr)
 		}
 	}
-	t.names, t.addrs, t.syms, t.index = names, addrs, syms, newBucketIndex(addrs)
+	t.names, t.addrs, t.syms, t.index, t.files = names, addrs, syms, newBucketIndex(addrs), files
 	t.sorted.Store(true)
 }
 
@@ -202,10 +297,11 @@ func cmp(a, b uint64) int {
 
 // lookup returns the name of the symbol that covers addr: the last one at
 // or before addr, if its size reaches addr or its size is 0 (which
-// llvm-symbolizer takes as reaching the next symbol). Cost: a linear scan
-// for the first scanLimit calls, then a bucket-index lookup; no
-// allocation.
-func (t *symtab) lookup(addr uint64) (string, bool) {
+// llvm-symbolizer takes as reaching the next symbol), and, for a local
+// symbol, the name of the STT_FILE symbol before it ("" for none). Cost: a
+// linear scan for the first scanLimit calls, then a bucket-index lookup;
+// no allocation.
+func (t *symtab) lookup(addr uint64) (name, file string, ok bool) {
 	if !t.sorted.Load() {
 		if t.scans.Add(1) <= scanLimit {
 			return t.scan(addr)
@@ -217,13 +313,13 @@ func (t *symtab) lookup(addr uint64) (string, bool) {
 	}
 	i := t.index.last(t.addrs, addr)
 	if i < 0 {
-		return "", false
+		return "", "", false
 	}
 	s := &t.syms[i]
 	if !covers(t.addrs[i], s, addr) {
-		return "", false
+		return "", "", false
 	}
-	return t.names[s.name : s.name+s.nameLen], true
+	return t.names[s.name : s.name+s.nameLen], t.names[s.file : s.file+s.fileLen], true
 }
 
 // covers reports whether symbol s at address at covers addr.
@@ -233,7 +329,7 @@ func covers(at uint64, s *symbol, addr uint64) bool {
 
 // scan is lookup by a pass over the table; the name is copied out of the
 // string table.
-func (t *symtab) scan(addr uint64) (string, bool) {
+func (t *symtab) scan(addr uint64) (name, file string, ok bool) {
 	var bestAt, bestSize uint64
 	best := uint64(0)
 	for i, n := uint64(1), t.count(); i < n; i++ {
@@ -246,13 +342,14 @@ func (t *symtab) scan(addr uint64) (string, bool) {
 		}
 	}
 	if best == 0 {
-		return "", false
+		return "", "", false
 	}
 	_, s, _ := t.entry(best)
 	if !covers(bestAt, &s, addr) {
-		return "", false
+		return "", "", false
 	}
-	return string(t.strs[s.name : s.name+s.nameLen]), true
+	t.fileOf(best, &s, nil)
+	return string(t.strs[s.name : s.name+s.nameLen]), string(t.strs[s.file : s.file+s.fileLen]), true
 }
 
 // empty reports whether the file has no symbol table, or one with no

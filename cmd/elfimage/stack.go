@@ -134,7 +134,7 @@ func writeThread(w io.Writer, t *procview.Thread) {
 				name += " (" + argList(f.Args[j]) + ")"
 			}
 			loc := ""
-			if fn.File != "" {
+			if fn.File != "" && !fn.FileFromSymbol { // gdb shows no STT_FILE name
 				loc = fmt.Sprintf(" at %s:%d", fn.File, fn.Line)
 				if fn.Column != 0 {
 					loc += fmt.Sprintf(":%d", fn.Column)
@@ -220,6 +220,9 @@ func writeStackJSON(w io.Writer, pid int, threads []procview.Thread) error {
 			}
 			for j, fn := range f.Funcs {
 				fu := funcJSON{Function: fn.Function, File: fn.File, Line: fn.Line, Column: fn.Column, Inlined: fn.Inlined}
+				if fn.FileFromSymbol {
+					fu.File = ""
+				}
 				if j < len(f.Args) && f.Args[j] != nil {
 					args := []argJSON{}
 					for _, a := range f.Args[j] {
