@@ -41,6 +41,7 @@ func (m *Mapping) Exec() bool { return len(m.Perms) >= 3 && m.Perms[2] == 'x' }
 func ParseMaps(r io.Reader) ([]Mapping, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 512), MaxMapsLine)
+	sc.Split(scanLF)
 	var out []Mapping
 	var off uint64
 	for sc.Scan() {
@@ -59,6 +60,19 @@ func ParseMaps(r io.Reader) ([]Mapping, error) {
 		return nil, &formaterr.Error{Source: "maps", Offset: off, Field: "line", Err: err}
 	}
 	return out, nil
+}
+
+// scanLF is bufio.ScanLines without its dropping of a "\r" before the
+// newline: the kernel ends lines with "\n" alone, and a path may end in
+// "\r" (proc(5) escapes only "\n" in paths).
+func scanLF(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // parseMapsLine parses "start-end perms offset major:minor inode   path".

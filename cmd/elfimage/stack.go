@@ -103,7 +103,7 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 //	#1  0x00007f0000001026 in %start () [jit@0x7f0000000040] via cfi
 //	#2  0x00007f0000004007 in elfimage.entry () (signal frame) [jit@0x7f0000003040] via cfi
 //	#3  0x000000000056feeb in github.com/elfimage/elfimage/native.trampoline.abi0 () at /src/native/call_amd64.s:46 [/usr/bin/elfimage] via signal
-//	#4  0x000000000056fea5 in github.com/elfimage/elfimage/native.call (fn=139993475543040, ...) at /src/native/call_amd64.go:35:2 [/usr/bin/elfimage] via cfi
+//	#4  0x000000000056fea5 in github.com/elfimage/elfimage/native.call (fn=139993475543040, ...) at /src/native/call.go:39:2 [/usr/bin/elfimage] via cfi
 //	#5  runtime.stopm () at /go/src/runtime/proc.go:3008:8 [/usr/bin/elfimage]
 func writeThread(w io.Writer, t *procview.Thread) {
 	fmt.Fprintf(w, "Thread %d %q:\n", t.TID, t.Name)

@@ -71,7 +71,7 @@ func TestStack(t *testing.T) {
 		`#1  0x[0-9a-f]{16} in %start \(\) \[jit@0x[0-9a-f]+\] via cfi\n` +
 		`#2  0x[0-9a-f]{16} in elfimage\.entry \(\) \(signal frame\) \[jit@0x[0-9a-f]+\] via cfi\n` +
 		`#3  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.trampoline(\.abi0)? \(\) at \S+/native/call_amd64\.s:\d+ \[\S+\] via signal\n` +
-		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, top=\d+, .*\) at \S+/native/call_amd64\.go:\d+ \[\S+\] via cfi\n`)
+		`#4  0x[0-9a-f]{16} in github\.com/elfimage/elfimage/native\.call \(fn=\d+, top=\d+, .*\) at \S+/native/call\.go:\d+ \[\S+\] via cfi\n`)
 	text := stackUntil(t, spinRE, childPID)
 	if !spinRE.MatchString(text) {
 		t.Fatalf("no thread in spin:\n%s", text)
