@@ -67,7 +67,7 @@ func dumpDisasm(w io.Writer, path, proc string, img *elfimage.Image) error {
 	if err != nil {
 		return err
 	}
-	d := &disassembler{f: f, sym: sym, img: img, cfi: cfi, names: newRegNames(f.Machine)}
+	d := &disassembler{f: f, sym: sym, img: img, cfi: cfi, labels: labels, names: newRegNames(f.Machine)}
 	d.rules = &tablePrinter{names: d.names}
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
@@ -132,15 +132,16 @@ func dumpDisasm(w io.Writer, path, proc string, img *elfimage.Image) error {
 
 // disassembler holds what disassembling one file reuses.
 type disassembler struct {
-	w     *bufio.Writer
-	f     *elfobj.File
-	sym   *symbolize.Symbolizer
-	img   *elfimage.Image
-	cfi   []frame.ParsedFDE // sorted by Start
-	exec  frame.Exec
-	row   frame.Row
-	names *regNames
-	rules *tablePrinter
+	w      *bufio.Writer
+	f      *elfobj.File
+	sym    *symbolize.Symbolizer
+	img    *elfimage.Image
+	cfi    []frame.ParsedFDE // sorted by Start
+	exec   frame.Exec
+	row    frame.Row
+	labels []codeLabel // sorted by address
+	names  *regNames
+	rules  *tablePrinter
 	// frames is reused by Symbolize.
 	frames []symbolize.Frame
 }
@@ -171,11 +172,17 @@ func (d *disassembler) section(data []byte, addr, start, end uint64, labels []co
 // decode decodes one instruction at the start of code, at address pc.
 func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 	if d.f.Machine == elf.EM_X86_64 {
+		if len(code) >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && (code[3] == 0xfa || code[3] == 0xfb) {
+			if code[3] == 0xfa {
+				return "endbr64", 4 // x86asm does not know CET's endbr
+			}
+			return "endbr32", 4
+		}
 		in, err := x86asm.Decode(code, 64)
 		if err != nil || in.Len == 0 {
 			return "(bad)", 1
 		}
-		return x86asm.GNUSyntax(in, pc, nil), in.Len
+		return d.gnuX86(in, code[:in.Len], pc), in.Len
 	}
 	if len(code) < 4 {
 		return ".byte", len(code)
@@ -184,7 +191,86 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 	if err != nil {
 		return fmt.Sprintf(".inst\t0x%08x", d.f.ByteOrder.Uint32(code)), 4
 	}
-	return arm64asm.GNUSyntax(in), 4
+	text := arm64asm.GNUSyntax(in)
+	for _, a := range in.Args {
+		if rel, ok := a.(arm64asm.PCRel); ok && in.Op != arm64asm.ADR && in.Op != arm64asm.ADRP {
+			// objdump's spelling of a branch target: the address and its label.
+			m, _, _ := strings.Cut(text, " ")
+			ops := strings.Fields(strings.ReplaceAll(text[len(m):], ",", " "))
+			t := pc + uint64(int64(rel))
+			ops[len(ops)-1] = strconv.FormatUint(t, 16) + d.symbolOf(t)
+			text = m + " " + strings.Join(ops, ", ")
+			break
+		}
+	}
+	return text, 4
+}
+
+// gnuX86 spells an x86-64 instruction as objdump (binutils 2.38 and
+// later) does: x86asm.GNUSyntax, without the q suffix of call, ret, jmp,
+// push and pop, the multi-byte nops' prefixes as objdump names them
+// ("cs nopw", "data16", "xchg %ax,%ax"), and a direct branch's target as
+// "ADDRESS <symbol+offset>".
+func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
+	text := x86asm.GNUSyntax(in, pc, nil)
+	m, ops, _ := strings.Cut(text, " ")
+	switch m {
+	case "retq", "callq", "jmpq", "pushq", "popq":
+		m = strings.TrimSuffix(m, "q")
+	case "movsxd": // x86asm keeps Intel's name for movslq
+		m = "movslq"
+	}
+	if in.Op == x86asm.NOP {
+		if len(code) == 2 && code[0] == 0x66 {
+			return "xchg %ax,%ax"
+		}
+		var pre []string
+		i := 0
+		for ; i < len(code) && (code[i] == 0x66 || code[i] == 0x2e); i++ {
+		}
+		prefixes := code[:i]
+		if n := strings.Count(string(prefixes), "\x66"); n > 1 {
+			for k := 1; k < n; k++ {
+				pre = append(pre, "data16")
+			}
+		}
+		if strings.Contains(string(prefixes), "\x2e") {
+			pre = append(pre, "cs")
+			ops = strings.Replace(ops, "%cs:", "", 1)
+		}
+		m = strings.TrimPrefix(strings.TrimPrefix(m, "data16 "), "cs ")
+		if len(pre) > 0 {
+			m = strings.Join(pre, " ") + " " + m
+		}
+	}
+	for _, a := range in.Args {
+		if rel, ok := a.(x86asm.Rel); ok {
+			t := pc + uint64(in.Len) + uint64(int64(rel))
+			ops = strconv.FormatUint(t, 16) + d.symbolOf(t)
+		}
+	}
+	if ops == "" {
+		return m
+	}
+	return m + " " + ops
+}
+
+// symbolOf spells the label covering addr as objdump does: " <name>" or
+// " <name+0xOFF>", or "" when no label is at or before addr or addr is
+// past that label's size.
+func (d *disassembler) symbolOf(addr uint64) string {
+	i := sort.Search(len(d.labels), func(i int) bool { return d.labels[i].addr > addr }) - 1
+	if i < 0 {
+		return ""
+	}
+	l := d.labels[i]
+	if l.size > 0 && addr-l.addr >= l.size {
+		return "" // past the symbol's end (a PLT entry: objdump's synthetic name@plt is not made)
+	}
+	if l.addr == addr {
+		return " <" + l.name + ">"
+	}
+	return fmt.Sprintf(" <%s+%#x>", l.name, addr-l.addr)
 }
 
 // line prints one instruction with its debug view.
