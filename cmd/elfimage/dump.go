@@ -55,6 +55,9 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if *procName != "" && !*disasm {
 		return fmt.Errorf("%w: -proc needs -disasm", errUsage)
 	}
+	if *disasm && *asJSON {
+		return fmt.Errorf("%w: -disasm has no --json form", errUsage)
+	}
 	if *disasm {
 		f, err := elfobj.Open(path)
 		if err != nil {
