@@ -178,6 +178,12 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 			}
 			return "endbr32", 4
 		}
+		if len(code) >= 3 && code[0] == 0xc5 && (code[1] == 0xf8 || code[1] == 0xfc) && code[2] == 0x77 {
+			if code[1] == 0xf8 {
+				return "vzeroupper", 3 // x86asm takes a fourth byte
+			}
+			return "vzeroall", 3
+		}
 		in, err := x86asm.Decode(code, 64)
 		if err != nil || in.Len == 0 {
 			return "(bad)", 1
@@ -208,17 +214,51 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 
 // gnuX86 spells an x86-64 instruction as objdump (binutils 2.38 and
 // later) does: x86asm.GNUSyntax, without the q suffix of call, ret, jmp,
-// push and pop, the multi-byte nops' prefixes as objdump names them
+// push, pop and leave, notrack for a 3e prefix on an indirect branch, the multi-byte nops' prefixes as objdump names them
 // ("cs nopw", "data16", "xchg %ax,%ax"), and a direct branch's target as
 // "ADDRESS <symbol+offset>".
 func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 	text := x86asm.GNUSyntax(in, pc, nil)
 	m, ops, _ := strings.Cut(text, " ")
 	switch m {
-	case "retq", "callq", "jmpq", "pushq", "popq":
+	case "retq", "callq", "jmpq", "pushq", "popq", "leaveq":
 		m = strings.TrimSuffix(m, "q")
-	case "movsxd": // x86asm keeps Intel's name for movslq
+	case "movsxd": // x86asm keeps Intel's names for these
 		m = "movslq"
+	case "cdqe":
+		m = "cltq"
+	case "cwde":
+		m = "cwtl"
+	case "cbw":
+		m = "cbtw"
+	case "cqo":
+		m = "cqto"
+	case "cdq":
+		m = "cltd"
+	case "cwd":
+		m = "cwtd"
+	case "mov":
+		if isMovabs(code) {
+			m = "movabs"
+		}
+	case "xbeginq":
+		m = "xbegin"
+	case "sarxl", "sarxq", "shlxl", "shlxq", "shrxl", "shrxq", "rorxl", "rorxq", "blsmskl", "blsmskq",
+		"blsrl", "blsrq", "blsil", "blsiq", "bzhil", "bzhiq", "andnl", "andnq", "pdepl", "pdepq",
+		"pextl", "pextq", "mulxl", "mulxq", "bextrl", "bextrq":
+		m = m[:len(m)-1] // BMI: objdump gives no size suffix
+	case "vpcmpb", "vpcmpw", "vpcmpd", "vpcmpq", "vpcmpub", "vpcmpuw", "vpcmpud", "vpcmpuq":
+		// AVX-512 compares with a predicate objdump names: vpcmpeqb, vpcmpltub...
+		if imm, rest, ok := strings.Cut(ops, ","); ok && len(imm) == 4 && imm[:3] == "$0x" && imm[3] >= '0' && imm[3] <= '7' {
+			pred := [...]string{"eq", "lt", "le", "false", "neq", "nlt", "nle", "true"}[imm[3]-'0']
+			m = "vpcmp" + pred + m[len("vpcmp"):]
+			ops = rest
+		}
+	}
+	if m == "ds" && (in.Op == x86asm.JMP || in.Op == x86asm.CALL) {
+		// CET's no-track prefix (3e)
+		m, ops, _ = strings.Cut(ops, " ")
+		m = "notrack " + strings.TrimSuffix(m, "q")
 	}
 	if in.Op == x86asm.NOP {
 		if len(code) == 2 && code[0] == 0x66 {
@@ -236,9 +276,16 @@ func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 		}
 		if strings.Contains(string(prefixes), "\x2e") {
 			pre = append(pre, "cs")
-			ops = strings.Replace(ops, "%cs:", "", 1)
 		}
-		m = strings.TrimPrefix(strings.TrimPrefix(m, "data16 "), "cs ")
+		// x86asm spells the prefixes as words before the mnemonic and
+		// the segment in the operand: keep only the nop and its operand.
+		words := strings.Fields(text)
+		for len(words) > 0 && !strings.HasPrefix(words[0], "nop") {
+			words = words[1:]
+		}
+		if len(words) > 0 {
+			m, ops = words[0], strings.Replace(strings.Join(words[1:], " "), "%cs:", "", 1)
+		}
 		if len(pre) > 0 {
 			m = strings.Join(pre, " ") + " " + m
 		}
@@ -253,6 +300,32 @@ func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 		return m
 	}
 	return m + " " + ops
+}
+
+// isMovabs reports whether code is a mov with a 64-bit immediate (REX.W
+// B8+r) or a 64-bit absolute address (A0-A3 without an address-size
+// prefix), which objdump calls movabs.
+func isMovabs(code []byte) bool {
+	i, addr32, rexW := 0, false, false
+	for ; i < len(code); i++ {
+		c := code[i]
+		switch {
+		case c == 0x67:
+			addr32 = true
+			continue
+		case c == 0x66 || c == 0xf2 || c == 0xf3 || c == 0xf0 || c == 0x2e || c == 0x3e || c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65:
+			continue
+		case c&0xf0 == 0x40:
+			rexW = c&8 != 0
+			continue
+		}
+		break
+	}
+	if i >= len(code) {
+		return false
+	}
+	c := code[i]
+	return c >= 0xb8 && c <= 0xbf && rexW || c >= 0xa0 && c <= 0xa3 && !addr32
 }
 
 // symbolOf spells the label covering addr as objdump does: " <name>" or

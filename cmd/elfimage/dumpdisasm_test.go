@@ -394,3 +394,21 @@ int run(int argc) { int a[64]; for (int i = 0; i < 64; i++) a[i] = argc + i; ret
 		t.Errorf("%d of %d instructions have a line in a.c:\n%s", withLine, len(addrs), out)
 	}
 }
+
+// TestDisasmSystem: on /bin/ls (no DWARF, CET's endbr64 and notrack,
+// PLT entries), every instruction's address and mnemonic are objdump's,
+// and the CFA rules readelf's.
+func TestDisasmSystem(t *testing.T) {
+	objdump := tooltest.Require(t, "objdump")
+	const file = "/bin/ls"
+	if _, err := os.Stat(file); err != nil {
+		tooltest.Skip(t, "%v", err)
+	}
+	code, out, errOut := runCLI(t, "dump", "-disasm", file)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	ours, _ := parseDisasm(t, out)
+	checkAgainstObjdump(t, objdump, file, ours)
+	checkCFAAgainstReadelf(t, file, ours)
+}
