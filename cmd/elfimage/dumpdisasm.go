@@ -28,7 +28,10 @@ import (
 //
 // The instruction is in GNU (AT&T) syntax for x86-64, as objdump prints
 // it (x86asm.GNUSyntax), and GNU syntax for AArch64
-// (arm64asm.GNUSyntax); bytes that do not decode print "(bad)" (x86-64,
+// (arm64asm.GNUSyntax), mnemonics spelled as binutils 2.38's objdump
+// spells them (see gnuX86; endbr64, vzeroupper, rdpkru and wrpkru, which
+// x86asm lacks or mis-sizes, decoded here; rdseed and rdrand with a
+// REX prefix are not, and print "(bad)"); bytes that do not decode print "(bad)" (x86-64,
 // one byte) or ".inst 0x…" (AArch64, four bytes). The source position is
 // the innermost frame's (package symbolize: the line row at or before
 // the address; inlined frames are not shown), left out when unknown. The
@@ -184,6 +187,12 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 			}
 			return "vzeroall", 3
 		}
+		if len(code) >= 3 && code[0] == 0x0f && code[1] == 0x01 && (code[2] == 0xee || code[2] == 0xef) {
+			if code[2] == 0xee {
+				return "rdpkru", 3 // not in x86asm
+			}
+			return "wrpkru", 3
+		}
 		in, err := x86asm.Decode(code, 64)
 		if err != nil || in.Len == 0 {
 			return "(bad)", 1
@@ -219,7 +228,17 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 // "ADDRESS <symbol+offset>".
 func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 	text := x86asm.GNUSyntax(in, pc, nil)
-	m, ops, _ := strings.Cut(text, " ")
+	// x86asm writes prefixes as words before the mnemonic, and no space
+	// inside the operands.
+	words := strings.Fields(text)
+	var pre []string
+	for len(words) > 1 && x86PrefixWord[words[0]] {
+		pre, words = append(pre, words[0]), words[1:]
+	}
+	m, ops := "", ""
+	if len(words) > 0 {
+		m, ops = words[0], strings.Join(words[1:], " ")
+	}
 	switch m {
 	case "retq", "callq", "jmpq", "pushq", "popq", "leaveq":
 		m = strings.TrimSuffix(m, "q")
@@ -255,16 +274,30 @@ func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 			ops = rest
 		}
 	}
-	if m == "ds" && (in.Op == x86asm.JMP || in.Op == x86asm.CALL) {
-		// CET's no-track prefix (3e)
-		m, ops, _ = strings.Cut(ops, " ")
-		m = "notrack " + strings.TrimSuffix(m, "q")
+	for i, p := range pre {
+		switch {
+		case p == "ds" && (in.Op == x86asm.JMP || in.Op == x86asm.CALL):
+			pre[i] = "notrack" // CET's no-track prefix (3e)
+		case p == "rep" && in.Op == x86asm.RET:
+			pre[i] = "repz"
+		}
+	}
+	if in.Op == x86asm.CALL && len(code) > 5 && code[len(code)-5] == 0xe8 && code[len(code)-6] == 0x48 {
+		// The TLS general-dynamic call (66 66 48 e8): objdump names every
+		// prefix byte.
+		pre = pre[:0]
+		for _, c := range code[:len(code)-6] {
+			if c == 0x66 {
+				pre = append(pre, "data16")
+			}
+		}
+		pre = append(pre, "rex.W")
 	}
 	if in.Op == x86asm.NOP {
+		pre = nil
 		if len(code) == 2 && code[0] == 0x66 {
 			return "xchg %ax,%ax"
 		}
-		var pre []string
 		i := 0
 		for ; i < len(code) && (code[i] == 0x66 || code[i] == 0x2e); i++ {
 		}
@@ -286,9 +319,6 @@ func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 		if len(words) > 0 {
 			m, ops = words[0], strings.Replace(strings.Join(words[1:], " "), "%cs:", "", 1)
 		}
-		if len(pre) > 0 {
-			m = strings.Join(pre, " ") + " " + m
-		}
 	}
 	for _, a := range in.Args {
 		if rel, ok := a.(x86asm.Rel); ok {
@@ -296,11 +326,19 @@ func (d *disassembler) gnuX86(in x86asm.Inst, code []byte, pc uint64) string {
 			ops = strconv.FormatUint(t, 16) + d.symbolOf(t)
 		}
 	}
+	if len(pre) > 0 {
+		m = strings.Join(pre, " ") + " " + m
+	}
 	if ops == "" {
 		return m
 	}
 	return m + " " + ops
 }
+
+// x86PrefixWord are the prefixes x86asm.GNUSyntax writes as words.
+var x86PrefixWord = map[string]bool{"data16": true, "data32": true, "addr16": true, "addr32": true, "cs": true, "ds": true,
+	"es": true, "ss": true, "fs": true, "gs": true, "rep": true, "repn": true, "repne": true, "lock": true, "xacquire": true,
+	"xrelease": true, "rex": true, "rex.W": true, "bnd": true, "pn": true, "pt": true}
 
 // isMovabs reports whether code is a mov with a 64-bit immediate (REX.W
 // B8+r) or a 64-bit absolute address (A0-A3 without an address-size
