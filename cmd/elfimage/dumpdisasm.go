@@ -30,8 +30,8 @@ import (
 // it (x86asm.GNUSyntax), and GNU syntax for AArch64
 // (arm64asm.GNUSyntax), mnemonics spelled as binutils 2.38's objdump
 // spells them (see gnuX86; endbr64, vzeroupper, rdpkru and wrpkru, which
-// x86asm lacks or mis-sizes, decoded here; rdseed and rdrand with a
-// REX prefix are not, and print "(bad)"); bytes that do not decode print "(bad)" (x86-64,
+// x86asm lacks or mis-sizes, decoded here; rdseed, as in libc.so.6, is
+// not, and prints "(bad)"); bytes that do not decode print "(bad)" (x86-64,
 // one byte) or ".inst 0x…" (AArch64, four bytes). The source position is
 // the innermost frame's (package symbolize: the line row at or before
 // the address; inlined frames are not shown), left out when unknown. The
@@ -202,9 +202,18 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 	if len(code) < 4 {
 		return ".byte", len(code)
 	}
+	word := uint32(code[0]) | uint32(code[1])<<8 | uint32(code[2])<<16 | uint32(code[3])<<24 // A64 code is little-endian
+	if word>>16 == 0 {
+		return fmt.Sprintf("udf #%d", word), 4
+	}
+	if word&^(0x7f<<5) == 0xd503201f { // HINT #imm: the names objdump gives
+		if name, ok := arm64Hints[(word>>5)&0x7f]; ok {
+			return name, 4
+		}
+	}
 	in, err := arm64asm.Decode(code[:4])
 	if err != nil {
-		return fmt.Sprintf(".inst\t0x%08x", d.f.ByteOrder.Uint32(code)), 4
+		return fmt.Sprintf(".inst\t0x%08x", word), 4
 	}
 	text := arm64asm.GNUSyntax(in)
 	for _, a := range in.Args {
@@ -220,6 +229,12 @@ func (d *disassembler) decode(code []byte, pc uint64) (string, int) {
 	}
 	return text, 4
 }
+
+// arm64Hints are the names of HINT instructions (pointer
+// authentication, BTI) that arm64asm prints as "hint #N".
+var arm64Hints = map[uint32]string{7: "xpaclri", 8: "pacia1716", 10: "pacib1716", 12: "autia1716", 14: "autib1716",
+	16: "esb", 20: "csdb", 24: "paciaz", 25: "paciasp", 26: "pacibz", 27: "pacibsp", 28: "autiaz", 29: "autiasp",
+	30: "autibz", 31: "autibsp", 32: "bti", 34: "bti c", 36: "bti j", 38: "bti jc"}
 
 // gnuX86 spells an x86-64 instruction as objdump (binutils 2.38 and
 // later) does: x86asm.GNUSyntax, without the q suffix of call, ret, jmp,
