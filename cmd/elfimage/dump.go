@@ -34,6 +34,8 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the selected views as one JSON object (field names as in package internal/inspect)")
 	read := fs.Bool("read", false, "load with the read() fallback instead of mmap")
 	framesInterp := fs.Bool("frames-interp", false, "print the call frame table of every CIE and FDE in .eh_frame and .debug_frame of any ELF file, as readelf --debug-dump=frames-interp does")
+	disasm := fs.Bool("disasm", false, "disassemble the code (x86-64 in GNU/AT&T syntax as objdump -d, AArch64 in GNU syntax) of any ELF file with, per instruction, its address, bytes, source file:line:column, the CFA rule and saved registers in effect (as -frames-interp spells them) and, for an elfimage image, the variables live there with their locations")
+	procName := fs.String("proc", "", "with -disasm: only the function of this name (a symbol, or a procedure of an elfimage image)")
 	df := addDebugFlags(fs)
 	usage := fs.Usage
 	fs.Usage = func() {
@@ -49,6 +51,28 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	path := fs.Arg(0)
 	if *framesInterp {
 		return dumpFramesInterp(stdout, path)
+	}
+	if *procName != "" && !*disasm {
+		return fmt.Errorf("%w: -proc needs -disasm", errUsage)
+	}
+	if *disasm && *asJSON {
+		return fmt.Errorf("%w: -disasm has no --json form", errUsage)
+	}
+	if *disasm {
+		f, err := elfobj.Open(path)
+		if err != nil {
+			return err
+		}
+		ours := isImage(f)
+		f.Close()
+		var img *elfimage.Image
+		if ours {
+			if img, err = inspect(path, *read, df); err != nil {
+				return err
+			}
+			defer img.Close()
+		}
+		return dumpDisasm(stdout, path, *procName, img)
 	}
 	if ok, err := dumpOther(stdout, path); ok || err != nil {
 		return err
