@@ -17,29 +17,15 @@ import (
 	"time"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/internal/spinprog"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
 	"github.com/elfimage/elfimage/selfprof"
 	"github.com/google/pprof/profile"
 )
 
-// hotProg spends about a third of its time in spin-a and two thirds in
-// spin-b (twice the iterations of the same loop); main calls both through
-// work, so every sample in them has main on the stack.
-const hotProg = `(define (spin-a n acc)
-  (if (= n 0)
-      acc
-      (spin-a (- n 1) (+ acc 3))))
-(define (spin-b n acc)
-  (if (= n 0)
-      acc
-      (spin-b (- n 1) (+ acc 5))))
-(define (work n)
-  (+ (spin-a n 0) (spin-b (* 2 n) 0)))
-(define (main)
-  (display (work 40000000))
-  (newline))
-`
+// hotProg is package spinprog's program with work called on 40_000_000.
+var hotProg = spinprog.Source(40_000_000)
 
 // start starts a profiler, skipping the test when perf_event_open is
 // refused (failing it when CI is set: .ci/run must allow it).

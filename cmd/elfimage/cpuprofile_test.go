@@ -10,25 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elfimage/elfimage/internal/spinprog"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-// cpuProg splits its time about one third, two thirds between spin-a and
-// spin-b (the same loop, twice the iterations), both called from work.
-const cpuProg = `(define (spin-a n acc)
-  (if (= n 0)
-      acc
-      (spin-a (- n 1) (+ acc 3))))
-(define (spin-b n acc)
-  (if (= n 0)
-      acc
-      (spin-b (- n 1) (+ acc 5))))
-(define (work n)
-  (+ (spin-a n 0) (spin-b (* 2 n) 0)))
-(define (main)
-  (display (work 50000000))
-  (newline))
-`
+// cpuProg is package spinprog's program with work called on 50_000_000.
+var cpuProg = spinprog.Source(50_000_000)
 
 // TestCPUProfileMatchesPerf runs the same program under `perf record`
 // and with `run -cpuprofile`, and checks that `go tool pprof -top` on our

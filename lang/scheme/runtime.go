@@ -230,6 +230,16 @@ func genDisplayStringWith(prologue func(*asm, int32) *label) *elfimage.Proc {
 func genWrite() *elfimage.Proc {
 	a := newAsm()
 	overflow := checkedPrologue(a, 0)
+	writeLoop(a, func() { a.load(rdi, r15, ctlFD) })
+	a.epilogueRet()
+	overflowStub(a, overflow)
+	return internalProc(symWrite, a)
+}
+
+// writeLoop emits the body of %write(buf rdi, len rsi): write(2) to the
+// descriptor loadFD puts in rdi, until every byte is written, retrying on
+// EINTR and giving up on any other error or a zero-length write.
+func writeLoop(a *asm, loadFD func()) {
 	loop, done := a.newLabel(), a.newLabel()
 	a.movRR(rdx, rsi)
 	a.movRR(rsi, rdi)
@@ -237,7 +247,7 @@ func genWrite() *elfimage.Proc {
 	a.bind(loop)
 	a.test(rdx, rdx)
 	a.jcc(condLE, done)
-	a.load(rdi, r15, ctlFD)
+	loadFD()
 	a.movImm(rax, 1) // SYS_write
 	a.syscall()
 	a.aluImm(aluCmp, rax, -4) // -EINTR
@@ -248,7 +258,4 @@ func genWrite() *elfimage.Proc {
 	a.aluRR(aluSub, rdx, rax)
 	a.jmp(loop)
 	a.bind(done)
-	a.epilogueRet()
-	overflowStub(a, overflow)
-	return internalProc(symWrite, a)
 }

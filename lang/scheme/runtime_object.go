@@ -109,25 +109,10 @@ func plainPrologue(a *asm, size int32) *label {
 func genWriteObject() *elfimage.Proc {
 	a := newAsm()
 	a.prologue()
-	loop, done := a.newLabel(), a.newLabel()
-	a.movRR(rdx, rsi)
-	a.movRR(rsi, rdi)
-	loop.used = true
-	a.bind(loop)
-	a.test(rdx, rdx)
-	a.jcc(condLE, done)
-	a.leaRIP(rdi, symFD)
-	a.load(rdi, rdi, 0)
-	a.movImm(rax, 1) // SYS_write
-	a.syscall()
-	a.aluImm(aluCmp, rax, -4) // -EINTR
-	a.jcc(condE, loop)
-	a.test(rax, rax)
-	a.jcc(condLE, done)
-	a.aluRR(aluAdd, rsi, rax)
-	a.aluRR(aluSub, rdx, rax)
-	a.jmp(loop)
-	a.bind(done)
+	writeLoop(a, func() {
+		a.leaRIP(rdi, symFD)
+		a.load(rdi, rdi, 0)
+	})
 	a.epilogueRet()
 	return internalProc(symWrite, a)
 }

@@ -11,26 +11,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elfimage/elfimage/internal/spinprog"
 	"github.com/google/pprof/profile"
 )
 
-// profProg is the program of the Profile rows: about one third of its
-// time in spin-a, two thirds in spin-b (the same loop, twice the
-// iterations), called from work; about a second of CPU.
-const profProg = `(define (spin-a n acc)
-  (if (= n 0)
-      acc
-      (spin-a (- n 1) (+ acc 3))))
-(define (spin-b n acc)
-  (if (= n 0)
-      acc
-      (spin-b (- n 1) (+ acc 5))))
-(define (work n)
-  (+ (spin-a n 0) (spin-b (* 2 n) 0)))
-(define (main)
-  (display (work 100000000))
-  (newline))
-`
+// profProg is package spinprog's program with work called on 100_000_000.
+var profProg = spinprog.Source(100_000_000)
 
 // profileSection measures `elfimage run -cpuprofile` (package selfprof)
 // against the unprofiled run of the same image, interleaved round by
