@@ -677,7 +677,7 @@ func (im *Image) procTable() (*meta.Table, error) {
 	d := &im.debug
 	d.metaOnce.Do(func() {
 		d.metaErr = errIndexFault
-		sec := im.tail[PTProcTable] // found at load through PTProcTable
+		sec := im.tail.get(PTProcTable) // found at load through PTProcTable
 		if sec == nil {
 			var err error
 			if sec, err = im.debugSection(meta.SectionProcs); err != nil {
@@ -787,7 +787,7 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 }
 
 func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
-	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail[PTLineProgram], LineStr: im.tail[PTLineStrings]}
+	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail.get(PTLineProgram), LineStr: im.tail.get(PTLineStrings)}
 	if sec.Line == nil { // no program header: through the section headers
 		var err error
 		if sec.Line, err = im.debugSection(".debug_line"); err != nil {
