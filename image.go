@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/elfimage/elfimage/formaterr"
 
@@ -86,8 +87,19 @@ type Image struct {
 	secs    []SectionHeader
 	secErr  error
 
-	// debug holds the lazily built indexes of the debug queries (query.go).
-	debug debugState
+	// debug holds the lazily built indexes of the debug queries
+	// (query.go), allocated by the first query (dbg): an image that is
+	// never asked about its debug information does not carry them.
+	debug atomic.Pointer[debugState]
+}
+
+// dbg returns the image's debug query state, allocating it on first use.
+func (im *Image) dbg() *debugState {
+	if d := im.debug.Load(); d != nil {
+		return d
+	}
+	im.debug.CompareAndSwap(nil, new(debugState))
+	return im.debug.Load()
 }
 
 // Path returns the path given to [Open], or the name given to [Load].

@@ -136,7 +136,7 @@ func (im *Image) LinkAddr(pc uintptr) uint64 { return uint64(pc - im.Base()) }
 // function symbol covers addr, or a *FormatError when .symtab is malformed.
 func (im *Image) ProcedureAt(addr uint64) (_ Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	d := &im.debug
+	d := im.dbg()
 	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return Procedure{}, d.symErr
@@ -205,14 +205,14 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
-	if p, ok := im.debug.answers.position(addr); ok {
+	if p, ok := im.dbg().answers.position(addr); ok {
 		return p, nil
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	if t, err := im.procTable(); err == nil {
 		p, err := im.positionFromTable(t, addr)
 		if err == nil {
-			im.debug.answers.putPosition(addr, p)
+			im.dbg().answers.putPosition(addr, p)
 		}
 		return p, err
 	} else if !errors.Is(err, ErrNoSection) {
@@ -241,7 +241,7 @@ func (im *Image) LineTable() (_ *line.Table, err error) {
 }
 
 func (im *Image) lineTable() (*line.Table, error) {
-	d := &im.debug
+	d := im.dbg()
 	d.lineOnce.Do(func() {
 		d.lineErr = errIndexFault
 		sec := line.Sections{Order: binary.LittleEndian}
@@ -276,7 +276,7 @@ func (im *Image) lineTable() (*line.Table, error) {
 // [Image.ProcedureAt] and of a malformed procedure table.
 func (im *Image) Procedures() (_ []Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	d := &im.debug
+	d := im.dbg()
 	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return nil, d.symErr
@@ -323,7 +323,7 @@ var ErrNoProcedure = errors.New("elfimage: no procedure")
 // errors of a malformed table or symbol table.
 func (im *Image) ProcedureByName(name string) (_ Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	d := &im.debug
+	d := im.dbg()
 	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return Procedure{}, d.symErr
@@ -363,8 +363,8 @@ func (im *Image) ProcedureByName(name string) (_ Procedure, err error) {
 // names (a hostile table) wins.
 func (im *Image) indexNames(t *meta.Table) (map[string]int, error) {
 	if t == nil {
-		m := make(map[string]int, len(im.debug.syms))
-		for i, s := range im.debug.syms {
+		m := make(map[string]int, len(im.dbg().syms))
+		for i, s := range im.dbg().syms {
 			if _, dup := m[s.name]; !dup {
 				m[s.name] = i
 			}
@@ -418,7 +418,7 @@ type Param struct {
 // reader positioned after its DIE, the DIE and its index entry. A miss
 // wraps ErrUnknownPC.
 func (im *Image) subprogramEntry(addr uint64) (*info.Reader, *info.Entry, subprogram, error) {
-	s := &im.debug.info
+	s := &im.dbg().info
 	s.once.Do(func() { s.err = errIndexFault; s.subs, s.err = im.indexSubprograms() })
 	if s.err != nil {
 		return nil, nil, subprogram{}, s.err
@@ -467,7 +467,7 @@ type infoState struct {
 // infoData returns the image's .debug_info reader, made on first use
 // (which reads the unit headers and root DIEs only).
 func (im *Image) infoData() (*info.Data, error) {
-	s := &im.debug.info
+	s := &im.dbg().info
 	s.dataOnce.Do(func() {
 		s.dataErr = errIndexFault
 		var sec info.Sections
@@ -674,7 +674,7 @@ func (im *Image) unitBase(u *info.UnitHeader) (uint64, error) {
 // without meta.SectionStrs (a malformed section table gives its
 // *FormatError).
 func (im *Image) procTable() (*meta.Table, error) {
-	d := &im.debug
+	d := im.dbg()
 	d.metaOnce.Do(func() {
 		d.metaErr = errIndexFault
 		sec := im.tail.get(PTProcTable) // found at load through PTProcTable
@@ -712,7 +712,7 @@ func (im *Image) procTable() (*meta.Table, error) {
 // procedure covers addr, ErrNoSection when the image has no table, or a
 // *FormatError when the table is malformed.
 func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
-	if p, ok := im.debug.answers.procedure(addr); ok {
+	if p, ok := im.dbg().answers.procedure(addr); ok {
 		return p, nil
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
@@ -729,7 +729,7 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	}
 	p, err := describeEntry(t, e)
 	if err == nil {
-		im.debug.answers.putProcedure(addr, p)
+		im.dbg().answers.putProcedure(addr, p)
 	}
 	return p, err
 }
@@ -765,7 +765,7 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 // lineUnit returns the reader of the line program unit at off of
 // .debug_line, parsing its header on first use (one per unit).
 func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
-	d := &im.debug
+	d := im.dbg()
 	d.seqMu.Lock()
 	defer d.seqMu.Unlock()
 	if r, ok := d.seqs[off]; ok {

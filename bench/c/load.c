@@ -13,6 +13,14 @@
 //                in place and applies relocations takes: read the first
 //                byte of the mapping (the ELF header) and write one byte of
 //                each writable segment (after its mprotect).
+//   MODE limit:  what a relocating one-mmap loader cannot do without:
+//                open + fstat (the size to map) + pread of the file's first
+//                4 KiB (ELF and program headers, .dynamic, relocations) +
+//                mmap + mprotect of each PT_LOAD segment + a write of one
+//                byte of each writable segment (its copy-on-write fault,
+//                where the relocations go) + munmap + close.
+//   MODE cow:    floor plus the write of one byte of each writable segment
+//                alone (no read fault, no fstat, no pread).
 // One untimed round warms the page cache and the dynamic linker, then REPS
 // rounds of ITERS iterations each print one line: "ns/op=X", the mean of
 // the round, timed with clock_gettime(CLOCK_MONOTONIC).
@@ -76,14 +84,24 @@ static void readHeaders(void) {
 	close(fd);
 }
 
-static int touch;
+static int touch, rdfault, hdr;
 static volatile char sinkc;
+static char head[4096];
 
 static void floorOnce(void) {
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		perror(file);
 		exit(1);
+	}
+	if (hdr) {
+		struct stat st;
+		size_t n = size < sizeof head ? size : sizeof head;
+		if (fstat(fd, &st) != 0 || (size_t)st.st_size != size || pread(fd, head, n, 0) != (ssize_t)n) {
+			perror("fstat/pread");
+			exit(1);
+		}
+		sinkc += head[0];
 	}
 	char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
@@ -96,10 +114,11 @@ static void floorOnce(void) {
 			exit(1);
 		}
 	if (touch) {
-		sinkc += p[0];
+		if (rdfault)
+			sinkc += p[0];
 		for (int i = 0; i < nsegs; i++)
 			if (segs[i].prot & PROT_WRITE)
-				p[segs[i].off] = p[segs[i].off];
+				((volatile char *)p)[segs[i].off] = (char)i; // volatile: a store the compiler may not drop
 	}
 	munmap(p, size);
 	close(fd);
@@ -116,7 +135,7 @@ static void dlopenOnce(void) {
 
 int main(int argc, char **argv) {
 	if (argc != 5) {
-		fprintf(stderr, "usage: load dlopen|floor|faults FILE ITERS REPS\n");
+		fprintf(stderr, "usage: load dlopen|floor|faults|limit|cow FILE ITERS REPS\n");
 		return 2;
 	}
 	file = argv[2];
@@ -124,8 +143,10 @@ int main(int argc, char **argv) {
 	void (*once)(void);
 	if (strcmp(argv[1], "dlopen") == 0) {
 		once = dlopenOnce;
-	} else if (strcmp(argv[1], "floor") == 0 || strcmp(argv[1], "faults") == 0) {
-		touch = argv[1][0] == 'f' && argv[1][1] == 'a';
+	} else if (strcmp(argv[1], "floor") == 0 || strcmp(argv[1], "faults") == 0 || strcmp(argv[1], "limit") == 0 || strcmp(argv[1], "cow") == 0) {
+		touch = strcmp(argv[1], "floor") != 0;
+		rdfault = strcmp(argv[1], "faults") == 0;
+		hdr = strcmp(argv[1], "limit") == 0;
 		readHeaders();
 		once = floorOnce;
 	} else {
