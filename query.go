@@ -72,7 +72,9 @@ type debugState struct {
 	namesErr  error
 
 	seqMu   sync.Mutex
-	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs
+	seq0    *line.Reader            // the first line unit parsed (images Link writes have one), at seq0Off
+	seq0Off uint64                  //
+	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs, after seq0
 	seqErrs map[uint64]error
 
 	answers answerCache // recent answers of Procedure and PositionAt
@@ -197,9 +199,10 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // (.elfimage.procs, written by Link), it finds the procedure's line
 // sequence there and runs that one sequence: the first call parses only
 // the line program's header, and no call decodes the whole program (cost:
-// O(log n) plus one sequence; no allocation but the image's 8 KiB of
-// remembered answers on its first call; an address answered recently, of
-// the 256 remembered direct-mapped by address, costs one uncontended
+// O(log n) plus one sequence; no allocation but the line unit's header
+// on the first call and a 1.5 KiB chunk of remembered answers on the
+// first answer that falls in it; an address answered recently, of the 256
+// remembered two-way set-associative by address, costs one uncontended
 // lock). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
@@ -768,6 +771,9 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 	d := im.dbg()
 	d.seqMu.Lock()
 	defer d.seqMu.Unlock()
+	if d.seq0 != nil && d.seq0Off == off {
+		return d.seq0, nil
+	}
 	if r, ok := d.seqs[off]; ok {
 		return r, nil
 	}
@@ -775,6 +781,10 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 		return nil, err
 	}
 	r, err := im.newLineUnit(off)
+	if err == nil && d.seq0 == nil {
+		d.seq0, d.seq0Off = r, off
+		return r, nil
+	}
 	if d.seqs == nil {
 		d.seqs, d.seqErrs = map[uint64]*line.Reader{}, map[uint64]error{}
 	}

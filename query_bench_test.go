@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/lang/scheme"
+	"github.com/elfimage/elfimage/meta"
 )
 
 // benchProcs is the procedure count of the benchmark image (issue 3:
@@ -83,16 +85,20 @@ func benchImage(b *testing.B) string {
 func firstQuery(b *testing.B, query func(im *elfimage.Image, addr uint64) error) {
 	path := benchImage(b)
 	var total time.Duration
+	var faults int64
 	n := 0
+	b.ReportAllocs()
 	for b.Loop() {
 		im, err := elfimage.Open(path, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		addr := benchAddrs[n&63]
+		f0 := minorFaults()
 		t0 := time.Now()
 		err = query(im, addr)
 		total += time.Since(t0)
+		faults += minorFaults() - f0
 		n++
 		if err != nil {
 			b.Fatal(err)
@@ -100,6 +106,16 @@ func firstQuery(b *testing.B, query func(im *elfimage.Image, addr uint64) error)
 		im.Close()
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(n), "ns/query")
+	b.ReportMetric(float64(faults)/float64(n), "faults/query")
+}
+
+// minorFaults returns the process's minor page faults so far.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Minflt
 }
 
 // repeatedQuery times a query on an image that has answered before.
@@ -144,6 +160,91 @@ func BenchmarkFirstTouch(b *testing.B) {
 		sink += data[len(data)-int(addr%4096)-1]
 		return nil
 	})
+}
+
+// BenchmarkFirstTouchPosition is the floor under a first PositionAt: on a
+// freshly opened image, read one byte of each place of the file the query
+// must read, and nothing else: the procedure table's header, the records
+// its bisection probes, the procedure's info entry, the line program
+// unit's header, .debug_line_str (the file name) and the procedure's line
+// sequence. Each place more than a fault-around window (64 KiB) from the
+// others costs a first-touch fault; in a 10,000-procedure image they are
+// four to six windows.
+func BenchmarkFirstTouchPosition(b *testing.B) {
+	path := benchImage(b)
+	var offs [][]uint64 // per benchAddrs entry, the file offsets to touch
+	{
+		im, err := elfimage.Open(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		procsOff := sectionOffset(b, im, meta.SectionProcs)
+		lineOff := sectionOffset(b, im, ".debug_line")
+		lineStrOff := sectionOffset(b, im, ".debug_line_str")
+		sec, err := im.Section(meta.SectionProcs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t, err := meta.NewTable(sec, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ss, is := int(sec[5]), int(sec[6])
+		rec := ss + is
+		infoOff := meta.HeaderSize + t.Len()*rec
+		for _, addr := range benchAddrs {
+			o := []uint64{procsOff, lineStrOff}
+			lo, hi := 0, t.Len()
+			for lo < hi { // Table.Lookup's bisection
+				m := int(uint(lo+hi) >> 1)
+				o = append(o, procsOff+uint64(meta.HeaderSize+m*rec))
+				e, err := t.At(m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if e.Start <= addr {
+					lo = m + 1
+				} else {
+					hi = m
+				}
+			}
+			r := meta.HeaderSize + (lo-1)*rec + ss
+			var rel uint64
+			for i := is - 1; i >= 0; i-- {
+				rel = rel<<8 | uint64(sec[r+i])
+			}
+			e, err := t.At(lo - 1)
+			if err != nil || !e.HasLineSeq {
+				b.Fatalf("procedure at %#x: %+v, %v", addr, e, err)
+			}
+			o = append(o, procsOff+uint64(infoOff)+rel, lineOff+e.LineUnit, lineOff+e.LineSeq)
+			offs = append(offs, o)
+		}
+		im.Close()
+	}
+	n := 0
+	firstQuery(b, func(im *elfimage.Image, addr uint64) error {
+		data := im.Bytes()
+		for _, off := range offs[n&63] {
+			sink += data[off]
+		}
+		n++
+		return nil
+	})
+}
+
+func sectionOffset(b *testing.B, im *elfimage.Image, name string) uint64 {
+	secs, err := im.Sections()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range secs {
+		if s.Name == name {
+			return s.Offset
+		}
+	}
+	b.Fatalf("no section %s", name)
+	return 0
 }
 
 var sink byte
