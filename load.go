@@ -101,7 +101,13 @@ func Images() []*Image {
 // RelocRelative) relocations found through PT_DYNAMIC (DT_RELA, DT_RELASZ,
 // DT_RELAENT), mprotect of the R+X segments to PROT_READ|PROT_EXEC, and
 // registration of [Base, Base+Size) for [Lookup]. No page is ever writable
-// and executable at once. The non-loaded tail (symbols, DWARF, section
+// and executable at once. What the loader validates (the ELF and program
+// headers, the dynamic table, the notes, the relocation table) it reads
+// with pread(2) into a pooled buffer, the file's first 4 KiB at once, not
+// through the mapping: a load faults in no page of the file but one
+// copy-on-write page per relocated data page (a read fault would also map
+// up to 16 neighbouring pages, which munmap must tear down and which count
+// in the process's RSS). The non-loaded tail (symbols, DWARF, section
 // headers) is not read: the kernel pages it in when a query touches it.
 //
 // When mmap of the file fails, when the kernel refuses PROT_EXEC on the
@@ -129,9 +135,13 @@ func Images() []*Image {
 //
 // Errors: a malformed image gives a *FormatError naming the file offset and
 // field; system call failures are returned wrapped with the path. On any
-// error nothing stays mapped. Cost: a handful of system calls plus time
-// linear in the number of program headers, dynamic entries and
-// relocations; the read fallback also copies the file.
+// error nothing stays mapped. Cost: open, fstat, mmap, one pread (two when
+// the notes lie past the first 4 KiB, as in the images Link writes; more
+// for tables elsewhere), one mprotect per writable and per executable
+// segment and close, plus time linear in the number of program headers,
+// dynamic entries and relocations; one allocation, the Image, besides the
+// registry's snapshot of the open images; the read fallback also copies
+// the file.
 //
 // Concurrent modification of the file while it is mapped is not guarded
 // against (as with any mmap-based loader; truncation raises SIGBUS).
