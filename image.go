@@ -75,17 +75,12 @@ type Image struct {
 	mapped     bool
 	plan                         // what the loader validated: segments, tables, tail sections, notes
 	debugFiles *debugfile.Finder // where a stripped image's debug file is looked for
-	dbgFile    debugFileState    // the debug file, once looked for (debug.go)
 
 	closeMu    sync.Mutex
 	closed     bool
 	closeHooks []closeHook // run by Close, latest first (OnClose)
 	hookSeq    uint64      // identifies the next closeHook
 	unmapErr   error       // munmap's, set by freeImage; read by Close when it ran there
-
-	secOnce sync.Once
-	secs    []SectionHeader
-	secErr  error
 
 	// debug holds the lazily built indexes of the debug queries
 	// (query.go), allocated by the first query (dbg): an image that is
@@ -276,11 +271,12 @@ func (im *Image) Section(name string) ([]byte, error) {
 // do not modify it. Errors are *FormatError.
 func (im *Image) Sections() (_ []SectionHeader, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	im.secOnce.Do(func() {
-		im.secErr = errIndexFault
-		im.secs, im.secErr = parseSections(im.path, im.data)
+	d := im.dbg()
+	d.secOnce.Do(func() {
+		d.secErr = errIndexFault
+		d.secs, d.secErr = parseSections(im.path, im.data)
 	})
-	return im.secs, im.secErr
+	return d.secs, d.secErr
 }
 
 // parseSections decodes and validates the section header table of the ELF64

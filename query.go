@@ -51,6 +51,12 @@ var ErrUnknownPC = errors.New("elfimage: no debug information for address")
 // query that needs each, from its mapped non-loaded tail. Nothing here is
 // touched at load; each index is built at most once and then only read.
 type debugState struct {
+	secOnce sync.Once // the section header table (Image.Sections)
+	secs    []SectionHeader
+	secErr  error
+
+	dbgFile debugFileState // the debug file, once looked for (debug.go)
+
 	symOnce sync.Once
 	syms    []procSym // STT_FUNC symbols sorted by address
 	symErr  error
