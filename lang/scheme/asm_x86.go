@@ -57,127 +57,44 @@ func dwarfReg(r reg) arch.Reg {
 // argRegs are the SysV argument registers in order.
 var argRegs = [6]reg{rdi, rsi, rdx, rcx, r8, r9}
 
-// cond is an x86 condition code (the low nibble of Jcc/SETcc).
-type cond uint8
-
-const (
-	condB  cond = 0x2
-	condAE cond = 0x3
-	condE  cond = 0x4
-	condNE cond = 0x5
-	condBE cond = 0x6
-	condA  cond = 0x7
-	condS  cond = 0x8
-	condNS cond = 0x9
-	condL  cond = 0xc
-	condGE cond = 0xd
-	condLE cond = 0xe
-	condG  cond = 0xf
-)
-
-func (c cond) not() cond { return c ^ 1 }
-
-// label is a code position inside one procedure, bound once.
-type label struct {
-	off   int // -1 until bound
-	used  bool
-	fixup []int // offsets of rel32 fields that jump here
+// x86cond is the encoding (the low nibble of Jcc/SETcc) of each cond.
+var x86cond = [...]byte{
+	condEq: 0x4, condNe: 0x5, condLt: 0xc, condGe: 0xd, condLe: 0xe, condGt: 0xf,
+	condLo: 0x2, condHs: 0x3, condLs: 0x6, condHi: 0x7, condMi: 0x8, condPl: 0x9,
 }
 
-// asm assembles one procedure: machine code with its relocations, CFI
-// and line rows. Jumps to labels always use rel32 forms.
-type asm struct {
-	code   []byte
-	relocs []elfimage.Reloc
-	cfi    []frame.Insn
-	lines  []elfimage.LineRow
-	labels []*label
-	// reachable is false after an unconditional transfer (jmp, ret, ud2)
-	// until a used label is bound.
-	reachable bool
+// x86 assembles one x86-64 procedure. Jumps to labels always use rel32
+// forms.
+type x86 struct {
+	asm
 	// saved are the callee-saved registers the prologue pushes (after
 	// rbp, so saved[i] is at CFA-24-8i) and every epilogue restores.
 	saved []reg
-	// kills are the code ranges in epilogues where a saved register
-	// already holds the caller's value again.
-	kills []kill
+	// frameAt is the offset of the prologue's sub rsp immediate.
+	frameAt int
 }
 
-// kill says that from code offset from (the end of the instruction that
-// restored reg) up to to (the end of the epilogue's ret or jmp), reg
-// holds the caller's value, not the procedure's.
-type kill struct {
-	reg      reg
-	from, to int
-}
-
-func newAsm() *asm { return &asm{reachable: true} }
-
-func (a *asm) off() int { return len(a.code) }
-
-func (a *asm) emit(b ...byte) { a.code = append(a.code, b...) }
-
-func (a *asm) imm32(v int32) { a.code = binary.LittleEndian.AppendUint32(a.code, uint32(v)) }
-
-func (a *asm) newLabel() *label {
-	l := &label{off: -1}
-	a.labels = append(a.labels, l)
-	return l
-}
-
-// bind places l at the current offset and patches the jumps to it.
-func (a *asm) bind(l *label) {
-	l.off = a.off()
-	for _, f := range l.fixup {
-		binary.LittleEndian.PutUint32(a.code[f:], uint32(int32(l.off-(f+4))))
+func newX86() *x86 {
+	a := &x86{}
+	a.reachable = true
+	a.patch = func(code []byte, f, target int) {
+		binary.LittleEndian.PutUint32(code[f:], uint32(int32(target-(f+4))))
 	}
-	l.fixup = nil
-	if l.used {
-		a.reachable = true
-	}
+	return a
 }
 
-func (a *asm) rel32To(l *label) {
-	l.used = true
-	if l.off >= 0 {
-		a.imm32(int32(l.off - (a.off() + 4)))
-		return
-	}
-	l.fixup = append(l.fixup, a.off())
+func (a *x86) imm32(v int32) { a.code = binary.LittleEndian.AppendUint32(a.code, uint32(v)) }
+
+func (a *x86) rel32To(l *label) {
 	a.imm32(0)
+	a.branchTo(l, a.off()-4)
 }
 
 // rel32Sym emits a rel32 field resolved by the linker against symbol
 // (S + A - P with A = -4: the field ends the instruction).
-func (a *asm) rel32Sym(symbol string) {
-	a.relocs = append(a.relocs, elfimage.Reloc{Offset: uint32(a.off()), Type: elfimage.RelocPC32, Symbol: symbol, Addend: -4})
+func (a *x86) rel32Sym(symbol string) {
+	a.reloc(elfimage.RelocPC32, symbol, -4)
 	a.imm32(0)
-}
-
-// addCFI records a call frame instruction taking effect at the current
-// offset.
-func (a *asm) addCFI(in frame.Insn) {
-	in.PC = uint64(a.off())
-	a.cfi = append(a.cfi, in)
-}
-
-// row records a line-table row at the current offset. When the previous
-// row is at the same offset it is kept (the outer expression's position
-// wins, the code starts there) and only gains IsStmt; a row repeating the
-// previous position is dropped.
-func (a *asm) row(p srcPos, stmt bool) {
-	r := elfimage.LineRow{Offset: uint32(a.off()), Line: uint32(p.Line), Column: uint32(p.Column), IsStmt: stmt}
-	if n := len(a.lines); n > 0 {
-		last := &a.lines[n-1]
-		if last.Offset == r.Offset {
-			last.IsStmt = last.IsStmt || stmt
-			return
-		}
-		if last.Line == r.Line && last.Column == r.Column && (last.IsStmt || !stmt) {
-			return
-		}
-	}
-	a.lines = append(a.lines, r)
 }
 
 // Encoding helpers.
@@ -200,10 +117,10 @@ func rex(w bool, r, x, b reg) byte {
 }
 
 // modrmReg emits ModRM for a register-direct operand.
-func (a *asm) modrmReg(regField, rm reg) { a.emit(0xc0 | byte(regField&7)<<3 | byte(rm&7)) }
+func (a *x86) modrmReg(regField, rm reg) { a.emit(0xc0 | byte(regField&7)<<3 | byte(rm&7)) }
 
 // modrmMem emits ModRM (+SIB, disp) for [base + disp].
-func (a *asm) modrmMem(regField, base reg, disp int32) {
+func (a *x86) modrmMem(regField, base reg, disp int32) {
 	var mod byte
 	switch {
 	case disp == 0 && base&7 != 5:
@@ -226,40 +143,40 @@ func (a *asm) modrmMem(regField, base reg, disp int32) {
 }
 
 // rr emits a REX.W op with register operands: op r/m=dst, reg=src.
-func (a *asm) rr(op byte, dst, src reg) {
+func (a *x86) rr(op byte, dst, src reg) {
 	a.emit(rex(true, src, 0, dst), op)
 	a.modrmReg(src, dst)
 }
 
 // rm emits a REX.W op with reg and a memory operand.
-func (a *asm) rm(op byte, r, base reg, disp int32) {
+func (a *x86) rm(op byte, r, base reg, disp int32) {
 	a.emit(rex(true, r, 0, base), op)
 	a.modrmMem(r, base, disp)
 }
 
 // Instructions. Names follow Intel syntax: destination first.
 
-func (a *asm) push(r reg) {
+func (a *x86) push(r reg) {
 	if r >= 8 {
 		a.emit(0x41)
 	}
 	a.emit(0x50 + byte(r&7))
 }
 
-func (a *asm) pop(r reg) {
+func (a *x86) pop(r reg) {
 	if r >= 8 {
 		a.emit(0x41)
 	}
 	a.emit(0x58 + byte(r&7))
 }
 
-func (a *asm) movRR(dst, src reg)                  { a.rr(0x89, dst, src) }
-func (a *asm) load(dst, base reg, disp int32)      { a.rm(0x8b, dst, base, disp) }
-func (a *asm) store(base reg, disp int32, src reg) { a.rm(0x89, src, base, disp) }
-func (a *asm) lea(dst, base reg, disp int32)       { a.rm(0x8d, dst, base, disp) }
+func (a *x86) movRR(dst, src reg)                  { a.rr(0x89, dst, src) }
+func (a *x86) load(dst, base reg, disp int32)      { a.rm(0x8b, dst, base, disp) }
+func (a *x86) store(base reg, disp int32, src reg) { a.rm(0x89, src, base, disp) }
+func (a *x86) lea(dst, base reg, disp int32)       { a.rm(0x8d, dst, base, disp) }
 
 // storeByte emits mov byte [base+disp], src (src one of al, cl, dl, bl).
-func (a *asm) storeByte(base reg, disp int32, src reg) {
+func (a *x86) storeByte(base reg, disp int32, src reg) {
 	if base >= 8 {
 		a.emit(rex(false, src, 0, base))
 	}
@@ -268,7 +185,7 @@ func (a *asm) storeByte(base reg, disp int32, src reg) {
 }
 
 // storeImmByte emits mov byte [base+disp], imm8.
-func (a *asm) storeImmByte(base reg, disp int32, v byte) {
+func (a *x86) storeImmByte(base reg, disp int32, v byte) {
 	if base >= 8 {
 		a.emit(rex(false, 0, 0, base))
 	}
@@ -278,7 +195,7 @@ func (a *asm) storeImmByte(base reg, disp int32, v byte) {
 }
 
 // movImm loads a 64-bit constant with the shortest of the three forms.
-func (a *asm) movImm(dst reg, v int64) {
+func (a *x86) movImm(dst reg, v int64) {
 	switch {
 	case v == 0:
 		// xor r32, r32 (zero-extends)
@@ -304,7 +221,7 @@ func (a *asm) movImm(dst reg, v int64) {
 }
 
 // leaRIP emits lea dst, [rip + symbol] resolved by the linker.
-func (a *asm) leaRIP(dst reg, symbol string) {
+func (a *x86) leaRIP(dst reg, symbol string) {
 	a.emit(rex(true, dst, 0, 0), 0x8d, byte(dst&7)<<3|5)
 	a.rel32Sym(symbol)
 }
@@ -320,13 +237,13 @@ const (
 )
 
 // aluRR emits op dst, src.
-func (a *asm) aluRR(op byte, dst, src reg) { a.rr(op, dst, src) }
+func (a *x86) aluRR(op byte, dst, src reg) { a.rr(op, dst, src) }
 
 // aluRM emits op dst, [base+disp].
-func (a *asm) aluRM(op byte, dst, base reg, disp int32) { a.rm(op+2, dst, base, disp) }
+func (a *x86) aluRM(op byte, dst, base reg, disp int32) { a.rm(op+2, dst, base, disp) }
 
 // aluImm emits op r, imm with the /n extension matching op.
-func (a *asm) aluImm(op byte, r reg, v int32) {
+func (a *x86) aluImm(op byte, r reg, v int32) {
 	ext := reg(op >> 3) // 0x01→0 add, 0x09→1 or, 0x21→4 and, 0x29→5 sub, 0x31→6 xor, 0x39→7 cmp
 	if v >= -128 && v <= 127 {
 		a.emit(rex(true, 0, 0, r), 0x83)
@@ -341,7 +258,7 @@ func (a *asm) aluImm(op byte, r reg, v int32) {
 
 // subRSPImm32 emits sub rsp, imm32 always in the 4-byte form (patched
 // once the frame size is known) and returns the immediate's offset.
-func (a *asm) subRSPImm32() int {
+func (a *x86) subRSPImm32() int {
 	a.emit(0x48, 0x81, 0xec)
 	at := a.off()
 	a.imm32(0)
@@ -349,59 +266,59 @@ func (a *asm) subRSPImm32() int {
 }
 
 // imulMem emits imul dst, [base+disp].
-func (a *asm) imulMem(dst, base reg, disp int32) {
+func (a *x86) imulMem(dst, base reg, disp int32) {
 	a.emit(rex(true, dst, 0, base), 0x0f, 0xaf)
 	a.modrmMem(dst, base, disp)
 }
 
-func (a *asm) unary(ext reg, r reg) { a.emit(rex(true, 0, 0, r), 0xf7); a.modrmReg(ext, r) }
-func (a *asm) neg(r reg)            { a.unary(3, r) }
-func (a *asm) div(r reg)            { a.unary(6, r) }
-func (a *asm) idiv(r reg)           { a.unary(7, r) }
-func (a *asm) cqo()                 { a.emit(0x48, 0x99) }
-func (a *asm) test(x, y reg)        { a.rr(0x85, x, y) }
+func (a *x86) unary(ext reg, r reg) { a.emit(rex(true, 0, 0, r), 0xf7); a.modrmReg(ext, r) }
+func (a *x86) neg(r reg)            { a.unary(3, r) }
+func (a *x86) div(r reg)            { a.unary(6, r) }
+func (a *x86) idiv(r reg)           { a.unary(7, r) }
+func (a *x86) cqo()                 { a.emit(0x48, 0x99) }
+func (a *x86) test(x, y reg)        { a.rr(0x85, x, y) }
 
 // incMem/decMem emit inc/dec qword [base+disp].
-func (a *asm) incMem(base reg, disp int32) { a.rm(0xff, 0, base, disp) }
+func (a *x86) incMem(base reg, disp int32) { a.rm(0xff, 0, base, disp) }
 
 // shlImm emits shl r, imm8.
-func (a *asm) shlImm(r reg, n byte) { a.emit(rex(true, 0, 0, r), 0xc1); a.modrmReg(4, r); a.emit(n) }
+func (a *x86) shlImm(r reg, n byte) { a.emit(rex(true, 0, 0, r), 0xc1); a.modrmReg(4, r); a.emit(n) }
 
-func (a *asm) decR(r reg) { a.emit(rex(true, 0, 0, r), 0xff); a.modrmReg(1, r) }
+func (a *x86) decR(r reg) { a.emit(rex(true, 0, 0, r), 0xff); a.modrmReg(1, r) }
 
 // setcc sets al from c and zero-extends it into rax.
-func (a *asm) setccRAX(c cond) {
-	a.emit(0x0f, 0x90+byte(c), 0xc0) // setcc al
-	a.emit(0x0f, 0xb6, 0xc0)         // movzx eax, al
+func (a *x86) setccRAX(c cond) {
+	a.emit(0x0f, 0x90+x86cond[c], 0xc0) // setcc al
+	a.emit(0x0f, 0xb6, 0xc0)            // movzx eax, al
 }
 
-func (a *asm) jcc(c cond, l *label) { a.emit(0x0f, 0x80+byte(c)); a.rel32To(l) }
+func (a *x86) jcc(c cond, l *label) { a.emit(0x0f, 0x80+x86cond[c]); a.rel32To(l) }
 
-func (a *asm) jmp(l *label) {
+func (a *x86) jmp(l *label) {
 	a.emit(0xe9)
 	a.rel32To(l)
 	a.reachable = false
 }
 
-func (a *asm) jmpSym(symbol string) {
+func (a *x86) jmpSym(symbol string) {
 	a.emit(0xe9)
 	a.rel32Sym(symbol)
 	a.reachable = false
 }
 
-func (a *asm) call(symbol string) { a.emit(0xe8); a.rel32Sym(symbol) }
+func (a *x86) call(symbol string) { a.emit(0xe8); a.rel32Sym(symbol) }
 
-func (a *asm) ret()      { a.emit(0xc3); a.reachable = false }
-func (a *asm) leave()    { a.emit(0xc9) }
-func (a *asm) syscall()  { a.emit(0x0f, 0x05) }
-func (a *asm) ud2()      { a.emit(0x0f, 0x0b); a.reachable = false }
-func (a *asm) repMovsb() { a.emit(0xf3, 0xa4) }
+func (a *x86) ret()      { a.emit(0xc3); a.reachable = false }
+func (a *x86) leave()    { a.emit(0xc9) }
+func (a *x86) syscall()  { a.emit(0x0f, 0x05) }
+func (a *x86) ud2()      { a.emit(0x0f, 0x0b); a.reachable = false }
+func (a *x86) repMovsb() { a.emit(0xf3, 0xa4) }
 
 // CFI-carrying sequences shared by every procedure.
 
-// prologue emits push rbp; mov rbp, rsp; push saved... with exact CFI
+// pushFrame emits push rbp; mov rbp, rsp; push saved... with exact CFI
 // (the CFA is rbp+16 from the mov on, saved[i] at CFA-24-8i).
-func (a *asm) prologue() {
+func (a *x86) pushFrame() {
 	a.push(rbp)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFAOffset, Reg: arch.X86_64_RSP, Offset: 16})
 	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.X86_64_RBP, Offset: -16})
@@ -417,12 +334,12 @@ func (a *asm) prologue() {
 // followed by its same-value rule) and emits leave with its CFI (CFA =
 // rsp+8, rbp same value), remembering the body's row first; the transfer
 // that follows must be followed by endEpilogue.
-func (a *asm) epilogueLeave() {
+func (a *x86) epilogueLeave() {
 	a.addCFI(frame.Insn{Op: frame.OpRememberState})
 	for i, r := range a.saved {
 		a.load(r, rbp, int32(-8*(i+1)))
 		a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: dwarfReg(r)})
-		a.kills = append(a.kills, kill{reg: r, from: a.off(), to: -1})
+		a.kills = append(a.kills, kill{home: i, from: a.off(), to: -1})
 	}
 	a.leave()
 	a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.X86_64_RSP, Offset: 8})
@@ -432,39 +349,151 @@ func (a *asm) epilogueLeave() {
 // endEpilogue closes the kill ranges of the epilogue just emitted and
 // restores the row remembered by epilogueLeave for the code after a
 // mid-procedure return (finish drops it when nothing follows).
-func (a *asm) endEpilogue() {
-	for i := len(a.kills) - 1; i >= 0 && a.kills[i].to < 0; i-- {
-		a.kills[i].to = a.off()
-	}
+func (a *x86) endEpilogue() {
+	a.closeKills()
 	a.addCFI(frame.Insn{Op: frame.OpRestoreState})
 }
 
 // epilogueRet emits the epilogue and ret.
-func (a *asm) epilogueRet() {
+func (a *x86) epilogueRet() {
 	a.epilogueLeave()
 	a.ret()
 	a.endEpilogue()
 }
 
 // tailJump emits the epilogue and jmp symbol: a proper tail call.
-func (a *asm) tailJump(symbol string) {
+func (a *x86) tailJump(symbol string) {
 	a.epilogueLeave()
 	a.jmpSym(symbol)
 	a.endEpilogue()
 }
 
-// finish checks labels and drops CFI that would take effect at or after
-// the end of the code. It returns false if a used label was never bound.
-func (a *asm) finish() bool {
-	for _, l := range a.labels {
-		if l.used && l.off < 0 {
-			return false
-		}
+// The x86-64 backend: the machine methods of the front end.
+
+// x86Homes are the homes of let bindings, by nesting depth.
+var x86Homes = [numHomes]reg{rbx, r12, r13, r14}
+
+func (a *x86) base() *asm                  { return &a.asm }
+func (a *x86) homeReg(h int) uint8         { return uint8(dwarfReg(x86Homes[h])) }
+func (a *x86) argReg(i int) uint8          { return uint8(dwarfReg(argRegs[i])) }
+func (a *x86) trap()                       { a.ud2() }
+func (a *x86) jump(l *label)               { a.jmp(l) }
+func (a *x86) loadImm(v int64)             { a.movImm(rax, v) }
+func (a *x86) loadSlot(d int32)            { a.load(rax, rbp, d) }
+func (a *x86) loadHome(h int)              { a.movRR(rax, x86Homes[h]) }
+func (a *x86) loadArg(i int, d int32)      { a.load(argRegs[i], rbp, d) }
+func (a *x86) argImm(i int, v int64)       { a.movImm(argRegs[i], v) }
+func (a *x86) argAddr(i int, s string)     { a.leaRIP(argRegs[i], s) }
+func (a *x86) argFrameAddr(i int, d int32) { a.lea(argRegs[i], rbp, d) }
+func (a *x86) accToArg0()                  { a.movRR(rdi, rax) }
+func (a *x86) setArgCount(n int)           { a.movImm(rax, int64(n)) }
+func (a *x86) negAcc()                     { a.neg(rax) }
+
+func (a *x86) storeSlot(d int32) int { at := a.off(); a.store(rbp, d, rax); return at }
+func (a *x86) storeHome(h int) int   { at := a.off(); a.movRR(x86Homes[h], rax); return at }
+func (a *x86) storeArg(i int, d int32) int {
+	at := a.off()
+	a.store(rbp, d, argRegs[i])
+	return at
+}
+
+// prologue emits push rbp; mov rbp, rsp; push rbx ...; sub rsp, imm32.
+func (a *x86) prologue(nsaved int) {
+	a.saved = x86Homes[:nsaved]
+	a.pushFrame()
+	a.frameAt = a.subRSPImm32()
+}
+
+func (a *x86) setFrameSize(size int) {
+	binary.LittleEndian.PutUint32(a.code[a.frameAt:], uint32(size))
+}
+
+// stackCheck emits cmp rsp, [r15]; jb overflow.
+func (a *x86) stackCheck(overflow *label) {
+	a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
+	a.jcc(condLo, overflow)
+}
+
+// argCountBelow emits cmp rax, n; jb l.
+func (a *x86) argCountBelow(n int, l *label) {
+	a.aluImm(aluCmp, rax, int32(n))
+	a.jcc(condLo, l)
+}
+
+// jumpIfZero emits test rax, rax; je/jne l.
+func (a *x86) jumpIfZero(zero bool, l *label) {
+	a.test(rax, rax)
+	if zero {
+		a.jcc(condEq, l)
+	} else {
+		a.jcc(condNe, l)
 	}
-	n := len(a.cfi)
-	for n > 0 && a.cfi[n-1].PC >= uint64(len(a.code)) {
-		n--
+}
+
+func (a *x86) cmpSlotsJump(da, db int32, c cond, l *label) {
+	a.load(rax, rbp, da)
+	a.aluRM(aluCmp, rax, rbp, db)
+	a.jcc(c, l)
+}
+
+func (a *x86) cmpSlotsSet(da, db int32, c cond) {
+	a.load(rax, rbp, da)
+	a.aluRM(aluCmp, rax, rbp, db)
+	a.setccRAX(c)
+}
+
+func (a *x86) notAcc() {
+	a.test(rax, rax)
+	a.setccRAX(condEq)
+}
+
+func (a *x86) arithSlot(op string, d int32) {
+	switch op {
+	case "+":
+		a.aluRM(aluAdd, rax, rbp, d)
+	case "*":
+		a.imulMem(rax, rbp, d)
+	case "-":
+		a.movRR(rcx, rax)
+		a.load(rax, rbp, d)
+		a.aluRR(aluSub, rax, rcx)
 	}
-	a.cfi = a.cfi[:n]
-	return true
+}
+
+// divLoad emits mov rax, [da]; mov rcx, [db]; test rcx, rcx; jne nonzero.
+func (a *x86) divLoad(da, db int32, nonzero *label) {
+	a.load(rax, rbp, da)
+	a.load(rcx, rbp, db)
+	a.test(rcx, rcx)
+	a.jcc(condNe, nonzero)
+}
+
+// divide emits the division of rax by rcx: -1 is handled apart (idiv
+// traps on the most negative integer divided by -1), the rest with cqo;
+// idiv, modulo correcting the remainder's sign to the divisor's.
+func (a *x86) divide(op string) {
+	normal, done := a.newLabel(), a.newLabel()
+	a.aluImm(aluCmp, rcx, -1)
+	a.jcc(condNe, normal)
+	if op == "quotient" {
+		a.neg(rax)
+	} else {
+		a.movImm(rax, 0)
+	}
+	a.jmp(done)
+	a.bind(normal)
+	a.cqo()
+	a.idiv(rcx)
+	switch op {
+	case "remainder":
+		a.movRR(rax, rdx)
+	case "modulo":
+		a.movRR(rax, rdx)
+		a.test(rax, rax)
+		a.jcc(condEq, done)
+		a.aluRR(aluXor, rdx, rcx)
+		a.jcc(condPl, done)
+		a.aluRR(aluAdd, rax, rcx)
+	}
+	a.bind(done)
 }

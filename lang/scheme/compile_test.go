@@ -8,15 +8,18 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 )
 
+// compileFile compiles testdata/name for x86-64, whose machine code the
+// tests inspect (with the x86 CFI simulator) on any host.
 func compileFile(t testing.TB, name string) *elfimage.Module {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Compile(name, src)
+	m, err := CompileFor(arch.X86_64, name, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +34,7 @@ func compileFileDefs(t testing.TB, name string) (*elfimage.Module, defMap) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, defs, err := compile(name, src, false)
+	m, defs, err := compile(arch.X86_64, name, src, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 )
 
 // FuzzCompile feeds arbitrary source to the reader and compiler: they must
@@ -30,7 +31,7 @@ func FuzzCompile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		m, defs, err := compile("fuzz.scm", src, false)
+		m, defs, err := compile(arch.X86_64, "fuzz.scm", src, false)
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
@@ -45,7 +46,7 @@ func FuzzCompile(f *testing.F) {
 		}
 		// The same program as an object (no stack check, the object
 		// runtime): as exact, and LinkObject takes it.
-		m, defs, err = compile("fuzz.scm", src, true)
+		m, defs, err = compile(arch.X86_64, "fuzz.scm", src, true)
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
