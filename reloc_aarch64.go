@@ -45,7 +45,7 @@ func relocAArch64(a *arch.Arch, obj string, code []byte, r Reloc, p uint64, v in
 		}
 		return w&^0x03ffffff | uint32(d>>2)&0x03ffffff, nil
 	case RelocAArch64AdrPage21:
-		pages := (v &^ 0xfff - int64(p)&^0xfff) >> 12
+		pages := (v&^0xfff - int64(p)&^0xfff) >> 12
 		if pages < -1<<20 || pages >= 1<<20 {
 			return 0, fail("page distance %#x does not fit 21 bits (±4 GiB)", pages)
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
 )
 
 // kernelSrc is the kernels file with main replaced by body.
