@@ -13,6 +13,7 @@ import (
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
@@ -31,22 +32,7 @@ import (
 // with the output it has on x86-64.
 func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb-multiarch")
-	dir := t.TempDir()
-	bin := qemutest.BuildArm64(t, dir, ".", "elfimage")
-	src := filepath.Join(dir, "prog.scm")
-	if err := os.WriteFile(src, []byte(gdbProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := scheme.CompileFor(arch.AArch64, src, []byte(gdbProg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(dir, "prog.elf")
-	if err := elfimage.WriteFile(img, mod, elfimage.LinkOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	progOut := filepath.Join(dir, "prog.out")
-	wrapper := qemutest.Wrapper(t, dir, gdb, []string{bin, "run", "-gdb", img}, progOut)
+	dir, bin, src, wrapper, progOut := schemeAArch64Debugger(t, gdb)
 	letLine := gdbLine(t, "scopes: nested lets")
 	s := &gdbtest.Session{GDB: wrapper, Program: bin, Dir: dir, NoScript: true, Timeout: 5 * time.Minute, Cmds: []string{
 		fmt.Sprintf("target remote 127.0.0.1:%d", qemutest.Port),
@@ -93,6 +79,85 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 	}
 	if !strings.Contains(r.Blocks[11], "exited normally") {
 		t.Errorf("last continue: the program did not exit normally:\n%s", r.Blocks[11])
+	}
+	if out, err := os.ReadFile(progOut); err != nil || string(out) != gdbProgOutput {
+		t.Errorf("program output %q (%v), want %q", out, err, gdbProgOutput)
+	}
+}
+
+// schemeAArch64Debugger writes gdbProg into a temporary directory,
+// cross-compiles and links it for AArch64 there (prog.elf), cross-builds
+// elfimage for linux/arm64, and returns the wrapper that stands for
+// debugger with `elfimage run -gdb prog.elf` under qemu-aarch64 -g
+// (qemutest.Wrapper) and the file that receives the program's output.
+func schemeAArch64Debugger(t *testing.T, debugger string) (dir, bin, src, wrapper, progOut string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = qemutest.BuildArm64(t, dir, ".", "elfimage")
+	src = filepath.Join(dir, "prog.scm")
+	if err := os.WriteFile(src, []byte(gdbProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := scheme.CompileFor(arch.AArch64, src, []byte(gdbProg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "prog.elf")
+	if err := elfimage.WriteFile(img, mod, elfimage.LinkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	progOut = filepath.Join(dir, "prog.out")
+	wrapper = qemutest.Wrapper(t, dir, debugger, []string{bin, "run", "-gdb", img}, progOut)
+	return dir, bin, src, wrapper, progOut
+}
+
+// TestLLDBSchemeAArch64 is TestGDBMultiarchSchemeAArch64 with lldb-19
+// (gdb-remote to qemu's stub, its GDB JIT loader enabled): it stops at
+// the second call of tak, whose backtrace shows tak called from tak
+// called from main with their arguments and lines, frame variable shows
+// the arguments, and the program ends normally with its x86-64 output.
+func TestLLDBSchemeAArch64(t *testing.T) {
+	lldb := tooltest.Require(t, "lldb-19", "lldb")
+	dir, bin, _, wrapper, progOut := schemeAArch64Debugger(t, lldb)
+	s := &lldbtest.Session{LLDB: wrapper, Program: bin, Dir: dir, Timeout: 5 * time.Minute, Cmds: []string{
+		"settings set plugin.jit-loader.gdb.enable on",
+		// Under load qemu answers a packet late (reading symbol files
+		// through the stub): LLDB's default 5 s timeout loses the
+		// connection.
+		"settings set plugin.process.gdb-remote.packet-timeout 60",
+		fmt.Sprintf("gdb-remote 127.0.0.1:%d", qemutest.Port),
+		lldbtest.HandleSIGURG,
+		"breakpoint set -n tak",
+		"continue",
+		"continue",
+		"bt",
+		"frame variable",
+		"breakpoint delete -f",
+		"continue",
+	}}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	t.Logf("lldb:\n%s", r.Output)
+	ifLine, innerLine, mainLine := gdbLine(t, "(if (not (< y x))"), gdbLine(t, "(tak (tak (- x 1) y z)"), gdbLine(t, "(display (tak 18 12 6))")
+	var got []string
+	for _, f := range lldbtest.Frames(r.Blocks[7]) {
+		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
+	}
+	want := []string{
+		fmt.Sprintf("tak(x=17, y=12, z=6):%d", ifLine),
+		fmt.Sprintf("tak(x=18, y=12, z=6):%d", innerLine),
+		fmt.Sprintf("main():%d", mainLine),
+	}
+	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
+		t.Errorf("bt frames %q, want %q first:\n%s", got, want, r.Blocks[7])
+	}
+	if v := lldbtest.Vars(r.Blocks[8]); v["x"].Value != "17" || v["y"].Value != "12" || v["z"].Value != "6" {
+		t.Errorf("frame variable %v, want x = 17, y = 12, z = 6:\n%s", v, r.Blocks[8])
+	}
+	if status, _, ok := lldbtest.Exit(r.Blocks[10]); !ok || status != 0 {
+		t.Errorf("last continue: the program did not exit with 0:\n%s", r.Blocks[10])
 	}
 	if out, err := os.ReadFile(progOut); err != nil || string(out) != gdbProgOutput {
 		t.Errorf("program output %q (%v), want %q", out, err, gdbProgOutput)
