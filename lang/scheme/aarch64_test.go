@@ -172,3 +172,93 @@ func TestAArch64Disassembly(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileForAArch64 checks the module CompileFor makes for AArch64:
+// its architecture, 4-byte instructions, only AArch64 instruction
+// relocations in code (bl/b to procedures, adrp+add pairs to string
+// objects) and the parameters' locations as on x86-64 (the frames agree);
+// and the errors for a missing or unknown architecture and for an
+// AArch64 object.
+func TestCompileForAArch64(t *testing.T) {
+	m, err := CompileFor(arch.AArch64, "kernels.scm", mustRead(t, "testdata/kernels.scm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := CompileFor(arch.X86_64, "kernels.scm", mustRead(t, "testdata/kernels.scm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Arch != arch.AArch64 || x.Arch != arch.X86_64 || len(m.Procs) != len(x.Procs) {
+		t.Fatalf("arch %v/%v, %d/%d procs", m.Arch, x.Arch, len(m.Procs), len(x.Procs))
+	}
+	kinds := map[elfimage.RelocType]int{}
+	for i, p := range m.Procs {
+		if len(p.Code)%4 != 0 || p.Name != x.Procs[i].Name {
+			t.Errorf("%s: %d bytes of code, x86-64 proc %s", p.Name, len(p.Code), x.Procs[i].Name)
+		}
+		for j, v := range p.Params {
+			if string(v.Location) != string(x.Procs[i].Params[j].Location) {
+				t.Errorf("%s: parameter %s at %x, on x86-64 %x", p.Name, v.Name, v.Location, x.Procs[i].Params[j].Location)
+			}
+		}
+		for k, r := range p.Relocs {
+			kinds[r.Type]++
+			switch r.Type {
+			case elfimage.RelocAArch64Call26, elfimage.RelocAArch64Jump26:
+				if r.Symbol != "main" && !strings.HasPrefix(r.Symbol, "%") && procByName(t, m, r.Symbol) == nil {
+					t.Errorf("%s: branch to %s", p.Name, r.Symbol)
+				}
+			case elfimage.RelocAArch64AdrPage21:
+				if k+1 >= len(p.Relocs) || p.Relocs[k+1].Type != elfimage.RelocAArch64AddLo12 || p.Relocs[k+1].Offset != r.Offset+4 || p.Relocs[k+1].Symbol != r.Symbol {
+					t.Errorf("%s: adrp at %#x without its add", p.Name, r.Offset)
+				}
+			case elfimage.RelocAArch64AddLo12:
+			default:
+				t.Errorf("%s: relocation %+v", p.Name, r)
+			}
+		}
+	}
+	if kinds[elfimage.RelocAArch64Call26] == 0 || kinds[elfimage.RelocAArch64Jump26] == 0 || kinds[elfimage.RelocAArch64AdrPage21] == 0 {
+		t.Errorf("relocation kinds %v", kinds)
+	}
+	for _, tc := range []struct {
+		a    *arch.Arch
+		want string
+	}{
+		{nil, "scheme: no architecture given"},
+		{&arch.Arch{Name: "riscv64", Machine: elf.EM_RISCV}, "scheme: no backend for EM_RISCV"},
+	} {
+		if _, err := CompileFor(tc.a, "p.scm", []byte("(define (main) 0)")); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("CompileFor(%v) = %v, want %q", tc.a, err, tc.want)
+		}
+	}
+	if _, _, err := compile(arch.AArch64, "p.scm", []byte("(define (main) 0)"), true); err == nil || !strings.Contains(err.Error(), "x86-64 only") {
+		t.Errorf("AArch64 object: %v", err)
+	}
+}
+
+// TestAArch64Defs checks the AArch64 record of variable stores: every
+// entry is at an instruction that stores a register into a frame slot
+// (stur, str) or a home register (mov x19-x22), as the simulators of the
+// CFI tests expect.
+func TestAArch64Defs(t *testing.T) {
+	for _, name := range aarch64Programs {
+		m, defs := compileFileDefsFor(t, arch.AArch64, name)
+		n := 0
+		for _, p := range m.Procs {
+			for off := range defs[p] {
+				w := uint32(p.Code[off]) | uint32(p.Code[off+1])<<8 | uint32(p.Code[off+2])<<16 | uint32(p.Code[off+3])<<24
+				stur := w&0xffe00c00 == 0xf8000000
+				str := w&0xffc00000 == 0xf9000000
+				mov := w&0xffe0ffe0 == 0xaa0003e0 && w&31 >= 19 && w&31 <= 22
+				if off%4 != 0 || !(stur || str || mov) {
+					t.Errorf("%s %s: def at %#x is %08x, not a store", name, p.Name, off, w)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no defs", name)
+		}
+	}
+}
