@@ -15,6 +15,7 @@ import (
 
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/lang/scheme"
 )
 
 // TestDemoAArch64 cross-builds elfimage for linux/arm64 and runs
@@ -131,6 +132,37 @@ func TestRunAArch64SameOutput(t *testing.T) {
 		}
 		if testing.Verbose() {
 			t.Logf("%s:\n%s", name, got)
+		}
+	}
+}
+
+// TestBuildAndDumpAArch64 cross-compiles the demo with build -arch
+// aarch64 on this host and reads the image back with dump, which loads
+// an image of another architecture for reading: the AArch64 disassembly
+// of inner with its CFA rules and live variables (p in x19 inside its
+// let), and the usage errors of -arch.
+func TestBuildAndDumpAArch64(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "demo.scm")
+	if err := os.WriteFile(src, scheme.DemoSource, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "demo.elf")
+	if code, _, errOut := runCLI(t, "build", "-arch", "aarch64", "-o", img, src); code != 0 {
+		t.Fatalf("build -arch aarch64 exited %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "dump", "-disasm", "-proc", "inner", img)
+	if code != 0 {
+		t.Fatalf("dump -disasm exited %d: %s", code, errOut)
+	}
+	for _, want := range []string{"stp x29, x30, [sp,#-16]!", "cfa=x29+16 x29=c-16 ra=c-8", "p=DW_OP_reg19", "bl ", "<%capture>", "ret "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dump -disasm -proc inner lacks %q:\n%s", want, out)
+		}
+	}
+	for _, tc := range [][]string{{"build", "-arch", "mips", src}, {"build", "-c", "-arch", "aarch64", src}} {
+		if code, _, errOut := runCLI(t, tc...); code != 2 || !strings.Contains(errOut, "-arch") {
+			t.Errorf("%q: exit %d, %s; want a usage error naming -arch", tc, code, errOut)
 		}
 	}
 }
