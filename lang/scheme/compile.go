@@ -215,15 +215,15 @@ func (c *compiler) run(forms []datum) (err error) {
 	if len(main.params) != 0 {
 		c.errorf(main.pos, "main takes no parameters")
 	}
-	start, runtime := genStart, genRuntime
+	start, support := genStart, genRuntime
 	if c.arch.Machine == arch.AArch64.Machine {
-		start, runtime = genStartA64, genRuntimeA64
+		start, support = genStartA64, genRuntimeA64
 	}
 	c.mod.Procs = append(c.mod.Procs, start())
 	for _, p := range c.order {
 		c.mod.Procs = append(c.mod.Procs, c.compileProc(p))
 	}
-	c.mod.Procs = append(c.mod.Procs, runtime()...)
+	c.mod.Procs = append(c.mod.Procs, support()...)
 	// The runtime's own strings.
 	c.stringObj("\n")
 	c.stringObj(divZeroMessage)
@@ -576,7 +576,8 @@ func (f *fn) closeScopes(outer *scopeInfo) {
 
 // compileProc generates one procedure. A first pass finds how many
 // callee-saved registers its lets use; the second generates the code with
-// them saved in the prologue:
+// them saved in the prologue (on x86-64; the package documentation shows
+// the AArch64 frame, step for step the same):
 //
 //	push rbp; mov rbp, rsp; push rbx ...; sub rsp, N
 //	mov [rbp-8(s+1)], rdi ...            ; required parameters into slots
