@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/native"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,6 +93,9 @@ func loadFlat(t testing.TB, m *elfimage.Module) *flatImage {
 		copy(mem[offs[d.Name]:], d.Bytes)
 		apply(offs[d.Name], d.Relocs)
 	}
+	// The code was written as data: make instruction fetches see it
+	// (AArch64 hardware; a no-op on x86-64).
+	native.SyncInstructionCache(f.base(), textEnd)
 	if err := unix.Mprotect(mem[:textEnd], unix.PROT_READ|unix.PROT_EXEC); err != nil {
 		t.Fatal(err)
 	}
