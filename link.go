@@ -765,7 +765,7 @@ func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err 
 	nData := count(func(i int) []Reloc { return m.Data[i].Relocs }, len(m.Data))
 	patches = make([]patch, nRO+nText+nData)
 	relative = make([]elf.Rela64, 0, nRel)
-	apply := func(obj string, base uint64, size int, rs []Reloc, out []patch) ([]patch, error) {
+	apply := func(obj string, base uint64, code []byte, size int, rs []Reloc, out []patch) ([]patch, error) {
 		for _, r := range rs {
 			s, ok := l.syms[r.Symbol]
 			if !ok {
@@ -789,6 +789,12 @@ func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err 
 				v := uint64(int64(l.addr(s)) + r.Addend)
 				out[0] = patch{at: p, v: v, size: 8}
 				relative = append(relative, elf.Rela64{Off: p, Info: uint64(l.a.RelocRelative), Addend: int64(v)})
+			case RelocAArch64Call26, RelocAArch64Jump26, RelocAArch64AdrPage21, RelocAArch64AddLo12, RelocAArch64Adr21:
+				w, err := relocAArch64(l.a, obj, code, r, p, int64(l.addr(s))+r.Addend)
+				if err != nil {
+					return nil, err
+				}
+				out[0] = patch{at: p, v: uint64(w), size: 4}
 			default:
 				return nil, &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown type %d", r.Offset, r.Type)}
 			}
@@ -798,19 +804,19 @@ func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err 
 	}
 	out := patches[nRO:]
 	for i, p := range m.Procs {
-		if out, err = apply("proc "+p.Name, l.procAddr[i], len(p.Code), p.Relocs, out); err != nil {
+		if out, err = apply("proc "+p.Name, l.procAddr[i], p.Code, len(p.Code), p.Relocs, out); err != nil {
 			return nil, nil, err
 		}
 	}
 	out = patches
 	for i, d := range m.ROData {
-		if out, err = apply("datum "+d.Name, l.roAddr[i], len(d.Bytes), d.Relocs, out); err != nil {
+		if out, err = apply("datum "+d.Name, l.roAddr[i], nil, len(d.Bytes), d.Relocs, out); err != nil {
 			return nil, nil, err
 		}
 	}
 	out = patches[nRO+nText:]
 	for i, d := range m.Data {
-		if out, err = apply("datum "+d.Name, l.dataAddr[i], len(d.Bytes), d.Relocs, out); err != nil {
+		if out, err = apply("datum "+d.Name, l.dataAddr[i], nil, len(d.Bytes), d.Relocs, out); err != nil {
 			return nil, nil, err
 		}
 	}
