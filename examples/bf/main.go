@@ -104,11 +104,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/native"
@@ -117,7 +119,7 @@ import (
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: bf [flags] PROG.b\n\nCompile the Brainfuck program PROG.b to x86-64 and run it on standard input and output.\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: bf [flags] PROG.b\n\nCompile the Brainfuck program PROG.b to x86-64 or AArch64 machine code and run it on standard input and output.\n\n")
 		flag.PrintDefaults()
 	}
 	gdb := flag.Bool("gdb", false, "publish the image to gdb and lldb (GDB JIT interface)")
@@ -126,12 +128,21 @@ func main() {
 	out := flag.String("o", "", "write the image to `FILE` instead of running it")
 	eof := flag.String("eof", "0", "what , stores at the end of the input: 0, 255 or keep (leave the cell)")
 	fold := flag.Bool("fold", true, "fold runs of + and - (and of > and <) on one line, and [-], into one instruction")
+	archName := flag.String("arch", runtime.GOARCH, "the machine to compile for: amd64 (x86-64) or arm64 (aarch64); another than the running one's only with -o")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	opts := Options{Fold: *fold}
+	opts := Options{Fold: *fold, Arch: archNamed(*archName)}
+	if opts.Arch == nil {
+		fmt.Fprintf(os.Stderr, "bf: -arch %q: want amd64 (x86-64) or arm64 (aarch64)\n", *archName)
+		os.Exit(2)
+	}
+	if host := arch.ForGOARCH(runtime.GOARCH); opts.Arch != host && *out == "" {
+		fmt.Fprintf(os.Stderr, "bf: -arch %s: code for another machine than this one (%v) can only be written to an image (-o)\n", *archName, host.Name)
+		os.Exit(2)
+	}
 	switch *eof {
 	case "keep":
 		opts.EOF = KeepCell
@@ -147,6 +158,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bf:", err)
 		os.Exit(1)
 	}
+}
+
+// archNamed returns the Arch a -arch value names (a GOARCH or an
+// arch.Arch name), or nil.
+func archNamed(name string) *arch.Arch {
+	switch name {
+	case "x86-64", "x86_64":
+		return arch.X86_64
+	case "aarch64":
+		return arch.AArch64
+	}
+	return arch.ForGOARCH(name)
 }
 
 // run compiles the program in path and writes its image to out, or runs

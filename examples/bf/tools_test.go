@@ -14,10 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,12 +79,42 @@ func testdata(t *testing.T) string {
 	return dir
 }
 
+var (
+	emulatedOnce sync.Once
+	emulatedWhy  string
+)
+
+// emulated returns why the test runs under qemu-user (an arm64 test
+// binary on another host, without binfmt_misc: the kernel cannot execute
+// the bf command built for it), or "".
+func emulated(t *testing.T) string {
+	t.Helper()
+	emulatedOnce.Do(func() {
+		if runtime.GOARCH != "arm64" {
+			return
+		}
+		if err := exec.Command(bfCommand(t), "-h").Run(); errors.Is(err, syscall.ENOEXEC) {
+			emulatedWhy = "the test runs under qemu-user: the kernel cannot execute arm64 programs (" + err.Error() + ")"
+		}
+	})
+	return emulatedWhy
+}
+
+// bfExec returns the command that runs the bf command with args: under
+// qemu-user (emulated) through qemu-aarch64.
+func bfExec(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+	if emulated(t) != "" {
+		return exec.CommandContext(ctx, tooltest.Require(t, "qemu-aarch64"), append([]string{bfCommand(t)}, args...)...)
+	}
+	return exec.CommandContext(ctx, bfCommand(t), args...)
+}
+
 // runBF runs the bf command in dir with args and stdin, with a timeout.
 func runBF(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bfCommand(t), args...)
+	cmd := bfExec(ctx, t, args...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
@@ -142,7 +174,7 @@ func TestCommand(t *testing.T) {
 	}
 	defer full.Close()
 	var stderr bytes.Buffer
-	cmd := exec.Command(bfCommand(t), "hello.b")
+	cmd := bfExec(context.Background(), t, "hello.b")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = td, full, &stderr
 	if err := cmd.Run(); err == nil || stderr.String() != "bf: hello.b:6:4: write: no space left on device\n" {
 		t.Errorf("hello.b > /dev/full: %v, stderr %q", err, stderr.String())
@@ -250,6 +282,9 @@ func TestImagesVerify(t *testing.T) {
 // the Go frames down to main.main, every frame named.
 func TestGDB(t *testing.T) {
 	t.Parallel()
+	if why := emulated(t); why != "" {
+		t.Skipf("%s: gdb runs the program natively; the AArch64 session is TestGDBMultiarchAArch64, gdb-multiarch against qemu-aarch64 -g", why)
+	}
 	gdb := tooltest.Require(t, "gdb")
 	prog := bfCommand(t)
 	cmds := []string{
@@ -326,6 +361,9 @@ func TestGDB(t *testing.T) {
 // member, and bt reaches main.main with every frame named.
 func TestLLDB(t *testing.T) {
 	t.Parallel()
+	if why := emulated(t); why != "" {
+		t.Skipf("%s: lldb runs the program natively; the AArch64 session is TestLLDBAArch64, lldb against qemu-aarch64 -g", why)
+	}
 	lldb := tooltest.Require(t, lldbtest.Names...)
 	prog := bfCommand(t)
 	cmds := []string{
@@ -416,6 +454,9 @@ var reportRE = regexp.MustCompile(`(?m)^\s+([0-9.]+)%\s+\[\.\]\s+(\S+)\s*(\S*)$`
 // chains go from busy through the entry frame into main.main.
 func TestPerf(t *testing.T) {
 	t.Parallel()
+	if why := emulated(t); why != "" {
+		t.Skipf("%s: perf does not sample code qemu-user translates", why)
+	}
 	perf := tooltest.Require(t, "perf")
 	prog := bfCommand(t)
 	busy := filepath.Join(testdata(t), "busy.b")
