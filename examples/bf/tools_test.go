@@ -137,6 +137,10 @@ func TestCommand(t *testing.T) {
 	t.Parallel()
 	td := testdata(t)
 	dir := t.TempDir()
+	other := "arm64" // the machine that is not this one
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
 	for name, src := range map[string]string{"left.b": "<", "bad.b": "+[", "hi.b": "+[+[>+<-]>.<]"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
@@ -157,6 +161,9 @@ func TestCommand(t *testing.T) {
 		{dir, "", []string{"missing.b"}, "", "bf: open missing.b: no such file or directory\n", 1},
 		{dir, "", []string{}, "", "usage: bf [flags] PROG.b", 2},
 		{dir, "", []string{"-eof", "256", "hi.b"}, "", "bf: -eof \"256\": want 0 to 255, or keep\n", 2},
+		{dir, "", []string{"-arch", "riscv64", "hi.b"}, "", "bf: -arch \"riscv64\": want amd64 (x86-64) or arm64 (aarch64)\n", 2},
+		{dir, "", []string{"-arch", other, "hi.b"}, "", "bf: -arch " + other + ": code for another machine than this one (" + arch.ForGOARCH(runtime.GOARCH).Name + ") can only be written to an image (-o)\n", 2},
+		{td, "", []string{"-arch", runtime.GOARCH, "hello.b"}, "Hello, World!\n", "", 0},
 	} {
 		out, errOut, status := runBF(t, tc.dir, tc.stdin, tc.args...)
 		if out != tc.out || !strings.HasPrefix(errOut, tc.err) || (tc.err == "" && errOut != "") || status != tc.status {
@@ -181,9 +188,10 @@ func TestCommand(t *testing.T) {
 	}
 }
 
-// writeImages writes the image of every test program with -o into a
-// temporary directory and returns the image paths by program name.
-func writeImages(t *testing.T) map[string]string {
+// writeImages writes the image of every test program for the machine
+// goarch with -o -arch into a temporary directory and returns the image
+// paths by program name.
+func writeImages(t *testing.T, goarch string) map[string]string {
 	t.Helper()
 	files, _ := filepath.Glob("testdata/*.b")
 	dir := t.TempDir()
@@ -191,7 +199,7 @@ func writeImages(t *testing.T) map[string]string {
 	for _, f := range files {
 		name := filepath.Base(f)
 		img := filepath.Join(dir, ProcName(name)+".elf")
-		if _, errOut, status := runBF(t, testdata(t), "", "-o", img, name); status != 0 {
+		if _, errOut, status := runBF(t, testdata(t), "", "-arch", goarch, "-o", img, name); status != 0 {
 			t.Fatalf("bf -o %s: %s", img, errOut)
 		}
 		images[name] = img
@@ -199,14 +207,29 @@ func writeImages(t *testing.T) map[string]string {
 	return images
 }
 
-// TestImagesVerify: llvm-dwarfdump --verify finds nothing wrong in the
-// images, and readelf -wF reads the same CFA table as package frame (whose
-// rows the CFI simulation checks) for every row of the procedure.
+// TestImagesVerify: for x86-64 and AArch64 (written by bf -arch -o on any
+// host), llvm-dwarfdump --verify finds nothing wrong in the images, and
+// readelf -wF reads the same CFA table as package frame (whose rows the
+// CFI simulations check) for every row of the procedure.
 func TestImagesVerify(t *testing.T) {
 	t.Parallel()
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) { testImagesVerify(t, goarch) })
+	}
+}
+
+func testImagesVerify(t *testing.T, goarch string) {
 	dwarfdump := tooltest.Require(t, "llvm-dwarfdump")
 	tooltest.Require(t, "readelf")
-	for name, path := range writeImages(t) {
+	a := arch.ForGOARCH(goarch)
+	regName := a.RegName
+	regs := []arch.Reg{arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12}
+	if a == arch.X86_64 {
+		regName = func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+	} else {
+		regs = []arch.Reg{arch.AArch64_FP, 19, 20}
+	}
+	for name, path := range writeImages(t, goarch) {
 		out, err := exec.Command(dwarfdump, "--verify", path).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "No errors.") {
 			t.Errorf("llvm-dwarfdump --verify %s: %v\n%s", name, err, out)
@@ -231,7 +254,9 @@ func TestImagesVerify(t *testing.T) {
 		eh := f.Section(".eh_frame")
 		ehData, _ := eh.Data()
 		sec := frame.NewEHFrame(ehData, eh.Addr, binary.LittleEndian, 8)
-		regName := func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+		if f.Machine != a.Machine {
+			t.Fatalf("%s: machine %v, want %v", name, f.Machine, a.Machine)
+		}
 		fdes := 0
 		for _, ent := range entries {
 			if ent.IsCIE {
@@ -251,8 +276,8 @@ func TestImagesVerify(t *testing.T) {
 					t.Errorf("%s: readelf has a row at %#x, package frame does not", name, row.Loc)
 					continue
 				}
-				want := map[string]string{"CFA": ours.CFA.Format(regName), "ra": ours.Rule(arch.X86_64_RA).Format(regName)}
-				for _, r := range []arch.Reg{arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12} {
+				want := map[string]string{"CFA": ours.CFA.Format(regName), "ra": ours.Rule(a.RA).Format(regName)}
+				for _, r := range regs {
 					want[regName(r)] = ours.Rule(r).Format(regName)
 				}
 				for col, w := range want {
@@ -265,7 +290,10 @@ func TestImagesVerify(t *testing.T) {
 					}
 				}
 			}
-			if len(ent.Rows) < 8 {
+			// x86-64: entry, 4 prologue rows, 3 epilogue rows, the
+			// stubs'; AArch64: entry, 3 prologue rows, 2 epilogue rows,
+			// the stubs'.
+			if minRows := map[string]int{"amd64": 8, "arm64": 7}[goarch]; len(ent.Rows) < minRows {
 				t.Errorf("%s: readelf shows only %d rows", name, len(ent.Rows))
 			}
 		}
