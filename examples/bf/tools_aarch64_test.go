@@ -55,6 +55,9 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"info frame",
 		"bt",
 		"info line *$pc",
+		// Deleted, the breakpoint needs no step over it (qemu's stub
+		// sometimes reports the same stop again after one).
+		"delete",
 		"continue",
 	}
 	s := &gdbtest.Session{GDB: wrapper, Program: filepath.Join(dir, "bf-arm64"), Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 3 * time.Minute}
@@ -69,13 +72,13 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		}
 	}()
 	for i, wants := range map[int][]string{
-		2: {"Breakpoint 1, hello (vm=0x", ") at hello.b:8\n8\t+++++++.."},
-		3: {"{data = 0x", `in = 0, out = 1, errno = 0, cells = "\000He\036\n", '\000' <repeats 2999`},
-		4: {"= {0, 72, 101, 30, 10, 0, 0, 0}"},
-		5: {"cell = 101 'e'", "index = 2"},
-		6: {"x29 at ", "x30 at ", "x19 at ", "x20 at "},
-		8: {`Line 8 of "hello.b" starts at address`},
-		9: {"exited normally"},
+		2:  {"Breakpoint 1, hello (vm=0x", ") at hello.b:8\n8\t+++++++.."},
+		3:  {"{data = 0x", `in = 0, out = 1, errno = 0, cells = "\000He\036\n", '\000' <repeats 2999`},
+		4:  {"= {0, 72, 101, 30, 10, 0, 0, 0}"},
+		5:  {"cell = 101 'e'", "index = 2"},
+		6:  {"x29 at ", "x30 at ", "x19 at ", "x20 at "},
+		8:  {`Line 8 of "hello.b" starts at address`},
+		10: {"exited normally"},
 	} {
 		for _, w := range wants {
 			if !strings.Contains(r.Blocks[i], w) {
@@ -108,7 +111,30 @@ func TestLLDBAArch64(t *testing.T) {
 	dir := t.TempDir()
 	prog := bfARM64(t, dir)
 	wrapper, progOut := gdbtest.QEMUWrapper(t, dir, lldb, prog, "-gdb", "hello.b")
-	s := &lldbtest.Session{LLDB: wrapper, Program: prog, Dir: testdata(t), Timeout: 3 * time.Minute, Cmds: []string{
+	var (
+		r   *lldbtest.Result
+		err error
+	)
+	// qemu 7.2's stub sometimes drops LLDB's connection ("lost
+	// connection": the program then dies of the next trap) even with
+	// GOMAXPROCS=1, in about one session in ten: that failure, and only
+	// it, is retried, twice at most.
+	for attempt := 1; ; attempt++ {
+		r, err = lldbSession(wrapper, prog, testdata(t))
+		if lost := r != nil && strings.Contains(r.Output, "lost connection"); !lost || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: qemu's stub dropped lldb's connection; again", attempt)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	checkLLDBAArch64(t, r, progOut)
+}
+
+// lldbSession runs TestLLDBAArch64's session.
+func lldbSession(wrapper, prog, td string) (*lldbtest.Result, error) {
+	s := &lldbtest.Session{LLDB: wrapper, Program: prog, Dir: td, Timeout: 3 * time.Minute, Cmds: []string{
 		"settings set plugin.jit-loader.gdb.enable on",
 		// Under load qemu answers a packet late (reading symbol files
 		// through the stub): LLDB's default 5 s timeout loses the
@@ -120,12 +146,16 @@ func TestLLDBAArch64(t *testing.T) {
 		"continue",
 		"frame variable",
 		"bt",
+		// Disabled, the breakpoint needs no step over it (after one,
+		// qemu's stub sometimes reports the same stop again).
+		"breakpoint disable",
 		"continue",
 	}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	return s.Run()
+}
+
+// checkLLDBAArch64 checks what TestLLDBAArch64's session printed.
+func checkLLDBAArch64(t *testing.T, r *lldbtest.Result, progOut string) {
 	defer func() {
 		if t.Failed() {
 			out, _ := os.ReadFile(progOut)
@@ -158,7 +188,7 @@ func TestLLDBAArch64(t *testing.T) {
 	if !reached {
 		t.Errorf("bt does not reach main.main:\n%s", r.Blocks[7])
 	}
-	if !strings.Contains(r.Blocks[8], "exited with status = 0") {
-		t.Errorf("second continue: the program did not exit with 0:\n%s", r.Blocks[8])
+	if !strings.Contains(r.Blocks[9], "exited with status = 0") {
+		t.Errorf("second continue: the program did not exit with 0:\n%s", r.Blocks[9])
 	}
 }
