@@ -77,6 +77,28 @@ type Options struct {
 	// (the register it writes, or the frame slot it stores) holds the
 	// value of the variable declared at the Pos (Var.Line, Var.Column).
 	Defs map[uint32]Pos
+	// StackSwitch lists, by code offset, the instructions that set sp to
+	// a stack pointer the simulation cannot compute: a non-local exit
+	// into an outer frame, as a runtime's abort to its entry procedure
+	// does. After the instruction, sp is CFA+Switch.SP for the CFI rows
+	// that follow (which describe the outer frame), the frame slots hold
+	// what Switch.Saved says and nothing else, x29 and x30 are unknown
+	// until loaded, and x19 to x28 hold values of frames the simulation
+	// does not see, which are not checked on that path (as the x86-64
+	// simulator of lang/scheme skips its abort path's contents). Any
+	// other write of sp that is not a constant adjustment is an error.
+	StackSwitch map[uint32]Switch
+}
+
+// Switch describes the outer frame a stack switch enters (see
+// Options.StackSwitch).
+type Switch struct {
+	// SP is the stack pointer after the switch, as an offset from the CFA
+	// the following CFI rows give (negative: sp below the CFA).
+	SP int64
+	// Saved maps registers (19-30) to the CFA offsets where the outer
+	// frame keeps its caller's values.
+	Saved map[int]int64
 }
 
 // Pos identifies a variable by its declaration position (Var.Line,
@@ -209,6 +231,7 @@ const (
 	callerVal // the caller's value of register n
 	frameAddr // the address CFA + n
 	varVal    // the value of variable n
+	outerVal  // after a stack switch: a value of frames not simulated, not checked
 )
 
 // A value is what the simulation knows of a register or stack slot.
@@ -225,6 +248,8 @@ func (v value) String() string {
 		return fmt.Sprintf("CFA%+d", v.n)
 	case varVal:
 		return fmt.Sprintf("variable #%d", v.n)
+	case outerVal:
+		return "an outer frame's"
 	}
 	return "unknown"
 }
@@ -296,6 +321,9 @@ type sim struct {
 	opts  Options
 	vars  []variable
 	defs  map[int]int64 // instruction index -> variable number
+	// relocAt marks the instructions a link-time relocation patches
+	// (Proc.Relocs): a B there is a tail call out of the procedure.
+	relocAt map[int]bool
 }
 
 type simError struct{ err error }
@@ -320,6 +348,12 @@ func check(name string, code []byte, rows []row, p *elfimage.Proc, opts Options)
 			}
 		}
 		s.insts[i] = in
+	}
+	s.relocAt = map[int]bool{}
+	if p != nil {
+		for _, r := range p.Relocs {
+			s.relocAt[int(r.Offset/4)] = true
+		}
 	}
 	if opts.Vars {
 		if err := s.setVars(p); err != nil {
@@ -532,6 +566,9 @@ func (s *sim) checkRow(i int, st *state) {
 		want := value{callerVal, int64(reg)}
 		switch rule := r.regs[reg]; rule.Kind {
 		case frame.RuleUnspecified, frame.RuleSameValue:
+			if st.regs[reg].kind == outerVal {
+				break // after a stack switch: not checked
+			}
 			if st.regs[reg] != want {
 				s.fail(i, ErrCheck, "the CFI says x%d holds the caller's value, but it holds %v", reg, st.regs[reg])
 			}
@@ -617,6 +654,35 @@ func (s *sim) run(p *elfimage.Proc) []*state {
 		}
 	}
 	return states
+}
+
+// leave checks that the caller's frame is back when instruction i
+// returns or tail-calls: sp at the CFA, x19 to x29 the caller's (or, after
+// a stack switch, an outer frame's).
+func (s *sim) leave(i int, st *state, what string) {
+	if st.sp != 0 {
+		s.fail(i, ErrCheck, "%s with sp = CFA%+d", what, st.sp)
+	}
+	for reg := 19; reg <= 29; reg++ {
+		if st.regs[reg] != (value{callerVal, int64(reg)}) && st.regs[reg].kind != outerVal {
+			s.fail(i, ErrCheck, "%s with x%d holding %v, not the caller's value", what, reg, st.regs[reg])
+		}
+	}
+}
+
+// switchStack applies a stack switch to st.
+func (s *sim) switchStack(st *state, sw Switch) {
+	st.sp = sw.SP
+	clear(st.mem)
+	for r := 19; r <= 28; r++ {
+		st.regs[r] = value{outerVal, 0}
+	}
+	st.regs[29], st.regs[30] = value{}, value{}
+	for r, off := range sw.Saved {
+		if r >= 19 && r <= 30 {
+			st.mem[off] = value{callerVal, int64(r)}
+		}
+	}
 }
 
 // successors says where execution goes after an instruction.
@@ -892,6 +958,13 @@ func (s *sim) step(i int, st *state) successors {
 		defDst = d
 	case arm64asm.MOV:
 		d, w := reg(0)
+		if sw, ok := s.opts.StackSwitch[uint32(4*i)]; ok {
+			if d != 31 {
+				s.fail(i, ErrCheck, "listed in StackSwitch, but does not set sp")
+			}
+			s.switchStack(st, sw)
+			break
+		}
 		if n, _, ok := xreg(in.Args[1]); ok && !w {
 			v := get(n)
 			if d == 31 {
@@ -925,7 +998,15 @@ func (s *sim) step(i int, st *state) successors {
 		// Flags only.
 	case arm64asm.B:
 		if _, cond := in.Args[0].(arm64asm.Cond); cond {
+			if s.relocAt[i] {
+				s.fail(i, ErrUnsupported, "a conditional branch out of the procedure")
+			}
 			next = successors{fall: true, branch: true, target: target(in.Args[1])}
+		} else if s.relocAt[i] {
+			// A tail call (a B the linker points at another
+			// procedure): the caller's frame must be back.
+			s.leave(i, st, "tail-calls")
+			return successors{}
 		} else {
 			next = successors{branch: true, target: target(in.Args[0])}
 		}
@@ -938,21 +1019,12 @@ func (s *sim) step(i int, st *state) successors {
 		if r > 30 || st.regs[r] != (value{callerVal, 30}) {
 			s.fail(i, ErrCheck, "returns through x%d, which holds %v, not the caller's x30 (state %v)", r, get(r), st)
 		}
-		if st.sp != 0 {
-			s.fail(i, ErrCheck, "returns with sp = CFA%+d", st.sp)
-		}
-		for reg := 19; reg <= 29; reg++ {
-			if st.regs[reg] != (value{callerVal, int64(reg)}) {
-				s.fail(i, ErrCheck, "returns with x%d holding %v, not the caller's value", reg, st.regs[reg])
-			}
-		}
+		s.leave(i, st, "returns")
 		return successors{}
 	case arm64asm.BL, arm64asm.BLR:
-		// A call: the callee preserves sp, x19-x29 and the frame
+		// A call (to another procedure: the target of a BL is not
+		// followed): the callee preserves sp, x19-x29 and the frame
 		// (AAPCS64 section 6.1.1); x0-x18 and x30 are the callee's.
-		if in.Op == arm64asm.BL {
-			s.fail(i, ErrUnsupported, "bl to a pc-relative target (the model has no AArch64 call relocations)")
-		}
 		if st.sp%16 != 0 {
 			s.fail(i, ErrCheck, "calls with sp = CFA%+d, not 16-byte aligned", st.sp)
 		}
