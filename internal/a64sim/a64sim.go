@@ -29,11 +29,13 @@
 // prologues, epilogues and simple bodies: loads and stores (LDR, STR,
 // LDP, STP and their byte, halfword and unscaled forms), ADD, SUB and the
 // other integer data-processing instructions, MOV and its wide forms,
-// comparisons, B, B.cond, CBZ, CBNZ, TBZ, TBNZ, RET, BL, BLR, SVC, NOP, and
-// BRK and UDF (which end a path). Anything else (floating point, SIMD,
-// pointer authentication, indirect branches, writes to sp that are not
-// constant adjustments) is an error naming the instruction, never a
-// silent pass.
+// comparisons, B, B.cond, CBZ, CBNZ, TBZ, TBNZ, RET, BL and BLR (calls:
+// the target is not followed, the callee keeps what AAPCS64 says it
+// keeps), B with a relocation in Proc.Relocs (a tail call: the frame must
+// be restored), SVC, NOP, and BRK and UDF (which end a path). Anything
+// else (floating point, SIMD, pointer authentication, indirect branches,
+// writes to sp that are not constant adjustments or listed stack
+// switches) is an error naming the instruction, never a silent pass.
 package a64sim
 
 import (
@@ -97,7 +99,8 @@ type Switch struct {
 	// the following CFI rows give (negative: sp below the CFA).
 	SP int64
 	// Saved maps registers (19-30) to the CFA offsets where the outer
-	// frame keeps its caller's values.
+	// frame keeps its caller's values; these registers are unknown after
+	// the switch (until loaded), so their rules are checked.
 	Saved map[int]int64
 }
 
@@ -681,6 +684,7 @@ func (s *sim) switchStack(st *state, sw Switch) {
 	for r, off := range sw.Saved {
 		if r >= 19 && r <= 30 {
 			st.mem[off] = value{callerVal, int64(r)}
+			st.regs[r] = value{} // checked: the rules must find the slot
 		}
 	}
 }
