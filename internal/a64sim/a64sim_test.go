@@ -370,3 +370,105 @@ func TestCheckTable(t *testing.T) {
 		}
 	}
 }
+
+// abort is a procedure with a non-local exit: on x0 != 0 it switches to an
+// outer frame with mov sp, x16 (sp = that frame's CFA-32; the frame keeps
+// its caller's x29, x30 at CFA-16, CFA-8 and x28 at CFA-24) and returns
+// from it:
+//
+//	 0: stp x29, x30, [sp, #-16]!
+//	 4: mov x29, sp
+//	 8: cbnz x0, 20
+//	12: ldp x29, x30, [sp], #16
+//	16: ret
+//	20: mov sp, x16
+//	24: ldr x28, [sp, #8]
+//	28: add sp, sp, #0x10
+//	32: ldp x29, x30, [sp], #16
+//	36: ret
+func abort() *elfimage.Proc {
+	sp := arch.AArch64_SP
+	return &elfimage.Proc{
+		Name: "abort",
+		Code: words(0xa9bf7bfd, 0x910003fd, 0xb5000060, 0xa8c17bfd, 0xd65f03c0,
+			0x9100021f, 0xf94007fc, 0x910043ff, 0xa8c17bfd, 0xd65f03c0),
+		CFI: []frame.Insn{
+			{PC: 4, Op: frame.OpDefCFAOffset, Offset: 16},
+			{PC: 4, Op: frame.OpOffset, Reg: fp, Offset: -16},
+			{PC: 4, Op: frame.OpOffset, Reg: lr, Offset: -8},
+			{PC: 8, Op: frame.OpDefCFARegister, Reg: fp},
+			{PC: 16, Op: frame.OpRememberState},
+			{PC: 16, Op: frame.OpDefCFA, Reg: sp, Offset: 0},
+			{PC: 16, Op: frame.OpRestore, Reg: fp},
+			{PC: 16, Op: frame.OpRestore, Reg: lr},
+			{PC: 20, Op: frame.OpRestoreState},
+			{PC: 24, Op: frame.OpDefCFA, Reg: sp, Offset: 32},
+			{PC: 24, Op: frame.OpOffset, Reg: 28, Offset: -24},
+			{PC: 28, Op: frame.OpSameValue, Reg: 28},
+			{PC: 32, Op: frame.OpDefCFAOffset, Offset: 16},
+			{PC: 36, Op: frame.OpDefCFAOffset, Offset: 0},
+			{PC: 36, Op: frame.OpRestore, Reg: fp},
+			{PC: 36, Op: frame.OpRestore, Reg: lr},
+		},
+	}
+}
+
+var abortSwitch = map[uint32]a64sim.Switch{20: {SP: -32, Saved: map[int]int64{28: -24, 29: -16, 30: -8}}}
+
+// TestStackSwitch: the non-local exit passes with Options.StackSwitch,
+// is unsupported without it, and a wrong rule after it fails.
+func TestStackSwitch(t *testing.T) {
+	if err := a64sim.Check(abort(), a64sim.Options{StackSwitch: abortSwitch}); err != nil {
+		t.Error(err)
+	}
+	if err := a64sim.Check(abort(), a64sim.Options{}); !errors.Is(err, a64sim.ErrUnsupported) {
+		t.Errorf("without StackSwitch: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    *elfimage.Proc
+		want string
+	}{
+		{"outer CFA off by 8", mutate(abort(), change(24, frame.OpDefCFA, arch.AArch64_SP, func(in *frame.Insn) { in.Offset -= 8 })), "abort+0x18 "},
+		{"x28's save dropped", mutate(abort(), drop(24, frame.OpOffset, 28)), "abort+0x18 "},
+		{"x28's restore dropped", mutate(abort(), drop(28, frame.OpSameValue, 28)), "abort+0x20 "},
+		{"x29 not restored at ret", mutate(abort(), drop(36, frame.OpRestore, fp)), "abort+0x24 "},
+	} {
+		err := a64sim.Check(tc.p, a64sim.Options{StackSwitch: abortSwitch})
+		if !errors.Is(err, a64sim.ErrCheck) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an ErrCheck containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestTailCall: a B the linker relocates (Proc.Relocs) leaves the
+// procedure, which must have restored the caller's frame.
+func TestTailCall(t *testing.T) {
+	reloc := []elfimage.Reloc{{Offset: 12, Symbol: "other"}}
+	good := &elfimage.Proc{
+		Name: "tail", Relocs: reloc,
+		// stp x29, x30, [sp, #-16]!; mov x29, sp; ldp x29, x30, [sp], #16; b other
+		Code: words(0xa9bf7bfd, 0x910003fd, 0xa8c17bfd, 0x14000000),
+		CFI: []frame.Insn{
+			{PC: 4, Op: frame.OpDefCFAOffset, Offset: 16},
+			{PC: 4, Op: frame.OpOffset, Reg: fp, Offset: -16},
+			{PC: 4, Op: frame.OpOffset, Reg: lr, Offset: -8},
+			{PC: 8, Op: frame.OpDefCFARegister, Reg: fp},
+			{PC: 12, Op: frame.OpDefCFA, Reg: arch.AArch64_SP, Offset: 0},
+			{PC: 12, Op: frame.OpRestore, Reg: fp},
+			{PC: 12, Op: frame.OpRestore, Reg: lr},
+		},
+	}
+	if err := a64sim.Check(good, a64sim.Options{}); err != nil {
+		t.Error(err)
+	}
+	bad := &elfimage.Proc{
+		Name: "tail", Relocs: []elfimage.Reloc{{Offset: 8, Symbol: "other"}},
+		// stp x29, x30, [sp, #-16]!; mov x29, sp; b other: the frame is still there
+		Code: words(0xa9bf7bfd, 0x910003fd, 0x14000000),
+		CFI:  good.CFI[:4],
+	}
+	if err := a64sim.Check(bad, a64sim.Options{}); !errors.Is(err, a64sim.ErrCheck) || !strings.Contains(err.Error(), "tail-calls with sp = CFA-16") {
+		t.Errorf("tail call inside the frame: %v", err)
+	}
+}
