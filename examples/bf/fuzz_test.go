@@ -10,6 +10,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/internal/a64sim"
 )
 
 // FuzzCompile compiles arbitrary sources, folded and not. A source the
@@ -68,6 +69,14 @@ func FuzzCompile(f *testing.F) {
 			}
 			if err := checkCFI(link(t, "f.b", src, Options{Fold: fold, Arch: other})); err != nil {
 				t.Fatalf("fold=%v, %s: %v", fold, other.Name, err)
+			}
+			// The AArch64 procedure's own CFI and vm's live ranges.
+			a64, err := Compile("f.b", "/", src, Options{Fold: fold, Arch: arch.AArch64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a64sim.Check(a64.Procs[0], a64sim.Options{Vars: true}); err != nil {
+				t.Fatalf("fold=%v, aarch64: %v", fold, err)
 			}
 			if refErr == errSteps || (fold && refErr != nil) {
 				continue
