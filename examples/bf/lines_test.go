@@ -71,12 +71,13 @@ func commandPositions(src []byte) []pos {
 	return ps
 }
 
-// TestLineRows checks the line table of every test program with
-// debug/dwarf: rows start on instruction boundaries and cover the whole
-// procedure, for both architectures; the statement rows of the body are at commands, in source
-// order, and without folding there is exactly one per command; and
-// Image.PositionAt, the runtime's query, agrees with debug/dwarf at every
-// instruction.
+// TestLineRows checks the line table of every test program, for both
+// architectures, with debug/dwarf: rows start on instruction boundaries
+// and cover the whole procedure; the statement rows of the body are at
+// commands, in source order, and without folding there is exactly one per
+// command; and Image.PositionAt, the runtime's query, agrees with
+// debug/dwarf at every instruction (for the running program's
+// architecture).
 func TestLineRows(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.b")
 	srcs := map[string][]byte{"everything.b": []byte(everything)}
