@@ -151,7 +151,11 @@ func Check(p *elfimage.Proc, opts Options) error {
 // CheckTable is [Check] for code read back from an image: code is the
 // procedure's bytes, starting at address addr, and rows its call frame
 // table as frame.Table returns it (from the image's .eh_frame or
-// .debug_frame). Variables are not checked (opts.Vars must be false).
+// .debug_frame), so the rows checked are exactly what debuggers read.
+// Variables are not checked (opts.Vars must be false), and as the code has
+// no relocations left, a B out of the procedure (a linked tail call) is an
+// error. Errors are as for Check, with ErrCheck also for an instruction
+// no row covers. Cost: O(len(code) × (len(rows) + tracked values)).
 func CheckTable(name string, code []byte, addr uint64, rows []frame.Row, opts Options) error {
 	if opts.Vars {
 		return fmt.Errorf("%w: CheckTable checks no variables (Options.Vars)", ErrUnsupported)
