@@ -7,7 +7,10 @@
 // The simulation walks every path from the procedure's entry (offset 0)
 // and tracks, relative to the procedure's CFA (the value of sp at entry,
 // AArch64's standard CIE: CFA = sp+0, the return address in x30), the
-// stack pointer, x0 to x30 and the 8-byte stack slots of the frame. A value
+// stack pointer, x0 to x30 and the 8-byte stack slots of the frame (up to
+// 32 KiB either side of the CFA; a store through a register that holds no
+// frame address is assumed not to alias the frame, and one through an
+// index register forgets the frame). A value
 // is unknown, the caller's value of a register (as it was at entry), an
 // address in the frame (CFA + offset), or a variable's value. At every
 // instruction boundary reached it checks the row of the call frame table:
