@@ -185,6 +185,10 @@ type linker struct {
 	textEnd   uint64
 	object    bool // LinkObject: an ET_REL for the system linker
 	slab      dieSlab
+	// Reused from one procedure to the next by buildDWARF.
+	pv     procVars
+	params varScope
+	env0   [1]*varScope
 }
 
 func newLinker(m *Module, opts LinkOptions) (*linker, error) {
@@ -307,6 +311,10 @@ func objectName(k symbolKind, name string) string {
 // checkExpr checks a location expression of the model: that it decodes
 // (DWARF 5 section 7.7.1) and names only registers of the ABI.
 func (l *linker) checkExpr(code []byte) error {
+	if len(code) == 1 && code[0] >= byte(dwarf.DW_OP_reg0) && code[0] <= byte(dwarf.DW_OP_reg31) &&
+		int(code[0]-byte(dwarf.DW_OP_reg0)) < l.a.NumDWARFRegs() {
+		return nil // the common case, a register of the ABI: nothing to decode
+	}
 	ops, err := expr.Decode(code, expr.Params{AddrSize: uint8(l.a.PtrSize), Order: binary.LittleEndian, Format: l.enc.Format})
 	if err != nil {
 		var fe *FormatError

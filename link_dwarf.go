@@ -32,9 +32,19 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	prog.Files = []line.File{{Name: file}, {Name: file}}
 	const fileIndex = 1
 	seqOf := make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
+	nRows, nSeqs := 0, 0
+	for _, p := range m.Procs {
+		nRows += len(p.Lines)
+		if len(p.Lines) > 0 {
+			nSeqs++
+		}
+	}
+	rows := make([]line.Row, 0, nRows) // every sequence's rows, in one array
+	prog.Sequences = make([]line.Sequence, 0, nSeqs)
 	for i, p := range m.Procs {
 		start := l.procAddr[i]
-		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: make([]line.Row, 0, len(p.Lines))}
+		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: rows[len(rows):len(rows):len(rows)+len(p.Lines)]}
+		rows = rows[:len(rows)+len(p.Lines)]
 		for j, r := range p.Lines {
 			if r.Offset >= uint32(len(p.Code)) {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x is past the end of the code (%#x bytes)", j, r.Offset, len(p.Code))}
@@ -90,6 +100,26 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	lists, err := newDebugLists(l.enc, l.textStart)
 	if err != nil {
 		return nil, &LinkError{"module", err.Error()}
+	}
+	// .debug_info is encoded as it is built: each procedure's subtree is
+	// built in the slab, encoded, and its memory reused for the next
+	// (info.UnitWriter). The type entries (cu.Children, which the type
+	// writer appends to) are kept: later procedures refer to them. The
+	// entries come out in the order of a whole tree: the root, then for
+	// each procedure the types it made first, then its subprogram.
+	unit := &info.Unit{Enc: l.enc, Root: cu}
+	uw, err := info.NewUnitWriter(unit, str, true, 48*len(m.Procs)+256)
+	if err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
+	}
+	// encErr is the first error of the encoder: reported after every
+	// procedure is checked, as when the whole tree was encoded at the end.
+	var encErr error
+	written := 0 // cu.Children already encoded
+	flushTypes := func() {
+		for ; written < len(cu.Children) && encErr == nil; written++ {
+			encErr = uw.Add(cu.Children[written], true)
+		}
 	}
 	for i, p := range m.Procs {
 		// Room for every attribute a subprogram gets, so that the
@@ -147,20 +177,23 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
 		sp.Attrs = l.slab.exact(sp.Attrs)
-		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
-		params := map[string]varEntry{}
-		pv.env = []map[string]varEntry{params}
+		params := &l.params
+		params.reset()
+		pv := &l.pv
+		*pv = procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp,
+			env: l.env0[:1:1], pending: pv.pending[:0]}
+		pv.env[0] = params
 		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
 		for j := range p.Params {
 			v := &p.Params[j]
-			if _, dup := params[v.Name]; dup {
+			if _, dup := params.lookup(v.Name); dup {
 				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
 			}
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, *v, pv)
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
 			if err != nil {
 				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
 			}
-			params[v.Name] = varEntry{param, v}
+			params.add(varEntry{param, v})
 			sp.Children = append(sp.Children, param)
 		}
 		whole := []CodeRange{{0, uint32(len(p.Code))}}
@@ -177,14 +210,24 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		if err := pv.resolveCounts(); err != nil {
 			return nil, &LinkError{"proc " + p.Name, err.Error()}
 		}
-		cu.Children = append(cu.Children, sp)
+		flushTypes()
+		if encErr == nil {
+			encErr = uw.Add(sp, false)
+		}
+		if encErr == nil {
+			encErr = uw.Release()
+		}
+		l.slab.reset()
 	}
-	unit := &info.Unit{Enc: l.enc, Root: cu}
-	debugInfo, debugAbbrev, infoFields, err := info.EncodeFields([]*info.Unit{unit}, str)
-	infoAddrs := infoFields.Addrs
+	flushTypes()
+	if encErr != nil {
+		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
+	}
+	debugInfo, debugAbbrev, infoFields, err := uw.Finish()
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}
+	infoAddrs := infoFields.Addrs
 
 	// .debug_aranges: the unit's code, for consumers that find units by
 	// address (DWARF 5 section 6.1.2).
@@ -283,8 +326,55 @@ type procVars struct {
 	codeLen  uint32
 	lists    *debugLists
 	scope    *info.DIE
-	env      []map[string]varEntry
+	env      []*varScope
 	pending  []pendingCount
+}
+
+// varScope is the variables of one scope by name: a list searched in
+// order while it is short, with a map beside it once it is longer (a
+// procedure's two parameters need no map).
+type varScope struct {
+	list   []varEntry
+	byName map[string]int
+}
+
+// varScopeMap is the length from which a varScope keeps a map.
+const varScopeMap = 16
+
+func (s *varScope) lookup(name string) (varEntry, bool) {
+	if s.byName != nil {
+		i, ok := s.byName[name]
+		if !ok {
+			return varEntry{}, false
+		}
+		return s.list[i], true
+	}
+	for _, e := range s.list {
+		if e.v.Name == name {
+			return e, true
+		}
+	}
+	return varEntry{}, false
+}
+
+// add adds e, whose name lookup did not find.
+func (s *varScope) add(e varEntry) {
+	s.list = append(s.list, e)
+	switch {
+	case s.byName != nil:
+		s.byName[e.v.Name] = len(s.list) - 1
+	case len(s.list) >= varScopeMap:
+		s.byName = make(map[string]int, 2*len(s.list))
+		for i, e := range s.list {
+			s.byName[e.v.Name] = i
+		}
+	}
+}
+
+// reset empties s for the next procedure, keeping its list's array.
+func (s *varScope) reset() {
+	clear(s.list)
+	s.list, s.byName = s.list[:0], nil
 }
 
 // varEntry is a variable of the model (a pointer into the module, which
@@ -301,8 +391,8 @@ type varEntry struct {
 type pendingCount struct {
 	die   *info.DIE
 	kind  string // "parameter" or "variable"
-	v     Var
-	env   []map[string]varEntry
+	v     *Var
+	env   []*varScope
 	scope *info.DIE
 }
 
@@ -326,7 +416,7 @@ func (pv *procVars) resolveCounts() error {
 	for _, pc := range pv.pending {
 		var count varEntry
 		for i := len(pc.env) - 1; i >= 0 && count.die == nil; i-- {
-			count = pc.env[i][pc.v.Type.CountVar]
+			count, _ = pc.env[i].lookup(pc.v.Type.CountVar)
 		}
 		if count.die == nil || count.die == pc.die {
 			return fmt.Errorf("%s %s: type %s: CountVar %s names no other parameter or variable visible there", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar)
@@ -340,7 +430,7 @@ func (pv *procVars) resolveCounts() error {
 		art := made[k]
 		if art == nil {
 			var err error
-			if art, err = pv.countVar(*count.v); err != nil {
+			if art, err = pv.countVar(count.v); err != nil {
 				return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
 			}
 			made[k] = art
@@ -357,7 +447,7 @@ func (pv *procVars) resolveCounts() error {
 
 // countVar builds the artificial variable that holds the value of the
 // length variable v (see countPrefix).
-func (pv *procVars) countVar(v Var) (*info.DIE, error) {
+func (pv *procVars) countVar(v *Var) (*info.DIE, error) {
 	d := &info.DIE{Tag: dwarf.DW_TAG_variable, Attrs: []info.Attr{
 		{Name: dwarf.DW_AT_name, Value: info.String(countPrefix + v.Name)},
 	}}
@@ -401,7 +491,7 @@ func valueOf(loc []byte) []byte {
 // position, type, default for optional parameters, and location: a
 // location list when the model gives exact live ranges, else one
 // expression. Errors start with the variable's name.
-func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
+func (l *linker) varDIE(tag dwarf.Tag, v *Var, pv *procVars) (*info.DIE, error) {
 	kind := "parameter"
 	if tag == dwarf.DW_TAG_variable {
 		kind = "variable"
@@ -513,21 +603,21 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DI
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_ranges, Value: val})
 	}
-	vars := map[string]varEntry{}
+	vars := &varScope{}
 	outer, outerScope := pv.env, pv.scope
 	pv.env = append(outer[:len(outer):len(outer)], vars)
 	pv.scope = b
 	defer func() { pv.env, pv.scope = outer, outerScope }()
 	for j := range sc.Vars {
 		v := &sc.Vars[j]
-		if _, dup := vars[v.Name]; dup {
+		if _, dup := vars.lookup(v.Name); dup {
 			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
-		d, err := l.varDIE(dwarf.DW_TAG_variable, *v, pv)
+		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
 		}
-		vars[v.Name] = varEntry{d, v}
+		vars.add(varEntry{d, v})
 		b.Children = append(b.Children, d)
 	}
 	for _, inner := range sc.Scopes {
@@ -668,6 +758,16 @@ type dieSlab struct {
 	// scratch is where one DIE's attributes are gathered before exact
 	// copies them out (one DIE at a time).
 	scratch []info.Attr
+}
+
+// reset hands out the DIEs, attribute and child lists again from the
+// start of the current chunks: what was handed out before is no longer
+// used (a procedure's subtree, once encoded). String lists are kept.
+func (s *dieSlab) reset() {
+	clear(s.dies)
+	clear(s.attrs)
+	clear(s.kids)
+	s.dies, s.attrs, s.kids = s.dies[:0], s.attrs[:0], s.kids[:0]
 }
 
 // exact returns a copy of attrs in a list of exactly their length, and
