@@ -806,6 +806,9 @@ func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err 
 	}
 	out := patches[nRO:]
 	for i, p := range m.Procs {
+		if len(p.Relocs) == 0 {
+			continue // no object name to build
+		}
 		if out, err = apply("proc "+p.Name, l.procAddr[i], len(p.Code), p.Relocs, out); err != nil {
 			return nil, nil, err
 		}

@@ -20,6 +20,12 @@ import (
 func (l *linker) buildDWARF() ([]builtSection, error) {
 	m := l.m
 	str := dwarf.NewStrTab()
+	// .debug_str holds at least each procedure's name and docstring.
+	strBytes := 0
+	for _, p := range m.Procs {
+		strBytes += len(p.Name) + 1 + len(p.Doc) + 1
+	}
+	str.Grow(len(m.Procs)+len(m.Procs)/4+16, strBytes+256)
 	lineStr := dwarf.NewStrTab()
 
 	// .debug_line: file entries 0 and 1 both name the primary source
@@ -43,7 +49,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	prog.Sequences = make([]line.Sequence, 0, nSeqs)
 	for i, p := range m.Procs {
 		start := l.procAddr[i]
-		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: rows[len(rows):len(rows):len(rows)+len(p.Lines)]}
+		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: rows[len(rows) : len(rows) : len(rows)+len(p.Lines)]}
 		rows = rows[:len(rows)+len(p.Lines)]
 		for j, r := range p.Lines {
 			if r.Offset >= uint32(len(p.Code)) {
@@ -108,7 +114,7 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	// entries come out in the order of a whole tree: the root, then for
 	// each procedure the types it made first, then its subprogram.
 	unit := &info.Unit{Enc: l.enc, Root: cu}
-	uw, err := info.NewUnitWriter(unit, str, true, 48*len(m.Procs)+256)
+	uw, err := info.NewUnitWriter(unit, str, l.object, 48*len(m.Procs)+256)
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}

@@ -378,7 +378,8 @@ type UnitWriter struct {
 // NewUnitWriter starts encoding u: it writes the unit header and the
 // attributes of u.Root, whose Children it ignores (pass them to Add).
 // Strings go to str as in [Encode]; fields says whether Finish reports
-// the fields of [EncodeFields]. hint, when positive, is the expected size
+// Fields.Offsets (and refuses unknown section offsets) as [EncodeFields]
+// does, or only Fields.Addrs, as [EncodeAddrs]. hint, when positive, is the expected size
 // of .debug_info in bytes, to allocate it once.
 func NewUnitWriter(u *Unit, str *dwarf.StrTab, fields bool, hint int) (*UnitWriter, error) {
 	e := &encoder{codes: map[string]uint64{}, str: str, wantOffsets: fields, local: map[*DIE]uint64{}}
