@@ -2,6 +2,7 @@ package elfimage
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -26,218 +27,45 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		strBytes += len(p.Name) + 1 + len(p.Doc) + 1
 	}
 	str.Grow(len(m.Procs)+len(m.Procs)/4+16, strBytes+256)
-	lineStr := dwarf.NewStrTab()
-
-	// .debug_line: file entries 0 and 1 both name the primary source
-	// file, so DWARF 5 consumers (0-based) and older ones (1-based) agree.
-	prog := &line.Program{Enc: l.enc, CompDir: m.CompDir}
 	file := m.File
 	if file == "" {
 		file = "<unknown>"
 	}
-	prog.Files = []line.File{{Name: file}, {Name: file}}
-	const fileIndex = 1
-	seqOf := make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
-	nRows, nSeqs := 0, 0
-	for _, p := range m.Procs {
-		nRows += len(p.Lines)
-		if len(p.Lines) > 0 {
-			nSeqs++
-		}
-	}
-	rows := make([]line.Row, 0, nRows) // every sequence's rows, in one array
-	prog.Sequences = make([]line.Sequence, 0, nSeqs)
-	for i, p := range m.Procs {
-		start := l.procAddr[i]
-		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: rows[len(rows) : len(rows) : len(rows)+len(p.Lines)]}
-		rows = rows[:len(rows)+len(p.Lines)]
-		for j, r := range p.Lines {
-			if r.Offset >= uint32(len(p.Code)) {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x is past the end of the code (%#x bytes)", j, r.Offset, len(p.Code))}
-			}
-			if j > 0 && r.Offset < p.Lines[j-1].Offset {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x goes backwards", j, r.Offset)}
-			}
-			seq.Rows = append(seq.Rows, line.Row{Address: start + uint64(r.Offset), File: fileIndex,
-				Line: r.Line, Column: r.Column, IsStmt: r.IsStmt, PrologueEnd: r.PrologueEnd})
-		}
-		seqOf[i] = -1
-		if len(seq.Rows) > 0 { // a procedure without rows gets no (empty) sequence
-			seqOf[i] = len(prog.Sequences)
-			prog.Sequences = append(prog.Sequences, seq)
-		}
-	}
-	debugLine, seqOffsets, lineStrOffsets, err := prog.EncodeStrOffsets(lineStr)
-	if err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
-	}
 
-	// .debug_info.
-	lowHigh := func(lo, size uint64) []info.Attr {
-		hi := info.Udata(size)
-		if l.enc.Version < 4 {
-			hi = info.Addr(lo + size)
-		}
-		return []info.Attr{{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, {Name: dwarf.DW_AT_high_pc, Value: hi}}
-	}
-	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit}
-	if m.Producer != "" {
-		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_producer, Value: info.String(m.Producer)})
-	}
-	if m.Language != 0 {
-		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_language, Value: info.Udata(uint64(m.Language))})
-	}
-	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(file)})
-	if m.CompDir != "" {
-		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_comp_dir, Value: info.String(m.CompDir)})
-	}
-	cu.Attrs = append(cu.Attrs, lowHigh(l.textStart, l.textEnd-l.textStart)...)
-	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(0)})
-
-	// The language's integers: 64-bit signed, so debuggers print values.
-	intType := &info.DIE{Tag: dwarf.DW_TAG_base_type, Attrs: []info.Attr{
-		{Name: dwarf.DW_AT_name, Value: info.String("integer")},
-		{Name: dwarf.DW_AT_encoding, Value: info.Udata(uint64(dwarf.DW_ATE_signed))},
-		{Name: dwarf.DW_AT_byte_size, Value: info.Udata(8)},
-	}}
-	cu.Children = append(cu.Children, intType)
-	types := newTypeWriter(l, cu, intType)
-	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
-	lists, err := newDebugLists(l.enc, l.textStart)
-	if err != nil {
-		return nil, &LinkError{"module", err.Error()}
-	}
-	// .debug_info is encoded as it is built: each procedure's subtree is
-	// built in the slab, encoded, and its memory reused for the next
-	// (info.UnitWriter). The type entries (cu.Children, which the type
-	// writer appends to) are kept: later procedures refer to them. The
-	// entries come out in the order of a whole tree: the root, then for
-	// each procedure the types it made first, then its subprogram.
-	unit := &info.Unit{Enc: l.enc, Root: cu}
-	uw, err := info.NewUnitWriter(unit, str, l.object, 48*len(m.Procs)+256)
-	if err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
-	}
-	// encErr is the first error of the encoder: reported after every
-	// procedure is checked, as when the whole tree was encoded at the end.
-	var encErr error
-	written := 0 // cu.Children already encoded
-	flushTypes := func() {
-		for ; written < len(cu.Children) && encErr == nil; written++ {
-			encErr = uw.Add(cu.Children[written], true)
+	// The line program and the procedure table share nothing with
+	// .debug_info: on a large module they are built on another core.
+	var lr lineResult
+	var lineErr, tableErr error
+	var table []byte
+	lineAndTable := func() {
+		if lr, lineErr = l.buildLine(file); lineErr == nil && !l.object {
+			table, tableErr = l.buildProcTable(&lr)
 		}
 	}
-	for i, p := range m.Procs {
-		// Room for every attribute a subprogram gets, so that the
-		// appends below do not grow the slice.
-		sp := l.slab.die(dwarf.DW_TAG_subprogram)
-		sp.Attrs = l.slab.scratch[:0] // copied to exact size below
-		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
-		if p.LinkName != "" {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
-		}
-		if p.Line > 0 {
-			sp.Attrs = append(sp.Attrs,
-				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(fileIndex)},
-				info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
-			if p.Column > 0 {
-				sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(p.Column))})
-			}
-		}
-		switch {
-		case p.Result != nil && p.Result.Kind != KindVoid:
-			if err := types.check(p.Result, false); err != nil {
-				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
-			}
-			if _, err := types.size(p.Result); err != nil {
-				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
-			}
-			d, err := types.die(p.Result, nil)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
-			}
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(d)})
-		case p.Result == nil && !p.Internal:
-			// Procedures of the language return its integers.
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
-		}
-		if p.Internal {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
-		} else {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
-		}
-		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
-		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
-		if p.Doc != "" {
-			// DWARF 5 section 2.20: a description of the entity.
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_description, Value: info.String(p.Doc)})
-		}
-		if len(p.Properties) > 0 {
-			var props strings.Builder
-			for j, pr := range p.Properties {
-				if j > 0 {
-					props.WriteByte('\n')
-				}
-				props.WriteString(escapeProperty(pr.Name) + "=" + escapeProperty(pr.Value))
-			}
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
-		}
-		sp.Attrs = l.slab.exact(sp.Attrs)
-		params := &l.params
-		params.reset()
-		pv := &l.pv
-		*pv = procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp,
-			env: l.env0[:1:1], pending: pv.pending[:0]}
-		pv.env[0] = params
-		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
-		for j := range p.Params {
-			v := &p.Params[j]
-			if _, dup := params.lookup(v.Name); dup {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
-			}
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
-			}
-			params.add(varEntry{param, v})
-			sp.Children = append(sp.Children, param)
-		}
-		whole := []CodeRange{{0, uint32(len(p.Code))}}
-		if err := checkSiblings(p.Scopes); err != nil {
-			return nil, &LinkError{"proc " + p.Name, err.Error()}
-		}
-		for _, sc := range p.Scopes {
-			b, err := l.scopeDIE(sc, whole, pv)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, err.Error()}
-			}
-			sp.Children = append(sp.Children, b)
-		}
-		if err := pv.resolveCounts(); err != nil {
-			return nil, &LinkError{"proc " + p.Name, err.Error()}
-		}
-		flushTypes()
-		if encErr == nil {
-			encErr = uw.Add(sp, false)
-		}
-		if encErr == nil {
-			encErr = uw.Release()
-		}
-		l.slab.reset()
+	done := make(chan struct{})
+	if len(m.Procs) >= parallelProcs && runtime.GOMAXPROCS(0) > 1 {
+		go func() { lineAndTable(); close(done) }()
+	} else {
+		lineAndTable()
+		close(done)
 	}
-	flushTypes()
-	if encErr != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
+	ir, infoErr := l.buildInfo(file, str)
+	<-done
+	// Errors in the order of the steps when they ran one after another.
+	switch {
+	case lineErr != nil:
+		return nil, lineErr
+	case infoErr != nil:
+		return nil, infoErr
 	}
-	debugInfo, debugAbbrev, infoFields, err := uw.Finish()
-	if err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
-	}
+	debugLine, seqOffsets, lineStrOffsets, lineStr := lr.data, lr.seqOffsets, lr.strOffsets, lr.lineStr
+	debugInfo, debugAbbrev, infoFields, unitOffset, lists := ir.data, ir.abbrev, ir.fields, ir.unitOffset, ir.lists
 	infoAddrs := infoFields.Addrs
+	var err error
 
 	// .debug_aranges: the unit's code, for consumers that find units by
 	// address (DWARF 5 section 6.1.2).
-	aranges, err := loc.EncodeAranges(l.enc, unit.Offset, []loc.Range{{Start: l.textStart, End: l.textEnd}})
+	aranges, err := loc.EncodeAranges(l.enc, unitOffset, []loc.Range{{Start: l.textStart, End: l.textEnd}})
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_aranges: %v", err)}
 	}
@@ -286,12 +114,258 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		// offsets, which only the system linker knows.
 		return secs, nil
 	}
+	if tableErr != nil {
+		return nil, tableErr
+	}
+	secs = append(secs, debugSection(meta.SectionProcs, table, false))
+	return secs, nil
+}
 
+// lineResult is the line program of a link (.debug_line and its
+// strings) and where each procedure's sequence starts.
+type lineResult struct {
+	data       []byte
+	lineStr    *dwarf.StrTab
+	seqOffsets []uint64 // of each sequence
+	strOffsets []uint64 // .debug_line fields holding .debug_line_str offsets
+	seqOf      []int    // each procedure's sequence, -1 for none
+}
+
+// buildLine builds .debug_line: one sequence per procedure with rows.
+func (l *linker) buildLine(file string) (r lineResult, err0 error) {
+	m := l.m
+	r.lineStr = dwarf.NewStrTab()
+	// .debug_line: file entries 0 and 1 both name the primary source
+	// file, so DWARF 5 consumers (0-based) and older ones (1-based) agree.
+	prog := &line.Program{Enc: l.enc, CompDir: m.CompDir}
+	prog.Files = []line.File{{Name: file}, {Name: file}}
+	r.seqOf = make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
+	nRows, nSeqs := 0, 0
+	for _, p := range m.Procs {
+		nRows += len(p.Lines)
+		if len(p.Lines) > 0 {
+			nSeqs++
+		}
+	}
+	rows := make([]line.Row, 0, nRows) // every sequence's rows, in one array
+	prog.Sequences = make([]line.Sequence, 0, nSeqs)
+	for i, p := range m.Procs {
+		start := l.procAddr[i]
+		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: rows[len(rows) : len(rows) : len(rows)+len(p.Lines)]}
+		rows = rows[:len(rows)+len(p.Lines)]
+		for j, row := range p.Lines {
+			if row.Offset >= uint32(len(p.Code)) {
+				return r, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x is past the end of the code (%#x bytes)", j, row.Offset, len(p.Code))}
+			}
+			if j > 0 && row.Offset < p.Lines[j-1].Offset {
+				return r, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x goes backwards", j, row.Offset)}
+			}
+			seq.Rows = append(seq.Rows, line.Row{Address: start + uint64(row.Offset), File: fileIndex,
+				Line: row.Line, Column: row.Column, IsStmt: row.IsStmt, PrologueEnd: row.PrologueEnd})
+		}
+		r.seqOf[i] = -1
+		if len(seq.Rows) > 0 { // a procedure without rows gets no (empty) sequence
+			r.seqOf[i] = len(prog.Sequences)
+			prog.Sequences = append(prog.Sequences, seq)
+		}
+	}
+	var err error
+	r.data, r.seqOffsets, r.strOffsets, err = prog.EncodeStrOffsets(r.lineStr)
+	if err != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
+	}
+	return r, nil
+}
+
+// infoResult is the .debug_info of a link, its abbreviations, fields and
+// lists.
+type infoResult struct {
+	data, abbrev []byte
+	fields       info.Fields
+	unitOffset   uint64
+	lists        *debugLists
+}
+
+// buildInfo builds .debug_info: the compile unit with a subprogram per
+// procedure, its parameters, scopes and variables, and the types they
+// use; strings go to str.
+func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err error) {
+	m := l.m
+	// .debug_info.
+	lowHigh := func(lo, size uint64) []info.Attr {
+		hi := info.Udata(size)
+		if l.enc.Version < 4 {
+			hi = info.Addr(lo + size)
+		}
+		return []info.Attr{{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, {Name: dwarf.DW_AT_high_pc, Value: hi}}
+	}
+	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit}
+	if m.Producer != "" {
+		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_producer, Value: info.String(m.Producer)})
+	}
+	if m.Language != 0 {
+		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_language, Value: info.Udata(uint64(m.Language))})
+	}
+	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(file)})
+	if m.CompDir != "" {
+		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_comp_dir, Value: info.String(m.CompDir)})
+	}
+	cu.Attrs = append(cu.Attrs, lowHigh(l.textStart, l.textEnd-l.textStart)...)
+	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(0)})
+
+	// The language's integers: 64-bit signed, so debuggers print values.
+	intType := &info.DIE{Tag: dwarf.DW_TAG_base_type, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_name, Value: info.String("integer")},
+		{Name: dwarf.DW_AT_encoding, Value: info.Udata(uint64(dwarf.DW_ATE_signed))},
+		{Name: dwarf.DW_AT_byte_size, Value: info.Udata(8)},
+	}}
+	cu.Children = append(cu.Children, intType)
+	types := newTypeWriter(l, cu, intType)
+	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
+	lists, err := newDebugLists(l.enc, l.textStart)
+	if err != nil {
+		return r, &LinkError{"module", err.Error()}
+	}
+	// .debug_info is encoded as it is built: each procedure's subtree is
+	// built in the slab, encoded, and its memory reused for the next
+	// (info.UnitWriter). The type entries (cu.Children, which the type
+	// writer appends to) are kept: later procedures refer to them. The
+	// entries come out in the order of a whole tree: the root, then for
+	// each procedure the types it made first, then its subprogram.
+	unit := &info.Unit{Enc: l.enc, Root: cu}
+	uw, err := info.NewUnitWriter(unit, str, l.object, 48*len(m.Procs)+256)
+	if err != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
+	}
+	// encErr is the first error of the encoder: reported after every
+	// procedure is checked, as when the whole tree was encoded at the end.
+	var encErr error
+	written := 0 // cu.Children already encoded
+	flushTypes := func() {
+		for ; written < len(cu.Children) && encErr == nil; written++ {
+			encErr = uw.Add(cu.Children[written], true)
+		}
+	}
+	for i, p := range m.Procs {
+		// Room for every attribute a subprogram gets, so that the
+		// appends below do not grow the slice.
+		sp := l.slab.die(dwarf.DW_TAG_subprogram)
+		sp.Attrs = l.slab.scratch[:0] // copied to exact size below
+		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
+		if p.LinkName != "" {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
+		}
+		if p.Line > 0 {
+			sp.Attrs = append(sp.Attrs,
+				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(fileIndex)},
+				info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
+			if p.Column > 0 {
+				sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(p.Column))})
+			}
+		}
+		switch {
+		case p.Result != nil && p.Result.Kind != KindVoid:
+			if err := types.check(p.Result, false); err != nil {
+				return r, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			if _, err := types.size(p.Result); err != nil {
+				return r, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			d, err := types.die(p.Result, nil)
+			if err != nil {
+				return r, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(d)})
+		case p.Result == nil && !p.Internal:
+			// Procedures of the language return its integers.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+		}
+		if p.Internal {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
+		} else {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
+		}
+		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
+		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
+		if p.Doc != "" {
+			// DWARF 5 section 2.20: a description of the entity.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_description, Value: info.String(p.Doc)})
+		}
+		if len(p.Properties) > 0 {
+			var props strings.Builder
+			for j, pr := range p.Properties {
+				if j > 0 {
+					props.WriteByte('\n')
+				}
+				props.WriteString(escapeProperty(pr.Name) + "=" + escapeProperty(pr.Value))
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
+		}
+		sp.Attrs = l.slab.exact(sp.Attrs)
+		params := &l.params
+		params.reset()
+		pv := &l.pv
+		*pv = procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp,
+			env: l.env0[:1:1], pending: pv.pending[:0]}
+		pv.env[0] = params
+		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
+		for j := range p.Params {
+			v := &p.Params[j]
+			if _, dup := params.lookup(v.Name); dup {
+				return r, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
+			}
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
+			if err != nil {
+				return r, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
+			}
+			params.add(varEntry{param, v})
+			sp.Children = append(sp.Children, param)
+		}
+		whole := []CodeRange{{0, uint32(len(p.Code))}}
+		if err := checkSiblings(p.Scopes); err != nil {
+			return r, &LinkError{"proc " + p.Name, err.Error()}
+		}
+		for _, sc := range p.Scopes {
+			b, err := l.scopeDIE(sc, whole, pv)
+			if err != nil {
+				return r, &LinkError{"proc " + p.Name, err.Error()}
+			}
+			sp.Children = append(sp.Children, b)
+		}
+		if err := pv.resolveCounts(); err != nil {
+			return r, &LinkError{"proc " + p.Name, err.Error()}
+		}
+		flushTypes()
+		if encErr == nil {
+			encErr = uw.Add(sp, false)
+		}
+		if encErr == nil {
+			encErr = uw.Release()
+		}
+		l.slab.reset()
+	}
+	flushTypes()
+	if encErr != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
+	}
+	r.data, r.abbrev, r.fields, err = uw.Finish()
+	if err != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
+	}
+	r.unitOffset, r.lists = unit.Offset, lists
+	return r, nil
+}
+
+// buildProcTable builds the procedure table (package meta) once the
+// line program says where each procedure's sequence is.
+func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 	// The runtime's own table: arity, names, docstrings, properties and
 	// each procedure's line sequence, queried without parsing DWARF.
+	m := l.m
+	var strs dieSlab // not the linker's: this runs beside the .debug_info builder
 	procs := make([]meta.Proc, len(m.Procs))
 	for i, p := range m.Procs {
-		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: l.slab.strList(len(p.Params))}
+		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: strs.strList(len(p.Params))}
 		for _, v := range p.Params {
 			mp.Args = append(mp.Args, v.Name)
 			if v.Optional {
@@ -307,8 +381,8 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		for _, pr := range p.Properties {
 			mp.Props = append(mp.Props, meta.Prop{Name: pr.Name, Value: pr.Value})
 		}
-		if seqOf[i] >= 0 {
-			mp.LineSeq, mp.HasLineSeq = seqOffsets[seqOf[i]], true
+		if lr.seqOf[i] >= 0 {
+			mp.LineSeq, mp.HasLineSeq = lr.seqOffsets[lr.seqOf[i]], true
 		}
 		procs[i] = mp
 	}
@@ -316,9 +390,16 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf("%s: %v", meta.SectionProcs, err)}
 	}
-	secs = append(secs, debugSection(meta.SectionProcs, table, false))
-	return secs, nil
+	return table, nil
 }
+
+// parallelProcs is the procedure count from which Link builds the line
+// program and procedure table beside .debug_info, on another core.
+const parallelProcs = 512
+
+// fileIndex is the line program's file entry of the module's source
+// (entries 0 and 1 both name it).
+const fileIndex = 1
 
 // procVars is what building the variables of one procedure needs: the
 // unit's types, the procedure's code, the unit's lists, the entry of the
