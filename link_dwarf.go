@@ -250,7 +250,7 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 		// Room for every attribute a subprogram gets, so that the
 		// appends below do not grow the slice.
 		sp := l.slab.die(dwarf.DW_TAG_subprogram)
-		sp.Attrs = l.slab.scratch[:0] // copied to exact size below
+		sp.Attrs = l.slab.attrList(subprogramAttrs)
 		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
 		if p.LinkName != "" {
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
@@ -301,7 +301,6 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 			}
 			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
 		}
-		sp.Attrs = l.slab.exact(sp.Attrs)
 		params := &l.params
 		params.reset()
 		pv := &l.pv
@@ -590,7 +589,7 @@ func (l *linker) varDIE(tag dwarf.Tag, v *Var, pv *procVars) (*info.DIE, error) 
 		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
 	}
 	d := l.slab.die(tag)
-	d.Attrs = append(l.slab.scratch[:0], info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
+	d.Attrs = append(l.slab.attrList(variableAttrs), info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
 	if v.Line > 0 {
 		d.Attrs = append(d.Attrs,
 			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
@@ -645,7 +644,6 @@ func (l *linker) varDIE(tag dwarf.Tag, v *Var, pv *procVars) (*info.DIE, error) 
 	case len(v.Location) > 0:
 		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(v.Location)})
 	}
-	d.Attrs = l.slab.exact(d.Attrs)
 	return d, nil
 }
 
@@ -831,9 +829,11 @@ func (d *debugLists) appendSections(secs []builtSection) []builtSection {
 	return secs
 }
 
-// dieSlab hands out the DIEs, attribute lists and child lists of one
-// link from chunks, so that building the tree costs a few allocations per
-// chunk rather than several per procedure. Nothing handed out moves: a
+// dieSlab hands out the DIEs, attribute lists and child lists of a
+// procedure's subtree from chunks, reused for the next procedure once the
+// subtree is encoded (reset), so that building a subtree allocates
+// nothing in the steady state; string lists (the procedure table's) are
+// not reused. Nothing handed out moves: a
 // full chunk is left as it is and a new one started. Lists are returned
 // with their capacity capped, so that appending past it reallocates
 // instead of writing into the next list.
@@ -842,9 +842,6 @@ type dieSlab struct {
 	attrs []info.Attr
 	kids  []*info.DIE
 	strs  []string
-	// scratch is where one DIE's attributes are gathered before exact
-	// copies them out (one DIE at a time).
-	scratch []info.Attr
 }
 
 // reset hands out the DIEs, attribute and child lists again from the
@@ -857,16 +854,18 @@ func (s *dieSlab) reset() {
 	s.dies, s.attrs, s.kids = s.dies[:0], s.attrs[:0], s.kids[:0]
 }
 
-// exact returns a copy of attrs in a list of exactly their length, and
-// keeps attrs' array as the scratch for the next DIE.
-func (s *dieSlab) exact(attrs []info.Attr) []info.Attr {
-	out := append(s.attrList(len(attrs)), attrs...)
-	clear(attrs) // drop the references the scratch would keep
-	s.scratch = attrs[:0]
-	return out
-}
-
 const slabChunk = 1024
+
+// The most attributes buildInfo gives a subprogram (name, linkage name,
+// declaration file, line and column, type, artificial or external, low
+// and high pc, frame base, description, properties) and a parameter or
+// variable (name, declaration file, line and column, type, default flag
+// and source, location): their lists are handed out at this capacity, as
+// the slab is reused from one procedure to the next.
+const (
+	subprogramAttrs = 12
+	variableAttrs   = 8
+)
 
 func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
 	if len(s.dies) == cap(s.dies) {

@@ -158,6 +158,7 @@ type encoder struct {
 	wantOffsets bool
 	fixups      []fixup
 	key         []byte
+	recent      [8]recentAbbrev // by tag
 	forms       []dwarf.Form
 	addrs       []uint64 // offsets of DW_FORM_addr values in info
 	offsets     []OffsetField
@@ -252,6 +253,13 @@ func (e *encoder) secOffset(a dwarf.Attr) error {
 	}
 	e.offsetField(s)
 	return nil
+}
+
+// recentAbbrev is the abbreviation key and code of the last DIE of a
+// tag.
+type recentAbbrev struct {
+	key  []byte
+	code uint64
 }
 
 type fixup struct {
@@ -632,12 +640,21 @@ func (e *encoder) dieHead(d *DIE, unitHdr int, children bool) error {
 	}
 	key = append(key, 0, 0)
 	e.key = key
-	code, ok := e.codes[string(key)]
+	// Most DIEs have the abbreviation of the last DIE of their tag (one
+	// subprogram after another): compare with it before hashing the key.
+	slot := &e.recent[uint(d.Tag)%uint(len(e.recent))]
+	code, ok := slot.code, slot.code != 0 && string(slot.key) == string(key)
+	if !ok {
+		code, ok = e.codes[string(key)]
+	}
 	if !ok {
 		code = uint64(len(e.codes) + 1)
 		e.codes[string(key)] = code
 		e.abbrev = dwarf.AppendUleb128(e.abbrev, code)
 		e.abbrev = append(e.abbrev, key...)
+	}
+	if slot.code != code {
+		slot.key, slot.code = append(slot.key[:0], key...), code
 	}
 	e.info = dwarf.AppendUleb128(e.info, code)
 	osz := e.enc.Format.OffsetSize()
