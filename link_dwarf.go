@@ -233,7 +233,12 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 	// entries come out in the order of a whole tree: the root, then for
 	// each procedure the types it made first, then its subprogram.
 	unit := &info.Unit{Enc: l.enc, Root: cu}
-	uw, err := info.NewUnitWriter(unit, str, l.object, 48*len(m.Procs)+256)
+	// About 32 bytes per subprogram and 16 per parameter or variable.
+	hint := 256
+	for _, p := range m.Procs {
+		hint += 32 + 16*len(p.Params)
+	}
+	uw, err := info.NewUnitWriter(unit, str, l.object, hint)
 	if err != nil {
 		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
 	}
@@ -848,9 +853,8 @@ type dieSlab struct {
 // start of the current chunks: what was handed out before is no longer
 // used (a procedure's subtree, once encoded). String lists are kept.
 func (s *dieSlab) reset() {
-	clear(s.dies)
-	clear(s.attrs)
-	clear(s.kids)
+	// Not cleared: the next procedure overwrites what it uses, and until
+	// then the chunks keep at most a chunk's worth of strings alive.
 	s.dies, s.attrs, s.kids = s.dies[:0], s.attrs[:0], s.kids[:0]
 }
 
