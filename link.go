@@ -183,8 +183,8 @@ type linker struct {
 	entry     uint64
 	textStart uint64
 	textEnd   uint64
-	object    bool // LinkObject: an ET_REL for the system linker
-	slab      dieSlab
+	object    bool     // LinkObject: an ET_REL for the system linker
+	slab      *dieSlab // the current batch's (buildInfo)
 	// Reused from one procedure to the next by buildDWARF.
 	pv     procVars
 	params varScope

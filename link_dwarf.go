@@ -245,13 +245,75 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 	// encErr is the first error of the encoder: reported after every
 	// procedure is checked, as when the whole tree was encoded at the end.
 	var encErr error
-	written := 0 // cu.Children already encoded
-	flushTypes := func() {
-		for ; written < len(cu.Children) && encErr == nil; written++ {
-			encErr = uw.Add(cu.Children[written], true)
+	encodeBatch := func(b *infoBatch) {
+		for _, it := range b.items {
+			for _, t := range it.types {
+				if encErr == nil {
+					encErr = uw.Add(t, true)
+				}
+			}
+			if encErr == nil {
+				encErr = uw.Add(it.sp, false)
+			}
+			if encErr == nil {
+				encErr = uw.Release()
+			}
 		}
 	}
+	// Procedures go to the encoder in batches, each built in a slab of
+	// its own. On a large module the encoder runs on another goroutine
+	// while the next batches are built; three batches circulate.
+	pipelined := len(m.Procs) >= parallelProcs && runtime.GOMAXPROCS(0) > 1
+	nBatches := 1
+	if pipelined {
+		nBatches = 3
+	}
+	free := make(chan *infoBatch, nBatches)
+	for range nBatches {
+		free <- &infoBatch{slab: &dieSlab{}}
+	}
+	work := make(chan *infoBatch, nBatches)
+	encoded := make(chan struct{})
+	if pipelined {
+		go func() {
+			for b := range work {
+				encodeBatch(b)
+				free <- b
+			}
+			close(encoded)
+		}()
+	}
+	// submit hands a full (or the last) batch to the encoder.
+	submit := func(b *infoBatch) {
+		if pipelined {
+			work <- b
+			return
+		}
+		encodeBatch(b)
+		free <- b
+	}
+	// stop waits for the encoder to be done with every batch submitted.
+	stop := func() {
+		close(work)
+		if pipelined {
+			<-encoded
+		}
+	}
+	var batch *infoBatch
+	written := 0 // cu.Children handed to the encoder
+	stopped := false
+	defer func() {
+		if !stopped { // an error of the model: the encoder still runs
+			stop()
+		}
+	}()
 	for i, p := range m.Procs {
+		if batch == nil {
+			batch = <-free
+			batch.items = batch.items[:0]
+			batch.slab.reset()
+			l.slab = batch.slab
+		}
 		// Room for every attribute a subprogram gets, so that the
 		// appends below do not grow the slice.
 		sp := l.slab.die(dwarf.DW_TAG_subprogram)
@@ -339,16 +401,20 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 		if err := pv.resolveCounts(); err != nil {
 			return r, &LinkError{"proc " + p.Name, err.Error()}
 		}
-		flushTypes()
-		if encErr == nil {
-			encErr = uw.Add(sp, false)
+		// The types this procedure made first (cu.Children only grows:
+		// the items keep views of arrays that are not written again).
+		batch.items = append(batch.items, infoItem{types: cu.Children[written:len(cu.Children):len(cu.Children)], sp: sp})
+		written = len(cu.Children)
+		if len(batch.items) == infoBatchSize {
+			submit(batch)
+			batch = nil
 		}
-		if encErr == nil {
-			encErr = uw.Release()
-		}
-		l.slab.reset()
 	}
-	flushTypes()
+	if batch != nil {
+		submit(batch)
+	}
+	stop()
+	stopped = true
 	if encErr != nil {
 		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
 	}
@@ -397,9 +463,28 @@ func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 	return table, nil
 }
 
+// infoItem is one procedure's part of .debug_info: the type entries it
+// made first (kept) and its subprogram's subtree (in the batch's slab).
+type infoItem struct {
+	types []*info.DIE
+	sp    *info.DIE
+}
+
+// infoBatch is procedures built in one slab, handed to the encoder
+// together; the slab is reused once they are encoded.
+type infoBatch struct {
+	items []infoItem
+	slab  *dieSlab
+}
+
+// infoBatchSize is the number of procedures of a batch.
+const infoBatchSize = 128
+
 // parallelProcs is the procedure count from which Link builds the line
-// program and procedure table beside .debug_info, on another core.
-const parallelProcs = 512
+// program and procedure table beside .debug_info, and encodes
+// .debug_info beside building it, on other cores (a variable for the
+// tests that compare both ways).
+var parallelProcs = 512
 
 // fileIndex is the line program's file entry of the module's source
 // (entries 0 and 1 both name it).
@@ -834,28 +919,19 @@ func (d *debugLists) appendSections(secs []builtSection) []builtSection {
 	return secs
 }
 
-// dieSlab hands out the DIEs, attribute lists and child lists of a
-// procedure's subtree from chunks, reused for the next procedure once the
-// subtree is encoded (reset), so that building a subtree allocates
-// nothing in the steady state; string lists (the procedure table's) are
-// not reused. Nothing handed out moves: a
-// full chunk is left as it is and a new one started. Lists are returned
-// with their capacity capped, so that appending past it reallocates
-// instead of writing into the next list.
+// dieSlab hands out the DIEs, attribute lists and child lists of a batch
+// of procedures' subtrees from chunks, reused for the next batch once the
+// subtrees are encoded (reset), so that building a subtree allocates
+// nothing in the steady state; it also hands out the procedure table's
+// string lists. Nothing handed out moves: a full chunk is left as it is
+// and another started. Lists are returned with their capacity capped, so
+// that appending past it reallocates instead of writing into the next
+// list.
 type dieSlab struct {
-	dies  []info.DIE
-	attrs []info.Attr
-	kids  []*info.DIE
-	strs  []string
-}
-
-// reset hands out the DIEs, attribute and child lists again from the
-// start of the current chunks: what was handed out before is no longer
-// used (a procedure's subtree, once encoded). String lists are kept.
-func (s *dieSlab) reset() {
-	// Not cleared: the next procedure overwrites what it uses, and until
-	// then the chunks keep at most a chunk's worth of strings alive.
-	s.dies, s.attrs, s.kids = s.dies[:0], s.attrs[:0], s.kids[:0]
+	dies  chunks[info.DIE]
+	attrs chunks[info.Attr]
+	kids  chunks[*info.DIE]
+	strs  chunks[string]
 }
 
 const slabChunk = 1024
@@ -865,47 +941,73 @@ const slabChunk = 1024
 // and high pc, frame base, description, properties) and a parameter or
 // variable (name, declaration file, line and column, type, default flag
 // and source, location): their lists are handed out at this capacity, as
-// the slab is reused from one procedure to the next.
+// the slab is reused.
 const (
 	subprogramAttrs = 12
 	variableAttrs   = 8
 )
 
-func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
-	if len(s.dies) == cap(s.dies) {
-		s.dies = make([]info.DIE, 0, slabChunk)
+// chunks hands out runs of Ts from arrays of slabChunk, keeping the
+// arrays for reuse after reset.
+type chunks[T any] struct {
+	cur  []T
+	used [][]T // full arrays handed out since the last reset
+	free [][]T // arrays to reuse
+}
+
+// next returns an empty list of capacity n that stays where it is.
+func (c *chunks[T]) next(n int) []T {
+	if n > slabChunk/4 {
+		return make([]T, 0, n)
 	}
-	s.dies = append(s.dies, info.DIE{Tag: tag})
-	return &s.dies[len(s.dies)-1]
+	if cap(c.cur)-len(c.cur) < n {
+		if c.cur != nil {
+			c.used = append(c.used, c.cur)
+		}
+		if k := len(c.free); k > 0 {
+			c.cur, c.free = c.free[k-1][:0], c.free[:k-1]
+		} else {
+			c.cur = make([]T, 0, slabChunk)
+		}
+	}
+	l := len(c.cur)
+	c.cur = c.cur[:l+n]
+	return c.cur[l : l : l+n]
+}
+
+// reset makes every array available again. What was handed out is no
+// longer used; it is not cleared (the next user overwrites what it
+// takes, and until then the arrays keep what they point to alive).
+func (c *chunks[T]) reset() {
+	c.free = append(c.free, c.used...)
+	clear(c.used)
+	c.used = c.used[:0]
+	c.cur = c.cur[:0]
+}
+
+// reset hands out the DIEs, attribute and child lists again from the
+// start; string lists are kept.
+func (s *dieSlab) reset() {
+	s.dies.reset()
+	s.attrs.reset()
+	s.kids.reset()
+}
+
+func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
+	d := s.dies.next(1)[:1]
+	d[0] = info.DIE{Tag: tag}
+	return &d[0]
 }
 
 // attrList returns an empty attribute list of capacity n.
-func (s *dieSlab) attrList(n int) []info.Attr {
-	if n > slabChunk/4 {
-		return make([]info.Attr, 0, n)
-	}
-	if cap(s.attrs)-len(s.attrs) < n {
-		s.attrs = make([]info.Attr, 0, slabChunk)
-	}
-	l := len(s.attrs)
-	s.attrs = s.attrs[:l+n]
-	return s.attrs[l : l : l+n]
-}
+func (s *dieSlab) attrList(n int) []info.Attr { return s.attrs.next(n) }
 
 // kidList returns an empty child list of capacity n.
 func (s *dieSlab) kidList(n int) []*info.DIE {
 	if n == 0 {
 		return nil
 	}
-	if n > slabChunk/4 {
-		return make([]*info.DIE, 0, n)
-	}
-	if cap(s.kids)-len(s.kids) < n {
-		s.kids = make([]*info.DIE, 0, slabChunk)
-	}
-	l := len(s.kids)
-	s.kids = s.kids[:l+n]
-	return s.kids[l : l : l+n]
+	return s.kids.next(n)
 }
 
 // strList returns an empty string list of capacity n.
@@ -913,13 +1015,5 @@ func (s *dieSlab) strList(n int) []string {
 	if n == 0 {
 		return nil
 	}
-	if n > slabChunk/4 {
-		return make([]string, 0, n)
-	}
-	if cap(s.strs)-len(s.strs) < n {
-		s.strs = make([]string, 0, slabChunk)
-	}
-	l := len(s.strs)
-	s.strs = s.strs[:l+n]
-	return s.strs[l : l : l+n]
+	return s.strs.next(n)
 }

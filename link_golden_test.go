@@ -112,6 +112,9 @@ func TestLinkGolden(t *testing.T) {
 			return elfimage.Link(typedemo.Module(), elfimage.LinkOptions{DWARF: enc, DebugFrame: true})
 		}})
 	}
+	// Large enough for the pipelined build (other goroutines) on a
+	// machine with more than one core.
+	cases = append(cases, gcase{"module-3000", func() ([]byte, error) { return elfimage.Link(goldenModule(3000), elfimage.LinkOptions{}) }})
 	cases = append(cases, gcase{"split-demo", func() ([]byte, error) {
 		img, dbg, err := elfimage.LinkSplit(demo(), elfimage.LinkOptions{DebugFile: "demo.debug"})
 		return append(img, dbg...), err

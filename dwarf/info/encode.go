@@ -486,6 +486,14 @@ func fits(v uint64, size int) bool { return size >= 8 || v>>(8*uint(size)) == 0 
 // dataForms are the fixed-size constant forms, shortest first.
 var dataForms = [...]dwarf.Form{dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8}
 
+// dataFormSizes are the sizes of dataForms, from the form table.
+var dataFormSizes = func() (n [len(dataForms)]int) {
+	for i, f := range dataForms {
+		n[i] = fixedSize(f)
+	}
+	return n
+}()
+
 // fixedSize is the size in bytes of a fixed-size form, from the form
 // table.
 func fixedSize(f dwarf.Form) int {
@@ -525,8 +533,8 @@ func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
 		if v.signed {
 			best = dwarf.DW_FORM_sdata
 		}
-		for _, f := range dataForms {
-			n := fixedSize(f)
+		for i, f := range dataForms {
+			n := dataFormSizes[i]
 			if n >= 4 && ver < 4 {
 				break
 			}
