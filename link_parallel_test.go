@@ -24,8 +24,8 @@ func parallelModule(n int) *Module {
 	for i := range n {
 		code := []byte{0x55, 0x48, 0x89, 0xe5, 0x48, 0x8d, 0x04, 0x37, 0x5d, 0xc3}
 		p := &Proc{Name: fmt.Sprintf("f%d", i), Code: code, Line: i + 1,
-			Lines: []LineRow{{Offset: 0, Line: uint32(i + 1), IsStmt: true}, {Offset: 4, Line: uint32(i + 2), IsStmt: true}},
-			CFI:   []frame.Insn{{PC: 1, Op: frame.OpDefCFAOffset, Offset: 16}},
+			Lines:  []LineRow{{Offset: 0, Line: uint32(i + 1), IsStmt: true}, {Offset: 4, Line: uint32(i + 2), IsStmt: true}},
+			CFI:    []frame.Insn{{PC: 1, Op: frame.OpDefCFAOffset, Offset: 16}},
 			Params: []Var{{Name: "a", Location: rdi, Type: long}, {Name: "n", Location: rsi}}}
 		if i%3 == 0 {
 			p.Doc = fmt.Sprintf("doc %d", i)
