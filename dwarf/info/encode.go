@@ -478,6 +478,10 @@ func tagOf(d *DIE) dwarf.Tag {
 }
 
 func (e *encoder) uint(size int, v uint64) {
+	if size == 4 && e.order == binary.LittleEndian { // refs, strp, sec_offset: inlined
+		e.info = binary.LittleEndian.AppendUint32(e.info, uint32(v))
+		return
+	}
 	e.info = dwarf.AppendUint(e.info, e.order, size, v)
 }
 
