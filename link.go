@@ -70,7 +70,12 @@ type LinkOptions struct {
 // or member type, a size its kind cannot have, a member past the end of
 // its structure, a type that holds itself other than through a pointer, a
 // CountVar naming no visible variable, two different types of one name).
-// Cost: linear in the size of the output; it allocates the output once.
+// Cost: linear in the size of the output; it allocates the output once,
+// and a few hundred other objects whatever the module's size. From 512
+// procedures on, it builds the line program and the procedure table,
+// and encodes .debug_info, on goroutines beside the one building the
+// procedures' entries (two cores or more: GOMAXPROCS); the output is the
+// same byte for byte either way.
 func Link(m *Module, opts LinkOptions) ([]byte, error) {
 	if opts.DebugFile != "" {
 		return nil, &LinkError{"module", "LinkOptions.DebugFile is set: LinkSplit returns the two files, WriteFile writes them"}
