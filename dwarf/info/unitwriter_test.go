@@ -53,7 +53,7 @@ func unitWriterTree() (root *DIE, groups [][]*DIE, keep [][]bool) {
 // tree, fields included, in every encoding.
 func TestUnitWriterMatchesEncode(t *testing.T) {
 	for _, enc := range encodings() {
-		root, groups, keep := unitWriterTree()
+		root, _, _ := unitWriterTree()
 		str := edwarf.NewStrTab()
 		wantInfo, wantAbbrev, wantFields, err := EncodeFields([]*Unit{{Enc: enc, Root: root}}, str)
 		if err != nil {
@@ -61,7 +61,7 @@ func TestUnitWriterMatchesEncode(t *testing.T) {
 		}
 		wantStr := append([]byte(nil), str.Bytes()...)
 
-		root, groups, keep = unitWriterTree()
+		root, groups, keep := unitWriterTree()
 		str = edwarf.NewStrTab()
 		u := &Unit{Enc: enc, Root: root}
 		w, err := NewUnitWriter(u, str, true, 0)
