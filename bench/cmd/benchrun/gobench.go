@@ -271,7 +271,7 @@ func goBenchTargets(res benchResults) []target {
 	touch, okT := med("BenchmarkFirstTouch", "ns/query")
 	if okF && okT && touch > 0 {
 		r := first / touch
-		ts = append(ts, target{"describe/first-position", r <= 2, fmt.Sprintf("%.2f× (%.2f against %.2f µs)", r, first/1e3, touch/1e3)})
+		ts = append(ts, target{"describe/first-position", r <= 2, fmt.Sprintf("%.2f×: %.2f against %.2f µs", r, first/1e3, touch/1e3)})
 	}
 	return ts
 }
