@@ -190,7 +190,7 @@ type linker struct {
 	textEnd   uint64
 	object    bool     // LinkObject: an ET_REL for the system linker
 	slab      *dieSlab // the current batch's (buildInfo)
-	// Reused from one procedure to the next by buildDWARF.
+	// Reused from one procedure to the next by buildInfo.
 	pv     procVars
 	params varScope
 	env0   [1]*varScope
