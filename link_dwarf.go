@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
@@ -147,7 +148,18 @@ func (l *linker) buildLine(file string) (r lineResult, err0 error) {
 			nSeqs++
 		}
 	}
-	rows := make([]line.Row, 0, nRows) // every sequence's rows, in one array
+	// Every sequence's rows, in one array, from the last link's when it
+	// is large enough (rowsPool).
+	var rows []line.Row
+	if pr, _ := rowsPool.Get().(*[]line.Row); pr != nil && cap(*pr) >= nRows {
+		rows = (*pr)[:0]
+	} else {
+		rows = make([]line.Row, 0, nRows)
+	}
+	defer func() {
+		rows = rows[:0]
+		rowsPool.Put(&rows)
+	}()
 	prog.Sequences = make([]line.Sequence, 0, nSeqs)
 	for i, p := range m.Procs {
 		start := l.procAddr[i]
@@ -270,7 +282,11 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 	}
 	free := make(chan *infoBatch, nBatches)
 	for range nBatches {
-		free <- &infoBatch{slab: &dieSlab{}}
+		b, _ := batchPool.Get().(*infoBatch)
+		if b == nil {
+			b = &infoBatch{slab: &dieSlab{}}
+		}
+		free <- b
 	}
 	work := make(chan *infoBatch, nBatches)
 	encoded := make(chan struct{})
@@ -415,6 +431,13 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 	}
 	stop()
 	stopped = true
+	// Every batch is back: they go to the pool for the next link.
+	l.slab = nil
+	for range nBatches {
+		b := <-free
+		b.items = b.items[:0]
+		batchPool.Put(b)
+	}
 	if encErr != nil {
 		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
 	}
@@ -476,6 +499,16 @@ type infoBatch struct {
 	items []infoItem
 	slab  *dieSlab
 }
+
+// batchPool and rowsPool keep the batches' slabs and the line rows'
+// array of a link for the next one, so that a process linking repeatedly
+// (a JIT, a build) does not allocate, zero and collect them every time.
+// A pooled slab still points at the last module's strings until it is
+// reused or the pool is emptied (sync.Pool: within two collections).
+var (
+	batchPool sync.Pool // *infoBatch
+	rowsPool  sync.Pool // *[]line.Row
+)
 
 // infoBatchSize is the number of procedures of a batch.
 const infoBatchSize = 128
