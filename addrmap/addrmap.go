@@ -211,7 +211,16 @@ func find[T any](p *snapshot[T], pc uintptr) int {
 		i = bisect(p.starts[:p.lo], pc) // below the window
 	} else if b := off >> p.shift; b < uint64(len(p.buckets)-1) {
 		lo, hi := int(p.buckets[b]), int(p.buckets[b+1])
-		i = lo + bisect(p.starts[lo:hi+1], pc)
+		if hi-lo <= 1 {
+			// One or two candidates, as spread ranges give: the second
+			// when it starts at or below pc (a conditional move, no loop).
+			i = lo
+			if uint(hi) < uint(len(p.starts)) && p.starts[hi] <= pc {
+				i = hi
+			}
+		} else {
+			i = lo + bisect(p.starts[lo:hi+1], pc)
+		}
 	} else {
 		i = p.hi + bisect(p.starts[p.hi:], pc) // past the window's last start
 	}
