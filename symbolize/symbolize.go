@@ -454,7 +454,8 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 // with Symbolize.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
-// built yet, divided among the goroutines.
+// built yet, divided among the goroutines; nothing per address once every
+// unit is indexed.
 func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if s.closed {
 		return ErrClosed
@@ -475,7 +476,7 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if len(addrs) > scanLimit && !syms.sorted.Load() {
 		jobs = append(jobs, func() { syms.once.Do(syms.sort) })
 	}
-	if d != nil {
+	if d != nil && d.indexed.Load() < int64(len(d.units)) {
 		seen := make([]bool, len(d.units))
 		var units []int
 		for _, a := range addrs {
