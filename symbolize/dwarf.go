@@ -497,19 +497,24 @@ func flattenCUs(rs []cuRange) []cuRange {
 
 // unitFor returns the index of the unit covering addr, or -1.
 func (d *dwarfData) unitFor(addr uint64) int {
-	lo, hi := 0, len(d.cus)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if d.cus[m].start <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 || addr >= d.cus[lo-1].end {
+	// A branch-free bisection for the last range starting at or before
+	// addr: random addresses would mispredict a branch per step.
+	cus := d.cus
+	if len(cus) == 0 || addr < cus[0].start {
 		return -1
 	}
-	return d.cus[lo-1].cu
+	base, n := 0, len(cus)
+	for n > 1 {
+		half := n >> 1
+		// borrow is 1 when addr < cus[base+half].start: step only when not.
+		_, borrow := bits.Sub64(addr, cus[base+half].start, 0)
+		base += half & int(borrow-1)
+		n -= half
+	}
+	if addr >= cus[base].end {
+		return -1
+	}
+	return cus[base].cu
 }
 
 // abbrevTable returns u's abbreviation table, parsing it the first time.

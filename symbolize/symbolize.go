@@ -367,10 +367,19 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 	if s.closed {
 		return frames, ErrClosed
 	}
-	if s.mapped {
-		defer s.guard(&err)
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if !s.mapped {
+		return s.symbolize(addr, frames)
 	}
+	// Few returns, so that the compiler open-codes the defers (a
+	// deferred call through the runtime costs more than a warm lookup's
+	// bisections).
+	defer s.guard(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.symbolize(addr, frames)
+}
+
+// symbolize is Symbolize without the fault guard.
+func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 	n0 := len(frames)
 	addr, ok := s.f.linkAddr(addr)
 	if !ok {

@@ -219,4 +219,10 @@ func TestRememberedRows(t *testing.T) {
 	if n := testing.AllocsPerRun(20, func() { _, _ = u.Walk(f, pcs) }); n != 0 {
 		t.Fatalf("Walk with remembered rows: %v allocations", n)
 	}
+	// A Finder whose rows are not remembered (and whose type is not
+	// comparable) after one whose rows are: searched, as it should be.
+	u.Finder = Sources{src}
+	if got, err := stepAll(u, f); !slices.Equal(got, searched) || err != searchedErr {
+		t.Fatalf("Sources after a *Source: %d frames (%q), want %d (%q)", len(got), err, len(searched), searchedErr)
+	}
 }

@@ -10,7 +10,10 @@
 //
 // [Unwinder.Step] computes one caller frame and allocates nothing (the
 // Unwinder is the reusable context: the CFA machine's state, the FDE and
-// the row live in it). Memory is read through the [Memory] interface:
+// the row live in it). With CFI that cannot change ([*Source],
+// [*frame.Finder]) an Unwinder also remembers the rows of the last 256 pcs
+// it unwound, so that repeated stacks (a profiler's) skip the FDE search
+// and the CFA program. Memory is read through the [Memory] interface:
 // [Local] reads the calling process (faults become errors), [Snapshot] a
 // copied stack, [Remote] another process (process_vm_readv). Signal frames
 // (CIE augmentation "S") are handled: the frame they interrupted is looked
