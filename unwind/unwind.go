@@ -275,7 +275,7 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 //
 // With a [*Source] or a [*frame.Finder] as its Finder (CFI that does not
 // change), an Unwinder remembers the rows of the last pcs it unwound (256,
-// direct-mapped; 30 KB allocated on the first such step), so that
+// in two-way sets; 30 KB allocated on the first such step), so that
 // unwinding the same return addresses again, as a profiler does, costs only
 // the register rules. Rows are forgotten when Finder or Arch is set to
 // another value; other Finders are searched on every step.
@@ -288,8 +288,7 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 	c := u.rowCache()
 	var e *compactRow
 	if c != nil {
-		e = c.slot(pc)
-		if e.gen == c.gen && e.pc == pc {
+		if e := c.lookup(pc); e != nil {
 			return u.stepCompact(e, cur, caller)
 		}
 	}
@@ -300,7 +299,8 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 		return err
 	}
 	row := &u.row
-	if e != nil {
+	if c != nil {
+		e = c.slot(pc)
 		if compact(e, row, a) {
 			e.pc, e.gen, e.signal = pc, c.gen, u.fde.CIE.Signal
 			return u.stepCompact(e, cur, caller)
