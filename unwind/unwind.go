@@ -278,7 +278,8 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 // in two-way sets; 30 KB allocated on the first such step), so that
 // unwinding the same return addresses again, as a profiler does, costs only
 // the register rules. Rows are forgotten when Finder or Arch is set to
-// another value; other Finders are searched on every step.
+// another value (until then the Unwinder keeps a reference to the Finder
+// they came from); other Finders are searched on every step.
 func (u *Unwinder) Step(cur, caller *Frame) error {
 	a := u.Arch
 	if cur.PC == 0 {
