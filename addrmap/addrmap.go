@@ -113,8 +113,9 @@ type Map[T any] struct {
 // (b+1)<<shift); buckets[b] is the index into starts of the last range
 // starting at or before the bucket's first address, and the last bucket
 // holds hi. The range holding a pc of bucket b is then one of
-// starts[buckets[b] : buckets[b+1]+1], which the lookup bisects: one or
-// two candidates for ranges spread as loaded objects are. A pc outside the
+// starts[buckets[b] : buckets[b+1]+1]: one or two candidates for ranges
+// spread as loaded objects are, which the lookup tells apart with one
+// comparison, and more (crowded ranges) that it bisects. A pc outside the
 // window bisects the starts below or above it. No lookup costs more than
 // a bisection of all the starts.
 type snapshot[T any] struct {
