@@ -177,10 +177,15 @@ func (im *Image) newUnwindSource() (*unwind.Source, error) {
 // could not be unwound. Cost: one CFI lookup and row
 // evaluation per frame plus the lazy debug queries of each image.
 func Backtrace(regs []uint64, mem unwind.Memory, opts BacktraceOptions) ([]Frame, error) {
+	// The pc is in the return-address column of the image's ABI: try
+	// the host's first (arch.AArch64's x30 on arm64), then x86-64's.
 	a := arch.X86_64
-	if len(regs) > int(a.RA) {
-		if im, err := Lookup(uintptr(regs[a.RA])); err == nil {
-			a = im.Arch()
+	for _, try := range []*arch.Arch{hostArch, arch.X86_64} {
+		if len(regs) > int(try.RA) {
+			if im, err := Lookup(uintptr(regs[try.RA])); err == nil && im.Arch().RA == try.RA {
+				a = im.Arch()
+				break
+			}
 		}
 	}
 	if len(regs) <= int(a.RA) {

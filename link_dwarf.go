@@ -2,7 +2,9 @@ package elfimage
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
@@ -20,175 +22,51 @@ import (
 func (l *linker) buildDWARF() ([]builtSection, error) {
 	m := l.m
 	str := dwarf.NewStrTab()
-	lineStr := dwarf.NewStrTab()
-
-	// .debug_line: file entries 0 and 1 both name the primary source
-	// file, so DWARF 5 consumers (0-based) and older ones (1-based) agree.
-	prog := &line.Program{Enc: l.enc, CompDir: m.CompDir}
+	// .debug_str holds at least each procedure's name and docstring.
+	strBytes := 0
+	for _, p := range m.Procs {
+		strBytes += len(p.Name) + 1 + len(p.Doc) + 1
+	}
+	str.Grow(len(m.Procs)+len(m.Procs)/4+16, strBytes+256)
 	file := m.File
 	if file == "" {
 		file = "<unknown>"
 	}
-	prog.Files = []line.File{{Name: file}, {Name: file}}
-	const fileIndex = 1
-	seqOf := make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
-	for i, p := range m.Procs {
-		start := l.procAddr[i]
-		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: make([]line.Row, 0, len(p.Lines))}
-		for j, r := range p.Lines {
-			if r.Offset >= uint32(len(p.Code)) {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x is past the end of the code (%#x bytes)", j, r.Offset, len(p.Code))}
-			}
-			if j > 0 && r.Offset < p.Lines[j-1].Offset {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x goes backwards", j, r.Offset)}
-			}
-			seq.Rows = append(seq.Rows, line.Row{Address: start + uint64(r.Offset), File: fileIndex,
-				Line: r.Line, Column: r.Column, IsStmt: r.IsStmt, PrologueEnd: r.PrologueEnd})
-		}
-		seqOf[i] = -1
-		if len(seq.Rows) > 0 { // a procedure without rows gets no (empty) sequence
-			seqOf[i] = len(prog.Sequences)
-			prog.Sequences = append(prog.Sequences, seq)
-		}
-	}
-	debugLine, seqOffsets, lineStrOffsets, err := prog.EncodeStrOffsets(lineStr)
-	if err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
-	}
 
-	// .debug_info.
-	lowHigh := func(lo, size uint64) []info.Attr {
-		hi := info.Udata(size)
-		if l.enc.Version < 4 {
-			hi = info.Addr(lo + size)
+	// The line program and the procedure table share nothing with
+	// .debug_info: on a large module they are built on another core.
+	var lr lineResult
+	var lineErr, tableErr error
+	var table []byte
+	lineAndTable := func() {
+		if lr, lineErr = l.buildLine(file); lineErr == nil && !l.object {
+			table, tableErr = l.buildProcTable(&lr)
 		}
-		return []info.Attr{{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, {Name: dwarf.DW_AT_high_pc, Value: hi}}
 	}
-	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit}
-	if m.Producer != "" {
-		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_producer, Value: info.String(m.Producer)})
+	done := make(chan struct{})
+	if len(m.Procs) >= parallelProcs && runtime.GOMAXPROCS(0) > 1 {
+		go func() { lineAndTable(); close(done) }()
+	} else {
+		lineAndTable()
+		close(done)
 	}
-	if m.Language != 0 {
-		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_language, Value: info.Udata(uint64(m.Language))})
+	ir, infoErr := l.buildInfo(file, str)
+	<-done
+	// Errors in the order of the steps when they ran one after another.
+	switch {
+	case lineErr != nil:
+		return nil, lineErr
+	case infoErr != nil:
+		return nil, infoErr
 	}
-	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(file)})
-	if m.CompDir != "" {
-		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_comp_dir, Value: info.String(m.CompDir)})
-	}
-	cu.Attrs = append(cu.Attrs, lowHigh(l.textStart, l.textEnd-l.textStart)...)
-	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(0)})
-
-	// The language's integers: 64-bit signed, so debuggers print values.
-	intType := &info.DIE{Tag: dwarf.DW_TAG_base_type, Attrs: []info.Attr{
-		{Name: dwarf.DW_AT_name, Value: info.String("integer")},
-		{Name: dwarf.DW_AT_encoding, Value: info.Udata(uint64(dwarf.DW_ATE_signed))},
-		{Name: dwarf.DW_AT_byte_size, Value: info.Udata(8)},
-	}}
-	cu.Children = append(cu.Children, intType)
-	types := newTypeWriter(l, cu, intType)
-	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
-	lists, err := newDebugLists(l.enc, l.textStart)
-	if err != nil {
-		return nil, &LinkError{"module", err.Error()}
-	}
-	for i, p := range m.Procs {
-		// Room for every attribute a subprogram gets, so that the
-		// appends below do not grow the slice.
-		sp := l.slab.die(dwarf.DW_TAG_subprogram)
-		sp.Attrs = l.slab.scratch[:0] // copied to exact size below
-		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
-		if p.LinkName != "" {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
-		}
-		if p.Line > 0 {
-			sp.Attrs = append(sp.Attrs,
-				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(fileIndex)},
-				info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
-			if p.Column > 0 {
-				sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(p.Column))})
-			}
-		}
-		switch {
-		case p.Result != nil && p.Result.Kind != KindVoid:
-			if err := types.check(p.Result, false); err != nil {
-				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
-			}
-			if _, err := types.size(p.Result); err != nil {
-				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
-			}
-			d, err := types.die(p.Result, nil)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
-			}
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(d)})
-		case p.Result == nil && !p.Internal:
-			// Procedures of the language return its integers.
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
-		}
-		if p.Internal {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
-		} else {
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
-		}
-		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
-		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
-		if p.Doc != "" {
-			// DWARF 5 section 2.20: a description of the entity.
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_description, Value: info.String(p.Doc)})
-		}
-		if len(p.Properties) > 0 {
-			var props strings.Builder
-			for j, pr := range p.Properties {
-				if j > 0 {
-					props.WriteByte('\n')
-				}
-				props.WriteString(escapeProperty(pr.Name) + "=" + escapeProperty(pr.Value))
-			}
-			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
-		}
-		sp.Attrs = l.slab.exact(sp.Attrs)
-		pv := &procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp}
-		params := map[string]varEntry{}
-		pv.env = []map[string]varEntry{params}
-		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
-		for j := range p.Params {
-			v := &p.Params[j]
-			if _, dup := params[v.Name]; dup {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
-			}
-			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, *v, pv)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
-			}
-			params[v.Name] = varEntry{param, v}
-			sp.Children = append(sp.Children, param)
-		}
-		whole := []CodeRange{{0, uint32(len(p.Code))}}
-		if err := checkSiblings(p.Scopes); err != nil {
-			return nil, &LinkError{"proc " + p.Name, err.Error()}
-		}
-		for _, sc := range p.Scopes {
-			b, err := l.scopeDIE(sc, whole, pv)
-			if err != nil {
-				return nil, &LinkError{"proc " + p.Name, err.Error()}
-			}
-			sp.Children = append(sp.Children, b)
-		}
-		if err := pv.resolveCounts(); err != nil {
-			return nil, &LinkError{"proc " + p.Name, err.Error()}
-		}
-		cu.Children = append(cu.Children, sp)
-	}
-	unit := &info.Unit{Enc: l.enc, Root: cu}
-	debugInfo, debugAbbrev, infoFields, err := info.EncodeFields([]*info.Unit{unit}, str)
+	debugLine, seqOffsets, lineStrOffsets, lineStr := lr.data, lr.seqOffsets, lr.strOffsets, lr.lineStr
+	debugInfo, debugAbbrev, infoFields, unitOffset, lists := ir.data, ir.abbrev, ir.fields, ir.unitOffset, ir.lists
 	infoAddrs := infoFields.Addrs
-	if err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
-	}
+	var err error
 
 	// .debug_aranges: the unit's code, for consumers that find units by
 	// address (DWARF 5 section 6.1.2).
-	aranges, err := loc.EncodeAranges(l.enc, unit.Offset, []loc.Range{{Start: l.textStart, End: l.textEnd}})
+	aranges, err := loc.EncodeAranges(l.enc, unitOffset, []loc.Range{{Start: l.textStart, End: l.textEnd}})
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf(".debug_aranges: %v", err)}
 	}
@@ -237,12 +115,350 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		// offsets, which only the system linker knows.
 		return secs, nil
 	}
+	if tableErr != nil {
+		return nil, tableErr
+	}
+	secs = append(secs, debugSection(meta.SectionProcs, table, false))
+	return secs, nil
+}
 
+// lineResult is the line program of a link (.debug_line and its
+// strings) and where each procedure's sequence starts.
+type lineResult struct {
+	data       []byte
+	lineStr    *dwarf.StrTab
+	seqOffsets []uint64 // of each sequence
+	strOffsets []uint64 // .debug_line fields holding .debug_line_str offsets
+	seqOf      []int    // each procedure's sequence, -1 for none
+}
+
+// buildLine builds .debug_line: one sequence per procedure with rows.
+func (l *linker) buildLine(file string) (r lineResult, err0 error) {
+	m := l.m
+	r.lineStr = dwarf.NewStrTab()
+	// .debug_line: file entries 0 and 1 both name the primary source
+	// file, so DWARF 5 consumers (0-based) and older ones (1-based) agree.
+	prog := &line.Program{Enc: l.enc, CompDir: m.CompDir}
+	prog.Files = []line.File{{Name: file}, {Name: file}}
+	r.seqOf = make([]int, len(m.Procs)) // index into prog.Sequences, -1 for none
+	nRows, nSeqs := 0, 0
+	for _, p := range m.Procs {
+		nRows += len(p.Lines)
+		if len(p.Lines) > 0 {
+			nSeqs++
+		}
+	}
+	// Every sequence's rows, in one array, from the last link's when it
+	// is large enough (rowsPool).
+	var rows []line.Row
+	if pr, _ := rowsPool.Get().(*[]line.Row); pr != nil && cap(*pr) >= nRows {
+		rows = (*pr)[:0]
+	} else {
+		rows = make([]line.Row, 0, nRows)
+	}
+	defer func() {
+		rows = rows[:0]
+		rowsPool.Put(&rows)
+	}()
+	prog.Sequences = make([]line.Sequence, 0, nSeqs)
+	for i, p := range m.Procs {
+		start := l.procAddr[i]
+		seq := line.Sequence{Start: start, End: start + uint64(len(p.Code)), Rows: rows[len(rows) : len(rows) : len(rows)+len(p.Lines)]}
+		rows = rows[:len(rows)+len(p.Lines)]
+		for j, row := range p.Lines {
+			if row.Offset >= uint32(len(p.Code)) {
+				return r, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x is past the end of the code (%#x bytes)", j, row.Offset, len(p.Code))}
+			}
+			if j > 0 && row.Offset < p.Lines[j-1].Offset {
+				return r, &LinkError{"proc " + p.Name, fmt.Sprintf("line row %d at offset %#x goes backwards", j, row.Offset)}
+			}
+			seq.Rows = append(seq.Rows, line.Row{Address: start + uint64(row.Offset), File: fileIndex,
+				Line: row.Line, Column: row.Column, IsStmt: row.IsStmt, PrologueEnd: row.PrologueEnd})
+		}
+		r.seqOf[i] = -1
+		if len(seq.Rows) > 0 { // a procedure without rows gets no (empty) sequence
+			r.seqOf[i] = len(prog.Sequences)
+			prog.Sequences = append(prog.Sequences, seq)
+		}
+	}
+	var err error
+	r.data, r.seqOffsets, r.strOffsets, err = prog.EncodeStrOffsets(r.lineStr)
+	if err != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
+	}
+	return r, nil
+}
+
+// infoResult is the .debug_info of a link, its abbreviations, fields and
+// lists.
+type infoResult struct {
+	data, abbrev []byte
+	fields       info.Fields
+	unitOffset   uint64
+	lists        *debugLists
+}
+
+// buildInfo builds .debug_info: the compile unit with a subprogram per
+// procedure, its parameters, scopes and variables, and the types they
+// use; strings go to str.
+func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err error) {
+	m := l.m
+	// .debug_info.
+	lowHigh := func(lo, size uint64) []info.Attr {
+		hi := info.Udata(size)
+		if l.enc.Version < 4 {
+			hi = info.Addr(lo + size)
+		}
+		return []info.Attr{{Name: dwarf.DW_AT_low_pc, Value: info.Addr(lo)}, {Name: dwarf.DW_AT_high_pc, Value: hi}}
+	}
+	cu := &info.DIE{Tag: dwarf.DW_TAG_compile_unit}
+	if m.Producer != "" {
+		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_producer, Value: info.String(m.Producer)})
+	}
+	if m.Language != 0 {
+		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_language, Value: info.Udata(uint64(m.Language))})
+	}
+	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(file)})
+	if m.CompDir != "" {
+		cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_comp_dir, Value: info.String(m.CompDir)})
+	}
+	cu.Attrs = append(cu.Attrs, lowHigh(l.textStart, l.textEnd-l.textStart)...)
+	cu.Attrs = append(cu.Attrs, info.Attr{Name: dwarf.DW_AT_stmt_list, Value: info.SecOffset(0)})
+
+	// The language's integers: 64-bit signed, so debuggers print values.
+	intType := &info.DIE{Tag: dwarf.DW_TAG_base_type, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_name, Value: info.String("integer")},
+		{Name: dwarf.DW_AT_encoding, Value: info.Udata(uint64(dwarf.DW_ATE_signed))},
+		{Name: dwarf.DW_AT_byte_size, Value: info.Udata(8)},
+	}}
+	cu.Children = append(cu.Children, intType)
+	types := newTypeWriter(l, cu, intType)
+	frameBase := []byte{byte(dwarf.DW_OP_call_frame_cfa)}
+	lists, err := newDebugLists(l.enc, l.textStart)
+	if err != nil {
+		return r, &LinkError{"module", err.Error()}
+	}
+	// .debug_info is encoded as it is built: each procedure's subtree is
+	// built in the slab, encoded, and its memory reused for the next
+	// (info.UnitWriter). The type entries (cu.Children, which the type
+	// writer appends to) are kept: later procedures refer to them. The
+	// entries come out in the order of a whole tree: the root, then for
+	// each procedure the types it made first, then its subprogram.
+	unit := &info.Unit{Enc: l.enc, Root: cu}
+	// About 32 bytes per subprogram and 16 per parameter or variable.
+	hint := 256
+	for _, p := range m.Procs {
+		hint += 32 + 16*len(p.Params)
+	}
+	uw, err := info.NewUnitWriter(unit, str, l.object, hint)
+	if err != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
+	}
+	// encErr is the first error of the encoder: reported after every
+	// procedure is checked, as when the whole tree was encoded at the end.
+	var encErr error
+	encodeBatch := func(b *infoBatch) {
+		for _, it := range b.items {
+			for _, t := range it.types {
+				if encErr == nil {
+					encErr = uw.Add(t, true)
+				}
+			}
+			if encErr == nil {
+				encErr = uw.Add(it.sp, false)
+			}
+			if encErr == nil {
+				encErr = uw.Release()
+			}
+		}
+	}
+	// Procedures go to the encoder in batches, each built in a slab of
+	// its own. On a large module the encoder runs on another goroutine
+	// while the next batches are built; three batches circulate.
+	pipelined := len(m.Procs) >= parallelProcs && runtime.GOMAXPROCS(0) > 1
+	nBatches := 1
+	if pipelined {
+		nBatches = 3
+	}
+	free := make(chan *infoBatch, nBatches)
+	for range nBatches {
+		b, _ := batchPool.Get().(*infoBatch)
+		if b == nil {
+			b = &infoBatch{slab: &dieSlab{}}
+		}
+		free <- b
+	}
+	work := make(chan *infoBatch, nBatches)
+	encoded := make(chan struct{})
+	if pipelined {
+		go func() {
+			for b := range work {
+				encodeBatch(b)
+				free <- b
+			}
+			close(encoded)
+		}()
+	}
+	// submit hands a full (or the last) batch to the encoder.
+	submit := func(b *infoBatch) {
+		if pipelined {
+			work <- b
+			return
+		}
+		encodeBatch(b)
+		free <- b
+	}
+	// stop waits for the encoder to be done with every batch submitted.
+	stop := func() {
+		close(work)
+		if pipelined {
+			<-encoded
+		}
+	}
+	var batch *infoBatch
+	written := 0 // cu.Children handed to the encoder
+	stopped := false
+	defer func() {
+		if !stopped { // an error of the model: the encoder still runs
+			stop()
+		}
+	}()
+	for i, p := range m.Procs {
+		if batch == nil {
+			batch = <-free
+			batch.items = batch.items[:0]
+			batch.slab.reset()
+			l.slab = batch.slab
+		}
+		// Room for every attribute a subprogram gets, so that the
+		// appends below do not grow the slice.
+		sp := l.slab.die(dwarf.DW_TAG_subprogram)
+		sp.Attrs = l.slab.attrList(subprogramAttrs)
+		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_name, Value: info.String(p.Name)})
+		if p.LinkName != "" {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_linkage_name, Value: info.String(p.LinkName)})
+		}
+		if p.Line > 0 {
+			sp.Attrs = append(sp.Attrs,
+				info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(fileIndex)},
+				info.Attr{Name: dwarf.DW_AT_decl_line, Value: info.Udata(uint64(p.Line))})
+			if p.Column > 0 {
+				sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_decl_column, Value: info.Udata(uint64(p.Column))})
+			}
+		}
+		switch {
+		case p.Result != nil && p.Result.Kind != KindVoid:
+			if err := types.check(p.Result, false); err != nil {
+				return r, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			if _, err := types.size(p.Result); err != nil {
+				return r, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			d, err := types.die(p.Result, nil)
+			if err != nil {
+				return r, &LinkError{"proc " + p.Name, "Result: " + err.Error()}
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(d)})
+		case p.Result == nil && !p.Internal:
+			// Procedures of the language return its integers.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_type, Value: info.Ref(intType)})
+		}
+		if p.Internal {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_artificial, Value: info.Flag(true)})
+		} else {
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_external, Value: info.Flag(true)})
+		}
+		sp.Attrs = append(sp.Attrs, lowHigh(l.procAddr[i], uint64(len(p.Code)))...)
+		sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_frame_base, Value: info.Exprloc(frameBase)})
+		if p.Doc != "" {
+			// DWARF 5 section 2.20: a description of the entity.
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_description, Value: info.String(p.Doc)})
+		}
+		if len(p.Properties) > 0 {
+			var props strings.Builder
+			for j, pr := range p.Properties {
+				if j > 0 {
+					props.WriteByte('\n')
+				}
+				props.WriteString(escapeProperty(pr.Name) + "=" + escapeProperty(pr.Value))
+			}
+			sp.Attrs = append(sp.Attrs, info.Attr{Name: dwarf.DW_AT_elfimage_properties, Value: info.String(props.String())})
+		}
+		params := &l.params
+		params.reset()
+		pv := &l.pv
+		*pv = procVars{types: types, procAddr: l.procAddr[i], codeLen: uint32(len(p.Code)), lists: lists, scope: sp,
+			env: l.env0[:1:1], pending: pv.pending[:0]}
+		pv.env[0] = params
+		sp.Children = l.slab.kidList(len(p.Params) + len(p.Scopes))
+		for j := range p.Params {
+			v := &p.Params[j]
+			if _, dup := params.lookup(v.Name); dup {
+				return r, &LinkError{"proc " + p.Name, fmt.Sprintf("parameter %s: the name is used twice", v.Name)}
+			}
+			param, err := l.varDIE(dwarf.DW_TAG_formal_parameter, v, pv)
+			if err != nil {
+				return r, &LinkError{"proc " + p.Name, "parameter " + err.Error()}
+			}
+			params.add(varEntry{param, v})
+			sp.Children = append(sp.Children, param)
+		}
+		whole := []CodeRange{{0, uint32(len(p.Code))}}
+		if err := checkSiblings(p.Scopes); err != nil {
+			return r, &LinkError{"proc " + p.Name, err.Error()}
+		}
+		for _, sc := range p.Scopes {
+			b, err := l.scopeDIE(sc, whole, pv)
+			if err != nil {
+				return r, &LinkError{"proc " + p.Name, err.Error()}
+			}
+			sp.Children = append(sp.Children, b)
+		}
+		if err := pv.resolveCounts(); err != nil {
+			return r, &LinkError{"proc " + p.Name, err.Error()}
+		}
+		// The types this procedure made first (cu.Children only grows:
+		// the items keep views of arrays that are not written again).
+		batch.items = append(batch.items, infoItem{types: cu.Children[written:len(cu.Children):len(cu.Children)], sp: sp})
+		written = len(cu.Children)
+		if len(batch.items) == infoBatchSize {
+			submit(batch)
+			batch = nil
+		}
+	}
+	if batch != nil {
+		submit(batch)
+	}
+	stop()
+	stopped = true
+	// Every batch is back: they go to the pool for the next link.
+	l.slab = nil
+	for range nBatches {
+		b := <-free
+		b.items = b.items[:0]
+		batchPool.Put(b)
+	}
+	if encErr != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
+	}
+	r.data, r.abbrev, r.fields, err = uw.Finish()
+	if err != nil {
+		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", err)}
+	}
+	r.unitOffset, r.lists = unit.Offset, lists
+	return r, nil
+}
+
+// buildProcTable builds the procedure table (package meta) once the
+// line program says where each procedure's sequence is.
+func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 	// The runtime's own table: arity, names, docstrings, properties and
 	// each procedure's line sequence, queried without parsing DWARF.
+	m := l.m
+	var strs dieSlab // not the linker's: this runs beside the .debug_info builder
 	procs := make([]meta.Proc, len(m.Procs))
 	for i, p := range m.Procs {
-		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: l.slab.strList(len(p.Params))}
+		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: strs.strList(len(p.Params))}
 		for _, v := range p.Params {
 			mp.Args = append(mp.Args, v.Name)
 			if v.Optional {
@@ -258,8 +474,8 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 		for _, pr := range p.Properties {
 			mp.Props = append(mp.Props, meta.Prop{Name: pr.Name, Value: pr.Value})
 		}
-		if seqOf[i] >= 0 {
-			mp.LineSeq, mp.HasLineSeq = seqOffsets[seqOf[i]], true
+		if lr.seqOf[i] >= 0 {
+			mp.LineSeq, mp.HasLineSeq = lr.seqOffsets[lr.seqOf[i]], true
 		}
 		procs[i] = mp
 	}
@@ -267,9 +483,45 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	if err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf("%s: %v", meta.SectionProcs, err)}
 	}
-	secs = append(secs, debugSection(meta.SectionProcs, table, false))
-	return secs, nil
+	return table, nil
 }
+
+// infoItem is one procedure's part of .debug_info: the type entries it
+// made first (kept) and its subprogram's subtree (in the batch's slab).
+type infoItem struct {
+	types []*info.DIE
+	sp    *info.DIE
+}
+
+// infoBatch is procedures built in one slab, handed to the encoder
+// together; the slab is reused once they are encoded.
+type infoBatch struct {
+	items []infoItem
+	slab  *dieSlab
+}
+
+// batchPool and rowsPool keep the batches' slabs and the line rows'
+// array of a link for the next one, so that a process linking repeatedly
+// (a JIT, a build) does not allocate, zero and collect them every time.
+// A pooled slab still points at the last module's strings until it is
+// reused or the pool is emptied (sync.Pool: within two collections).
+var (
+	batchPool sync.Pool // *infoBatch
+	rowsPool  sync.Pool // *[]line.Row
+)
+
+// infoBatchSize is the number of procedures of a batch.
+const infoBatchSize = 128
+
+// parallelProcs is the procedure count from which Link builds the line
+// program and procedure table beside .debug_info, and encodes
+// .debug_info beside building it, on other cores (a variable for the
+// tests that compare both ways).
+var parallelProcs = 512
+
+// fileIndex is the line program's file entry of the module's source
+// (entries 0 and 1 both name it).
+const fileIndex = 1
 
 // procVars is what building the variables of one procedure needs: the
 // unit's types, the procedure's code, the unit's lists, the entry of the
@@ -283,8 +535,55 @@ type procVars struct {
 	codeLen  uint32
 	lists    *debugLists
 	scope    *info.DIE
-	env      []map[string]varEntry
+	env      []*varScope
 	pending  []pendingCount
+}
+
+// varScope is the variables of one scope by name: a list searched in
+// order while it is short, with a map beside it once it is longer (a
+// procedure's two parameters need no map).
+type varScope struct {
+	list   []varEntry
+	byName map[string]int
+}
+
+// varScopeMap is the length from which a varScope keeps a map.
+const varScopeMap = 16
+
+func (s *varScope) lookup(name string) (varEntry, bool) {
+	if s.byName != nil {
+		i, ok := s.byName[name]
+		if !ok {
+			return varEntry{}, false
+		}
+		return s.list[i], true
+	}
+	for _, e := range s.list {
+		if e.v.Name == name {
+			return e, true
+		}
+	}
+	return varEntry{}, false
+}
+
+// add adds e, whose name lookup did not find.
+func (s *varScope) add(e varEntry) {
+	s.list = append(s.list, e)
+	switch {
+	case s.byName != nil:
+		s.byName[e.v.Name] = len(s.list) - 1
+	case len(s.list) >= varScopeMap:
+		s.byName = make(map[string]int, 2*len(s.list))
+		for i, e := range s.list {
+			s.byName[e.v.Name] = i
+		}
+	}
+}
+
+// reset empties s for the next procedure, keeping its list's array.
+func (s *varScope) reset() {
+	clear(s.list)
+	s.list, s.byName = s.list[:0], nil
 }
 
 // varEntry is a variable of the model (a pointer into the module, which
@@ -301,8 +600,8 @@ type varEntry struct {
 type pendingCount struct {
 	die   *info.DIE
 	kind  string // "parameter" or "variable"
-	v     Var
-	env   []map[string]varEntry
+	v     *Var
+	env   []*varScope
 	scope *info.DIE
 }
 
@@ -326,7 +625,7 @@ func (pv *procVars) resolveCounts() error {
 	for _, pc := range pv.pending {
 		var count varEntry
 		for i := len(pc.env) - 1; i >= 0 && count.die == nil; i-- {
-			count = pc.env[i][pc.v.Type.CountVar]
+			count, _ = pc.env[i].lookup(pc.v.Type.CountVar)
 		}
 		if count.die == nil || count.die == pc.die {
 			return fmt.Errorf("%s %s: type %s: CountVar %s names no other parameter or variable visible there", pc.kind, pc.v.Name, pc.v.Type, pc.v.Type.CountVar)
@@ -340,7 +639,7 @@ func (pv *procVars) resolveCounts() error {
 		art := made[k]
 		if art == nil {
 			var err error
-			if art, err = pv.countVar(*count.v); err != nil {
+			if art, err = pv.countVar(count.v); err != nil {
 				return fmt.Errorf("%s %s: %v", pc.kind, pc.v.Name, err)
 			}
 			made[k] = art
@@ -357,7 +656,7 @@ func (pv *procVars) resolveCounts() error {
 
 // countVar builds the artificial variable that holds the value of the
 // length variable v (see countPrefix).
-func (pv *procVars) countVar(v Var) (*info.DIE, error) {
+func (pv *procVars) countVar(v *Var) (*info.DIE, error) {
 	d := &info.DIE{Tag: dwarf.DW_TAG_variable, Attrs: []info.Attr{
 		{Name: dwarf.DW_AT_name, Value: info.String(countPrefix + v.Name)},
 	}}
@@ -401,7 +700,7 @@ func valueOf(loc []byte) []byte {
 // position, type, default for optional parameters, and location: a
 // location list when the model gives exact live ranges, else one
 // expression. Errors start with the variable's name.
-func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
+func (l *linker) varDIE(tag dwarf.Tag, v *Var, pv *procVars) (*info.DIE, error) {
 	kind := "parameter"
 	if tag == dwarf.DW_TAG_variable {
 		kind = "variable"
@@ -413,7 +712,7 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 		return nil, fmt.Errorf("%s: Location: %v", v.Name, err)
 	}
 	d := l.slab.die(tag)
-	d.Attrs = append(l.slab.scratch[:0], info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
+	d.Attrs = append(l.slab.attrList(variableAttrs), info.Attr{Name: dwarf.DW_AT_name, Value: info.String(v.Name)})
 	if v.Line > 0 {
 		d.Attrs = append(d.Attrs,
 			info.Attr{Name: dwarf.DW_AT_decl_file, Value: info.Udata(1)},
@@ -468,7 +767,6 @@ func (l *linker) varDIE(tag dwarf.Tag, v Var, pv *procVars) (*info.DIE, error) {
 	case len(v.Location) > 0:
 		d.Attrs = append(d.Attrs, info.Attr{Name: dwarf.DW_AT_location, Value: info.Exprloc(v.Location)})
 	}
-	d.Attrs = l.slab.exact(d.Attrs)
 	return d, nil
 }
 
@@ -513,21 +811,21 @@ func (l *linker) scopeDIE(sc *Scope, parent []CodeRange, pv *procVars) (*info.DI
 		}
 		b.Attrs = append(b.Attrs, info.Attr{Name: dwarf.DW_AT_ranges, Value: val})
 	}
-	vars := map[string]varEntry{}
+	vars := &varScope{}
 	outer, outerScope := pv.env, pv.scope
 	pv.env = append(outer[:len(outer):len(outer)], vars)
 	pv.scope = b
 	defer func() { pv.env, pv.scope = outer, outerScope }()
 	for j := range sc.Vars {
 		v := &sc.Vars[j]
-		if _, dup := vars[v.Name]; dup {
+		if _, dup := vars.lookup(v.Name); dup {
 			return nil, fmt.Errorf("scope %s: variable %s: the name is used twice in the scope", rangesString(sc.Ranges), v.Name)
 		}
-		d, err := l.varDIE(dwarf.DW_TAG_variable, *v, pv)
+		d, err := l.varDIE(dwarf.DW_TAG_variable, v, pv)
 		if err != nil {
 			return nil, fmt.Errorf("scope %s: variable %v", rangesString(sc.Ranges), err)
 		}
-		vars[v.Name] = varEntry{d, v}
+		vars.add(varEntry{d, v})
 		b.Children = append(b.Children, d)
 	}
 	for _, inner := range sc.Scopes {
@@ -654,68 +952,95 @@ func (d *debugLists) appendSections(secs []builtSection) []builtSection {
 	return secs
 }
 
-// dieSlab hands out the DIEs, attribute lists and child lists of one
-// link from chunks, so that building the tree costs a few allocations per
-// chunk rather than several per procedure. Nothing handed out moves: a
-// full chunk is left as it is and a new one started. Lists are returned
-// with their capacity capped, so that appending past it reallocates
-// instead of writing into the next list.
+// dieSlab hands out the DIEs, attribute lists and child lists of a batch
+// of procedures' subtrees from chunks, reused for the next batch once the
+// subtrees are encoded (reset), so that building a subtree allocates
+// nothing in the steady state; it also hands out the procedure table's
+// string lists. Nothing handed out moves: a full chunk is left as it is
+// and another started. Lists are returned with their capacity capped, so
+// that appending past it reallocates instead of writing into the next
+// list.
 type dieSlab struct {
-	dies  []info.DIE
-	attrs []info.Attr
-	kids  []*info.DIE
-	strs  []string
-	// scratch is where one DIE's attributes are gathered before exact
-	// copies them out (one DIE at a time).
-	scratch []info.Attr
-}
-
-// exact returns a copy of attrs in a list of exactly their length, and
-// keeps attrs' array as the scratch for the next DIE.
-func (s *dieSlab) exact(attrs []info.Attr) []info.Attr {
-	out := append(s.attrList(len(attrs)), attrs...)
-	clear(attrs) // drop the references the scratch would keep
-	s.scratch = attrs[:0]
-	return out
+	dies  chunks[info.DIE]
+	attrs chunks[info.Attr]
+	kids  chunks[*info.DIE]
+	strs  chunks[string]
 }
 
 const slabChunk = 1024
 
-func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
-	if len(s.dies) == cap(s.dies) {
-		s.dies = make([]info.DIE, 0, slabChunk)
+// The most attributes buildInfo gives a subprogram (name, linkage name,
+// declaration file, line and column, type, artificial or external, low
+// and high pc, frame base, description, properties) and a parameter or
+// variable (name, declaration file, line and column, type, default flag
+// and source, location): their lists are handed out at this capacity, as
+// the slab is reused.
+const (
+	subprogramAttrs = 12
+	variableAttrs   = 8
+)
+
+// chunks hands out runs of Ts from arrays of slabChunk, keeping the
+// arrays for reuse after reset.
+type chunks[T any] struct {
+	cur  []T
+	used [][]T // full arrays handed out since the last reset
+	free [][]T // arrays to reuse
+}
+
+// next returns an empty list of capacity n that stays where it is.
+func (c *chunks[T]) next(n int) []T {
+	if n > slabChunk/4 {
+		return make([]T, 0, n)
 	}
-	s.dies = append(s.dies, info.DIE{Tag: tag})
-	return &s.dies[len(s.dies)-1]
+	if cap(c.cur)-len(c.cur) < n {
+		if c.cur != nil {
+			c.used = append(c.used, c.cur)
+		}
+		if k := len(c.free); k > 0 {
+			c.cur, c.free = c.free[k-1][:0], c.free[:k-1]
+		} else {
+			c.cur = make([]T, 0, slabChunk)
+		}
+	}
+	l := len(c.cur)
+	c.cur = c.cur[:l+n]
+	return c.cur[l : l : l+n]
+}
+
+// reset makes every array available again. What was handed out is no
+// longer used; it is not cleared (the next user overwrites what it
+// takes, and until then the arrays keep what they point to alive).
+func (c *chunks[T]) reset() {
+	c.free = append(c.free, c.used...)
+	clear(c.used)
+	c.used = c.used[:0]
+	c.cur = c.cur[:0]
+}
+
+// reset hands out the DIEs, attribute and child lists again from the
+// start; string lists are kept.
+func (s *dieSlab) reset() {
+	s.dies.reset()
+	s.attrs.reset()
+	s.kids.reset()
+}
+
+func (s *dieSlab) die(tag dwarf.Tag) *info.DIE {
+	d := s.dies.next(1)[:1]
+	d[0] = info.DIE{Tag: tag}
+	return &d[0]
 }
 
 // attrList returns an empty attribute list of capacity n.
-func (s *dieSlab) attrList(n int) []info.Attr {
-	if n > slabChunk/4 {
-		return make([]info.Attr, 0, n)
-	}
-	if cap(s.attrs)-len(s.attrs) < n {
-		s.attrs = make([]info.Attr, 0, slabChunk)
-	}
-	l := len(s.attrs)
-	s.attrs = s.attrs[:l+n]
-	return s.attrs[l : l : l+n]
-}
+func (s *dieSlab) attrList(n int) []info.Attr { return s.attrs.next(n) }
 
 // kidList returns an empty child list of capacity n.
 func (s *dieSlab) kidList(n int) []*info.DIE {
 	if n == 0 {
 		return nil
 	}
-	if n > slabChunk/4 {
-		return make([]*info.DIE, 0, n)
-	}
-	if cap(s.kids)-len(s.kids) < n {
-		s.kids = make([]*info.DIE, 0, slabChunk)
-	}
-	l := len(s.kids)
-	s.kids = s.kids[:l+n]
-	return s.kids[l : l : l+n]
+	return s.kids.next(n)
 }
 
 // strList returns an empty string list of capacity n.
@@ -723,13 +1048,5 @@ func (s *dieSlab) strList(n int) []string {
 	if n == 0 {
 		return nil
 	}
-	if n > slabChunk/4 {
-		return make([]string, 0, n)
-	}
-	if cap(s.strs)-len(s.strs) < n {
-		s.strs = make([]string, 0, slabChunk)
-	}
-	l := len(s.strs)
-	s.strs = s.strs[:l+n]
-	return s.strs[l : l : l+n]
+	return s.strs.next(n)
 }

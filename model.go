@@ -189,6 +189,37 @@ const (
 	// link-time value and a R_X86_64_RELATIVE dynamic relocation so the
 	// loader adds the load base.
 	RelocAbs64
+	// RelocAArch64Call26 patches the imm26 field (bits 0-25) of an
+	// AArch64 BL instruction at Offset with (S + A - P) >> 2
+	// (R_AARCH64_CALL26 semantics, "ELF for the Arm 64-bit Architecture"
+	// (AAELF64) §5.7.8, table "Call and branch relocations"): S + A - P
+	// must be a multiple of 4 in [-2^27, 2^27), ±128 MiB, else Link
+	// returns a *LinkError naming the procedure and offset. Only in
+	// Proc.Relocs of an AArch64 module; resolved by the linker.
+	RelocAArch64Call26
+	// RelocAArch64Jump26 is RelocAArch64Call26 for an AArch64 B
+	// instruction (R_AARCH64_JUMP26 semantics, AAELF64 §5.7.8): the same
+	// field, value and range, for a tail call.
+	RelocAArch64Jump26
+	// RelocAArch64AdrPage21 patches the immhi:immlo field (bits 5-23 and
+	// 29-30) of an AArch64 ADRP instruction with
+	// (Page(S + A) - Page(P)) >> 12, where Page(x) is x with its low 12
+	// bits cleared (R_AARCH64_ADR_PREL_PG_HI21 semantics, AAELF64 §5.7.6,
+	// table "Relocations to generate 19, 21 and 33 bit PC-relative
+	// addresses"); the page distance must be within ±4 GiB. Pair it with
+	// RelocAArch64AddLo12 on the ADD that follows. Only in Proc.Relocs
+	// of an AArch64 module.
+	RelocAArch64AdrPage21
+	// RelocAArch64AddLo12 patches the imm12 field (bits 10-21) of an
+	// AArch64 ADD (immediate) instruction with (S + A) & 0xfff
+	// (R_AARCH64_ADD_ABS_LO12_NC semantics, AAELF64 §5.7.6; no overflow
+	// check, by definition). Only in Proc.Relocs of an AArch64 module.
+	RelocAArch64AddLo12
+	// RelocAArch64Adr21 patches the immhi:immlo field of an AArch64 ADR
+	// instruction with S + A - P (R_AARCH64_ADR_PREL_LO21 semantics,
+	// AAELF64 §5.7.6), which must be in [-2^20, 2^20), ±1 MiB. Only in
+	// Proc.Relocs of an AArch64 module.
+	RelocAArch64Adr21
 )
 
 // Reloc asks the linker to patch a field at Offset in a Proc's Code or a

@@ -113,8 +113,9 @@ type Map[T any] struct {
 // (b+1)<<shift); buckets[b] is the index into starts of the last range
 // starting at or before the bucket's first address, and the last bucket
 // holds hi. The range holding a pc of bucket b is then one of
-// starts[buckets[b] : buckets[b+1]+1], which the lookup bisects: one or
-// two candidates for ranges spread as loaded objects are. A pc outside the
+// starts[buckets[b] : buckets[b+1]+1]: one or two candidates for ranges
+// spread as loaded objects are, which the lookup tells apart with one
+// comparison, and more (crowded ranges) that it bisects. A pc outside the
 // window bisects the starts below or above it. No lookup costs more than
 // a bisection of all the starts.
 type snapshot[T any] struct {
@@ -211,7 +212,16 @@ func find[T any](p *snapshot[T], pc uintptr) int {
 		i = bisect(p.starts[:p.lo], pc) // below the window
 	} else if b := off >> p.shift; b < uint64(len(p.buckets)-1) {
 		lo, hi := int(p.buckets[b]), int(p.buckets[b+1])
-		i = lo + bisect(p.starts[lo:hi+1], pc)
+		if hi-lo <= 1 {
+			// One or two candidates, as spread ranges give: the second
+			// when it starts at or below pc (a conditional move, no loop).
+			i = lo
+			if uint(hi) < uint(len(p.starts)) && p.starts[hi] <= pc {
+				i = hi
+			}
+		} else {
+			i = lo + bisect(p.starts[lo:hi+1], pc)
+		}
 	} else {
 		i = p.hi + bisect(p.starts[p.hi:], pc) // past the window's last start
 	}

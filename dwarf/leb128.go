@@ -123,6 +123,15 @@ func AppendUint(b []byte, order binary.ByteOrder, size int, v uint64) []byte {
 		var t [8]byte
 		return append(b, t[:size]...)
 	}
+	if order == binary.LittleEndian { // the common case, without the interface calls
+		switch size {
+		case 2:
+			return binary.LittleEndian.AppendUint16(b, uint16(v))
+		case 4:
+			return binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+		return binary.LittleEndian.AppendUint64(b, v)
+	}
 	var ao binary.AppendByteOrder
 	switch o := order.(type) {
 	case binary.AppendByteOrder: // binary.LittleEndian, binary.BigEndian, ...

@@ -1,5 +1,7 @@
 package dwarf
 
+import "slices"
+
 // StrTab builds a string section (.debug_str, .debug_line_str, .strtab):
 // NUL-terminated strings, each stored once. The first Add of a string
 // appends it; later Adds return the same offset. The zero value is an empty
@@ -31,6 +33,15 @@ func (t *StrTab) Add(s string) uint64 {
 	t.data = append(t.data, 0)
 	t.offs[s] = off
 	return off
+}
+
+// Grow makes room for about n more distinct strings of size bytes in all
+// (NUL bytes included), so that the next Adds do not grow the table.
+func (t *StrTab) Grow(n, size int) {
+	if n > 0 && t.offs == nil {
+		t.offs = make(map[string]uint64, n)
+	}
+	t.data = slices.Grow(t.data, size)
 }
 
 // Bytes returns the section contents. The slice is the table's own: do not

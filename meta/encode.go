@@ -145,13 +145,21 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	if len(procs) > 0 {
 		base = procs[0].Start
 	}
-	var info []byte
-	infoOffs := make([]uint64, len(procs))
-	var maxStart uint64
+	// The record area at once: a record is a few LEB128 fields and a
+	// string reference per name; inline strings add their bytes.
+	est, strBytes := 0, 0
+	for i := range procs {
+		est += 8 + 2*len(procs[i].Args) + 2*len(procs[i].Props)
+		strBytes += len(procs[i].Name) + len(procs[i].Doc) + 2
+	}
 	var inline map[string]uint64
 	if strs == nil {
-		inline = make(map[string]uint64)
+		inline = make(map[string]uint64, len(procs)+16)
+		est += strBytes
 	}
+	info := make([]byte, 0, est)
+	infoOffs := make([]uint64, len(procs))
+	var maxStart uint64
 	str := func(s string) {
 		var off uint64
 		if inline != nil {

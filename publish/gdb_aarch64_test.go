@@ -3,15 +3,14 @@
 package publish_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -81,28 +80,10 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 // connection until the stub listens).
 func qemuDebugger(t *testing.T, debugger string) (prog, wrapper, progOut string) {
 	t.Helper()
-	goCmd := tooltest.Require(t, "go")
-	qemu := tooltest.Require(t, "qemu-aarch64")
-	unshare := tooltest.Require(t, "unshare")
-	ip := tooltest.Require(t, "ip")
 	dir := t.TempDir()
-	prog = filepath.Join(dir, "a64prog")
-	build := exec.Command(goCmd, "build", "-o", prog, "./testdata/a64prog")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("GOARCH=arm64 go build ./testdata/a64prog: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(unshare, "-rn", "true").CombinedOutput(); err != nil {
-		t.Fatalf("unshare -rn (user and network namespaces): %v\n%s", err, out)
-	}
+	prog = qemutest.BuildArm64(t, dir, "./testdata/a64prog", "a64prog")
 	progOut = filepath.Join(dir, "prog.out")
-	wrapper = filepath.Join(dir, "debugger-in-netns")
-	script := fmt.Sprintf("#!/bin/sh\nexec %s -rn sh -c '%s link set lo up && { %s -g 1234 %s > %s 2>&1 & } && exec %s \"$@\"' sh \"$@\"\n",
-		unshare, ip, qemu, prog, progOut, debugger)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return prog, wrapper, progOut
+	return prog, qemutest.Wrapper(t, dir, debugger, []string{prog}, progOut), progOut
 }
 
 // TestLLDBAArch64 is TestGDBMultiarchAArch64 with lldb-19 (gdb-remote to

@@ -54,22 +54,33 @@ func newBucketIndex(keys []uint64) bucketIndex {
 	return x
 }
 
+// window returns the part [lo, hi) of the n keys the index was built on
+// that holds the last key at or before addr, if any; ok is false when
+// addr is before the first key (only known with an index: without one
+// the window is every key). 0 <= lo <= hi <= n.
+func (x *bucketIndex) window(n int, addr uint64) (lo, hi int, ok bool) {
+	if x.b == nil {
+		return 0, n, true
+	}
+	if addr < x.base {
+		return 0, 0, false
+	}
+	if k := (addr - x.base) >> x.shift; k < uint64(len(x.b)-1) {
+		lo, hi = int(x.b[k]), int(x.b[k+1])+1
+	} else {
+		lo, hi = int(x.b[len(x.b)-1]), n
+	}
+	return min(lo, n), min(hi, n), true
+}
+
 // last returns the index of the last of keys at or before addr, or -1
 // when addr is before keys[0]. keys must be the array the index was built
 // on. Cost: no allocation; a load and a bisection of about two keys when
 // the keys are spread evenly, a bisection of all of them at worst.
 func (x *bucketIndex) last(keys []uint64, addr uint64) int {
-	lo, hi := 0, len(keys) // the answer is in [lo, hi)
-	if x.b != nil {
-		if addr < x.base {
-			return -1
-		}
-		if k := (addr - x.base) >> x.shift; k < uint64(len(x.b)-1) {
-			lo, hi = int(x.b[k]), int(x.b[k+1])+1
-		} else {
-			lo = int(x.b[len(x.b)-1])
-		}
-		lo, hi = min(lo, len(keys)), min(hi, len(keys))
+	lo, hi, ok := x.window(len(keys), addr)
+	if !ok {
+		return -1
 	}
 	// upper_bound over keys[lo:hi], minus one.
 	for lo < hi {

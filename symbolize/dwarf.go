@@ -43,6 +43,10 @@ type dwarfData struct {
 
 	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
 
+	// indexed counts the units whose index is built: once it is
+	// len(units), Prepare has nothing left to do.
+	indexed atomic.Int64
+
 	// dir is the directory of the file read, where .dwo files are
 	// also looked for (split.go), and dwpPath its DWARF package file
 	// (the file's path and ".dwp"); "" when unknown.
@@ -89,20 +93,21 @@ type cuRange struct {
 // large batch their first touches (page faults) are a good part of the
 // cost of indexing.
 type unitIndex struct {
-	segStart []uint64    // sorted; [segStart[i], segs[i].end) → segs[i].die
-	segs     []seg       // disjoint: address → innermost subroutine
-	segIndex bucketIndex // over segStart
+	segs     []seg       // sorted, disjoint: [start, end) → innermost subroutine
+	segIndex bucketIndex // over the segments' starts
 	subrs    []subr      // subprogram and inlined_subroutine DIEs in preorder
 	names    string      // the subroutines' names; suffixes share bytes (build)
 	lines    *lineTable
 	err      error // the build failed: every lookup in the unit reports it
 }
 
-// seg maps [start, end) to subrs[die]; start is kept apart (segStart) so
-// that the search touches less memory.
+// seg maps [start, end) to subrs[die]. The start is kept beside the rest
+// (not in an array of its own): with the bucket index a lookup compares
+// with one or two starts, and then reads the segment from the same cache
+// line instead of missing on a second array.
 type seg struct {
-	end uint64
-	die int32
+	start, end uint64
+	die        int32
 }
 
 // subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine.
@@ -150,6 +155,7 @@ type scratch struct {
 	order   []int32
 	stack   []int32
 	keys    []uint64   // flattenSubrs' sort keys
+	starts  []uint64   // flattenSubrs' segment starts, for the index
 	picks   []namePick // the names build copies
 	chain   []openSubr // scanFrames' chains
 	best    []openSubr
@@ -181,7 +187,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.picks)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.starts), cap(sc.picks)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -491,19 +497,24 @@ func flattenCUs(rs []cuRange) []cuRange {
 
 // unitFor returns the index of the unit covering addr, or -1.
 func (d *dwarfData) unitFor(addr uint64) int {
-	lo, hi := 0, len(d.cus)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if d.cus[m].start <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 || addr >= d.cus[lo-1].end {
+	// A branch-free bisection for the last range starting at or before
+	// addr: random addresses would mispredict a branch per step.
+	cus := d.cus
+	if len(cus) == 0 || addr < cus[0].start {
 		return -1
 	}
-	return d.cus[lo-1].cu
+	base, n := 0, len(cus)
+	for n > 1 {
+		half := n >> 1
+		// borrow is 1 when addr < cus[base+half].start: step only when not.
+		_, borrow := bits.Sub64(addr, cus[base+half].start, 0)
+		base += half & int(borrow-1)
+		n -= half
+	}
+	if addr >= cus[base].end {
+		return -1
+	}
+	return cus[base].cu
 }
 
 // abbrevTable returns u's abbreviation table, parsing it the first time.
@@ -562,6 +573,7 @@ func (d *dwarfData) index(i int) *unitIndex {
 	}
 	x := d.build(u)
 	u.idx.Store(x)
+	d.indexed.Add(1)
 	return x
 }
 
@@ -611,8 +623,9 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		return x
 	}
 	x.subrs = subrs
-	x.segStart, x.segs = flattenSubrs(rs, sc)
-	x.segIndex = newBucketIndex(x.segStart)
+	var starts []uint64
+	starts, x.segs = flattenSubrs(rs, sc)
+	x.segIndex = newBucketIndex(starts)
 	// Resolve the names of the subroutines on some chain.
 	for _, s := range x.segs {
 		for i := s.die; i >= 0 && !x.subrs[i].needed; i = x.subrs[i].parent {
@@ -854,7 +867,9 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) 
 // DWARFUnit::updateAddressDieMap does for properly nested ranges: a later
 // (deeper) DIE's range overrides the part of earlier ranges it covers.
 //
-// The working arrays come from sc.
+// It also returns the segments' starts, for building their index: that
+// array is sc.starts, reused by the next build. The working arrays come
+// from sc.
 func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 	if len(rs) == 0 {
 		return nil, nil
@@ -900,7 +915,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		})
 	}
 	out := make([]seg, 0, len(rs)+len(rs)/2)
-	starts := make([]uint64, 0, len(rs)+len(rs)/2)
+	starts := atLeast(sc.starts, uint64(len(rs)+len(rs)/2))
 	emit := func(lo, hi uint64, die int) {
 		if lo >= hi {
 			return
@@ -909,7 +924,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 			out[n-1].end = hi
 			return
 		}
-		out = append(out, seg{hi, int32(die)})
+		out = append(out, seg{lo, hi, int32(die)})
 		starts = append(starts, lo)
 	}
 	stack := sc.stack[:0] // indexes into rs
@@ -938,15 +953,30 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		cur = max(cur, top.end)
 		stack = stack[:len(stack)-1]
 	}
-	sc.stack = stack
+	sc.stack, sc.starts = stack, starts
 	return starts, out
 }
 
 // leaf returns the innermost subroutine covering addr, or -1.
+// Cost: the bucket index's load and a comparison with one or two
+// segments (the same cache lines as the answer), no allocation.
 func (x *unitIndex) leaf(addr uint64) int32 {
-	i := x.segIndex.last(x.segStart, addr)
-	if i < 0 || addr >= x.segs[i].end {
+	segs := x.segs
+	lo, hi, ok := x.segIndex.window(len(segs), addr)
+	if !ok {
 		return -1
 	}
-	return x.segs[i].die
+	// upper_bound over segs[lo:hi] by start, minus one.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if segs[m].start <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if i := lo - 1; i >= 0 && addr < segs[i].end {
+		return segs[i].die
+	}
+	return -1
 }

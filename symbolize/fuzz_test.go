@@ -138,7 +138,8 @@ func FuzzDebugSections(f *testing.F) {
 				continue
 			}
 			var frames []Frame
-			for j, st := range x.segStart {
+			for j, sg := range x.segs {
+				st := sg.start
 				if j > 256 {
 					break
 				}

@@ -367,10 +367,19 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 	if s.closed {
 		return frames, ErrClosed
 	}
-	if s.mapped {
-		defer s.guard(&err)
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if !s.mapped {
+		return s.symbolize(addr, frames)
 	}
+	// Few returns, so that the compiler open-codes the defers (a
+	// deferred call through the runtime costs more than a warm lookup's
+	// bisections).
+	defer s.guard(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.symbolize(addr, frames)
+}
+
+// symbolize is Symbolize without the fault guard.
+func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 	n0 := len(frames)
 	addr, ok := s.f.linkAddr(addr)
 	if !ok {
@@ -454,7 +463,8 @@ func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err er
 // with Symbolize.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
-// built yet, divided among the goroutines.
+// built yet, divided among the goroutines; nothing per address once every
+// unit is indexed.
 func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if s.closed {
 		return ErrClosed
@@ -475,7 +485,7 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if len(addrs) > scanLimit && !syms.sorted.Load() {
 		jobs = append(jobs, func() { syms.once.Do(syms.sort) })
 	}
-	if d != nil {
+	if d != nil && d.indexed.Load() < int64(len(d.units)) {
 		seen := make([]bool, len(d.units))
 		var units []int
 		for _, a := range addrs {

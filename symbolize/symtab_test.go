@@ -103,6 +103,7 @@ func TestFlattenSubrsSort(t *testing.T) {
 		}
 		sc := new(scratch)
 		s1, g1 := flattenSubrs(rs, sc)
+		s1 = slices.Clone(s1) // the starts are sc's, reused by the next call
 		packedSortBits = 1
 		s2, g2 := flattenSubrs(rs, sc)
 		packedSortBits = 64
@@ -123,7 +124,12 @@ func TestFlattenSubrsHugeRange(t *testing.T) {
 	if len(segs) != 4 || len(starts) != 4 {
 		t.Fatalf("%d segments, want 4: %v %v", len(segs), starts, segs)
 	}
-	x := &unitIndex{segStart: starts, segs: segs, segIndex: newBucketIndex(starts)}
+	for i := range segs {
+		if segs[i].start != starts[i] {
+			t.Fatalf("segment %d starts at %#x, starts[%d] = %#x", i, segs[i].start, i, starts[i])
+		}
+	}
+	x := &unitIndex{segs: segs, segIndex: newBucketIndex(starts)}
 	for _, c := range []struct {
 		addr uint64
 		die  int32

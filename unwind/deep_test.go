@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,14 +129,26 @@ func TestDeepWalk(t *testing.T) {
 	}
 }
 
+// BenchmarkUnwindStepsSearched is BenchmarkUnwindSteps with rows not
+// remembered (a Finder Step does not know to be immutable): every step
+// searches .eh_frame_hdr, parses the FDE and runs its CFA program.
+func BenchmarkUnwindStepsSearched(b *testing.B) {
+	benchUnwindSteps(b, plainFinder{deepSource(b)})
+}
+
 // BenchmarkUnwindSteps measures unwind steps per second over a 64-frame
-// stack of distinct procedures in a 1,000-FDE module: each step is an
+// stack of distinct procedures in a 1,000-FDE module, walked again and
+// again as a profiler walks repeated stacks: the first walk's steps are an
 // .eh_frame_hdr binary search, an FDE and CIE parse, the CFA program up to
-// the pc, and the register rules. It reports steps/s and ns/step; allocs/op
-// must be 0.
-func BenchmarkUnwindSteps(b *testing.B) {
+// the pc and the register rules; the Unwinder then remembers the 64 rows
+// (a *Source's CFI does not change), and the later steps are the register
+// rules of a remembered row. It reports steps/s and ns/step; allocs/op
+// must be 0. BenchmarkUnwindStepsSearched measures every step searched.
+func BenchmarkUnwindSteps(b *testing.B) { benchUnwindSteps(b, deepSource(b)) }
+
+func benchUnwindSteps(b *testing.B, fi Finder) {
 	const depth = 64
-	u := New(arch.X86_64, deepSource(b), nil)
+	u := New(arch.X86_64, fi, nil)
 	m, f, _ := deepStack(depth)
 	u.Mem = m
 	f.First = false
@@ -151,4 +164,65 @@ func BenchmarkUnwindSteps(b *testing.B) {
 	el := time.Since(start).Seconds()
 	b.ReportMetric(steps/el, "steps/s")
 	b.ReportMetric(el*1e9/steps, "ns/step")
+}
+
+// TestRememberedRows: an Unwinder that remembers rows walks as one that
+// searches every step, again and again, and forgets its rows when its
+// Finder is set to another (CFI that differs at the same pcs).
+func TestRememberedRows(t *testing.T) {
+	src := deepSource(t)
+	m, f, want := deepStack(64)
+	f.First = false
+	u := New(arch.X86_64, src, m)
+	searched, searchedErr := stepAll(New(arch.X86_64, plainFinder{src}, m), f)
+	for round := range 3 {
+		got, err := stepAll(u, f)
+		if !slices.Equal(got, searched) || err != searchedErr {
+			t.Fatalf("round %d: remembered rows give %d frames (%q), searched %d (%q)", round, len(got), err, len(searched), searchedErr)
+		}
+	}
+	if u.rows == nil {
+		t.Fatal("a *Source's rows are not remembered")
+	}
+	pcs := make([]uint64, 70)
+	if n, err := u.Walk(f, pcs); err != nil || !slices.Equal(pcs[:n], want) {
+		t.Fatalf("Walk with remembered rows: %#x, %v; want %#x", pcs[:n], err, want)
+	}
+	// Another module at the same addresses whose procedures all keep
+	// the CFA at rsp+8 (no frame): the walk must follow it.
+	cie := frame.StandardCIE(arch.X86_64)
+	fdes := make([]frame.FDE, nFuncs)
+	for i := range fdes {
+		fdes[i] = frame.FDE{Start: uint64(textStart + i*funcSize), Size: funcSize}
+	}
+	eh, offs, err := frame.EncodeEHFrame(cie, fdes, ehAddr, dwarf.Default64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, err := frame.EncodeEHFrameHdr(hdrAddr, ehAddr, fdes, offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewSource(arch.X86_64, hdr, hdrAddr, eh, ehAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Finder = other
+	got, gotErr := stepAll(u, f)
+	wantOther, wantOtherErr := stepAll(New(arch.X86_64, plainFinder{other}, m), f)
+	if !slices.Equal(got, wantOther) || gotErr != wantOtherErr {
+		t.Fatalf("after a new Finder: %d frames (%q), want %d (%q)", len(got), gotErr, len(wantOther), wantOtherErr)
+	}
+	if slices.Equal(got, searched) {
+		t.Fatal("the other module's CFI gives the same frames: the test proves nothing")
+	}
+	if n := testing.AllocsPerRun(20, func() { _, _ = u.Walk(f, pcs) }); n != 0 {
+		t.Fatalf("Walk with remembered rows: %v allocations", n)
+	}
+	// A Finder whose rows are not remembered (and whose type is not
+	// comparable) after one whose rows are: searched, as it should be.
+	u.Finder = Sources{src}
+	if got, err := stepAll(u, f); !slices.Equal(got, searched) || err != searchedErr {
+		t.Fatalf("Sources after a *Source: %d frames (%q), want %d (%q)", len(got), err, len(searched), searchedErr)
+	}
 }

@@ -10,7 +10,10 @@
 //
 // [Unwinder.Step] computes one caller frame and allocates nothing (the
 // Unwinder is the reusable context: the CFA machine's state, the FDE and
-// the row live in it). Memory is read through the [Memory] interface:
+// the row live in it). With CFI that cannot change ([*Source],
+// [*frame.Finder]) an Unwinder also remembers the rows of the last 256 pcs
+// it unwound, so that repeated stacks (a profiler's) skip the FDE search
+// and the CFA program. Memory is read through the [Memory] interface:
 // [Local] reads the calling process (faults become errors), [Snapshot] a
 // copied stack, [Remote] another process (process_vm_readv). Signal frames
 // (CIE augmentation "S") are handled: the frame they interrupted is looked
@@ -211,6 +214,7 @@ type Unwinder struct {
 	fde  frame.ParsedFDE
 	row  frame.Row
 	ctx  exprCtx
+	rows *rowCache // remembered rows (rows.go); nil until the first step that keeps one
 }
 
 // New returns an Unwinder for ABI a that finds CFI with f and reads memory
@@ -266,20 +270,44 @@ func (u *Unwinder) eval(code []byte, cur *Frame, cfa uint64, hasCFA bool, push b
 // caller would equal cur, and other errors for unreadable memory, unknown
 // registers ([ErrUnknownRegister]) and malformed CFI (*formaterr.Error).
 // caller is not valid after an error. Cost: one FDE lookup and one row
-// computation; no allocation unless it fails.
+// computation, or, for a pc whose row the Unwinder remembers, neither
+// (see below); no allocation unless it fails.
+//
+// With a [*Source] or a [*frame.Finder] as its Finder (CFI that does not
+// change), an Unwinder remembers the rows of the last pcs it unwound (256,
+// in two-way sets; 30 KB allocated on the first such step), so that
+// unwinding the same return addresses again, as a profiler does, costs only
+// the register rules. Rows are forgotten when Finder or Arch is set to
+// another value (until then the Unwinder keeps a reference to the Finder
+// they came from); other Finders are searched on every step.
 func (u *Unwinder) Step(cur, caller *Frame) error {
 	a := u.Arch
 	if cur.PC == 0 {
 		return ErrOutermost
 	}
 	pc := cur.LookupPC()
-	if err := u.Finder.FindFDE(pc, &u.fde); err != nil {
+	c := u.rowCache()
+	var e *compactRow
+	if c != nil {
+		if e := c.lookup(pc); e != nil {
+			return u.stepCompact(e, cur, caller)
+		}
+	}
+	if err := u.findFDE(pc); err != nil {
 		return err
 	}
 	if err := u.exec.RowAt(&u.fde, pc, &u.row); err != nil {
 		return err
 	}
 	row := &u.row
+	if c != nil {
+		e = c.slot(pc)
+		if compact(e, row, a) {
+			e.pc, e.gen, e.signal = pc, c.gen, u.fde.CIE.Signal
+			return u.stepCompact(e, cur, caller)
+		}
+		e.gen = 0 // partly written
+	}
 	var cfa uint64
 	switch row.CFA.Kind {
 	case frame.RuleCFA:
@@ -375,6 +403,22 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 		ra &^= mask
 		caller.Regs.Set(a.RA, ra)
 	}
+	return u.finish(ra, cur, caller)
+}
+
+// findFDE finds the FDE covering pc into u.fde, calling the FDE search
+// of a *Source directly (no interface call).
+func (u *Unwinder) findFDE(pc uint64) error {
+	if s, ok := u.Finder.(*Source); ok {
+		return s.Finder.FindFDE(pc, &u.fde)
+	}
+	return u.Finder.FindFDE(pc, &u.fde)
+}
+
+// finish completes caller once its registers are known: the return
+// address ra (PAC already stripped) becomes its pc.
+func (u *Unwinder) finish(ra uint64, cur, caller *Frame) error {
+	a := u.Arch
 	if ra == 0 {
 		return ErrOutermost
 	}

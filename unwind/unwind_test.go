@@ -354,7 +354,42 @@ func FuzzStep(f *testing.F) {
 		if !slices.Equal(walked[:n], pcs) {
 			t.Fatalf("Walk gave pcs %#x, Step %#x", walked[:n], pcs)
 		}
+		// Remembered rows: u, which remembers the rows of the walk above,
+		// twice, and an Unwinder made with the same registers and pc
+		// whose Finder is searched on every step (no remembered rows)
+		// give the same frames and errors.
+		want, wantErr := stepAll(New(a, plainFinder{fi}, mem), FirstFrame(a, pc, regs))
+		for range 2 {
+			got, gotErr := stepAll(u, FirstFrame(a, pc, regs))
+			if !slices.Equal(got, want) || gotErr != wantErr {
+				t.Fatalf("remembered rows: frames %+v, error %q; searched: frames %+v, error %q", got, gotErr, want, wantErr)
+			}
+		}
 	})
+}
+
+// plainFinder hides the type of a Finder from Step, so that it searches
+// on every step instead of remembering rows.
+type plainFinder struct{ f Finder }
+
+func (p plainFinder) FindFDE(pc uint64, fde *frame.ParsedFDE) error { return p.f.FindFDE(pc, fde) }
+
+// stepAll steps from start up to 16 times and returns every frame (each
+// after Step filled in its CFA and Signal, then the caller) and the text
+// of the error that ended the walk.
+func stepAll(u *Unwinder, start Frame) ([]Frame, string) {
+	cur := start
+	var out []Frame
+	for range 16 {
+		var caller Frame
+		err := u.Step(&cur, &caller)
+		out = append(out, cur)
+		if err != nil {
+			return out, err.Error()
+		}
+		cur = caller
+	}
+	return append(out, cur), ""
 }
 
 // synthStack builds, from spec (two bytes a frame, at most 8 frames), a

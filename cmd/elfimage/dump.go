@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/elfobj"
@@ -224,12 +226,31 @@ func inspect(path string, read bool, df *debugFlags) (*elfimage.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read, DebugFiles: finder})
+	// An image for another architecture (elfimage build -arch) is
+	// loaded for reading as well: its code is never run here.
+	im, err := elfimage.Open(path, &elfimage.LoadOptions{ForceRead: read, DebugFiles: finder, Arch: machineOf(path)})
 	var fe *elfimage.FormatError
 	if errors.As(err, &fe) && fe.Field != "ELF header" && fe.Field != "e_ident" {
 		err = fmt.Errorf("%w\n(not an elfimage image? `elfimage dump -frames-interp` and `elfimage symbolize -e` read any ELF file)", err)
 	}
 	return im, err
+}
+
+// machineOf returns the Arch of the ELF file at path by its e_machine
+// (an ELF64 little-endian header's bytes 18-19), or nil (the host's) when
+// the file is unreadable, not such a header or of an architecture package
+// arch does not know; the loader then reports what is wrong.
+func machineOf(path string) *arch.Arch {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var h [20]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != elf.ELFMAG || h[elf.EI_CLASS] != byte(elf.ELFCLASS64) || h[elf.EI_DATA] != byte(elf.ELFDATA2LSB) {
+		return nil
+	}
+	return arch.ForMachine(elf.Machine(binary.LittleEndian.Uint16(h[18:])))
 }
 
 // dumpImageHeader prints what the loader knows of an image of ours: where

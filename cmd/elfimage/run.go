@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/ccache"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/internal/atomicfile"
@@ -27,11 +28,22 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	dwarf64 := fs.Bool("dwarf64", false, "write the 64-bit DWARF format")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
 	debugFile := fs.String("debug-file", "", "write the image stripped, with a .gnu_debuglink to its debug `file`, written too (as elfimage strip -debug-file)")
+	archName := fs.String("arch", "", "target `architecture`: x86-64 or aarch64 (default: the host's; objects are x86-64 only)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want one source file, got %d arguments", errUsage, fs.NArg())
+	}
+	var target *arch.Arch
+	switch *archName {
+	case "":
+	case "x86-64", "x86_64", "amd64":
+		target = arch.X86_64
+	case "aarch64", "arm64":
+		target = arch.AArch64
+	default:
+		return fmt.Errorf("%w: -arch %q: want x86-64 or aarch64", errUsage, *archName)
 	}
 	src := fs.Arg(0)
 	if *out == "" {
@@ -53,6 +65,9 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if target != nil && target != arch.X86_64 {
+			return fmt.Errorf("%w: -c writes x86-64 objects only (-arch %s)", errUsage, *archName)
+		}
 		mod, err := scheme.CompileObject(src, b)
 		if err != nil {
 			return err
@@ -63,7 +78,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		}
 		return atomicfile.Write(*out, obj, atomicfile.Options{Mode: 0o644, Sync: true, Track: cleanup.Track})
 	}
-	mod, err := compileFile(src)
+	mod, err := compileFileFor(target, src)
 	if err != nil {
 		return err
 	}
@@ -106,12 +121,18 @@ func linkOptions(version int, dwarf64, debugFrame bool) (elfimage.LinkOptions, e
 	return elfimage.LinkOptions{DWARF: enc, DebugFrame: debugFrame}, nil
 }
 
-func compileFile(path string) (*elfimage.Module, error) {
+func compileFile(path string) (*elfimage.Module, error) { return compileFileFor(nil, path) }
+
+// compileFileFor compiles the Scheme file at path for a (nil: the host).
+func compileFileFor(a *arch.Arch, path string) (*elfimage.Module, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return scheme.Compile(path, src)
+	if a == nil {
+		return scheme.Compile(path, src)
+	}
+	return scheme.CompileFor(a, path, src)
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {

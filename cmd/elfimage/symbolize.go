@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -208,27 +210,43 @@ type query struct {
 }
 
 // add appends the words of line to the batch: the runs of characters
-// between white space (unicode.IsSpace, as strings.Fields splits).
+// between white space (unicode.IsSpace, as strings.Fields splits). ASCII
+// bytes are classified by table; only other bytes decode a rune.
 func (p *symPrinter) add(line []byte) {
-	for len(line) > 0 {
-		i := 0
-		for i < len(line) {
-			if n := spaceAt(line[i:]); n > 0 {
-				i += n
-			} else {
+	i := 0
+	for i < len(line) {
+		// Skip white space.
+		if c := line[i]; c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				i++
+				continue
+			}
+		} else if n := spaceAt(line[i:]); n > 0 {
+			i += n
+			continue
+		}
+		// A word: up to the next white space.
+		j := i + 1
+		for j < len(line) {
+			if c := line[j]; c < utf8.RuneSelf {
+				if asciiSpace[c] {
+					break
+				}
+				j++
+			} else if spaceAt(line[j:]) > 0 {
 				break
+			} else {
+				j++
 			}
 		}
-		j := i
-		for j < len(line) && spaceAt(line[j:]) == 0 {
-			j++
-		}
-		if i < j {
-			p.addWord(line[i:j])
-		}
-		line = line[j:]
+		p.addWord(line[i:j])
+		i = j
 	}
 }
+
+// asciiSpace marks the ASCII white-space bytes (those unicode.IsSpace
+// accepts).
+var asciiSpace = [utf8.RuneSelf]bool{' ': true, '\n': true, '\t': true, '\r': true, '\v': true, '\f': true}
 
 // firstWord returns the first run of non-space characters of b, or an
 // empty slice.
@@ -301,24 +319,30 @@ func parseAddr(b []byte) (uint64, bool) {
 	}
 	var a uint64
 	for _, c := range b {
-		var d byte
-		switch {
-		case '0' <= c && c <= '9':
-			d = c - '0'
-		case 'a' <= c && c <= 'f':
-			d = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		if a>>60 != 0 {
-			return 0, false // more than 64 bits
+		d := hexDigit[c]
+		if d > 0xf || a>>60 != 0 {
+			return 0, false // not a hexadecimal digit, or more than 64 bits
 		}
 		a = a<<4 | uint64(d)
 	}
 	return a, true
 }
+
+// hexDigit is the value of each hexadecimal digit byte, 0xff for the
+// other bytes (a table: random digits make a switch's branches
+// mispredict).
+var hexDigit = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c], t[c-'a'+'A'] = byte(c-'a'+10), byte(c-'a'+10)
+	}
+	return t
+}()
 
 // Output styles.
 const (
@@ -419,7 +443,24 @@ func loadedRanges(path string) ([][2]uint64, int) {
 			r = append(r, [2]uint64{s.Addr, s.Addr + s.Size})
 		}
 	}
-	return r, digits
+	return mergeRanges(r), digits
+}
+
+// mergeRanges sorts the half-open ranges r by start and joins those that
+// overlap or touch (a segment's sections usually do), so that inLoaded
+// checks a few ranges instead of every section. It keeps r non-nil when
+// it was.
+func mergeRanges(r [][2]uint64) [][2]uint64 {
+	slices.SortFunc(r, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	out := r[:0]
+	for _, x := range r {
+		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], x[1])
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // inLoaded reports whether addr lies in an allocated section (always,

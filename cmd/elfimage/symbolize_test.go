@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -322,5 +324,41 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 	}
 	if want := "f0\n??:?\n??\n??:0\n"; out != want {
 		t.Errorf("output %q, want %q", out, want)
+	}
+}
+
+// TestSymbolizeWordSplit: a line of standard input splits into the words
+// strings.Fields gives (white space as unicode.IsSpace, invalid UTF-8 a
+// word's byte), whatever mix of ASCII, other spaces and multi-byte text.
+func TestSymbolizeWordSplit(t *testing.T) {
+	parts := []string{"0x1f", "zz", " ", "\t", "\r\n", "\v\f", "\u00a0", "\u2003", "\u0085", "é", "\xff", "\xe2\x80", "401000"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		line := b.String()
+		var p symPrinter
+		p.add([]byte(line))
+		var got []string
+		for _, q := range p.batch {
+			if q.bad >= 0 {
+				got = append(got, p.words[q.bad])
+			} else {
+				got = append(got, "#"+strconv.FormatUint(q.addr, 16))
+			}
+		}
+		var want []string
+		for _, w := range strings.Fields(line) {
+			if a, ok := parseAddr([]byte(w)); ok {
+				want = append(want, "#"+strconv.FormatUint(a, 16))
+			} else {
+				want = append(want, w)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("line %q: words %q, strings.Fields %q", line, got, want)
+		}
 	}
 }

@@ -193,6 +193,7 @@ type writer struct {
 	buf   []byte
 	addr  uint64 // section address (eh_frame)
 	cie   []byte // cieBody's output, reused
+	body  []byte // fde's body, reused
 }
 
 func encode(fl flavor, defCIE CIE, fdes []FDE, sectionAddr uint64, enc dwarf.Encoding) ([]byte, []uint64, error) {
@@ -210,6 +211,13 @@ func encode(fl flavor, defCIE CIE, fdes []FDE, sectionAddr uint64, enc dwarf.Enc
 		enc.Format = dwarf.Format32
 	}
 	w := &writer{fl: fl, enc: enc, order: order, addr: sectionAddr}
+	// The section at once: an FDE is about 24 bytes of header and
+	// pc fields plus 2 or 3 per instruction.
+	est := 64
+	for i := range fdes {
+		est += 28 + 3*len(fdes[i].Insns)
+	}
+	w.buf = make([]byte, 0, est)
 	// CIEs are deduplicated by their encoded bytes.
 	// The last CIE is remembered by address: FDEs without their own CIE
 	// (and runs of FDEs sharing one) do not encode it again.
@@ -362,7 +370,7 @@ func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {
 	start := uint64(len(w.buf))
 	idOff := start + uint64(w.lenFieldSize())
 	bodyOff := idOff + uint64(w.enc.Format.OffsetSize())
-	var b []byte
+	b := w.body[:0] // reused: entry copies the body out
 	if fl, eh := w.fl.(ehFlavor); eh && fl.abs {
 		b = w.appendAddr(b, f.Start)  // pc_begin (absptr)
 		b = w.appendAddr(b, f.Size)   // pc_range
@@ -391,6 +399,7 @@ func (w *writer) fde(f *FDE, c *CIE, cieOff uint64) error {
 		return err
 	}
 	w.entry(w.fl.ciePointer(idOff, cieOff), b)
+	w.body = b[:0]
 	return nil
 }
 

@@ -152,9 +152,13 @@ type encoder struct {
 	order       binary.ByteOrder
 	unitStart   int
 	offs        map[*DIE]uint64
+	local       map[*DIE]uint64 // UnitWriter: the DIEs added since the last Release with keep false
+	transient   bool            // the DIEs being encoded go to local
+	lenAt       int
 	wantOffsets bool
 	fixups      []fixup
 	key         []byte
+	recent      [8]recentAbbrev // by tag
 	forms       []dwarf.Form
 	addrs       []uint64 // offsets of DW_FORM_addr values in info
 	offsets     []OffsetField
@@ -251,6 +255,13 @@ func (e *encoder) secOffset(a dwarf.Attr) error {
 	return nil
 }
 
+// recentAbbrev is the abbreviation key and code of the last DIE of a
+// tag.
+type recentAbbrev struct {
+	key  []byte
+	code uint64
+}
+
 type fixup struct {
 	at     int
 	target *DIE
@@ -285,6 +296,17 @@ func EncodeAddrs(units []*Unit, str *dwarf.StrTab) (info, abbrev []byte, addrOff
 }
 
 func (e *encoder) unit(u *Unit) error {
+	if err := e.begin(u); err != nil {
+		return err
+	}
+	if err := e.die(u.Root, int(u.Offset)); err != nil {
+		return err
+	}
+	return e.end()
+}
+
+// begin writes the unit header of u and prepares the per-unit state.
+func (e *encoder) begin(u *Unit) error {
 	if u == nil || u.Root == nil {
 		return errors.New("no root DIE")
 	}
@@ -299,7 +321,7 @@ func (e *encoder) unit(u *Unit) error {
 	if e.enc.Format == dwarf.Format64 {
 		e.uint(4, 0xffffffff)
 	}
-	lenAt := len(e.info)
+	e.lenAt = len(e.info)
 	e.uint(osz, 0) // unit_length
 	e.unitStart = len(e.info)
 	e.uint(2, uint64(e.enc.Version)) // version
@@ -313,10 +335,11 @@ func (e *encoder) unit(u *Unit) error {
 		e.uint(osz, 0)                          // debug_abbrev_offset
 		e.info = append(e.info, e.enc.AddrSize) // address_size
 	}
-	unitHdr := int(u.Offset)
-	if err := e.die(u.Root, unitHdr); err != nil {
-		return err
-	}
+	return nil
+}
+
+// end resolves the unit's references and writes its length.
+func (e *encoder) end() error {
 	for _, f := range e.fixups {
 		off, ok := e.offs[f.target]
 		if !ok {
@@ -324,12 +347,127 @@ func (e *encoder) unit(u *Unit) error {
 		}
 		e.order.PutUint32(e.info[f.at:], uint32(off))
 	}
+	e.fixups = e.fixups[:0]
 	n := uint64(len(e.info) - e.unitStart)
 	if e.enc.Format == dwarf.Format32 && n >= 0xfffffff0 {
 		return fmt.Errorf("unit of %d bytes too large for 32-bit DWARF", n)
 	}
-	dwarf.PutUint(e.info[lenAt:], e.order, osz, n)
+	dwarf.PutUint(e.info[e.lenAt:], e.order, e.enc.Format.OffsetSize(), n)
 	return nil
+}
+
+// UnitWriter encodes one unit as its DIEs are produced, so that a
+// producer of many similar subtrees (a subprogram per procedure) can
+// build each in reused memory instead of holding the whole tree: the root
+// DIE's attributes first ([NewUnitWriter]), then each child subtree of
+// the root in order ([UnitWriter.Add]), then [UnitWriter.Finish]. The
+// bytes are those [EncodeFields] writes for the root with these children
+// (abbreviations numbered in order of first use, the same forms), given
+// that the root has at least one child (the root is written with
+// DW_CHILDREN_yes).
+//
+// A subtree added with keep false is transient: its DIEs may be
+// referenced only from DIEs added since the last [UnitWriter.Release],
+// which resolves those references; after Release the caller may reuse
+// the transient DIEs' memory (a later reference to one of them is an
+// error of Finish, as a reference outside the unit is). DIEs added with keep true may be referenced
+// from anywhere in the unit, before or after them. Errors wrap
+// [ErrInvalidUnit]; after one, every method returns it. Cost: that of
+// Encode, without the offset map of the transient DIEs.
+type UnitWriter struct {
+	e   *encoder
+	u   *Unit
+	err error
+	// deferred is the number of leading fixups left by earlier Releases:
+	// their targets can only be DIEs kept.
+	deferred int
+}
+
+// NewUnitWriter starts encoding u: it writes the unit header and the
+// attributes of u.Root, whose Children it ignores (pass them to Add).
+// Strings go to str as in [Encode]; fields says whether Finish reports
+// Fields.Offsets (and refuses unknown section offsets) as [EncodeFields]
+// does, or only Fields.Addrs, as [EncodeAddrs]. hint, when positive, is the expected size
+// of .debug_info in bytes, to allocate it once.
+func NewUnitWriter(u *Unit, str *dwarf.StrTab, fields bool, hint int) (*UnitWriter, error) {
+	e := &encoder{codes: map[string]uint64{}, str: str, wantOffsets: fields, local: map[*DIE]uint64{}}
+	if hint > 0 {
+		e.info = make([]byte, 0, hint)
+	}
+	w := &UnitWriter{e: e, u: u}
+	if err := e.begin(u); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidUnit, err)
+	}
+	if err := e.dieHead(u.Root, int(u.Offset), true); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidUnit, err)
+	}
+	return w, nil
+}
+
+// Add encodes d and its descendants as the next child of the root; keep
+// says whether they may be referenced after the next Release.
+func (w *UnitWriter) Add(d *DIE, keep bool) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.e.transient = !keep
+	err := w.e.die(d, int(w.u.Offset))
+	w.e.transient = false
+	if err != nil {
+		w.err = fmt.Errorf("%w: %v", ErrInvalidUnit, err)
+	}
+	return w.err
+}
+
+// Release resolves the references to DIEs added with keep false since
+// the last Release and forgets those DIEs; references to DIEs not yet
+// known are resolved by Finish, against the DIEs added with keep true.
+func (w *UnitWriter) Release() error {
+	if w.err != nil {
+		return w.err
+	}
+	e := w.e
+	rest := e.fixups[:0]
+	for i, f := range e.fixups {
+		var off uint64
+		ok := false
+		if i >= w.deferred {
+			off, ok = e.local[f.target]
+		}
+		if !ok {
+			off, ok = e.offs[f.target]
+		}
+		if !ok {
+			rest = append(rest, f)
+			continue
+		}
+		e.order.PutUint32(e.info[f.at:], uint32(off))
+	}
+	e.fixups = rest
+	w.deferred = len(rest)
+	if len(e.local) > 256 {
+		e.local = map[*DIE]uint64{} // clear would keep a large table to sweep each time
+	} else {
+		clear(e.local)
+	}
+	return nil
+}
+
+// Finish ends the root's children, resolves the remaining references and
+// returns the sections as [EncodeFields] does. The Unit's Offset is set.
+func (w *UnitWriter) Finish() (info, abbrev []byte, f Fields, err error) {
+	if err := w.Release(); err != nil {
+		return nil, nil, Fields{}, err
+	}
+	e := w.e
+	e.info = append(e.info, 0)
+	if err := e.end(); err != nil {
+		w.err = fmt.Errorf("%w: %v", ErrInvalidUnit, err)
+		return nil, nil, Fields{}, w.err
+	}
+	e.abbrev = append(e.abbrev, 0)
+	w.err = errors.New("info: UnitWriter used after Finish")
+	return e.info, e.abbrev, Fields{Addrs: e.addrs, Offsets: e.offsets}, nil
 }
 
 func tagOf(d *DIE) dwarf.Tag {
@@ -340,6 +478,10 @@ func tagOf(d *DIE) dwarf.Tag {
 }
 
 func (e *encoder) uint(size int, v uint64) {
+	if size == 4 && e.order == binary.LittleEndian { // refs, strp, sec_offset: inlined
+		e.info = binary.LittleEndian.AppendUint32(e.info, uint32(v))
+		return
+	}
 	e.info = dwarf.AppendUint(e.info, e.order, size, v)
 }
 
@@ -347,6 +489,14 @@ func fits(v uint64, size int) bool { return size >= 8 || v>>(8*uint(size)) == 0 
 
 // dataForms are the fixed-size constant forms, shortest first.
 var dataForms = [...]dwarf.Form{dwarf.DW_FORM_data1, dwarf.DW_FORM_data2, dwarf.DW_FORM_data4, dwarf.DW_FORM_data8}
+
+// dataFormSizes are the sizes of dataForms, from the form table.
+var dataFormSizes = func() (n [len(dataForms)]int) {
+	for i, f := range dataForms {
+		n[i] = fixedSize(f)
+	}
+	return n
+}()
 
 // fixedSize is the size in bytes of a fixed-size form, from the form
 // table.
@@ -387,8 +537,8 @@ func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
 		if v.signed {
 			best = dwarf.DW_FORM_sdata
 		}
-		for _, f := range dataForms {
-			n := fixedSize(f)
+		for i, f := range dataForms {
+			n := dataFormSizes[i]
 			if n >= 4 && ver < 4 {
 				break
 			}
@@ -443,13 +593,38 @@ func (e *encoder) form(name dwarf.Attr, v *Value) (dwarf.Form, error) {
 }
 
 func (e *encoder) die(d *DIE, unitHdr int) error {
+	if err := e.dieHead(d, unitHdr, len(d.Children) > 0); err != nil {
+		return err
+	}
+	if len(d.Children) > 0 {
+		for _, c := range d.Children {
+			if err := e.die(c, unitHdr); err != nil {
+				return err
+			}
+		}
+		e.info = append(e.info, 0)
+	}
+	return nil
+}
+
+// dieHead records the offset of d and writes its abbreviation code and
+// attributes; children says whether children follow.
+func (e *encoder) dieHead(d *DIE, unitHdr int, children bool) error {
 	if d == nil {
 		return errors.New("nil DIE")
 	}
+	off := uint64(len(e.info) - unitHdr)
 	if _, dup := e.offs[d]; dup {
 		return fmt.Errorf("DIE (tag %v) appears twice in the tree", d.Tag)
 	}
-	e.offs[d] = uint64(len(e.info) - unitHdr)
+	if e.transient {
+		if _, dup := e.local[d]; dup {
+			return fmt.Errorf("DIE (tag %v) appears twice in the tree", d.Tag)
+		}
+		e.local[d] = off
+	} else {
+		e.offs[d] = off
+	}
 	if d.Tag == 0 {
 		return errors.New("DIE with tag 0")
 	}
@@ -457,7 +632,7 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 	e.forms = e.forms[:0]
 	key := e.key[:0]
 	key = dwarf.AppendUleb128(key, uint64(d.Tag))
-	if len(d.Children) > 0 {
+	if children {
 		key = append(key, 1)
 	} else {
 		key = append(key, 0)
@@ -477,12 +652,21 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 	}
 	key = append(key, 0, 0)
 	e.key = key
-	code, ok := e.codes[string(key)]
+	// Most DIEs have the abbreviation of the last DIE of their tag (one
+	// subprogram after another): compare with it before hashing the key.
+	slot := &e.recent[uint(d.Tag)%uint(len(e.recent))]
+	code, ok := slot.code, slot.code != 0 && string(slot.key) == string(key)
+	if !ok {
+		code, ok = e.codes[string(key)]
+	}
 	if !ok {
 		code = uint64(len(e.codes) + 1)
 		e.codes[string(key)] = code
 		e.abbrev = dwarf.AppendUleb128(e.abbrev, code)
 		e.abbrev = append(e.abbrev, key...)
+	}
+	if slot.code != code {
+		slot.key, slot.code = append(slot.key[:0], key...), code
 	}
 	e.info = dwarf.AppendUleb128(e.info, code)
 	osz := e.enc.Format.OffsetSize()
@@ -543,14 +727,6 @@ func (e *encoder) die(d *DIE, unitHdr int) error {
 			}
 			e.uint(osz, v.u)
 		}
-	}
-	if len(d.Children) > 0 {
-		for _, c := range d.Children {
-			if err := e.die(c, unitHdr); err != nil {
-				return err
-			}
-		}
-		e.info = append(e.info, 0)
 	}
 	return nil
 }

@@ -208,7 +208,13 @@ func (p *Program) encode(lineStr *dwarf.StrTab, wantOffsets bool, strOffsets *[]
 		return nil, nil, err
 	}
 
-	w := writer{order: enc.ByteOrder}
+	// The section at once: a sequence is its DW_LNE_set_address and
+	// end_sequence (about 16 bytes) and a few bytes per row.
+	est := 256
+	for i := range p.Sequences {
+		est += 16 + 4*len(p.Sequences[i].Rows)
+	}
+	w := writer{order: enc.ByteOrder, b: make([]byte, 0, est)}
 	off := enc.Format.OffsetSize()
 	// unit_length
 	if enc.Format == dwarf.Format64 {

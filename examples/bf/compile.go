@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/elfimage/elfimage"
@@ -13,7 +14,8 @@ import (
 )
 
 // MaxSource is the largest program compile accepts, in bytes. Every
-// command becomes at most 46 bytes of code and a line row, so this bounds
+// command becomes at most 46 bytes of x86-64 code (84 of AArch64, whose
+// code is bounded by MaxCodeAArch64 too) and a line row, so this bounds
 // what a hostile source can make the compiler allocate.
 const MaxSource = 16 << 20
 
@@ -30,6 +32,10 @@ type Options struct {
 	// EOF is the value , stores in the cell at the end of the input: 0 to
 	// 255, or KeepCell.
 	EOF int
+	// Arch is the machine to generate code for: arch.X86_64 or
+	// arch.AArch64; nil means the running program's
+	// (arch.ForGOARCH(runtime.GOARCH)).
+	Arch *arch.Arch
 }
 
 // A command is one unit of generated code: a bf command, or a run of
@@ -186,12 +192,50 @@ const (
 // program on the struct vm its one argument points to and returns 0, or
 // the run-time address of the command that failed. See the package
 // documentation for the code, its line rows, call frame information and
-// variables. Errors are *SyntaxError.
+// variables. opts.Arch chooses the machine (x86-64 or AArch64; nil:
+// the running program's). Errors are *SyntaxError (for AArch64 also a
+// program that needs more than MaxCodeAArch64 bytes of code), or an error
+// naming an architecture without a code generator.
 func Compile(file, compDir string, src []byte, opts Options) (*elfimage.Module, error) {
+	a := opts.Arch
+	if a == nil {
+		a = arch.ForGOARCH(runtime.GOARCH)
+	}
+	if a == nil || (a.Machine != arch.X86_64.Machine && a.Machine != arch.AArch64.Machine) {
+		name := runtime.GOARCH
+		if a != nil {
+			name = a.Name
+		}
+		return nil, fmt.Errorf("bf: no code generator for %s (x86-64 and aarch64 only)", name)
+	}
 	cmds, endLine, endCol, err := parse(file, src, opts.Fold)
 	if err != nil {
 		return nil, err
 	}
+	var p *elfimage.Proc
+	if a.Machine == arch.AArch64.Machine {
+		p, err = compileAArch64(file, cmds, endLine, endCol, opts)
+	} else {
+		p = compileX86_64(cmds, endLine, endCol, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	name := ProcName(file)
+	p.Name, p.Line, p.Column = name, 1, 1
+	p.Doc = "the Brainfuck program " + file
+	p.Result = elfimage.PointerTo(nil)
+	p.Params[0].Type = elfimage.PointerTo(vmType())
+	return &elfimage.Module{
+		Arch: a, File: file, CompDir: compDir, Producer: "elfimage examples/bf",
+		Entry: name, Procs: []*elfimage.Proc{p},
+	}, nil
+}
+
+// compileX86_64 generates the x86-64 code of cmds: the procedure's code,
+// line rows, CFI, the parameter's live ranges and the scope of the body,
+// for Compile to complete.
+func compileX86_64(cmds []command, endLine, endCol int, opts Options) *elfimage.Proc {
 	var a asm
 	// Prologue: a frame record (perf -g and frame-pointer unwinders walk
 	// it), the two callee-saved registers the body uses, and the VM's
@@ -345,15 +389,11 @@ func Compile(file, compDir string, src []byte, opts Options) (*elfimage.Module, 
 		body = append(body, elfimage.CodeRange{Start: uint32(stubsStart), End: end})
 	}
 
-	vmT := vmType()
-	name := ProcName(file)
-	p := &elfimage.Proc{
-		Name: name, Code: a.code, Line: 1, Column: 1,
-		Doc:    "the Brainfuck program " + file,
+	return &elfimage.Proc{
+		Code:   a.code,
 		Lines:  a.lines,
 		CFI:    cfi,
-		Result: elfimage.PointerTo(nil),
-		Params: []elfimage.Var{{Name: "vm", Type: elfimage.PointerTo(vmT), Live: vmLive}},
+		Params: []elfimage.Var{{Name: "vm", Live: vmLive}},
 		Scopes: []*elfimage.Scope{{Ranges: body, Vars: []elfimage.Var{
 			// The current cell, in memory at rbx.
 			{Name: "cell", Type: elfimage.UintType(1), Location: expr.Breg(rbx, 0)},
@@ -363,10 +403,6 @@ func Compile(file, compDir string, src []byte, opts Options) (*elfimage.Module, 
 				Location: expr.Breg(rbx, 0).Breg(r12, int64(offCells)).Op(dwarf.DW_OP_minus).StackValue()},
 		}}},
 	}
-	return &elfimage.Module{
-		File: file, CompDir: compDir, Producer: "elfimage examples/bf",
-		Entry: name, Procs: []*elfimage.Proc{p},
-	}, nil
 }
 
 // ProcName returns the procedure name of the program in file: its base

@@ -9,11 +9,14 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/internal/a64sim"
 )
 
 // FuzzCompile compiles arbitrary sources, folded and not. A source the
 // reference interpreter rejects must fail to compile at the same
-// position; any other must link, pass the CFI simulation, and, when the
+// position; any other must link, pass the CFI simulation (for x86-64 and
+// AArch64, whatever the host), and, when the
 // reference interpreter ends it within a bound of steps, print the same
 // output when run. Without folding a run also stops with the same error at
 // the same command; with folding, where only a run's net move is checked,
@@ -56,8 +59,24 @@ func FuzzCompile(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := simulate(l); err != nil {
+			if err := checkCFI(l); err != nil {
 				t.Fatalf("fold=%v: %v", fold, err)
+			}
+			// The other architecture's code, checked by its simulator.
+			other := arch.AArch64
+			if l.arch == arch.AArch64 {
+				other = arch.X86_64
+			}
+			if err := checkCFI(link(t, "f.b", src, Options{Fold: fold, Arch: other})); err != nil {
+				t.Fatalf("fold=%v, %s: %v", fold, other.Name, err)
+			}
+			// The AArch64 procedure's own CFI and vm's live ranges.
+			a64, err := Compile("f.b", "/", src, Options{Fold: fold, Arch: arch.AArch64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a64sim.Check(a64.Procs[0], a64sim.Options{Vars: true}); err != nil {
+				t.Fatalf("fold=%v, aarch64: %v", fold, err)
 			}
 			if refErr == errSteps || (fold && refErr != nil) {
 				continue

@@ -1,16 +1,17 @@
 // Command bf is a Brainfuck JIT built on elfimage, written only against its
 // public API as a model of how a runtime adopts the library. It compiles a
-// program to x86-64, links it into an image with a line row for every
+// program to x86-64 or AArch64, links it into an image with a line row for every
 // instruction, exact call frame information and the VM state as a typed
 // parameter, loads the image and runs it through native.Call with
 // standard input and output:
 //
-//	go run ./examples/bf [-gdb] [-perf-map] [-jitdump=DIR] [-o FILE] [-eof 0|255|keep] [-fold=false] PROG.b
+//	go run ./examples/bf [-gdb] [-perf-map] [-jitdump=DIR] [-o FILE] [-eof 0|255|keep] [-fold=false] [-arch amd64|arm64] PROG.b
 //
 // -gdb publishes the image to gdb and lldb (GDB JIT interface), -perf-map
 // announces it in /tmp/perf-PID.map, -jitdump=DIR in DIR/jit-PID.dump for
 // perf inject --jit, and -o FILE writes the image to FILE instead of
-// running it.
+// running it. -arch chooses the machine (the running program's by
+// default; another only with -o).
 //
 // # The language
 //
@@ -52,6 +53,28 @@
 // store; -fold=false compiles each command alone. Folding checks only a
 // run's net move against the ends of the tape: <> on the first cell is an
 // error without it, nothing with it.
+//
+// On AArch64 the program has the same structure, with the AAPCS64 calling
+// convention: vm arrives in x0; the body keeps it in x19 and the data
+// pointer in x20, callee-saved registers saved above the frame record:
+//
+//	stp x29, x30, [sp, #-32]!; mov x29, sp    frame record, x29 points at it
+//	stp x19, x20, [sp, #16]                   saved registers
+//	mov x19, x0; ldr x20, [x19, #data]        x19 = vm, x20 = vm->data
+//	... one block per command ...
+//	mov x0, #0                                the program ended: return 0
+//	exit: ldp x19, x20, [sp, #16]; ldp x29, x30, [sp], #32; ret
+//	... stubs: adr x0, .; mov x9, #d; movk ...; sub x0, x0, x9; b exit
+//
+// Commands become ldrb/add/strb on [x20] for + and -, strb wzr for [-],
+// add or sub on x20 then cmp against the tape's end and b.lo/b.hs over a
+// b to a stub for > and <, ldrb and cbnz/cbz over a b for [ and ], and
+// svc #0 (x8 = 64, write, or 63, read) for . and ,. Every branch that may
+// go far is a b (±128 MiB), so a program may compile to at most
+// MaxCodeAArch64 bytes. The CFI says CFA = sp+32 after the first stp,
+// x29+32 after the mov, x29 and x30 at CFA-32 and CFA-24, x19 and x20 at
+// CFA-16 and CFA-8, and undoes it load by load; the tests check it with
+// internal/a64sim, on any host.
 //
 // # Input and output
 //
@@ -104,11 +127,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/jit/jitdump"
 	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/native"
@@ -117,7 +142,7 @@ import (
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: bf [flags] PROG.b\n\nCompile the Brainfuck program PROG.b to x86-64 and run it on standard input and output.\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: bf [flags] PROG.b\n\nCompile the Brainfuck program PROG.b to x86-64 or AArch64 machine code and run it on standard input and output.\n\n")
 		flag.PrintDefaults()
 	}
 	gdb := flag.Bool("gdb", false, "publish the image to gdb and lldb (GDB JIT interface)")
@@ -126,12 +151,21 @@ func main() {
 	out := flag.String("o", "", "write the image to `FILE` instead of running it")
 	eof := flag.String("eof", "0", "what , stores at the end of the input: 0, 255 or keep (leave the cell)")
 	fold := flag.Bool("fold", true, "fold runs of + and - (and of > and <) on one line, and [-], into one instruction")
+	archName := flag.String("arch", runtime.GOARCH, "the machine to compile for: amd64 (x86-64) or arm64 (aarch64); another than the running one's only with -o")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	opts := Options{Fold: *fold}
+	opts := Options{Fold: *fold, Arch: archNamed(*archName)}
+	if opts.Arch == nil {
+		fmt.Fprintf(os.Stderr, "bf: -arch %q: want amd64 (x86-64) or arm64 (aarch64)\n", *archName)
+		os.Exit(2)
+	}
+	if host := arch.ForGOARCH(runtime.GOARCH); opts.Arch != host && *out == "" {
+		fmt.Fprintf(os.Stderr, "bf: -arch %s: code for another machine than this one (%v) can only be written to an image (-o)\n", *archName, host.Name)
+		os.Exit(2)
+	}
 	switch *eof {
 	case "keep":
 		opts.EOF = KeepCell
@@ -147,6 +181,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bf:", err)
 		os.Exit(1)
 	}
+}
+
+// archNamed returns the Arch a -arch value names (a GOARCH or an
+// arch.Arch name), or nil.
+func archNamed(name string) *arch.Arch {
+	switch name {
+	case "x86-64", "x86_64":
+		return arch.X86_64
+	case "aarch64":
+		return arch.AArch64
+	}
+	return arch.ForGOARCH(name)
 }
 
 // run compiles the program in path and writes its image to out, or runs

@@ -14,10 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,12 +79,42 @@ func testdata(t *testing.T) string {
 	return dir
 }
 
+var (
+	emulatedOnce sync.Once
+	emulatedWhy  string
+)
+
+// emulated returns why the test runs under qemu-user (an arm64 test
+// binary on another host, without binfmt_misc: the kernel cannot execute
+// the bf command built for it), or "".
+func emulated(t *testing.T) string {
+	t.Helper()
+	emulatedOnce.Do(func() {
+		if runtime.GOARCH != "arm64" {
+			return
+		}
+		if err := exec.Command(bfCommand(t), "-h").Run(); errors.Is(err, syscall.ENOEXEC) {
+			emulatedWhy = "the test runs under qemu-user: the kernel cannot execute arm64 programs (" + err.Error() + ")"
+		}
+	})
+	return emulatedWhy
+}
+
+// bfExec returns the command that runs the bf command with args: under
+// qemu-user (emulated) through qemu-aarch64.
+func bfExec(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+	if emulated(t) != "" {
+		return exec.CommandContext(ctx, tooltest.Require(t, "qemu-aarch64"), append([]string{bfCommand(t)}, args...)...)
+	}
+	return exec.CommandContext(ctx, bfCommand(t), args...)
+}
+
 // runBF runs the bf command in dir with args and stdin, with a timeout.
 func runBF(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bfCommand(t), args...)
+	cmd := bfExec(ctx, t, args...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
@@ -105,6 +137,10 @@ func TestCommand(t *testing.T) {
 	t.Parallel()
 	td := testdata(t)
 	dir := t.TempDir()
+	other := "arm64" // the machine that is not this one
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
 	for name, src := range map[string]string{"left.b": "<", "bad.b": "+[", "hi.b": "+[+[>+<-]>.<]"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
@@ -125,6 +161,9 @@ func TestCommand(t *testing.T) {
 		{dir, "", []string{"missing.b"}, "", "bf: open missing.b: no such file or directory\n", 1},
 		{dir, "", []string{}, "", "usage: bf [flags] PROG.b", 2},
 		{dir, "", []string{"-eof", "256", "hi.b"}, "", "bf: -eof \"256\": want 0 to 255, or keep\n", 2},
+		{dir, "", []string{"-arch", "riscv64", "hi.b"}, "", "bf: -arch \"riscv64\": want amd64 (x86-64) or arm64 (aarch64)\n", 2},
+		{dir, "", []string{"-arch", other, "hi.b"}, "", "bf: -arch " + other + ": code for another machine than this one (" + arch.ForGOARCH(runtime.GOARCH).Name + ") can only be written to an image (-o)\n", 2},
+		{td, "", []string{"-arch", runtime.GOARCH, "hello.b"}, "Hello, World!\n", "", 0},
 	} {
 		out, errOut, status := runBF(t, tc.dir, tc.stdin, tc.args...)
 		if out != tc.out || !strings.HasPrefix(errOut, tc.err) || (tc.err == "" && errOut != "") || status != tc.status {
@@ -142,16 +181,17 @@ func TestCommand(t *testing.T) {
 	}
 	defer full.Close()
 	var stderr bytes.Buffer
-	cmd := exec.Command(bfCommand(t), "hello.b")
+	cmd := bfExec(context.Background(), t, "hello.b")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = td, full, &stderr
 	if err := cmd.Run(); err == nil || stderr.String() != "bf: hello.b:6:4: write: no space left on device\n" {
 		t.Errorf("hello.b > /dev/full: %v, stderr %q", err, stderr.String())
 	}
 }
 
-// writeImages writes the image of every test program with -o into a
-// temporary directory and returns the image paths by program name.
-func writeImages(t *testing.T) map[string]string {
+// writeImages writes the image of every test program for the machine
+// goarch with -o -arch into a temporary directory and returns the image
+// paths by program name.
+func writeImages(t *testing.T, goarch string) map[string]string {
 	t.Helper()
 	files, _ := filepath.Glob("testdata/*.b")
 	dir := t.TempDir()
@@ -159,7 +199,7 @@ func writeImages(t *testing.T) map[string]string {
 	for _, f := range files {
 		name := filepath.Base(f)
 		img := filepath.Join(dir, ProcName(name)+".elf")
-		if _, errOut, status := runBF(t, testdata(t), "", "-o", img, name); status != 0 {
+		if _, errOut, status := runBF(t, testdata(t), "", "-arch", goarch, "-o", img, name); status != 0 {
 			t.Fatalf("bf -o %s: %s", img, errOut)
 		}
 		images[name] = img
@@ -167,14 +207,29 @@ func writeImages(t *testing.T) map[string]string {
 	return images
 }
 
-// TestImagesVerify: llvm-dwarfdump --verify finds nothing wrong in the
-// images, and readelf -wF reads the same CFA table as package frame (whose
-// rows the CFI simulation checks) for every row of the procedure.
+// TestImagesVerify: for x86-64 and AArch64 (written by bf -arch -o on any
+// host), llvm-dwarfdump --verify finds nothing wrong in the images, and
+// readelf -wF reads the same CFA table as package frame (whose rows the
+// CFI simulations check) for every row of the procedure.
 func TestImagesVerify(t *testing.T) {
 	t.Parallel()
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) { testImagesVerify(t, goarch) })
+	}
+}
+
+func testImagesVerify(t *testing.T, goarch string) {
 	dwarfdump := tooltest.Require(t, "llvm-dwarfdump")
 	tooltest.Require(t, "readelf")
-	for name, path := range writeImages(t) {
+	a := arch.ForGOARCH(goarch)
+	regName := a.RegName
+	regs := []arch.Reg{arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12}
+	if a == arch.X86_64 {
+		regName = func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+	} else {
+		regs = []arch.Reg{arch.AArch64_FP, 19, 20}
+	}
+	for name, path := range writeImages(t, goarch) {
 		out, err := exec.Command(dwarfdump, "--verify", path).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "No errors.") {
 			t.Errorf("llvm-dwarfdump --verify %s: %v\n%s", name, err, out)
@@ -199,7 +254,9 @@ func TestImagesVerify(t *testing.T) {
 		eh := f.Section(".eh_frame")
 		ehData, _ := eh.Data()
 		sec := frame.NewEHFrame(ehData, eh.Addr, binary.LittleEndian, 8)
-		regName := func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+		if f.Machine != a.Machine {
+			t.Fatalf("%s: machine %v, want %v", name, f.Machine, a.Machine)
+		}
 		fdes := 0
 		for _, ent := range entries {
 			if ent.IsCIE {
@@ -219,8 +276,8 @@ func TestImagesVerify(t *testing.T) {
 					t.Errorf("%s: readelf has a row at %#x, package frame does not", name, row.Loc)
 					continue
 				}
-				want := map[string]string{"CFA": ours.CFA.Format(regName), "ra": ours.Rule(arch.X86_64_RA).Format(regName)}
-				for _, r := range []arch.Reg{arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12} {
+				want := map[string]string{"CFA": ours.CFA.Format(regName), "ra": ours.Rule(a.RA).Format(regName)}
+				for _, r := range regs {
 					want[regName(r)] = ours.Rule(r).Format(regName)
 				}
 				for col, w := range want {
@@ -233,7 +290,10 @@ func TestImagesVerify(t *testing.T) {
 					}
 				}
 			}
-			if len(ent.Rows) < 8 {
+			// x86-64: entry, 4 prologue rows, 3 epilogue rows, the
+			// stubs'; AArch64: entry, 3 prologue rows, 2 epilogue rows,
+			// the stubs'.
+			if minRows := map[string]int{"amd64": 8, "arm64": 7}[goarch]; len(ent.Rows) < minRows {
 				t.Errorf("%s: readelf shows only %d rows", name, len(ent.Rows))
 			}
 		}
@@ -250,6 +310,9 @@ func TestImagesVerify(t *testing.T) {
 // the Go frames down to main.main, every frame named.
 func TestGDB(t *testing.T) {
 	t.Parallel()
+	if why := emulated(t); why != "" {
+		t.Skipf("%s: gdb runs the program natively; the AArch64 session is TestGDBMultiarchAArch64, gdb-multiarch against qemu-aarch64 -g", why)
+	}
 	gdb := tooltest.Require(t, "gdb")
 	prog := bfCommand(t)
 	cmds := []string{
@@ -326,6 +389,9 @@ func TestGDB(t *testing.T) {
 // member, and bt reaches main.main with every frame named.
 func TestLLDB(t *testing.T) {
 	t.Parallel()
+	if why := emulated(t); why != "" {
+		t.Skipf("%s: lldb runs the program natively; the AArch64 session is TestLLDBAArch64, lldb against qemu-aarch64 -g", why)
+	}
 	lldb := tooltest.Require(t, lldbtest.Names...)
 	prog := bfCommand(t)
 	cmds := []string{
@@ -416,6 +482,9 @@ var reportRE = regexp.MustCompile(`(?m)^\s+([0-9.]+)%\s+\[\.\]\s+(\S+)\s*(\S*)$`
 // chains go from busy through the entry frame into main.main.
 func TestPerf(t *testing.T) {
 	t.Parallel()
+	if why := emulated(t); why != "" {
+		t.Skipf("%s: perf does not sample code qemu-user translates", why)
+	}
 	perf := tooltest.Require(t, "perf")
 	prog := bfCommand(t)
 	busy := filepath.Join(testdata(t), "busy.b")

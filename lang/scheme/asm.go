@@ -1,78 +1,33 @@
 package scheme
 
 import (
-	"encoding/binary"
-
 	"github.com/elfimage/elfimage"
-	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/frame"
 )
 
-// reg is an x86-64 general register in instruction-encoding order (not
-// DWARF order; see dwarfReg).
-type reg uint8
+// This file holds what the two backends (asm_x86.go, asm_arm64.go) share:
+// the code buffer of one procedure with its relocations, call frame
+// information and line rows, labels, and the abstract condition codes.
+// Instruction selection is the backend's: the front end (compile.go) asks
+// a [machine] for each step of an accumulator machine.
 
-const (
-	rax reg = iota
-	rcx
-	rdx
-	rbx
-	rsp
-	rbp
-	rsi
-	rdi
-	r8
-	r9
-	r10
-	r11
-	r12
-	r13
-	r14
-	r15
-)
-
-// dwarfReg returns the DWARF register number of r (psABI figure 3.36).
-func dwarfReg(r reg) arch.Reg {
-	switch r {
-	case rax:
-		return arch.X86_64_RAX
-	case rcx:
-		return arch.X86_64_RCX
-	case rdx:
-		return arch.X86_64_RDX
-	case rbx:
-		return arch.X86_64_RBX
-	case rsp:
-		return arch.X86_64_RSP
-	case rbp:
-		return arch.X86_64_RBP
-	case rsi:
-		return arch.X86_64_RSI
-	case rdi:
-		return arch.X86_64_RDI
-	}
-	return arch.Reg(r) // r8-r15 have their own numbers
-}
-
-// argRegs are the SysV argument registers in order.
-var argRegs = [6]reg{rdi, rsi, rdx, rcx, r8, r9}
-
-// cond is an x86 condition code (the low nibble of Jcc/SETcc).
+// cond is an abstract condition code, in complementary pairs (c^1 is the
+// negation of c); each backend maps it to its encoding.
 type cond uint8
 
 const (
-	condB  cond = 0x2
-	condAE cond = 0x3
-	condE  cond = 0x4
-	condNE cond = 0x5
-	condBE cond = 0x6
-	condA  cond = 0x7
-	condS  cond = 0x8
-	condNS cond = 0x9
-	condL  cond = 0xc
-	condGE cond = 0xd
-	condLE cond = 0xe
-	condG  cond = 0xf
+	condEq cond = iota // equal
+	condNe             // not equal
+	condLt             // signed less than
+	condGe             // signed greater or equal
+	condLe             // signed less or equal
+	condGt             // signed greater than
+	condLo             // unsigned below
+	condHs             // unsigned above or same
+	condLs             // unsigned below or same
+	condHi             // unsigned above
+	condMi             // negative
+	condPl             // positive or zero
 )
 
 func (c cond) not() cond { return c ^ 1 }
@@ -81,43 +36,38 @@ func (c cond) not() cond { return c ^ 1 }
 type label struct {
 	off   int // -1 until bound
 	used  bool
-	fixup []int // offsets of rel32 fields that jump here
+	fixup []int // offsets of the branches to patch when bound
 }
 
 // asm assembles one procedure: machine code with its relocations, CFI
-// and line rows. Jumps to labels always use rel32 forms.
+// and line rows. patch writes a branch at offset at to the label at
+// target (the backend's encoding).
 type asm struct {
 	code   []byte
 	relocs []elfimage.Reloc
 	cfi    []frame.Insn
 	lines  []elfimage.LineRow
 	labels []*label
-	// reachable is false after an unconditional transfer (jmp, ret, ud2)
-	// until a used label is bound.
+	// reachable is false after an unconditional transfer (jump, return,
+	// trap) until a used label is bound.
 	reachable bool
-	// saved are the callee-saved registers the prologue pushes (after
-	// rbp, so saved[i] is at CFA-24-8i) and every epilogue restores.
-	saved []reg
 	// kills are the code ranges in epilogues where a saved register
 	// already holds the caller's value again.
 	kills []kill
+	patch func(code []byte, at, target int)
 }
 
 // kill says that from code offset from (the end of the instruction that
-// restored reg) up to to (the end of the epilogue's ret or jmp), reg
-// holds the caller's value, not the procedure's.
+// restored home register home) up to to (the end of the epilogue's return
+// or jump), it holds the caller's value, not the procedure's.
 type kill struct {
-	reg      reg
+	home     int
 	from, to int
 }
-
-func newAsm() *asm { return &asm{reachable: true} }
 
 func (a *asm) off() int { return len(a.code) }
 
 func (a *asm) emit(b ...byte) { a.code = append(a.code, b...) }
-
-func (a *asm) imm32(v int32) { a.code = binary.LittleEndian.AppendUint32(a.code, uint32(v)) }
 
 func (a *asm) newLabel() *label {
 	l := &label{off: -1}
@@ -125,11 +75,11 @@ func (a *asm) newLabel() *label {
 	return l
 }
 
-// bind places l at the current offset and patches the jumps to it.
+// bind places l at the current offset and patches the branches to it.
 func (a *asm) bind(l *label) {
 	l.off = a.off()
 	for _, f := range l.fixup {
-		binary.LittleEndian.PutUint32(a.code[f:], uint32(int32(l.off-(f+4))))
+		a.patch(a.code, f, l.off)
 	}
 	l.fixup = nil
 	if l.used {
@@ -137,21 +87,21 @@ func (a *asm) bind(l *label) {
 	}
 }
 
-func (a *asm) rel32To(l *label) {
+// branchTo records that the branch already emitted at offset at goes to
+// l: patched now if l is bound, else when it is.
+func (a *asm) branchTo(l *label, at int) {
 	l.used = true
 	if l.off >= 0 {
-		a.imm32(int32(l.off - (a.off() + 4)))
+		a.patch(a.code, at, l.off)
 		return
 	}
-	l.fixup = append(l.fixup, a.off())
-	a.imm32(0)
+	l.fixup = append(l.fixup, at)
 }
 
-// rel32Sym emits a rel32 field resolved by the linker against symbol
-// (S + A - P with A = -4: the field ends the instruction).
-func (a *asm) rel32Sym(symbol string) {
-	a.relocs = append(a.relocs, elfimage.Reloc{Offset: uint32(a.off()), Type: elfimage.RelocPC32, Symbol: symbol, Addend: -4})
-	a.imm32(0)
+// reloc records a link-time relocation of the field at the current
+// offset.
+func (a *asm) reloc(t elfimage.RelocType, symbol string, addend int64) {
+	a.relocs = append(a.relocs, elfimage.Reloc{Offset: uint32(a.off()), Type: t, Symbol: symbol, Addend: addend})
 }
 
 // addCFI records a call frame instruction taking effect at the current
@@ -180,277 +130,12 @@ func (a *asm) row(p srcPos, stmt bool) {
 	a.lines = append(a.lines, r)
 }
 
-// Encoding helpers.
-
-func rex(w bool, r, x, b reg) byte {
-	v := byte(0x40)
-	if w {
-		v |= 8
-	}
-	if r >= 8 {
-		v |= 4
-	}
-	if x >= 8 {
-		v |= 2
-	}
-	if b >= 8 {
-		v |= 1
-	}
-	return v
-}
-
-// modrmReg emits ModRM for a register-direct operand.
-func (a *asm) modrmReg(regField, rm reg) { a.emit(0xc0 | byte(regField&7)<<3 | byte(rm&7)) }
-
-// modrmMem emits ModRM (+SIB, disp) for [base + disp].
-func (a *asm) modrmMem(regField, base reg, disp int32) {
-	var mod byte
-	switch {
-	case disp == 0 && base&7 != 5:
-		mod = 0
-	case disp >= -128 && disp <= 127:
-		mod = 1
-	default:
-		mod = 2
-	}
-	a.emit(mod<<6 | byte(regField&7)<<3 | byte(base&7))
-	if base&7 == 4 {
-		a.emit(0x24) // SIB: base only
-	}
-	switch mod {
-	case 1:
-		a.emit(byte(int8(disp)))
-	case 2:
-		a.imm32(disp)
-	}
-}
-
-// rr emits a REX.W op with register operands: op r/m=dst, reg=src.
-func (a *asm) rr(op byte, dst, src reg) {
-	a.emit(rex(true, src, 0, dst), op)
-	a.modrmReg(src, dst)
-}
-
-// rm emits a REX.W op with reg and a memory operand.
-func (a *asm) rm(op byte, r, base reg, disp int32) {
-	a.emit(rex(true, r, 0, base), op)
-	a.modrmMem(r, base, disp)
-}
-
-// Instructions. Names follow Intel syntax: destination first.
-
-func (a *asm) push(r reg) {
-	if r >= 8 {
-		a.emit(0x41)
-	}
-	a.emit(0x50 + byte(r&7))
-}
-
-func (a *asm) pop(r reg) {
-	if r >= 8 {
-		a.emit(0x41)
-	}
-	a.emit(0x58 + byte(r&7))
-}
-
-func (a *asm) movRR(dst, src reg)                  { a.rr(0x89, dst, src) }
-func (a *asm) load(dst, base reg, disp int32)      { a.rm(0x8b, dst, base, disp) }
-func (a *asm) store(base reg, disp int32, src reg) { a.rm(0x89, src, base, disp) }
-func (a *asm) lea(dst, base reg, disp int32)       { a.rm(0x8d, dst, base, disp) }
-
-// storeByte emits mov byte [base+disp], src (src one of al, cl, dl, bl).
-func (a *asm) storeByte(base reg, disp int32, src reg) {
-	if base >= 8 {
-		a.emit(rex(false, src, 0, base))
-	}
-	a.emit(0x88)
-	a.modrmMem(src, base, disp)
-}
-
-// storeImmByte emits mov byte [base+disp], imm8.
-func (a *asm) storeImmByte(base reg, disp int32, v byte) {
-	if base >= 8 {
-		a.emit(rex(false, 0, 0, base))
-	}
-	a.emit(0xc6)
-	a.modrmMem(0, base, disp)
-	a.emit(v)
-}
-
-// movImm loads a 64-bit constant with the shortest of the three forms.
-func (a *asm) movImm(dst reg, v int64) {
-	switch {
-	case v == 0:
-		// xor r32, r32 (zero-extends)
-		if dst >= 8 {
-			a.emit(rex(false, dst, 0, dst))
-		}
-		a.emit(0x31)
-		a.modrmReg(dst, dst)
-	case v > 0 && v <= 0xffffffff:
-		if dst >= 8 {
-			a.emit(0x41)
-		}
-		a.emit(0xb8 + byte(dst&7))
-		a.imm32(int32(uint32(v)))
-	case v >= -1<<31 && v < 1<<31:
-		a.emit(rex(true, 0, 0, dst), 0xc7)
-		a.modrmReg(0, dst)
-		a.imm32(int32(v))
-	default:
-		a.emit(rex(true, 0, 0, dst), 0xb8+byte(dst&7))
-		a.code = binary.LittleEndian.AppendUint64(a.code, uint64(v))
-	}
-}
-
-// leaRIP emits lea dst, [rip + symbol] resolved by the linker.
-func (a *asm) leaRIP(dst reg, symbol string) {
-	a.emit(rex(true, dst, 0, 0), 0x8d, byte(dst&7)<<3|5)
-	a.rel32Sym(symbol)
-}
-
-// ALU ops in the "op r/m, reg" form; the "op reg, r/m" form is op+2.
-const (
-	aluAdd byte = 0x01
-	aluOr  byte = 0x09
-	aluAnd byte = 0x21
-	aluSub byte = 0x29
-	aluXor byte = 0x31
-	aluCmp byte = 0x39
-)
-
-// aluRR emits op dst, src.
-func (a *asm) aluRR(op byte, dst, src reg) { a.rr(op, dst, src) }
-
-// aluRM emits op dst, [base+disp].
-func (a *asm) aluRM(op byte, dst, base reg, disp int32) { a.rm(op+2, dst, base, disp) }
-
-// aluImm emits op r, imm with the /n extension matching op.
-func (a *asm) aluImm(op byte, r reg, v int32) {
-	ext := reg(op >> 3) // 0x01→0 add, 0x09→1 or, 0x21→4 and, 0x29→5 sub, 0x31→6 xor, 0x39→7 cmp
-	if v >= -128 && v <= 127 {
-		a.emit(rex(true, 0, 0, r), 0x83)
-		a.modrmReg(ext, r)
-		a.emit(byte(int8(v)))
-		return
-	}
-	a.emit(rex(true, 0, 0, r), 0x81)
-	a.modrmReg(ext, r)
-	a.imm32(v)
-}
-
-// subRSPImm32 emits sub rsp, imm32 always in the 4-byte form (patched
-// once the frame size is known) and returns the immediate's offset.
-func (a *asm) subRSPImm32() int {
-	a.emit(0x48, 0x81, 0xec)
-	at := a.off()
-	a.imm32(0)
-	return at
-}
-
-// imulMem emits imul dst, [base+disp].
-func (a *asm) imulMem(dst, base reg, disp int32) {
-	a.emit(rex(true, dst, 0, base), 0x0f, 0xaf)
-	a.modrmMem(dst, base, disp)
-}
-
-func (a *asm) unary(ext reg, r reg) { a.emit(rex(true, 0, 0, r), 0xf7); a.modrmReg(ext, r) }
-func (a *asm) neg(r reg)            { a.unary(3, r) }
-func (a *asm) div(r reg)            { a.unary(6, r) }
-func (a *asm) idiv(r reg)           { a.unary(7, r) }
-func (a *asm) cqo()                 { a.emit(0x48, 0x99) }
-func (a *asm) test(x, y reg)        { a.rr(0x85, x, y) }
-
-// incMem/decMem emit inc/dec qword [base+disp].
-func (a *asm) incMem(base reg, disp int32) { a.rm(0xff, 0, base, disp) }
-
-// shlImm emits shl r, imm8.
-func (a *asm) shlImm(r reg, n byte) { a.emit(rex(true, 0, 0, r), 0xc1); a.modrmReg(4, r); a.emit(n) }
-
-func (a *asm) decR(r reg) { a.emit(rex(true, 0, 0, r), 0xff); a.modrmReg(1, r) }
-
-// setcc sets al from c and zero-extends it into rax.
-func (a *asm) setccRAX(c cond) {
-	a.emit(0x0f, 0x90+byte(c), 0xc0) // setcc al
-	a.emit(0x0f, 0xb6, 0xc0)         // movzx eax, al
-}
-
-func (a *asm) jcc(c cond, l *label) { a.emit(0x0f, 0x80+byte(c)); a.rel32To(l) }
-
-func (a *asm) jmp(l *label) {
-	a.emit(0xe9)
-	a.rel32To(l)
-	a.reachable = false
-}
-
-func (a *asm) jmpSym(symbol string) {
-	a.emit(0xe9)
-	a.rel32Sym(symbol)
-	a.reachable = false
-}
-
-func (a *asm) call(symbol string) { a.emit(0xe8); a.rel32Sym(symbol) }
-
-func (a *asm) ret()      { a.emit(0xc3); a.reachable = false }
-func (a *asm) leave()    { a.emit(0xc9) }
-func (a *asm) syscall()  { a.emit(0x0f, 0x05) }
-func (a *asm) ud2()      { a.emit(0x0f, 0x0b); a.reachable = false }
-func (a *asm) repMovsb() { a.emit(0xf3, 0xa4) }
-
-// CFI-carrying sequences shared by every procedure.
-
-// prologue emits push rbp; mov rbp, rsp; push saved... with exact CFI
-// (the CFA is rbp+16 from the mov on, saved[i] at CFA-24-8i).
-func (a *asm) prologue() {
-	a.push(rbp)
-	a.addCFI(frame.Insn{Op: frame.OpDefCFAOffset, Reg: arch.X86_64_RSP, Offset: 16})
-	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.X86_64_RBP, Offset: -16})
-	a.movRR(rbp, rsp)
-	a.addCFI(frame.Insn{Op: frame.OpDefCFARegister, Reg: arch.X86_64_RBP})
-	for i, r := range a.saved {
-		a.push(r)
-		a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: dwarfReg(r), Offset: int64(-24 - 8*i)})
-	}
-}
-
-// epilogueLeave restores the saved registers (mov r, [rbp-8(i+1)], each
-// followed by its same-value rule) and emits leave with its CFI (CFA =
-// rsp+8, rbp same value), remembering the body's row first; the transfer
-// that follows must be followed by endEpilogue.
-func (a *asm) epilogueLeave() {
-	a.addCFI(frame.Insn{Op: frame.OpRememberState})
-	for i, r := range a.saved {
-		a.load(r, rbp, int32(-8*(i+1)))
-		a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: dwarfReg(r)})
-		a.kills = append(a.kills, kill{reg: r, from: a.off(), to: -1})
-	}
-	a.leave()
-	a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.X86_64_RSP, Offset: 8})
-	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.X86_64_RBP})
-}
-
-// endEpilogue closes the kill ranges of the epilogue just emitted and
-// restores the row remembered by epilogueLeave for the code after a
-// mid-procedure return (finish drops it when nothing follows).
-func (a *asm) endEpilogue() {
+// closeKills closes the kill ranges of the epilogue just emitted at the
+// current offset (the end of its return or jump).
+func (a *asm) closeKills() {
 	for i := len(a.kills) - 1; i >= 0 && a.kills[i].to < 0; i-- {
 		a.kills[i].to = a.off()
 	}
-	a.addCFI(frame.Insn{Op: frame.OpRestoreState})
-}
-
-// epilogueRet emits the epilogue and ret.
-func (a *asm) epilogueRet() {
-	a.epilogueLeave()
-	a.ret()
-	a.endEpilogue()
-}
-
-// tailJump emits the epilogue and jmp symbol: a proper tail call.
-func (a *asm) tailJump(symbol string) {
-	a.epilogueLeave()
-	a.jmpSym(symbol)
-	a.endEpilogue()
 }
 
 // finish checks labels and drops CFI that would take effect at or after
@@ -467,4 +152,75 @@ func (a *asm) finish() bool {
 	}
 	a.cfi = a.cfi[:n]
 	return true
+}
+
+// numHomes is the number of callee-saved registers that hold the first
+// binding of a let or let*, by nesting depth (deeper bindings live in
+// frame slots): rbx, r12, r13, r14 on x86-64, x19-x22 on AArch64.
+const numHomes = 4
+
+// machine is a backend: the instruction selection of the front end's
+// accumulator machine for one procedure. The accumulator is the return
+// value register (rax, x0); slots are frame-pointer relative
+// displacements d (the frame base, the CFA, is the frame pointer + 16 on
+// both); homes are the numHomes callee-saved registers, by index; args
+// are the argument registers, by index. Methods that store a value into
+// a variable's home return the offset of the storing instruction (the
+// defMap's key).
+type machine interface {
+	base() *asm
+	// homeReg and argReg are the DWARF register numbers of home h and
+	// argument register i.
+	homeReg(h int) uint8
+	argReg(i int) uint8
+
+	// prologue pushes the frame record, saves homes [0, nsaved) and
+	// reserves the frame, whose size setFrameSize patches later.
+	prologue(nsaved int)
+	setFrameSize(size int)
+	// stackCheck jumps to overflow when the stack pointer is below the
+	// control block's limit.
+	stackCheck(overflow *label)
+	// argCountBelow jumps to l when the passed argument count (of a
+	// define* call) is below n.
+	argCountBelow(n int, l *label)
+	epilogueRet()
+	tailJump(symbol string)
+	call(symbol string)
+	jump(l *label)
+	trap()
+
+	loadImm(v int64)
+	loadSlot(d int32)
+	loadHome(h int)
+	storeSlot(d int32) int
+	storeHome(h int) int
+	storeArg(i int, d int32) int
+	loadArg(i int, d int32)
+	// argImm, argAddr and argFrameAddr set argument register i to v,
+	// to the address of symbol, to the address of slot d; accToArg0
+	// moves the accumulator into the first argument register.
+	argImm(i int, v int64)
+	argAddr(i int, symbol string)
+	argFrameAddr(i int, d int32)
+	accToArg0()
+	setArgCount(n int)
+
+	// jumpIfZero jumps to l when the accumulator is zero (nonzero when
+	// !zero).
+	jumpIfZero(zero bool, l *label)
+	// cmpSlotsJump jumps to l when [da] c [db]; cmpSlotsSet sets the
+	// accumulator to 1 if [da] c [db], else 0.
+	cmpSlotsJump(da, db int32, c cond, l *label)
+	cmpSlotsSet(da, db int32, c cond)
+	// notAcc is acc = acc == 0; negAcc is acc = -acc; arithSlot is
+	// acc = [d] op acc for op "+", "*" or "-".
+	notAcc()
+	negAcc()
+	arithSlot(op string, d int32)
+	// divLoad loads dividend [da] and divisor [db] and jumps to nonzero
+	// unless the divisor is 0; divide then computes op ("quotient",
+	// "remainder", "modulo") into the accumulator.
+	divLoad(da, db int32, nonzero *label)
+	divide(op string)
 }

@@ -39,13 +39,18 @@ func (k CaptureKind) String() string {
 // runtime's capture routine, enough for a CFI unwinder to walk the stack.
 type Capture struct {
 	Kind CaptureKind
+	// Arch is the ABI of Regs: that of the code that ran (the host's).
+	Arch *arch.Arch
 	// Regs holds the registers of the procedure that made the call,
-	// indexed by DWARF register number (arch.X86_64_RBP, ...). Index
-	// arch.X86_64_RA (16) is the pc: the return address of the call, so
-	// it points just after the call instruction. RSP is the value after
-	// the return. Only rbx, rbp, rsp, r12-r15 and the pc are recorded; the
-	// caller-saved registers are 0.
-	Regs [17]uint64
+	// indexed by DWARF register number of Arch (arch.X86_64_RBP, ...,
+	// arch.AArch64_FP, ...). The return-address column (Arch.RA:
+	// arch.X86_64_RA, 16; arch.AArch64_LR, x30, also in arch.AArch64_PC)
+	// is the pc: the return address of the call, so it points just after
+	// the call instruction. The stack pointer is the value after the
+	// return. Recorded are rbx, rbp, rsp, r12-r15 and the pc on x86-64;
+	// x19-x28, x29, sp and the pc on AArch64; the caller-saved registers
+	// are 0.
+	Regs [33]uint64
 	// StackAddr is the address Stack[0] was copied from (= Regs[RSP]).
 	StackAddr uint64
 	// Stack is a copy of the stack memory [StackAddr, StackAddr+len),
@@ -55,8 +60,14 @@ type Capture struct {
 	Stack []byte
 }
 
-// PC returns the captured pc (Regs[arch.X86_64_RA]).
-func (c *Capture) PC() uint64 { return c.Regs[arch.X86_64_RA] }
+// PC returns the captured pc (Regs[Arch.RA]; Regs[arch.X86_64_RA] when
+// Arch is nil).
+func (c *Capture) PC() uint64 {
+	if c.Arch == nil {
+		return c.Regs[arch.X86_64_RA]
+	}
+	return c.Regs[c.Arch.RA]
+}
 
 // ReadStack reads the 8-byte little-endian word at addr from the copied
 // stack; ok is false when [addr, addr+8) is outside it. Unwinders use it
@@ -74,8 +85,12 @@ func (c *Capture) ReadStack(addr uint64) (v uint64, ok bool) {
 func (c *Capture) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v pc=%#x", c.Kind, c.PC())
-	for _, r := range []arch.Reg{arch.X86_64_RSP, arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12, arch.X86_64_R13, arch.X86_64_R14, arch.X86_64_R15} {
-		fmt.Fprintf(&b, " %s=%#x", arch.X86_64.RegName(r), c.Regs[r])
+	a, regs := arch.X86_64, []arch.Reg{arch.X86_64_RSP, arch.X86_64_RBP, arch.X86_64_RBX, arch.X86_64_R12, arch.X86_64_R13, arch.X86_64_R14, arch.X86_64_R15}
+	if c.Arch != nil && c.Arch.Machine == arch.AArch64.Machine {
+		a, regs = arch.AArch64, []arch.Reg{arch.AArch64_SP, arch.AArch64_FP, 19, 20, 21, 22, 28}
+	}
+	for _, r := range regs {
+		fmt.Fprintf(&b, " %s=%#x", a.RegName(r), c.Regs[r])
 	}
 	fmt.Fprintf(&b, " stack=%d bytes", len(c.Stack))
 	return b.String()

@@ -20,14 +20,25 @@ type cfiRow struct {
 	rbpOff  int64
 	raUndef bool
 	// saved[r] is the CFA offset where the caller's value of DWARF
-	// register r is saved (OpOffset), 0 when it is the same value.
-	saved [17]int64
+	// register r is saved (OpOffset), 0 when it is the same value; the
+	// return-address column is among them on AArch64 (x30).
+	saved [33]int64
 }
 
-// cfiRows interprets p's CFI on top of the standard CIE (CFA = rsp+8, RA
-// at CFA-8) and returns the row in effect at each code offset.
-func cfiRows(p *elfimage.Proc) []cfiRow {
-	init := cfiRow{cfaReg: arch.X86_64_RSP, cfaOff: 8, rbpRule: frame.OpSameValue}
+// cfiRows interprets p's x86-64 CFI (cfiRowsFor).
+func cfiRows(p *elfimage.Proc) []cfiRow { return cfiRowsFor(arch.X86_64, p) }
+
+// cfiRowsFor interprets p's CFI on top of the standard CIE of a (CFA =
+// rsp+8, RA at CFA-8 on x86-64; CFA = sp, RA in x30 on AArch64) and
+// returns the row in effect at each code offset. The rbp fields are
+// those of a's frame pointer (x29 on AArch64).
+func cfiRowsFor(a *arch.Arch, p *elfimage.Proc) []cfiRow {
+	init := cfiRow{cfaReg: a.SP, cfaOff: 8, rbpRule: frame.OpSameValue}
+	fp, ra := a.FP, a.RA
+	nsaved := arch.Reg(16) // x86-64: every register but the RA column
+	if a.Machine == arch.AArch64.Machine {
+		init.cfaOff, nsaved = 0, 33
+	}
 	cur := init
 	var stack []cfiRow
 	rows := make([]cfiRow, len(p.Code))
@@ -46,19 +57,19 @@ func cfiRows(p *elfimage.Proc) []cfiRow {
 			case frame.OpDefCFARegister:
 				cur.cfaReg = in.Reg
 			case frame.OpOffset:
-				if in.Reg == arch.X86_64_RBP {
+				if in.Reg == fp {
 					cur.rbpRule, cur.rbpOff = frame.OpOffset, in.Offset
-				} else if in.Reg < 16 {
+				} else if in.Reg < nsaved {
 					cur.saved[in.Reg] = in.Offset
 				}
 			case frame.OpSameValue, frame.OpRestore:
-				if in.Reg == arch.X86_64_RBP {
+				if in.Reg == fp {
 					cur.rbpRule = frame.OpSameValue
-				} else if in.Reg < 16 {
+				} else if in.Reg < nsaved {
 					cur.saved[in.Reg] = 0
 				}
 			case frame.OpUndefined:
-				if in.Reg == arch.X86_64_RA {
+				if in.Reg == ra {
 					cur.raUndef = true
 				}
 			case frame.OpRememberState:

@@ -1,8 +1,10 @@
 package scheme
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -14,30 +16,48 @@ import (
 // Producer is the DW_AT_producer of modules this package compiles.
 const Producer = "elfimage lang/scheme"
 
-// Compile reads and compiles the Scheme program src, naming it filename in
-// positions and debug information, into a Module whose Entry is the
-// runtime's entry stub (run it with [Run] after linking and loading). The
-// module holds one Proc per define, in source order after the entry stub,
-// then the runtime support procedures (Internal). CompDir is the current
-// directory.
+// Compile is [CompileFor] for the architecture of the running program
+// (arch.ForGOARCH(runtime.GOARCH)), or x86-64 on a host that is neither
+// x86-64 nor AArch64: the module [Run] can run here.
+func Compile(filename string, src []byte) (*elfimage.Module, error) {
+	return CompileFor(hostArch(), filename, src)
+}
+
+// CompileFor reads and compiles the Scheme program src, naming it
+// filename in positions and debug information, into a Module for the
+// architecture a ([arch.X86_64] or [arch.AArch64]; see "Code" in the
+// package documentation) whose Entry is the runtime's entry stub (run it
+// with [Run] after linking and loading, on a host of that architecture).
+// The module holds one Proc per define, in source order after the entry
+// stub, then the runtime support procedures (Internal). CompDir is the
+// current directory.
 //
 // Errors are *[SyntaxError] values printing "file:line:column: message";
-// Compile stops at the first one. Cost: linear in the size of src.
-func Compile(filename string, src []byte) (*elfimage.Module, error) {
-	m, _, err := compile(filename, src, false)
+// CompileFor stops at the first one. Any other architecture is an error.
+// Cost: linear in the size of src.
+func CompileFor(a *arch.Arch, filename string, src []byte) (*elfimage.Module, error) {
+	m, _, err := compile(a, filename, src, false)
 	return m, err
 }
 
-// CompileObject compiles src as [Compile] does into a Module for
-// [elfimage.LinkObject]: a relocatable object that C or C++ code links
-// with and calls, which needs no host runtime (see "Objects" in the
+// hostArch is the architecture Compile compiles for.
+func hostArch() *arch.Arch {
+	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
+		return a
+	}
+	return arch.X86_64
+}
+
+// CompileObject compiles src as [Compile] does, for x86-64, into a Module
+// for [elfimage.LinkObject]: a relocatable object that C or C++ code
+// links with and calls, which needs no host runtime (see "Objects" in the
 // package documentation). It has no entry stub and needs no main; each
 // top-level procedure without optional parameters is a global symbol
 // spelled as [CName] gives, callable from C as int64_t NAME(int64_t, ...).
 // Errors are those of Compile, and one for two procedures whose C names
-// are equal.
+// are equal. Objects are x86-64 only (as LinkObject is).
 func CompileObject(filename string, src []byte) (*elfimage.Module, error) {
-	m, _, err := compile(filename, src, true)
+	m, _, err := compile(arch.X86_64, filename, src, true)
 	return m, err
 }
 
@@ -83,15 +103,29 @@ var cSpelling = map[rune]string{'-': "_", '?': "_p", '!': "_x", '*': "_star", '+
 // simulation of the machine code.
 type defMap map[*elfimage.Proc]map[uint32]srcPos
 
-func compile(filename string, src []byte, object bool) (*elfimage.Module, defMap, error) {
+// compile compiles src for a (an object when object is set: x86-64 only).
+func compile(a *arch.Arch, filename string, src []byte, object bool) (*elfimage.Module, defMap, error) {
+	var newMachine func() machine
+	switch {
+	case a == nil:
+		return nil, nil, errors.New("scheme: no architecture given")
+	case a.Machine == arch.X86_64.Machine:
+		newMachine = func() machine { return newX86() }
+	case a.Machine == arch.AArch64.Machine && !object:
+		newMachine = func() machine { return newA64() }
+	case a.Machine == arch.AArch64.Machine:
+		return nil, nil, errors.New("scheme: objects (CompileObject, elfimage build -c) are x86-64 only")
+	default:
+		return nil, nil, fmt.Errorf("scheme: no backend for %v (x86-64 and AArch64 are supported)", a.Machine)
+	}
 	forms, err := read(filename, src)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &compiler{file: filename, src: src, procs: map[string]*procInfo{}, strs: map[string]string{}, defs: defMap{}, object: object}
+	c := &compiler{file: filename, src: src, procs: map[string]*procInfo{}, strs: map[string]string{}, defs: defMap{}, object: object, arch: a, newMachine: newMachine}
 	dir, _ := os.Getwd()
 	c.mod = &elfimage.Module{
-		Arch:     arch.X86_64,
+		Arch:     a,
 		File:     filename,
 		CompDir:  dir,
 		Producer: Producer,
@@ -139,6 +173,9 @@ type compiler struct {
 	// object compiles for CompileObject: no stack check, no host.
 	object  bool
 	externs []*procInfo // define-extern, in source order
+	// arch is the target; newMachine makes its backend for a procedure.
+	arch       *arch.Arch
+	newMachine func() machine
 }
 
 func (c *compiler) errorf(p srcPos, format string, args ...any) {
@@ -178,11 +215,15 @@ func (c *compiler) run(forms []datum) (err error) {
 	if len(main.params) != 0 {
 		c.errorf(main.pos, "main takes no parameters")
 	}
-	c.mod.Procs = append(c.mod.Procs, genStart())
+	start, support := genStart, genRuntime
+	if c.arch.Machine == arch.AArch64.Machine {
+		start, support = genStartA64, genRuntimeA64
+	}
+	c.mod.Procs = append(c.mod.Procs, start())
 	for _, p := range c.order {
 		c.mod.Procs = append(c.mod.Procs, c.compileProc(p))
 	}
-	c.mod.Procs = append(c.mod.Procs, genRuntime()...)
+	c.mod.Procs = append(c.mod.Procs, support()...)
 	// The runtime's own strings.
 	c.stringObj("\n")
 	c.stringObj(divZeroMessage)
@@ -407,7 +448,7 @@ type binding struct {
 	name  string
 	slot  int
 	inReg bool
-	reg   reg
+	home  int // the home register's index, when inReg
 	v     *varInfo
 	loop  *loopInfo
 	next  *binding
@@ -426,7 +467,7 @@ type varInfo struct {
 	name  string
 	pos   srcPos
 	inReg bool
-	reg   reg
+	home  int
 	slot  int
 	// param >= 0 marks parameter number param; its live ranges are
 	// computed from the prologue, not from a scope.
@@ -442,10 +483,6 @@ type scopeInfo struct {
 	parent     *scopeInfo
 }
 
-// calleeSaved are the registers that hold the first binding of a let or
-// let*, by nesting depth; deeper bindings live in frame slots.
-var calleeSaved = [...]reg{rbx, r12, r13, r14}
-
 // ctx says where an expression's value goes: tail means the procedure
 // returns it (and calls are proper tail calls); loops are the named lets
 // for which the expression is in tail position (calls to them jump).
@@ -459,12 +496,13 @@ var valueCtx = ctx{}
 type fn struct {
 	c        *compiler
 	p        *procInfo
-	a        *asm
+	m        machine // the backend
+	a        *asm    // m's code buffer
 	env      *binding
 	nslots   int
 	maxSlots int
 	overflow *label
-	// nsaved is the number of calleeSaved registers the prologue saves
+	// nsaved is the number of home registers the prologue saves
 	// (below the saved rbp, before the slots); regDepth is the number in
 	// use by enclosing lets and maxRegs the most ever in use.
 	nsaved, regDepth, maxRegs int
@@ -474,17 +512,18 @@ type fn struct {
 	params                    []elfimage.Var
 }
 
-// disp is the rbp-relative displacement of frame slot i.
+// disp is the frame-pointer-relative displacement of frame slot i
+// (rbp, x29).
 func (f *fn) disp(i int) int32 { return int32(-8 * (f.nsaved + i + 1)) }
 
 // fbreg returns DW_OP_fbreg for frame slot i (the frame base is the CFA,
-// which is rbp+16 in the body).
+// which is the frame pointer + 16 in the body on both architectures).
 func (f *fn) fbreg(i int) []byte {
 	return dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_fbreg)}, int64(f.disp(i))-16)
 }
 
-// regLoc returns DW_OP_reg<n> for register r.
-func regLoc(r reg) []byte { return []byte{byte(dwarf.DW_OP_reg0) + byte(dwarfReg(r))} }
+// regLoc returns DW_OP_reg<n> for DWARF register n (below 32).
+func regLoc(n uint8) []byte { return []byte{byte(dwarf.DW_OP_reg0) + n} }
 
 func (f *fn) alloc(n int) int {
 	base := f.nslots
@@ -504,16 +543,15 @@ func (f *fn) lookup(name string) *binding {
 	return nil
 }
 
-// def records that the instruction emitted next stores the value of v.
-func (f *fn) def(v *varInfo) { f.defs[uint32(f.a.off())] = v.pos }
+// def records that the instruction at offset at stores the value of v.
+func (f *fn) def(at int, v *varInfo) { f.defs[uint32(at)] = v.pos }
 
-// storeVar stores rax into b's home (slot or register).
+// storeVar stores the accumulator into b's home (slot or register).
 func (f *fn) storeVar(b *binding) {
-	f.def(b.v)
 	if b.inReg {
-		f.a.movRR(b.reg, rax)
+		f.def(f.m.storeHome(b.home), b.v)
 	} else {
-		f.a.store(rbp, f.disp(b.slot), rax)
+		f.def(f.m.storeSlot(f.disp(b.slot)), b.v)
 	}
 }
 
@@ -538,7 +576,8 @@ func (f *fn) closeScopes(outer *scopeInfo) {
 
 // compileProc generates one procedure. A first pass finds how many
 // callee-saved registers its lets use; the second generates the code with
-// them saved in the prologue:
+// them saved in the prologue (on x86-64; the package documentation shows
+// the AArch64 frame, step for step the same):
 //
 //	push rbp; mov rbp, rsp; push rbx ...; sub rsp, N
 //	mov [rbp-8(s+1)], rdi ...            ; required parameters into slots
@@ -561,12 +600,11 @@ func (c *compiler) compileProc(p *procInfo) *elfimage.Proc {
 }
 
 func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
-	f := &fn{c: c, p: p, a: newAsm(), nsaved: nsaved, defs: map[uint32]srcPos{}}
+	m := c.newMachine()
+	f := &fn{c: c, p: p, m: m, a: m.base(), nsaved: nsaved, defs: map[uint32]srcPos{}}
 	a := f.a
-	a.saved = calleeSaved[:nsaved]
 	a.row(p.pos, true)
-	a.prologue()
-	frameAt := a.subRSPImm32()
+	m.prologue(nsaved)
 	// The required parameters are stored before the stack check, so that
 	// the overflow path's backtrace reads them where DWARF says they are.
 	// The stores stay within the frame, at most MaxFrameSize below a
@@ -580,17 +618,15 @@ func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
 		params[i] = elfimage.Var{Name: v.name, Location: f.fbreg(v.slot), Line: v.pos.Line, Column: v.pos.Column}
 	}
 	for i := 0; i < p.nreq; i++ {
-		f.def(vars[i].v)
-		a.store(rbp, f.disp(vars[i].slot), argRegs[i])
+		f.def(m.storeArg(i, f.disp(vars[i].slot)), vars[i].v)
 		end := uint32(a.off())
-		params[i].Live = []elfimage.LiveRange{{Start: 0, End: end, Location: regLoc(argRegs[i])}, {Start: end, Location: params[i].Location}}
+		params[i].Live = []elfimage.LiveRange{{Start: 0, End: end, Location: regLoc(m.argReg(i))}, {Start: end, Location: params[i].Location}}
 		vars[i].next = f.env
 		f.env = vars[i]
 	}
 	f.overflow = a.newLabel()
 	if !c.object {
-		a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
-		a.jcc(condB, f.overflow)
+		m.stackCheck(f.overflow)
 	}
 	if p.nopt() > 0 {
 		f.optionals(params, vars)
@@ -599,15 +635,15 @@ func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
 	a.lines[len(a.lines)-1].PrologueEnd = true
 	f.body(p.body, ctx{tail: true})
 	if a.reachable {
-		a.epilogueRet()
+		m.epilogueRet()
 	}
 	f.closeScopes(nil)
 	a.bind(f.overflow)
 	overflowAt := uint32(a.off())
 	a.row(p.pos, false)
-	a.movImm(rdi, int64(KindStackOverflow))
-	a.call(symCapture)
-	a.ud2()
+	m.argImm(0, int64(KindStackOverflow))
+	m.call(symCapture)
+	m.trap()
 	if !a.finish() {
 		c.errorf(p.pos, "internal error: unbound label in %s", p.name)
 	}
@@ -615,11 +651,7 @@ func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
 	if total > MaxFrameSize {
 		c.errorf(p.pos, "%s needs a %d-byte frame; at most %d bytes are supported", p.name, total, MaxFrameSize)
 	}
-	size := total - 8*nsaved
-	a.code[frameAt] = byte(size)
-	a.code[frameAt+1] = byte(size >> 8)
-	a.code[frameAt+2] = byte(size >> 16)
-	a.code[frameAt+3] = byte(size >> 24)
+	m.setFrameSize(total - 8*nsaved)
 	// Required parameters stay in their slots to the end of the code;
 	// optional ones are stored after the stack check, so not on the
 	// overflow path.
@@ -635,11 +667,11 @@ func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
 }
 
 // optionals emits the argument-count dispatch of a define*: the passed
-// optional parameters (rax holds the argument count) are stored into
+// optional parameters (rax, x9 hold the argument count) are stored into
 // their slots, then the defaults of the missing ones are evaluated in
 // order, each in the scope of the parameters before it.
 func (f *fn) optionals(params []elfimage.Var, vars []*binding) {
-	a, p := f.a, f.p
+	a, m, p := f.a, f.m, f.p
 	n := p.nopt()
 	body := a.newLabel()
 	dflt := make([]*label, n)
@@ -647,13 +679,11 @@ func (f *fn) optionals(params []elfimage.Var, vars []*binding) {
 	for k := range n {
 		i := p.nreq + k
 		dflt[k] = a.newLabel()
-		a.aluImm(aluCmp, rax, int32(i+1))
-		a.jcc(condB, dflt[k])
-		f.def(vars[i].v)
-		a.store(rbp, f.disp(vars[i].slot), argRegs[i])
+		m.argCountBelow(i+1, dflt[k])
+		f.def(m.storeArg(i, f.disp(vars[i].slot)), vars[i].v)
 		passedEnd[k] = uint32(a.off())
 	}
-	a.jmp(body)
+	m.jump(body)
 	chainEnd := uint32(a.off())
 	for k := range n {
 		i := p.nreq + k
@@ -663,7 +693,7 @@ func (f *fn) optionals(params []elfimage.Var, vars []*binding) {
 			f.expr(d, valueCtx)
 		} else {
 			a.row(p.params[i].pos, true)
-			a.movImm(rax, 0)
+			m.loadImm(0)
 		}
 		f.storeVar(vars[i])
 		params[i].Optional = true
@@ -721,10 +751,10 @@ func (f *fn) varOf(v *varInfo, s *scopeInfo) elfimage.Var {
 		out.Live = []elfimage.LiveRange{{Start: uint32(s.start), End: uint32(s.end), Location: out.Location}}
 		return out
 	}
-	loc := regLoc(v.reg)
+	loc := regLoc(f.m.homeReg(v.home))
 	at := s.start
 	for _, k := range f.a.kills {
-		if k.reg != v.reg || k.to <= at || k.from >= s.end {
+		if k.home != v.home || k.to <= at || k.from >= s.end {
 			continue
 		}
 		if k.from > at {
@@ -742,7 +772,7 @@ func (f *fn) varOf(v *varInfo, s *scopeInfo) elfimage.Var {
 // in k. Each form starts a statement row.
 func (f *fn) body(forms []datum, k ctx) {
 	if len(forms) == 0 {
-		f.a.movImm(rax, 0)
+		f.m.loadImm(0)
 		f.done(k)
 		return
 	}
@@ -756,20 +786,20 @@ func (f *fn) body(forms []datum, k ctx) {
 	}
 }
 
-// done finishes an expression whose value is in rax: in tail position it
-// returns from the procedure.
+// done finishes an expression whose value is in the accumulator: in
+// tail position it returns from the procedure.
 func (f *fn) done(k ctx) {
 	if k.tail && f.a.reachable {
-		f.a.epilogueRet()
+		f.m.epilogueRet()
 	}
 }
 
 func (f *fn) expr(d *datum, k ctx) {
-	a := f.a
+	a, m := f.a, f.m
 	a.row(d.pos, false)
 	switch d.kind {
 	case kInt, kBool:
-		a.movImm(rax, d.num)
+		m.loadImm(d.num)
 		f.done(k)
 		return
 	case kString:
@@ -778,11 +808,11 @@ func (f *fn) expr(d *datum, k ctx) {
 		b := f.lookup(d.str)
 		switch {
 		case b != nil && b.loop == nil && b.inReg:
-			a.movRR(rax, b.reg)
+			m.loadHome(b.home)
 			f.done(k)
 			return
 		case b != nil && b.loop == nil:
-			a.load(rax, rbp, f.disp(b.slot))
+			m.loadSlot(f.disp(b.slot))
 			f.done(k)
 			return
 		case b != nil:
@@ -842,31 +872,30 @@ func (f *fn) expr(d *datum, k ctx) {
 	case "not":
 		f.arity(d, args, 1)
 		f.expr(&args[0], valueCtx)
-		a.test(rax, rax)
-		a.setccRAX(condE)
+		m.notAcc()
 		f.done(k)
 	case "display":
 		f.arity(d, args, 1)
 		if args[0].kind == kString {
 			a.row(d.pos, false)
-			a.leaRIP(rdi, f.c.stringObj(args[0].str))
-			a.call(symDisplayString)
+			m.argAddr(0, f.c.stringObj(args[0].str))
+			m.call(symDisplayString)
 		} else {
 			f.expr(&args[0], valueCtx)
 			a.row(d.pos, false)
-			a.movRR(rdi, rax)
-			a.call(symDisplayInt)
+			m.accToArg0()
+			m.call(symDisplayInt)
 		}
 		f.done(k)
 	case "newline":
 		f.arity(d, args, 0)
-		a.leaRIP(rdi, f.c.stringObj("\n"))
-		a.call(symDisplayString)
+		m.argAddr(0, f.c.stringObj("\n"))
+		m.call(symDisplayString)
 		f.done(k)
 	case "backtrace":
 		f.arity(d, args, 0)
-		a.movImm(rdi, int64(KindBacktrace))
-		a.call(symCapture)
+		m.argImm(0, int64(KindBacktrace))
+		m.call(symCapture)
 		f.done(k)
 	case "error":
 		f.errorForm(d, args)
@@ -903,34 +932,35 @@ func (f *fn) evalToSlots(args []datum) int {
 	base := f.alloc(len(args))
 	for i := range args {
 		f.expr(&args[i], valueCtx)
-		f.a.store(rbp, f.disp(base+i), rax)
+		f.m.storeSlot(f.disp(base + i))
 	}
 	return base
 }
 
 // call compiles a call of a global procedure: arguments into slots, then
-// into rdi, rsi, ...; a define* procedure also gets the argument count in
-// rax. In tail position leave; jmp reuses the frame.
+// into the argument registers; a define* procedure also gets the argument
+// count (in rax, x9). In tail position the epilogue and a jump reuse the
+// frame.
 func (f *fn) call(d *datum, p *procInfo, args []datum, k ctx) {
-	a := f.a
+	a, m := f.a, f.m
 	base := f.evalToSlots(args)
 	a.row(d.pos, false)
 	for i := range args {
-		a.load(argRegs[i], rbp, f.disp(base+i))
+		m.loadArg(i, f.disp(base+i))
 	}
 	f.free(len(args))
 	if p.nopt() > 0 {
-		a.movImm(rax, int64(len(args)))
+		m.setArgCount(len(args))
 	}
 	sym := p.name
 	if p.extern {
 		sym = CName(p.name)
 	}
 	if k.tail {
-		a.tailJump(sym)
+		m.tailJump(sym)
 		return
 	}
-	a.call(sym)
+	m.call(sym)
 }
 
 func (f *fn) loopCall(d *datum, l *loopInfo, args []datum, k ctx) {
@@ -944,49 +974,41 @@ func (f *fn) loopCall(d *datum, l *loopInfo, args []datum, k ctx) {
 	if len(args) != len(l.slots) {
 		f.c.errorf(d.pos, "loop %s takes %d arguments, given %d", l.name, len(l.slots), len(args))
 	}
-	a := f.a
+	m := f.m
 	base := f.evalToSlots(args)
-	a.row(d.pos, false)
+	f.a.row(d.pos, false)
 	for i := range args {
-		a.load(rax, rbp, f.disp(base+i))
-		f.def(l.vars[i])
-		a.store(rbp, f.disp(l.slots[i]), rax)
+		m.loadSlot(f.disp(base + i))
+		f.def(m.storeSlot(f.disp(l.slots[i])), l.vars[i])
 	}
 	f.free(len(args))
-	a.jmp(l.head)
+	m.jump(l.head)
 }
 
 // test compiles d as a condition and jumps to target when its truth equals
-// jumpIf. Two-argument comparisons compile to cmp; jcc.
+// jumpIf. Two-argument comparisons compile to a compare and a
+// conditional branch.
 func (f *fn) test(d *datum, jumpIf bool, target *label) {
-	a := f.a
 	if d.kind == kList && len(d.list) == 3 && d.list[0].kind == kSymbol && f.lookup(d.list[0].str) == nil {
 		if cc, ok := compareCond[d.list[0].str]; ok {
-			a.row(d.pos, false)
+			f.a.row(d.pos, false)
 			base := f.evalToSlots(d.list[1:3])
-			a.load(rax, rbp, f.disp(base))
-			a.aluRM(aluCmp, rax, rbp, f.disp(base+1))
 			f.free(2)
 			if !jumpIf {
 				cc = cc.not()
 			}
-			a.jcc(cc, target)
+			f.m.cmpSlotsJump(f.disp(base), f.disp(base+1), cc, target)
 			return
 		}
 	}
 	f.expr(d, valueCtx)
-	a.test(rax, rax)
-	if jumpIf {
-		a.jcc(condNE, target)
-	} else {
-		a.jcc(condE, target)
-	}
+	f.m.jumpIfZero(!jumpIf, target)
 }
 
 // branchEnd ends one arm of a conditional that is not in tail position.
 func (f *fn) branchEnd(k ctx, end *label) {
 	if !k.tail && f.a.reachable {
-		f.a.jmp(end)
+		f.m.jump(end)
 	}
 }
 
@@ -1005,7 +1027,7 @@ func (f *fn) ifForm(d *datum, args []datum, k ctx) {
 		a.row(args[2].pos, true)
 		f.expr(&args[2], k)
 	} else {
-		a.movImm(rax, 0)
+		f.m.loadImm(0)
 		f.done(k)
 	}
 	a.bind(end)
@@ -1035,7 +1057,7 @@ func (f *fn) condForm(d *datum, clauses []datum, k ctx) {
 		a.bind(next)
 	}
 	if !hasElse {
-		a.movImm(rax, 0)
+		f.m.loadImm(0)
 		f.done(k)
 	}
 	a.bind(end)
@@ -1051,7 +1073,7 @@ func (f *fn) whenForm(d *datum, args []datum, k ctx, when bool) {
 	f.body(args[1:], k)
 	f.branchEnd(k, end)
 	a.bind(skip)
-	a.movImm(rax, 0)
+	f.m.loadImm(0)
 	f.done(k)
 	a.bind(end)
 }
@@ -1082,7 +1104,7 @@ func (f *fn) letForm(d *datum, args []datum, k ctx, sequential bool) {
 	}
 	bs := f.bindingsOf(&args[0])
 	saved, outer := f.env, f.scope
-	useReg := len(bs) > 0 && f.regDepth < len(calleeSaved)
+	useReg := len(bs) > 0 && f.regDepth < numHomes
 	nslots := len(bs)
 	if useReg {
 		nslots--
@@ -1094,7 +1116,7 @@ func (f *fn) letForm(d *datum, args []datum, k ctx, sequential bool) {
 		f.expr(&bs[i].list[1], valueCtx)
 		v := &varInfo{name: bs[i].list[0].str, pos: bs[i].list[0].pos, param: -1}
 		if i == 0 && useReg {
-			v.inReg, v.reg = true, calleeSaved[f.regDepth]
+			v.inReg, v.home = true, f.regDepth
 			f.regDepth++
 			f.maxRegs = max(f.maxRegs, f.regDepth)
 		} else {
@@ -1103,7 +1125,7 @@ func (f *fn) letForm(d *datum, args []datum, k ctx, sequential bool) {
 				v.slot--
 			}
 		}
-		b := &binding{name: v.name, slot: v.slot, inReg: v.inReg, reg: v.reg, v: v, next: env}
+		b := &binding{name: v.name, slot: v.slot, inReg: v.inReg, home: v.home, v: v, next: env}
 		f.storeVar(b)
 		env = b
 		if sequential {
@@ -1143,8 +1165,7 @@ func (f *fn) namedLet(d *datum, args []datum, k ctx) {
 		l.slots = append(l.slots, v.slot)
 		l.vars = append(l.vars, v)
 		f.expr(&bs[i].list[1], valueCtx)
-		f.def(v)
-		f.a.store(rbp, f.disp(v.slot), rax)
+		f.def(f.m.storeSlot(f.disp(v.slot)), v)
 	}
 	f.env = &binding{name: name, loop: l, next: f.env}
 	for i, v := range l.vars {
@@ -1176,12 +1197,12 @@ func (f *fn) setForm(d *datum, args []datum, k ctx) {
 }
 
 func (f *fn) andOr(args []datum, k ctx, isAnd bool) {
-	a := f.a
+	a, m := f.a, f.m
 	if len(args) == 0 {
 		if isAnd {
-			a.movImm(rax, 1)
+			m.loadImm(1)
 		} else {
-			a.movImm(rax, 0)
+			m.loadImm(0)
 		}
 		f.done(k)
 		return
@@ -1193,12 +1214,7 @@ func (f *fn) andOr(args []datum, k ctx, isAnd bool) {
 			break
 		}
 		f.expr(&args[i], valueCtx)
-		a.test(rax, rax)
-		if isAnd {
-			a.jcc(condE, end)
-		} else {
-			a.jcc(condNE, end)
-		}
+		m.jumpIfZero(isAnd, end)
 	}
 	a.bind(end)
 	if end.used {
@@ -1207,39 +1223,30 @@ func (f *fn) andOr(args []datum, k ctx, isAnd bool) {
 }
 
 func (f *fn) arith(d *datum, args []datum, k ctx, op string) {
-	a := f.a
+	m := f.m
 	switch {
 	case len(args) == 0 && op == "-":
 		f.c.errorf(d.pos, "- needs at least one argument")
 	case len(args) == 0:
 		if op == "*" {
-			a.movImm(rax, 1)
+			m.loadImm(1)
 		} else {
-			a.movImm(rax, 0)
+			m.loadImm(0)
 		}
 	case len(args) == 1:
 		f.expr(&args[0], valueCtx)
 		if op == "-" {
-			a.neg(rax)
+			m.negAcc()
 		}
 	default:
 		acc := f.alloc(1)
 		f.expr(&args[0], valueCtx)
-		a.store(rbp, f.disp(acc), rax)
+		m.storeSlot(f.disp(acc))
 		for i := 1; i < len(args); i++ {
 			f.expr(&args[i], valueCtx)
-			switch op {
-			case "+":
-				a.aluRM(aluAdd, rax, rbp, f.disp(acc))
-			case "*":
-				a.imulMem(rax, rbp, f.disp(acc))
-			case "-":
-				a.movRR(rcx, rax)
-				a.load(rax, rbp, f.disp(acc))
-				a.aluRR(aluSub, rax, rcx)
-			}
+			m.arithSlot(op, f.disp(acc))
 			if i < len(args)-1 {
-				a.store(rbp, f.disp(acc), rax)
+				m.storeSlot(f.disp(acc))
 			}
 		}
 		f.free(1)
@@ -1253,49 +1260,24 @@ func (f *fn) arith(d *datum, args []datum, k ctx, op string) {
 // -1 wraps (quotient = the dividend, remainder 0) instead of trapping.
 func (f *fn) division(d *datum, args []datum, k ctx, op string) {
 	f.arity(d, args, 2)
-	a := f.a
+	a, m := f.a, f.m
 	base := f.evalToSlots(args)
-	a.load(rax, rbp, f.disp(base))
-	a.load(rcx, rbp, f.disp(base+1))
 	f.free(2)
-	nonzero, normal, done := a.newLabel(), a.newLabel(), a.newLabel()
-	a.test(rcx, rcx)
-	a.jcc(condNE, nonzero)
+	nonzero := a.newLabel()
+	m.divLoad(f.disp(base), f.disp(base+1), nonzero)
 	a.row(d.pos, false)
-	a.movImm(rdi, int64(KindError))
-	a.leaRIP(rsi, f.c.stringObj(divZeroMessage))
-	a.movImm(rdx, 0)
-	a.movImm(rcx, 0)
-	a.call(symCapture)
-	a.ud2()
+	m.argImm(0, int64(KindError))
+	m.argAddr(1, f.c.stringObj(divZeroMessage))
+	m.argImm(2, 0)
+	m.argImm(3, 0)
+	m.call(symCapture)
+	m.trap()
 	a.bind(nonzero)
-	a.aluImm(aluCmp, rcx, -1)
-	a.jcc(condNE, normal)
-	if op == "quotient" {
-		a.neg(rax)
-	} else {
-		a.movImm(rax, 0)
-	}
-	a.jmp(done)
-	a.bind(normal)
-	a.cqo()
-	a.idiv(rcx)
-	switch op {
-	case "remainder":
-		a.movRR(rax, rdx)
-	case "modulo":
-		a.movRR(rax, rdx)
-		a.test(rax, rax)
-		a.jcc(condE, done)
-		a.aluRR(aluXor, rdx, rcx)
-		a.jcc(condNS, done)
-		a.aluRR(aluAdd, rax, rcx)
-	}
-	a.bind(done)
+	m.divide(op)
 	f.done(k)
 }
 
-var compareCond = map[string]cond{"<": condL, "<=": condLE, "=": condE, ">=": condGE, ">": condG}
+var compareCond = map[string]cond{"<": condLt, "<=": condLe, "=": condEq, ">=": condGe, ">": condGt}
 
 // compare compiles a chain (op a b c ...): 1 if every adjacent pair
 // satisfies op, else 0. All arguments are evaluated.
@@ -1303,23 +1285,21 @@ func (f *fn) compare(d *datum, args []datum, k ctx, cc cond) {
 	if len(args) < 2 {
 		f.c.errorf(d.pos, "%s needs at least 2 arguments", d.list[0].str)
 	}
-	a := f.a
+	a, m := f.a, f.m
 	base := f.evalToSlots(args)
 	f.free(len(args))
 	no, end := a.newLabel(), a.newLabel()
 	for i := 0; i+1 < len(args); i++ {
-		a.load(rax, rbp, f.disp(base+i))
-		a.aluRM(aluCmp, rax, rbp, f.disp(base+i+1))
 		if i+2 < len(args) {
-			a.jcc(cc.not(), no)
+			m.cmpSlotsJump(f.disp(base+i), f.disp(base+i+1), cc.not(), no)
 		} else {
-			a.setccRAX(cc)
+			m.cmpSlotsSet(f.disp(base+i), f.disp(base+i+1), cc)
 		}
 	}
 	if no.used {
-		a.jmp(end)
+		m.jump(end)
 		a.bind(no)
-		a.movImm(rax, 0)
+		m.loadImm(0)
 		a.bind(end)
 	}
 	f.done(k)
@@ -1336,19 +1316,19 @@ func (f *fn) errorForm(d *datum, args []datum) {
 	if len(vals) > MaxErrorArgs {
 		f.c.errorf(vals[MaxErrorArgs].pos, "error takes at most %d values", MaxErrorArgs)
 	}
-	a := f.a
+	m := f.m
 	n := len(vals)
 	base := f.alloc(n)
 	for i := range vals {
 		f.expr(&vals[i], valueCtx)
-		a.store(rbp, f.disp(base+n-1-i), rax)
+		m.storeSlot(f.disp(base + n - 1 - i))
 	}
-	a.row(d.pos, false)
-	a.movImm(rdi, int64(KindError))
-	a.leaRIP(rsi, f.c.stringObj(args[0].str))
-	a.movImm(rdx, int64(n))
-	a.lea(rcx, rbp, f.disp(base+n-1))
-	a.call(symCapture)
-	a.ud2()
+	f.a.row(d.pos, false)
+	m.argImm(0, int64(KindError))
+	m.argAddr(1, f.c.stringObj(args[0].str))
+	m.argImm(2, int64(n))
+	m.argFrameAddr(3, f.disp(base+n-1))
+	m.call(symCapture)
+	m.trap()
 	f.free(n)
 }

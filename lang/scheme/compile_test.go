@@ -8,30 +8,40 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 )
 
+// compileFile compiles testdata/name for x86-64, whose machine code the
+// tests inspect (with the x86 CFI simulator) on any host.
 func compileFile(t testing.TB, name string) *elfimage.Module {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Compile(name, src)
+	m, err := CompileFor(arch.X86_64, name, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-// compileFileDefs compiles testdata/name and returns the module with the
-// compiler's record of variable stores.
+// compileFileDefs compiles testdata/name for x86-64 and returns the
+// module with the compiler's record of variable stores.
 func compileFileDefs(t testing.TB, name string) (*elfimage.Module, defMap) {
+	return compileFileDefsFor(t, arch.X86_64, name)
+}
+
+// compileFileDefsFor is compileFileDefs for architecture a (on AArch64
+// the record's offsets are those of the stur, str or mov storing a
+// variable).
+func compileFileDefsFor(t testing.TB, a *arch.Arch, name string) (*elfimage.Module, defMap) {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, defs, err := compile(name, src, false)
+	m, defs, err := compile(a, name, src, false)
 	if err != nil {
 		t.Fatal(err)
 	}

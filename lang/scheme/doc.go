@@ -1,6 +1,6 @@
 // Package scheme is elfimage's example compiler: a small Scheme subset
-// compiled straight to x86-64 machine code (its own encoder, no external
-// assembler) as an [elfimage.Module] with exact call frame information,
+// compiled straight to x86-64 or AArch64 machine code (its own encoders,
+// no external assembler) as an [elfimage.Module] with exact call frame information,
 // line rows with columns, parameters (optional ones with their default's
 // source), lexical scopes whose variables have exact live ranges in
 // registers and frame slots, docstrings and procedure properties; and the host
@@ -59,7 +59,17 @@
 //
 // # Code
 //
-// Arguments travel in rdi, rsi, rdx, rcx, r8, r9 and the result in rax;
+// The compiler is a front end (compile.go: scopes, variables and their
+// live ranges, line rows, the record of variable stores) that drives an
+// accumulator machine, and one backend per architecture doing the
+// instruction selection behind the small interface machine (asm.go):
+// asm_x86.go and runtime_x86.go for x86-64, asm_aarch64.go and
+// runtime_aarch64.go for AArch64. [CompileFor] picks the backend;
+// [Compile] compiles for the running program's architecture. Both lay
+// out the same frame: slots at the same frame-pointer offsets, the CFA
+// 16 bytes above the frame pointer, so DW_OP_fbreg offsets are equal.
+//
+// On x86-64, arguments travel in rdi, rsi, rdx, rcx, r8, r9 and the result in rax;
 // r15 holds the host's control block in all generated code. A call of a
 // define* procedure with optional parameters also passes the number of
 // arguments in rax (mov eax, n; also before the jmp of a tail call). Every
@@ -80,6 +90,31 @@
 // with CFI exact at every instruction (the saved registers get offset
 // rules after their push and same-value rules after their restore).
 //
+// On AArch64 (AAPCS64), arguments travel in x0-x5 and the result in x0
+// (the accumulator); x28 holds the control block, the argument count of
+// a define* call travels in x9, x16 is scratch (the stack check, slots
+// beyond ldur/stur's reach); let bindings live in x19, x20, x21, x22
+// (DW_OP_reg19 ...), parameters arrive in x0-x5 (DW_OP_reg0 ...). Every
+// procedure has the frame
+//
+//	stp x29, x30, [sp, #-16]!              ; CFA = sp+16, x29 at CFA-16, x30 (RA) at CFA-8
+//	mov x29, sp                            ; CFA = x29+16
+//	sub sp, sp, #hi, lsl #12; sub sp, sp, #lo  ; N bytes, a multiple of 16, homes included
+//	stur x19, [x29, #-8] ...               ; s homes its lets use, at CFA-24-8i
+//	stur x0, [x29, #-8(s+1)] ...           ; required parameter i = DW_OP_fbreg(-24-8(s+i))
+//	ldr x16, [x28]; cmp sp, x16; b.lo overflow
+//	cmp x9, #nreq+1; b.lo default0 ...     ; define* only, as on x86-64
+//	body: ...
+//	ldur x19, [x29, #-8] ...; mov sp, x29; ldp x29, x30, [sp], #16; ret  ; or b callee
+//	overflow: mov x0, #3; bl %capture; udf #0
+//
+// with CFI exact at every instruction, x30 the return-address column and
+// the register numbers of the AArch64 DWARF ABI; calls are bl and tail
+// calls b (RelocAArch64Call26, RelocAArch64Jump26), string objects are
+// addressed with adrp+add (RelocAArch64AdrPage21, RelocAArch64AddLo12),
+// all resolved by the linker. The runtime writes with write(2), svc #0
+// with syscall number 64 in x8. Objects ([CompileObject]) are x86-64 only.
+//
 // # Scopes and live ranges
 //
 // Every let and named let with bindings is one Scope; a let* is one
@@ -88,7 +123,7 @@
 // instruction storing its bindings (for a named let: the loop head) and
 // ends after the last instruction of its body; scopes nest as the source
 // does, the top-level ones in Proc.Scopes. The first binding of a let or
-// let* lives in rbx, r12, r13 or r14 (by nesting depth of such lets; when
+// let* lives in rbx, r12, r13 or r14 (x19-x22; by nesting depth of such lets; when
 // all four are taken, in a slot), the others in frame slots. Each Var has
 // Line/Column of its name and exact Live ranges:
 //
@@ -96,10 +131,11 @@
 //     written before the scope starts and reused only after it ends;
 //   - a register binding: its scope minus each epilogue's tail, from the
 //     instruction after the one restoring the register to the end of the
-//     ret or jmp, as DW_OP_reg3 (rbx), DW_OP_reg12 ...;
+//     ret or jmp, as DW_OP_reg3 (rbx), DW_OP_reg12 ... (DW_OP_reg19 ...
+//     for x19 ... on AArch64);
 //   - a required parameter: [0, end of its store) in its argument register
-//     (DW_OP_reg5 for rdi, reg4 rsi, reg1 rdx, reg2 rcx, reg8, reg9), then
-//     its slot to the end of the code;
+//     (DW_OP_reg5 for rdi, reg4 rsi, reg1 rdx, reg2 rcx, reg8, reg9;
+//     DW_OP_reg0-reg5 for x0-x5), then its slot to the end of the code;
 //   - an optional parameter: its slot from its store in the passed-argument
 //     chain to the end of the chain's jmp, and from the store of its
 //     default to the start of the overflow path (optional parameters are
@@ -115,7 +151,7 @@
 //
 // # Objects
 //
-// [CompileObject] (elfimage build -c) compiles a program for
+// [CompileObject] (elfimage build -c) compiles a program, for x86-64, for
 // [elfimage.LinkObject]: a relocatable object that C or C++ code links
 // with (cc, GNU ld, gold, lld) and calls, without Go or [Run]. There is
 // no entry stub and main is optional. Each top-level procedure without

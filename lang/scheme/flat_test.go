@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/native"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,6 +77,9 @@ func loadFlat(t testing.TB, m *elfimage.Module) *flatImage {
 				binary.LittleEndian.PutUint32(mem[at+int(r.Offset):], uint32(int32(v)))
 			case elfimage.RelocAbs64:
 				binary.LittleEndian.PutUint64(mem[at+int(r.Offset):], uint64(int64(s)+r.Addend))
+			case elfimage.RelocAArch64Call26, elfimage.RelocAArch64Jump26, elfimage.RelocAArch64AdrPage21, elfimage.RelocAArch64AddLo12:
+				w := binary.LittleEndian.Uint32(mem[at+int(r.Offset):])
+				binary.LittleEndian.PutUint32(mem[at+int(r.Offset):], flatA64(t, w, r.Type, int64(s)+r.Addend, int64(p)))
 			default:
 				t.Fatalf("reloc type %d", r.Type)
 			}
@@ -89,6 +93,9 @@ func loadFlat(t testing.TB, m *elfimage.Module) *flatImage {
 		copy(mem[offs[d.Name]:], d.Bytes)
 		apply(offs[d.Name], d.Relocs)
 	}
+	// The code was written as data: make instruction fetches see it
+	// (AArch64 hardware; a no-op on x86-64).
+	native.SyncInstructionCache(f.base(), textEnd)
 	if err := unix.Mprotect(mem[:textEnd], unix.PROT_READ|unix.PROT_EXEC); err != nil {
 		t.Fatal(err)
 	}
@@ -108,4 +115,23 @@ func runFlat(t testing.TB, src string, opts RunOptions) (*Result, *flatImage, er
 	f := loadFlat(t, m)
 	res, err := runEntry(f.syms[symStart], opts, f.inImage)
 	return res, f, err
+}
+
+// flatA64 returns the AArch64 instruction w with the field of relocation
+// type typ set for target v at address p (AAELF64 §5.7; written apart
+// from the linker's, as an independent check of it).
+func flatA64(t testing.TB, w uint32, typ elfimage.RelocType, v, p int64) uint32 {
+	switch typ {
+	case elfimage.RelocAArch64Call26, elfimage.RelocAArch64Jump26:
+		d := (v - p) / 4
+		if d < -(1<<25) || d >= 1<<25 {
+			t.Fatalf("branch out of range")
+		}
+		return w | uint32(d)&(1<<26-1)
+	case elfimage.RelocAArch64AdrPage21:
+		pages := v>>12 - p>>12
+		return w | uint32(pages&3)<<29 | uint32(pages>>2&(1<<19-1))<<5
+	default: // RelocAArch64AddLo12
+		return w | uint32(v&0xfff)<<10
+	}
 }

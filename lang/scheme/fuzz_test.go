@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 )
 
 // FuzzCompile feeds arbitrary source to the reader and compiler: they must
 // return a *SyntaxError or a module, never panic, and every module they
 // produce must have exact CFI at every reachable instruction; compiled as
-// an object (CompileObject) too, which LinkObject must accept.
+// an object (CompileObject) too, which LinkObject must accept; and for
+// AArch64, with the same errors, into a module Link accepts.
 func FuzzCompile(f *testing.F) {
 	for _, name := range []string{"kernels.scm", "demo.scm", "errors.scm", "scopes.scm"} {
 		b, err := os.ReadFile("testdata/" + name)
@@ -30,13 +32,23 @@ func FuzzCompile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		m, defs, err := compile("fuzz.scm", src, false)
+		m, defs, err := compile(arch.X86_64, "fuzz.scm", src, false)
+		// The AArch64 backend shares the front end: it accepts and
+		// rejects the same programs with the same errors, and its
+		// modules link (every branch and address relocation in range).
+		am, aerr := CompileFor(arch.AArch64, "fuzz.scm", src)
+		if (err == nil) != (aerr == nil) || err != nil && err.Error() != aerr.Error() {
+			t.Fatalf("x86-64: %v; AArch64: %v\nsource: %q", err, aerr, src)
+		}
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return
+		}
+		if _, err := elfimage.Link(am, elfimage.LinkOptions{}); err != nil {
+			t.Fatalf("AArch64 Link: %v\nsource: %q", err, src)
 		}
 		for _, p := range m.Procs {
 			if err := simulateVars(p, defs[p]); err != nil {
@@ -45,7 +57,7 @@ func FuzzCompile(f *testing.F) {
 		}
 		// The same program as an object (no stack check, the object
 		// runtime): as exact, and LinkObject takes it.
-		m, defs, err = compile("fuzz.scm", src, true)
+		m, defs, err = compile(arch.X86_64, "fuzz.scm", src, true)
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) {

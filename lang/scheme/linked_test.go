@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -115,7 +116,11 @@ func TestLinkedTools(t *testing.T) {
 	_, path := linkImage(t, DemoFile, DemoSource)
 	readelf := tooltest.Require(t, "readelf")
 	out, err := exec.Command(readelf, "--debug-dump=frames-interp", path).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "rbp+16") {
+	cfa := "rbp+16"
+	if hostArch() == arch.AArch64 {
+		cfa = "x29+16"
+	}
+	if err != nil || !strings.Contains(string(out), cfa) {
 		t.Errorf("readelf frames: %v\n%s", err, out)
 	}
 	dd := tooltest.Require(t, "llvm-dwarfdump", "llvm-dwarfdump-14")

@@ -156,7 +156,7 @@ func runEntry(entry uintptr, opts RunOptions, inImage func(addr, n uint64) bool)
 // bytes into Go memory. Lengths are clamped to the record.
 func readCapture(rec []byte) Capture {
 	le := binary.LittleEndian
-	c := Capture{Kind: CaptureKind(le.Uint64(rec[recKind:]))}
+	c := Capture{Kind: CaptureKind(le.Uint64(rec[recKind:])), Arch: hostArch()}
 	for i := range c.Regs {
 		c.Regs[i] = le.Uint64(rec[recRegs+8*i:])
 	}

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/elfimage/elfimage/arch"
 )
 
 // kernelSrc is the kernels file with main replaced by body.
@@ -169,12 +167,13 @@ func TestErrorAndBacktrace(t *testing.T) {
 			t.Errorf("%s: Error() = %q", rname, se.Error())
 		}
 		c := se.Capture
-		if c == nil || c.Kind != KindError || c.Regs[arch.X86_64_RSP] != c.StackAddr || c.PC() == 0 {
+		if c == nil || c.Kind != KindError || c.Arch != hostArch() || c.Regs[c.Arch.SP] != c.StackAddr || c.PC() == 0 {
 			t.Fatalf("%s: capture %+v", rname, c)
 		}
-		// The saved rbp chain is inside the copied stack: [rbp] = caller's rbp.
-		if _, ok := c.ReadStack(c.Regs[arch.X86_64_RBP]); !ok {
-			t.Errorf("%s: rbp %#x outside the copied stack [%#x, +%d)", rname, c.Regs[arch.X86_64_RBP], c.StackAddr, len(c.Stack))
+		// The saved frame pointer chain is inside the copied stack:
+		// [rbp] = caller's rbp ([x29] = caller's x29).
+		if _, ok := c.ReadStack(c.Regs[c.Arch.FP]); !ok {
+			t.Errorf("%s: frame pointer %#x outside the copied stack [%#x, +%d)", rname, c.Regs[c.Arch.FP], c.StackAddr, len(c.Stack))
 		}
 		if len(res.Captures) != 1 || res.Captures[0].Kind != KindBacktrace {
 			t.Errorf("%s: captures %+v", rname, res.Captures)

@@ -31,12 +31,12 @@ func genObjectRuntime(c *compiler) []*elfimage.Proc {
 // the Scheme frames on the stack) and, should that return, exits with
 // status 134.
 func genObjectCapture(c *compiler) *elfimage.Proc {
-	a := newAsm()
-	a.saved = calleeSaved[:4] // rbx, r12, r13, r14: kind, message, count, values
-	a.prologue()
+	a := newX86()
+	a.saved = x86Homes[:4] // rbx, r12, r13, r14: kind, message, count, values
+	a.pushFrame()
 	fatal, msg, loop, nl, clamp := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	a.aluImm(aluCmp, rdi, int32(KindBacktrace))
-	a.jcc(condNE, fatal)
+	a.jcc(condNe, fatal)
 	a.movImm(rax, 0)
 	a.epilogueRet()
 	a.bind(fatal)
@@ -50,7 +50,7 @@ func genObjectCapture(c *compiler) *elfimage.Proc {
 	a.leaRIP(rdi, c.stringObj("scheme: error: "))
 	a.call(symDisplayString)
 	a.aluImm(aluCmp, rbx, int32(KindStackOverflow))
-	a.jcc(condNE, msg)
+	a.jcc(condNe, msg)
 	a.leaRIP(rdi, c.stringObj("stack overflow"))
 	a.call(symDisplayString)
 	a.jmp(nl)
@@ -58,13 +58,13 @@ func genObjectCapture(c *compiler) *elfimage.Proc {
 	a.movRR(rdi, r12)
 	a.call(symDisplayString)
 	a.aluImm(aluCmp, r13, MaxErrorArgs)
-	a.jcc(condBE, clamp)
+	a.jcc(condLs, clamp)
 	a.movImm(r13, MaxErrorArgs)
 	a.bind(clamp)
 	loop.used = true
 	a.bind(loop)
 	a.test(r13, r13)
-	a.jcc(condLE, nl)
+	a.jcc(condLe, nl)
 	a.leaRIP(rdi, c.stringObj(" "))
 	a.call(symDisplayString)
 	a.load(rdi, r14, 0)
@@ -96,8 +96,8 @@ func genDisplayStringObject() *elfimage.Proc { return genDisplayStringWith(plain
 
 // plainPrologue emits push rbp; mov rbp, rsp; sub rsp, size and returns
 // a label the overflow stub binds but nothing jumps to.
-func plainPrologue(a *asm, size int32) *label {
-	a.prologue()
+func plainPrologue(a *x86, size int32) *label {
+	a.pushFrame()
 	if size != 0 {
 		a.aluImm(aluSub, rsp, size)
 	}
@@ -107,8 +107,8 @@ func plainPrologue(a *asm, size int32) *label {
 // genWriteObject generates the object's %write(buf rdi, len rsi): write(2)
 // to the descriptor in %fd, as genWrite does to the control block's.
 func genWriteObject() *elfimage.Proc {
-	a := newAsm()
-	a.prologue()
+	a := newX86()
+	a.pushFrame()
 	writeLoop(a, func() {
 		a.leaRIP(rdi, symFD)
 		a.load(rdi, rdi, 0)

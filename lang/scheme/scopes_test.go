@@ -11,7 +11,6 @@ import (
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
-	"github.com/elfimage/elfimage/dwarf/frame"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -297,27 +296,15 @@ func TestCaptureLocals(t *testing.T) {
 	c := &res.Captures[0]
 	regs := c.Regs
 	var got []string
+	read := func(addr uint64) uint64 {
+		v, ok := c.ReadStack(addr)
+		if !ok {
+			t.Fatalf("read of %#x outside the stack", addr)
+		}
+		return v
+	}
 	for depth := 0; depth < 10; depth++ {
-		pc := regs[arch.X86_64_RA]
-		var p *elfimage.Proc
-		for _, q := range m.Procs {
-			if s := uint64(f.syms[q.Name]); pc-1 >= s && pc-1 < s+uint64(len(q.Code)) {
-				p = q
-			}
-		}
-		if p == nil {
-			t.Fatalf("pc %#x in no procedure", pc)
-		}
-		off := uint32(pc - 1 - uint64(f.syms[p.Name]))
-		row := cfiRows(p)[off]
-		cfa := regs[row.cfaReg] + uint64(row.cfaOff)
-		read := func(addr uint64) uint64 {
-			v, ok := c.ReadStack(addr)
-			if !ok {
-				t.Fatalf("read of %#x outside the stack", addr)
-			}
-			return v
-		}
+		p, off, cfa, caller, last := unwindStep(t, c.Arch, m, f.syms, regs, read)
 		var vals []string
 		show := func(v elfimage.Var) {
 			for _, lr := range v.Live {
@@ -350,21 +337,10 @@ func TestCaptureLocals(t *testing.T) {
 		}
 		walk(p.Scopes)
 		got = append(got, p.Name+"("+strings.Join(vals, " ")+")")
-		if row.raUndef || p.Name == symStart { // its caller is the library's entry frame
+		if last {
 			break
 		}
-		next := regs
-		for r := arch.Reg(0); r < 16; r++ {
-			if o := row.saved[r]; o != 0 {
-				next[r] = read(cfa + uint64(o))
-			}
-		}
-		if row.rbpRule == frame.OpOffset {
-			next[arch.X86_64_RBP] = read(cfa + uint64(row.rbpOff))
-		}
-		next[arch.X86_64_RSP] = cfa
-		next[arch.X86_64_RA] = read(cfa - 8)
-		regs = next
+		regs = caller
 	}
 	want := []string{
 		"probe(a=123 b=1 d=122)",

@@ -22,8 +22,47 @@ type testFrame struct {
 	args      []int64
 }
 
+// unwindStep finds the procedure of m (at syms) holding the return
+// address in regs (indexed by DWARF number of a; lookups use pc-1) and
+// the registers of its caller by the procedure's CFI (cfiRowsFor): the
+// CFA, the saved registers and the return address (at CFA-8 on x86-64,
+// by the x30 rule on AArch64). last is set for the outermost procedure
+// (return address undefined, or %start, whose caller is the library's
+// entry frame).
+func unwindStep(t *testing.T, a *arch.Arch, m *elfimage.Module, syms map[string]uintptr, regs [33]uint64, read func(uint64) uint64) (p *elfimage.Proc, off uint32, cfa uint64, caller [33]uint64, last bool) {
+	t.Helper()
+	pc := regs[a.RA]
+	for _, q := range m.Procs {
+		if s := uint64(syms[q.Name]); pc-1 >= s && pc-1 < s+uint64(len(q.Code)) {
+			p = q
+		}
+	}
+	if p == nil {
+		t.Fatalf("pc %#x in no procedure", pc)
+	}
+	off = uint32(pc - 1 - uint64(syms[p.Name]))
+	row := cfiRowsFor(a, p)[off]
+	cfa = regs[row.cfaReg] + uint64(row.cfaOff)
+	if row.raUndef || p.Name == symStart {
+		return p, off, cfa, regs, true
+	}
+	caller = regs
+	for r, o := range row.saved {
+		if o != 0 {
+			caller[r] = read(cfa + uint64(o))
+		}
+	}
+	if row.rbpRule == frame.OpOffset {
+		caller[a.FP] = read(cfa + uint64(row.rbpOff))
+	}
+	if a.Machine == arch.X86_64.Machine {
+		caller[a.RA] = read(cfa - 8)
+	}
+	caller[a.SP] = cfa
+	return p, off, cfa, caller, false
+}
+
 // unwindCapture walks c with the CFI of m, whose procs are at syms.
-// Every pc in a capture is a return address, so lookups use pc-1.
 func unwindCapture(t *testing.T, m *elfimage.Module, syms map[string]uintptr, c *Capture) []testFrame {
 	t.Helper()
 	read := func(addr uint64) uint64 {
@@ -33,28 +72,13 @@ func unwindCapture(t *testing.T, m *elfimage.Module, syms map[string]uintptr, c 
 		}
 		return v
 	}
-	pc, rsp, rbp := c.PC(), c.Regs[arch.X86_64_RSP], c.Regs[arch.X86_64_RBP]
+	regs := c.Regs
 	var frames []testFrame
 	for len(frames) < 100 {
-		var p *elfimage.Proc
-		for _, q := range m.Procs {
-			if s := uint64(syms[q.Name]); pc-1 >= s && pc-1 < s+uint64(len(q.Code)) {
-				p = q
-			}
-		}
-		if p == nil {
-			t.Fatalf("pc %#x in no procedure", pc)
-		}
-		off := pc - 1 - uint64(syms[p.Name])
-		row := cfiRows(p)[off]
-		cfa := rsp
-		if row.cfaReg == arch.X86_64_RBP {
-			cfa = rbp
-		}
-		cfa += uint64(row.cfaOff)
-		fr := testFrame{proc: p, pc: pc, cfa: cfa}
+		p, off, cfa, caller, last := unwindStep(t, c.Arch, m, syms, regs, read)
+		fr := testFrame{proc: p, pc: regs[c.Arch.RA], cfa: cfa}
 		for _, r := range p.Lines {
-			if uint64(r.Offset) <= off {
+			if r.Offset <= off {
 				fr.line, fr.col = r.Line, r.Column
 			}
 		}
@@ -66,14 +90,10 @@ func unwindCapture(t *testing.T, m *elfimage.Module, syms map[string]uintptr, c 
 			fr.args = append(fr.args, int64(read(cfa+uint64(fb))))
 		}
 		frames = append(frames, fr)
-		if row.raUndef || p.Name == symStart { // its caller is the library's entry frame
+		if last {
 			return frames
 		}
-		pc = read(cfa - 8)
-		if row.rbpRule == frame.OpOffset {
-			rbp = read(cfa + uint64(row.rbpOff))
-		}
-		rsp = cfa
+		regs = caller
 	}
 	t.Fatal("unwind did not end")
 	return nil

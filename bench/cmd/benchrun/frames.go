@@ -74,7 +74,7 @@ func framesSection(cfg *config, t *toolset) (section, error) {
 	if _, err := command(cfg.root, t.goCmd, "build", "-o", cli, "./cmd/elfimage"); err != nil {
 		return s, err
 	}
-	var worst float64
+	var worst, largest float64
 	for i, path := range framesInputs(cfg.quick) {
 		id := "frames/largest"
 		if i > 0 || cfg.quick {
@@ -113,13 +113,25 @@ func framesSection(cfg *config, t *toolset) (section, error) {
 		scr, _ := summarize(cr)
 		if okO && okR {
 			worst = max(worst, so.med/sr.med)
+			if id == "frames/largest" {
+				largest = so.med / sr.med
+			}
 		}
 		label := fmt.Sprintf("%s (%s)", filepath.Base(path), mb(fileSize(path)))
 		s.rows = append(s.rows, []string{label, group(strconv.Itoa(rows)), cell(so, okO, 1), cell(sr, okR, 1),
 			ratio(so.med, sr.med), ratio(sco.med, scr.med), same, fmt.Sprintf("`bench/run --only '%s$'`", id)})
 	}
 	if worst > 0 {
-		s.notes = append(s.notes, fmt.Sprintf("Target: no slower than readelf (ours/readelf ≤ 1 in wall time): %s (worst row %.2f×).", metMissed(worst <= 1), worst))
+		s.notes = append(s.notes, fmt.Sprintf("No slower than readelf on every file (ours/readelf ≤ 1 in wall time): %s (worst row %.2f×).", metMissed(worst <= 1), worst))
+	}
+	if largest > 0 {
+		s.withTargets(framesTarget(largest))
 	}
 	return s, nil
+}
+
+// framesTarget decides the CFI dump target of issue 19 from ours/readelf
+// in wall time on the largest library.
+func framesTarget(largest float64) target {
+	return target{"frames/largest", largest <= 1, fmt.Sprintf("%.2f× readelf's time", largest)}
 }

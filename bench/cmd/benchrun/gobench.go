@@ -103,13 +103,16 @@ type goBenchRow struct {
 
 // goBenchRows are the rows of the "Unwind, describe and publish" table.
 var goBenchRows = []goBenchRow{
-	{id: "unwind/steps", label: "unwind: one step over a 64-frame stack, 1,000-FDE module (`BenchmarkUnwindSteps`)", pkg: "./unwind", bench: "BenchmarkUnwindSteps", unit: "steps/s", div: 1e6, shown: "M steps/s", target: "0 allocs/step"},
+	{id: "unwind/steps", label: "unwind: one step over a 64-frame stack walked again and again, 1,000-FDE module, rows remembered (`BenchmarkUnwindSteps`)", pkg: "./unwind", bench: "BenchmarkUnwindSteps", unit: "steps/s", div: 1e6, shown: "M steps/s", target: "≥ 5 M steps/s, 0 allocs/step"},
+	{id: "unwind/steps-searched", label: "unwind: the same, every step searched (`.eh_frame_hdr`, FDE, CFA program; `BenchmarkUnwindStepsSearched`)", pkg: "./unwind", bench: "BenchmarkUnwindStepsSearched", unit: "steps/s", div: 1e6, shown: "M steps/s"},
 	{id: "unwind/step-allocs", label: "unwind: allocations per 64-frame walk", pkg: "./unwind", bench: "BenchmarkUnwindSteps", unit: "allocs/op", div: 1, shown: "allocs", target: "0"},
 	{id: "describe/first-procedure", label: "describe: first `Procedure(pc)` on a fresh 10,000-procedure image", pkg: ".", bench: "BenchmarkFirstProcedure", unit: "ns/query", div: 1e3, shown: "µs", benchtime: "1000x", target: "< 20 µs"},
-	{id: "describe/first-position", label: "describe: first `PositionAt(pc)`", pkg: ".", bench: "BenchmarkFirstPosition", unit: "ns/query", div: 1e3, shown: "µs", benchtime: "1000x", target: "< 20 µs"},
+	{id: "describe/first-position", label: "describe: first `PositionAt(pc)`", pkg: ".", bench: "BenchmarkFirstPosition", unit: "ns/query", div: 1e3, shown: "µs", benchtime: "1000x", target: "≤ 2× the first-touch floor"},
 	{id: "describe/first-touch", label: "describe: floor, first touch of one tail page", pkg: ".", bench: "BenchmarkFirstTouch", unit: "ns/query", div: 1e3, shown: "µs", benchtime: "1000x"},
-	{id: "describe/procedure", label: "describe: repeated `Procedure(pc)`", pkg: ".", bench: "BenchmarkProcedure", unit: "ns/op", div: 1, shown: "ns", benchtime: "100000x", peer: "Guile 3.0.8: 30 µs", target: "< 1 µs"},
-	{id: "describe/position", label: "describe: repeated `PositionAt(pc)`", pkg: ".", bench: "BenchmarkPosition", unit: "ns/op", div: 1, shown: "ns", benchtime: "100000x", peer: "Guile 3.0.8: 210 µs", target: "< 1 µs"},
+	{id: "describe/procedure", label: "describe: repeated `Procedure(pc)`", pkg: ".", bench: "BenchmarkProcedure", unit: "ns/op", div: 1, shown: "ns", benchtime: "100000x", peer: "Guile 3.0.8: 30 µs", target: "≤ 100 ns"},
+	{id: "describe/procedure-allocs", label: "describe: allocations per repeated `Procedure(pc)`", pkg: ".", bench: "BenchmarkProcedure", unit: "allocs/op", div: 1, shown: "allocs", benchtime: "100000x", target: "0"},
+	{id: "describe/position", label: "describe: repeated `PositionAt(pc)`", pkg: ".", bench: "BenchmarkPosition", unit: "ns/op", div: 1, shown: "ns", benchtime: "100000x", peer: "Guile 3.0.8: 210 µs", target: "≤ 100 ns"},
+	{id: "describe/position-allocs", label: "describe: allocations per repeated `PositionAt(pc)`", pkg: ".", bench: "BenchmarkPosition", unit: "allocs/op", div: 1, shown: "allocs", benchtime: "100000x", target: "0"},
 	{id: "describe/locals", label: "describe: repeated `Locals(pc)`", pkg: ".", bench: "BenchmarkLocals", unit: "ns/op", div: 1e3, shown: "µs", benchtime: "10000x"},
 	{id: "publish/symfile", label: "publish: gdb symbol file of a 10,000-procedure image (`Symfile`)", pkg: "./publish", bench: "BenchmarkSymfile", unit: "ns/proc", div: 1, shown: "ns/procedure", benchtime: "20x"},
 	{id: "publish/gdb", label: "publish: `publish.GDB` + `publish.UnpublishGDB`, no debugger", pkg: "./publish", bench: "BenchmarkPublishGDB", unit: "ns/proc", div: 1, shown: "ns/procedure", benchtime: "20x"},
@@ -186,6 +189,7 @@ func goBenchSection(cfg *config, t *toolset) (section, error) {
 		}
 		g.rows = append(g.rows, r)
 	}
+	all := benchResults{} // every group's results, for the targets
 	for _, g := range groups {
 		var names []string
 		seen := map[string]bool{}
@@ -200,6 +204,9 @@ func goBenchSection(cfg *config, t *toolset) (section, error) {
 		res, _, err := goTest(cfg, t, g.pkg, pat, g.benchtime, cfg.reps)
 		if err != nil {
 			logf("%v", err)
+		}
+		for name, units := range res {
+			all[name] = units
 		}
 		for _, r := range g.rows {
 			one := []string{"test", "-run", "NONE", "-bench", benchPattern([]string{r.bench}), "-count", fmt.Sprint(cfg.reps)}
@@ -222,5 +229,50 @@ func goBenchSection(cfg *config, t *toolset) (section, error) {
 	if len(s.rows) == 0 {
 		return section{}, nil
 	}
+	s.withTargets(goBenchTargets(all)...)
 	return s, nil
+}
+
+// goBenchTargets decides the issue 19 targets of the Go benchmark rows
+// that res holds (medians over the rounds): unwind steps ≥ 5 M/s with no
+// allocation, repeated Procedure and PositionAt ≤ 100 ns with none, the
+// first PositionAt ≤ 2× the first touch of a tail page.
+func goBenchTargets(res benchResults) []target {
+	med := func(bench, unit string) (float64, bool) {
+		st, ok := summarize(res[bench][unit])
+		return st.med, ok
+	}
+	most := func(bench, unit string) (float64, bool) {
+		st, ok := summarize(res[bench][unit])
+		return st.max, ok
+	}
+	var ts []target
+	if steps, ok := med("BenchmarkUnwindSteps", "steps/s"); ok {
+		allocs, okA := most("BenchmarkUnwindSteps", "allocs/op")
+		got := fmt.Sprintf("%.2f M steps/s", steps/1e6)
+		if okA {
+			got += fmt.Sprintf(", %g allocs", allocs)
+		} else {
+			got += ", allocations not reported"
+		}
+		ts = append(ts, target{"unwind/steps", steps >= 5e6 && okA && allocs == 0, got})
+	}
+	p, okP := med("BenchmarkProcedure", "ns/op")
+	q, okQ := med("BenchmarkPosition", "ns/op")
+	pa, okPA := most("BenchmarkProcedure", "allocs/op")
+	qa, okQA := most("BenchmarkPosition", "allocs/op")
+	if okP && okQ {
+		got := fmt.Sprintf("%.0f / %.0f ns", p, q)
+		if okPA && okQA {
+			got += fmt.Sprintf(", %g / %g allocs", pa, qa)
+		}
+		ts = append(ts, target{"describe/repeated", p <= 100 && q <= 100 && okPA && okQA && pa == 0 && qa == 0, got})
+	}
+	first, okF := med("BenchmarkFirstPosition", "ns/query")
+	touch, okT := med("BenchmarkFirstTouch", "ns/query")
+	if okF && okT && touch > 0 {
+		r := first / touch
+		ts = append(ts, target{"describe/first-position", r <= 2, fmt.Sprintf("%.2f×: %.2f against %.2f µs", r, first/1e3, touch/1e3)})
+	}
+	return ts
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,7 @@ func lookupSection(cfg *config, t *toolset) (section, error) {
 	} else {
 		logf("lookup: %v", err)
 	}
+	var lookupRatios []float64
 	for _, n := range sizes {
 		id := fmt.Sprintf("lookup/objects=%d", n)
 		if !cfg.want(id) {
@@ -107,12 +109,16 @@ func lookupSection(cfg *config, t *toolset) (section, error) {
 		r := "n/a"
 		if ok && okP {
 			r = ratio(o.med, p.med)
+			lookupRatios = append(lookupRatios, o.med/p.med)
 		}
 		irr, okI := summarize(res[fmt.Sprintf("BenchmarkLookupIrregular/entries=%d", n)]["ns/op"])
 		s.rows = append(s.rows, []string{group(strconv.Itoa(n)), cell(o, ok, 1), cell(p, okP, 1), r, cell(irr, okI, 1),
 			fmt.Sprintf("`bench/run --only '%s$'`", id)})
 	}
-	s.notes = append(s.notes, "Target: no slower than `_dl_find_object` (ours/peer ≤ 1). The rows use synthetic ranges on our side and real objects on glibc's. "+
+	if len(lookupRatios) > 0 {
+		s.withTargets(lookupTarget(lookupRatios))
+	}
+	s.notes = append(s.notes, "The rows use synthetic ranges on our side and real objects on glibc's. "+
 		"glibc bisects a sorted array of objects; addrmap reads a direct-mapped bucket index over the ranges and compares with the one or two candidates it names "+
 		"(ranges outside the index's window or crowded into one bucket are bisected; see the addrmap package documentation).")
 	return s, nil
@@ -328,6 +334,8 @@ func symbolizeSection(cfg *config, t *toolset) (section, error) {
 		{"addr2line", t.addr2line, func(f string) []string { return []string{"-f", "-i", "-e", f} }},
 	}
 	var notes []string
+	var coldLLVM []fileRatio
+	steadyA2L := 0.0
 	for _, f := range files {
 		addrs, err := funcAddrs(f.path, nBig, 3) // its first nAddrs are the batch of nAddrs
 		if err != nil {
@@ -412,6 +420,12 @@ func symbolizeSection(cfg *config, t *toolset) (section, error) {
 				continue
 			}
 			c, st := oursCold.med/cold.med, oursSteady.med/steady.med
+			if peer.i == 1 {
+				coldLLVM = append(coldLLVM, fileRatio{f.label, c})
+			}
+			if peer.i == 2 && f.id == "symbolize/gcc" {
+				steadyA2L = st
+			}
 			v = append(v, fmt.Sprintf("≥ %.0f× %s throughput: steady %s (%.1f×), cold %s (%.1f×)", peer.target, peer.name,
 				metMissed(st >= peer.target), st, metMissed(c >= peer.target), c))
 		}
@@ -419,11 +433,52 @@ func symbolizeSection(cfg *config, t *toolset) (section, error) {
 			v = append(v, fmt.Sprintf("first address in under half of addr2line's time: %s (%.2f× its time)", metMissed(oursFirst.med/a2lFirst.med < 0.5), oursFirst.med/a2lFirst.med))
 		}
 		if len(v) > 0 {
-			notes = append(notes, fmt.Sprintf("Targets on %s: %s.", f.label, strings.Join(v, "; ")))
+			notes = append(notes, fmt.Sprintf("On %s: %s.", f.label, strings.Join(v, "; ")))
 		}
 	}
 	s.notes = append(s.notes, notes...)
+	s.withTargets(symbolizeTargets(steadyA2L, coldLLVM)...)
 	return s, nil
+}
+
+// fileRatio is a ratio measured on one file of a section.
+type fileRatio struct {
+	file  string
+	ratio float64
+}
+
+// symbolizeTargets decides the symbolize targets of issue 19: steadyA2L is
+// ours/addr2line in steady rate on the gcc binary (0: not measured),
+// coldLLVM ours/llvm-symbolizer in cold rate on each file measured.
+func symbolizeTargets(steadyA2L float64, coldLLVM []fileRatio) []target {
+	var ts []target
+	if steadyA2L > 0 {
+		ts = append(ts, target{"symbolize/steady-addr2line", steadyA2L >= 5, fmt.Sprintf("%.1f×", steadyA2L)})
+	}
+	if len(coldLLVM) > 0 {
+		worst := coldLLVM[0].ratio
+		var each []string
+		for _, f := range coldLLVM {
+			worst = min(worst, f.ratio)
+			each = append(each, fmt.Sprintf("%s %.1f×", f.file, f.ratio))
+		}
+		ts = append(ts, target{"symbolize/cold-llvm", worst >= 10, fmt.Sprintf("worst file %.1f×: %s", worst, strings.Join(each, ", "))})
+	}
+	return ts
+}
+
+// lookupTarget decides the lookup target of issue 19 from ours/peer at
+// each object count.
+func lookupTarget(ratios []float64) target {
+	worst := slices.Max(ratios)
+	return target{"lookup/dlfind", worst <= 0.5, fmt.Sprintf("worst count %.2f×", worst)}
+}
+
+// memoryTarget decides the memory target of issue 19 from the RSS growth
+// medians of ours and dlopen.
+func memoryTarget(ours, dlopen float64) target {
+	r := ours / dlopen
+	return target{"memory/rss", r <= 1.2, fmt.Sprintf("%.2f×", r)}
 }
 
 // rollup returns Rss and Private_Dirty of /proc/self/smaps_rollup, bytes.
@@ -581,6 +636,9 @@ func memorySection(cfg *config, t *toolset) (section, error) {
 	pd, ok4 := summarize(peerD)
 	if ok1 && ok2 && ok3 && ok4 {
 		s.notes = append(s.notes, fmt.Sprintf("Ratios ours/dlopen: RSS growth %s, private dirty growth %s.", ratio(o.med, p.med), ratio(od.med, pd.med)))
+	}
+	if ok1 && ok2 && p.med > 0 {
+		s.withTargets(memoryTarget(o.med, p.med))
 	}
 	return s, nil
 }

@@ -24,8 +24,8 @@ import (
 // stack switch: unwinders go on from there into the Go frames that called
 // native.Call, with nothing the module has to provide.
 func genStart() *elfimage.Proc {
-	a := newAsm()
-	a.prologue()
+	a := newX86()
+	a.pushFrame()
 	a.push(r15)
 	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.X86_64_R15, Offset: -24})
 	a.aluImm(aluSub, rsp, 8)
@@ -46,7 +46,7 @@ func genRuntime() []*elfimage.Proc {
 
 // overflowStub binds l and emits the stack-overflow exit shared by every
 // procedure with a stack check: mov edi, 3; call %capture; ud2.
-func overflowStub(a *asm, l *label) {
+func overflowStub(a *x86, l *label) {
 	a.bind(l)
 	a.movImm(rdi, int64(KindStackOverflow))
 	a.call(symCapture)
@@ -55,18 +55,18 @@ func overflowStub(a *asm, l *label) {
 
 // checkedPrologue emits push rbp; mov rbp, rsp; sub rsp, size; cmp rsp,
 // [r15+limit]; jb overflow and returns the overflow label.
-func checkedPrologue(a *asm, size int32) *label {
-	a.prologue()
+func checkedPrologue(a *x86, size int32) *label {
+	a.pushFrame()
 	if size != 0 {
 		a.aluImm(aluSub, rsp, size)
 	}
 	l := a.newLabel()
 	a.aluRM(aluCmp, rsp, r15, ctlStackLimit)
-	a.jcc(condB, l)
+	a.jcc(condLo, l)
 	return l
 }
 
-func internalProc(name string, a *asm) *elfimage.Proc {
+func internalProc(name string, a *x86) *elfimage.Proc {
 	if !a.finish() {
 		panic("scheme: unbound label in " + name)
 	}
@@ -81,16 +81,16 @@ func internalProc(name string, a *asm) *elfimage.Proc {
 // from %start with rax = 0, abandoning the Scheme stack. It has no stack
 // check: it runs on the overflow path, inside the margin below the limit.
 func genCapture() *elfimage.Proc {
-	a := newAsm()
-	a.prologue()
+	a := newX86()
+	a.pushFrame()
 	special, fill, abort := a.newLabel(), a.newLabel(), a.newLabel()
 	a.movRR(r9, rdi) // kind, kept
 	a.aluImm(aluCmp, rdi, int32(KindBacktrace))
-	a.jcc(condNE, special)
+	a.jcc(condNe, special)
 	a.load(rax, r15, ctlCapCount)
 	a.aluRM(aluCmp, rax, r15, ctlCapMax)
 	have := a.newLabel()
-	a.jcc(condB, have)
+	a.jcc(condLo, have)
 	a.incMem(r15, ctlCapDropped)
 	a.movImm(rax, 0)
 	a.epilogueRet()
@@ -121,7 +121,7 @@ func genCapture() *elfimage.Proc {
 	// nvalues = min(rdx, MaxErrorArgs); copy them with rep movsb.
 	clamp := a.newLabel()
 	a.aluImm(aluCmp, rdx, MaxErrorArgs)
-	a.jcc(condBE, clamp)
+	a.jcc(condLs, clamp)
 	a.movImm(rdx, MaxErrorArgs)
 	a.bind(clamp)
 	a.store(r8, recNArgs, rdx)
@@ -136,7 +136,7 @@ func genCapture() *elfimage.Proc {
 	a.load(rcx, r15, ctlStackTop)
 	a.aluRR(aluSub, rcx, rsi)
 	a.aluRM(aluCmp, rcx, r15, ctlCapStackMax)
-	a.jcc(condBE, short)
+	a.jcc(condLs, short)
 	a.load(rcx, r15, ctlCapStackMax)
 	a.bind(short)
 	a.store(r8, recStackAddr, rsi)
@@ -144,7 +144,7 @@ func genCapture() *elfimage.Proc {
 	a.lea(rdi, r8, recHeader)
 	a.repMovsb()
 	a.aluImm(aluCmp, r9, int32(KindBacktrace))
-	a.jcc(condNE, abort)
+	a.jcc(condNe, abort)
 	a.movImm(rax, 0)
 	a.epilogueRet()
 	// Abort: back to %start's frame and return from it.
@@ -172,15 +172,15 @@ func genCapture() *elfimage.Proc {
 func genDisplayInt() *elfimage.Proc { return genDisplayIntWith(checkedPrologue) }
 
 // genDisplayIntWith is genDisplayInt with the given prologue.
-func genDisplayIntWith(prologue func(*asm, int32) *label) *elfimage.Proc {
-	a := newAsm()
+func genDisplayIntWith(prologue func(*x86, int32) *label) *elfimage.Proc {
+	a := newX86()
 	overflow := prologue(a, 32)
 	pos, loop, digits := a.newLabel(), a.newLabel(), a.newLabel()
 	a.movRR(rax, rdi)
 	a.movRR(rsi, rbp) // rsi: one past the next digit (buffer is [rbp-32, rbp))
 	a.movImm(rcx, 10)
 	a.test(rax, rax)
-	a.jcc(condNS, pos)
+	a.jcc(condPl, pos)
 	a.neg(rax) // the magnitude, unsigned (also right for the most negative value)
 	a.bind(pos)
 	loop.used = true
@@ -191,9 +191,9 @@ func genDisplayIntWith(prologue func(*asm, int32) *label) *elfimage.Proc {
 	a.decR(rsi)
 	a.storeByte(rsi, 0, rdx)
 	a.test(rax, rax)
-	a.jcc(condNE, loop)
+	a.jcc(condNe, loop)
 	a.test(rdi, rdi)
-	a.jcc(condNS, digits)
+	a.jcc(condPl, digits)
 	a.decR(rsi)
 	a.storeImmByte(rsi, 0, '-')
 	a.bind(digits)
@@ -212,8 +212,8 @@ func genDisplayIntWith(prologue func(*asm, int32) *label) *elfimage.Proc {
 func genDisplayString() *elfimage.Proc { return genDisplayStringWith(checkedPrologue) }
 
 // genDisplayStringWith is genDisplayString with the given prologue.
-func genDisplayStringWith(prologue func(*asm, int32) *label) *elfimage.Proc {
-	a := newAsm()
+func genDisplayStringWith(prologue func(*x86, int32) *label) *elfimage.Proc {
+	a := newX86()
 	overflow := prologue(a, 0)
 	a.load(rsi, rdi, 8)
 	a.load(rdi, rdi, 0)
@@ -228,7 +228,7 @@ func genDisplayStringWith(prologue func(*asm, int32) *label) *elfimage.Proc {
 // block's fd until every byte is written, retrying on EINTR and giving up
 // on any other error or a zero-length write.
 func genWrite() *elfimage.Proc {
-	a := newAsm()
+	a := newX86()
 	overflow := checkedPrologue(a, 0)
 	writeLoop(a, func() { a.load(rdi, r15, ctlFD) })
 	a.epilogueRet()
@@ -239,21 +239,21 @@ func genWrite() *elfimage.Proc {
 // writeLoop emits the body of %write(buf rdi, len rsi): write(2) to the
 // descriptor loadFD puts in rdi, until every byte is written, retrying on
 // EINTR and giving up on any other error or a zero-length write.
-func writeLoop(a *asm, loadFD func()) {
+func writeLoop(a *x86, loadFD func()) {
 	loop, done := a.newLabel(), a.newLabel()
 	a.movRR(rdx, rsi)
 	a.movRR(rsi, rdi)
 	loop.used = true
 	a.bind(loop)
 	a.test(rdx, rdx)
-	a.jcc(condLE, done)
+	a.jcc(condLe, done)
 	loadFD()
 	a.movImm(rax, 1) // SYS_write
 	a.syscall()
 	a.aluImm(aluCmp, rax, -4) // -EINTR
-	a.jcc(condE, loop)
+	a.jcc(condEq, loop)
 	a.test(rax, rax)
-	a.jcc(condLE, done)
+	a.jcc(condLe, done)
 	a.aluRR(aluAdd, rsi, rax)
 	a.aluRR(aluSub, rdx, rax)
 	a.jmp(loop)
