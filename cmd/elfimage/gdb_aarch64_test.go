@@ -35,7 +35,7 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 	dir, bin, src, wrapper, progOut := schemeAArch64Debugger(t, gdb)
 	letLine := gdbLine(t, "scopes: nested lets")
 	s := &gdbtest.Session{GDB: wrapper, Program: bin, Dir: dir, NoScript: true, Timeout: 5 * time.Minute, Cmds: []string{
-		fmt.Sprintf("target remote 127.0.0.1:%d", qemutest.Port),
+		qemutest.GDBConnect,
 		"break tak",
 		"continue",
 		"continue",
@@ -106,8 +106,7 @@ func schemeAArch64Debugger(t *testing.T, debugger string) (dir, bin, src, wrappe
 	if err := elfimage.WriteFile(img, mod, elfimage.LinkOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	progOut = filepath.Join(dir, "prog.out")
-	wrapper = qemutest.Wrapper(t, dir, debugger, []string{bin, "run", "-gdb", img}, progOut)
+	wrapper, progOut = qemutest.Wrapper(t, dir, debugger, bin, "run", "-gdb", img)
 	return dir, bin, src, wrapper, progOut
 }
 
@@ -120,14 +119,7 @@ func schemeAArch64Debugger(t *testing.T, debugger string) (dir, bin, src, wrappe
 func TestLLDBSchemeAArch64(t *testing.T) {
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
 	dir, bin, _, wrapper, progOut := schemeAArch64Debugger(t, lldb)
-	s := &lldbtest.Session{LLDB: wrapper, Program: bin, Dir: dir, Timeout: 5 * time.Minute, Cmds: []string{
-		"settings set plugin.jit-loader.gdb.enable on",
-		// Under load qemu answers a packet late (reading symbol files
-		// through the stub): LLDB's default 5 s timeout loses the
-		// connection.
-		"settings set plugin.process.gdb-remote.packet-timeout 60",
-		fmt.Sprintf("gdb-remote 127.0.0.1:%d", qemutest.Port),
-		lldbtest.HandleSIGURG,
+	s := &lldbtest.Session{LLDB: wrapper, Program: bin, Dir: dir, Timeout: 5 * time.Minute, Cmds: append(qemutest.LLDBConnect(),
 		"breakpoint set -n tak",
 		"continue",
 		"continue",
@@ -135,8 +127,8 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 		"frame variable",
 		"breakpoint delete -f",
 		"continue",
-	}}
-	r, err := s.Run()
+	)}
+	r, err := qemutest.RunLLDB(t, s)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
