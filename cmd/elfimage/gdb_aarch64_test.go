@@ -53,23 +53,15 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
 	t.Logf("gdb-multiarch:\n%s", r.Output)
-	ifLine, innerLine, mainLine := gdbLine(t, "(if (not (< y x))"), gdbLine(t, "(tak (tak (- x 1) y z)"), gdbLine(t, "(display (tak 18 12 6))")
+	ifLine := gdbLine(t, "(if (not (< y x))")
 	if want := fmt.Sprintf("tak (x=17, y=12, z=6) at %s:%d", src, ifLine); !strings.Contains(r.Blocks[3], want) {
 		t.Errorf("second continue: no stop at %q:\n%s", want, r.Blocks[3])
 	}
-	frames := gdbtest.Frames(r.Blocks[4])
 	var got []string
-	for _, f := range frames {
+	for _, f := range gdbtest.Frames(r.Blocks[4]) {
 		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
 	}
-	want := []string{
-		fmt.Sprintf("tak(x=17, y=12, z=6):%d", ifLine),
-		fmt.Sprintf("tak(x=18, y=12, z=6):%d", innerLine),
-		fmt.Sprintf("main():%d", mainLine),
-	}
-	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
-		t.Errorf("bt frames %q, want %q first:\n%s", got, want, r.Blocks[4])
-	}
+	checkTakFrames(t, got, r.Blocks[4])
 	if args := gdbtest.Vars(r.Blocks[5]); args["x"] != "17" || args["y"] != "12" || args["z"] != "6" {
 		t.Errorf("info args %v, want x = 17, y = 12, z = 6:\n%s", args, r.Blocks[5])
 	}
@@ -133,24 +125,32 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
 	t.Logf("lldb:\n%s", r.Output)
-	ifLine, innerLine, mainLine := gdbLine(t, "(if (not (< y x))"), gdbLine(t, "(tak (tak (- x 1) y z)"), gdbLine(t, "(display (tak 18 12 6))")
 	var got []string
 	for _, f := range lldbtest.Frames(r.Blocks[7]) {
 		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
 	}
-	want := []string{
-		fmt.Sprintf("tak(x=17, y=12, z=6):%d", ifLine),
-		fmt.Sprintf("tak(x=18, y=12, z=6):%d", innerLine),
-		fmt.Sprintf("main():%d", mainLine),
-	}
-	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
-		t.Errorf("bt frames %q, want %q first:\n%s", got, want, r.Blocks[7])
-	}
+	checkTakFrames(t, got, r.Blocks[7])
 	if v := lldbtest.Vars(r.Blocks[8]); v["x"].Value != "17" || v["y"].Value != "12" || v["z"].Value != "6" {
 		t.Errorf("frame variable %v, want x = 17, y = 12, z = 6:\n%s", v, r.Blocks[8])
 	}
 	checkExit(t, r.Blocks[10])
 	if out, err := os.ReadFile(progOut); err != nil || string(out) != gdbProgOutput {
 		t.Errorf("program output %q (%v), want %q", out, err, gdbProgOutput)
+	}
+}
+
+// checkTakFrames checks the first frames of the backtrace at gdbProg's
+// second stop in tak, each as FUNC(ARGS):LINE (got, parsed from block):
+// tak called from tak (the inner, non-tail call) called from main, with
+// their arguments and lines.
+func checkTakFrames(t *testing.T, got []string, block string) {
+	t.Helper()
+	want := []string{
+		fmt.Sprintf("tak(x=17, y=12, z=6):%d", gdbLine(t, "(if (not (< y x))")),
+		fmt.Sprintf("tak(x=18, y=12, z=6):%d", gdbLine(t, "(tak (tak (- x 1) y z)")),
+		fmt.Sprintf("main():%d", gdbLine(t, "(display (tak 18 12 6))")),
+	}
+	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
+		t.Errorf("bt frames %q, want %q first:\n%s", got, want, block)
 	}
 }
