@@ -17,7 +17,8 @@ import (
 // stores (defs, converted to a64sim.Pos). %capture's abort path, mov sp,
 // x16, is a stack switch into %start's frame: sp = CFA-startFrameSize,
 // where %start keeps its caller's x28 at CFA-24 and its frame record (x29,
-// x30) at CFA-16 and CFA-8.
+// x30) at CFA-16 and CFA-8; the homes x19-x22, which the discarded frames
+// saved and changed, are lost (their rules must say undefined).
 func a64Options(p *elfimage.Proc, defs map[uint32]srcPos) a64sim.Options {
 	opts := a64sim.Options{Vars: true, Complete: true, Defs: map[uint32]a64sim.Pos{}}
 	for off, pos := range defs {
@@ -30,7 +31,8 @@ func a64Options(p *elfimage.Proc, defs map[uint32]srcPos) a64sim.Options {
 		if w := binary.LittleEndian.Uint32(p.Code[off:]); w&^(31<<5) == 0x9100001f { // mov sp, xN
 			opts.StackSwitch = map[uint32]a64sim.Switch{uint32(off): {
 				SP:    -startFrameSize,
-				Saved: map[int]int64{int(x28): -24, int(x29): -16, int(x30): -8},
+				Saved:     map[int]int64{int(x28): -24, int(x29): -16, int(x30): -8},
+				Clobbered: a64HomeRegs(),
 			}}
 		}
 	}
@@ -38,6 +40,16 @@ func a64Options(p *elfimage.Proc, defs map[uint32]srcPos) a64sim.Options {
 		panic("%capture has no mov sp, xN")
 	}
 	return opts
+}
+
+// a64HomeRegs returns the numbers of the AArch64 home registers,
+// x19 to x19+numHomes-1.
+func a64HomeRegs() []int {
+	var rs []int
+	for h := range numHomes {
+		rs = append(rs, int(x19)+h)
+	}
+	return rs
 }
 
 // TestAArch64CFIExact checks every AArch64 procedure of the test programs
@@ -141,4 +153,68 @@ func earlyRange(p *elfimage.Proc, start uint32) *elfimage.Proc {
 		return nil
 	}
 	return &q
+}
+
+// TestAbortLosesHomes: on %capture's abort path the CFI says the home
+// registers are lost (undefined), on both backends, and each simulator
+// fails that CFI without the undefined rules (a same-value rule would show
+// a debugger the discarded frames' values as %start's caller's) and with
+// x28's (r15's) save in %start's frame dropped.
+func TestAbortLosesHomes(t *testing.T) {
+	for _, a := range []*arch.Arch{arch.X86_64, arch.AArch64} {
+		m, _ := compileFileDefsFor(t, a, "errors.scm")
+		var capture *elfimage.Proc
+		for _, p := range m.Procs {
+			if p.Name == symCapture {
+				capture = p
+			}
+		}
+		if capture == nil {
+			t.Fatalf("%s: no %s", a.Name, symCapture)
+		}
+		check := func(p *elfimage.Proc) error {
+			if a == arch.AArch64 {
+				return a64sim.Check(p, a64Options(p, nil))
+			}
+			return simulate(p)
+		}
+		if err := check(capture); err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		undef := 0
+		for _, in := range capture.CFI {
+			if in.Op == frame.OpUndefined {
+				undef++
+			}
+		}
+		if undef != numHomes {
+			t.Errorf("%s: %d undefined rules in %s's CFI, want one per home (%d)", a.Name, undef, symCapture, numHomes)
+		}
+		ctl := arch.Reg(arch.X86_64_R15)
+		if a == arch.AArch64 {
+			ctl = arch.Reg(x28)
+		}
+		for what, keep := range map[string]func(frame.Insn) bool{
+			"without the undefined rules": func(in frame.Insn) bool { return in.Op != frame.OpUndefined },
+			"without the last save of the control block's register": func(in frame.Insn) bool {
+				return !(in.Op == frame.OpOffset && in.Reg == ctl && in.PC > capture.CFI[0].PC+8)
+			},
+		} {
+			q := *capture
+			q.CFI = nil
+			for _, in := range capture.CFI {
+				if keep(in) {
+					q.CFI = append(q.CFI, in)
+				}
+			}
+			if len(q.CFI) == len(capture.CFI) {
+				t.Fatalf("%s: %s: nothing dropped", a.Name, what)
+			}
+			if err := check(&q); err == nil {
+				t.Errorf("%s: %s accepted %s", a.Name, symCapture, what)
+			} else {
+				t.Logf("%s %s: %v", a.Name, what, err)
+			}
+		}
+	}
 }

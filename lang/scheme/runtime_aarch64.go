@@ -75,7 +75,8 @@ func internalA64(name string, a *a64) *elfimage.Proc {
 // values x3), as genCapture does on x86-64: the record's registers are
 // the caller's x19-x28, x29, sp, and x30 = pc (the return address), at
 // their DWARF numbers. An abort (any kind but backtrace) restores %start's
-// saved sp and returns from %start with x0 = 0.
+// saved sp and returns from %start with x0 = 0; its CFI describes
+// %start's frame, and the homes x19-x22 as lost (abortLosesHomes).
 func genCaptureA64() *elfimage.Proc {
 	a := newA64()
 	a.pushFrame()
@@ -165,6 +166,7 @@ func genCaptureA64() *elfimage.Proc {
 	a.movSP(xsp, x16)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.AArch64_SP, Offset: startFrameSize})
 	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.Reg(x28), Offset: -24})
+	abortLosesHomes(a)
 	a.ldr(x28, xsp, 8)
 	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.Reg(x28)})
 	a.addImm(xsp, xsp, 16)
