@@ -30,7 +30,7 @@ func a64Options(p *elfimage.Proc, defs map[uint32]srcPos) a64sim.Options {
 	for off := 0; off+4 <= len(p.Code); off += 4 {
 		if w := binary.LittleEndian.Uint32(p.Code[off:]); w&^(31<<5) == 0x9100001f { // mov sp, xN
 			opts.StackSwitch = map[uint32]a64sim.Switch{uint32(off): {
-				SP:    -startFrameSize,
+				SP:        -startFrameSize,
 				Saved:     map[int]int64{int(x28): -24, int(x29): -16, int(x30): -8},
 				Clobbered: a64HomeRegs(),
 			}}
