@@ -16,7 +16,7 @@ import (
 // ranges exactly (Vars, Complete) with the compiler's record of variable
 // stores (defs, converted to a64sim.Pos). %capture's abort path, mov sp,
 // x16, is a stack switch into %start's frame: sp = CFA-startFrameSize,
-// where %start keeps its caller's x28 at CFA-24 and its frame record (x29,
+// where %start keeps its caller's x27 at CFA-24 and its frame record (x29,
 // x30) at CFA-16 and CFA-8; the homes x19-x22, which the discarded frames
 // saved and changed, are lost (their rules must say undefined).
 func a64Options(p *elfimage.Proc, defs map[uint32]srcPos) a64sim.Options {
@@ -31,7 +31,7 @@ func a64Options(p *elfimage.Proc, defs map[uint32]srcPos) a64sim.Options {
 		if w := binary.LittleEndian.Uint32(p.Code[off:]); w&^(31<<5) == 0x9100001f { // mov sp, xN
 			opts.StackSwitch = map[uint32]a64sim.Switch{uint32(off): {
 				SP:        -startFrameSize,
-				Saved:     map[int]int64{int(x28): -24, int(x29): -16, int(x30): -8},
+				Saved:     map[int]int64{int(x27): -24, int(x29): -16, int(x30): -8},
 				Clobbered: a64HomeRegs(),
 			}}
 		}
@@ -159,7 +159,7 @@ func earlyRange(p *elfimage.Proc, start uint32) *elfimage.Proc {
 // registers are lost (undefined), on both backends, and each simulator
 // fails that CFI without the undefined rules (a same-value rule would show
 // a debugger the discarded frames' values as %start's caller's) and with
-// x28's (r15's) save in %start's frame dropped.
+// x27's (r15's) save in %start's frame dropped.
 func TestAbortLosesHomes(t *testing.T) {
 	for _, a := range []*arch.Arch{arch.X86_64, arch.AArch64} {
 		m, _ := compileFileDefsFor(t, a, "errors.scm")
@@ -192,7 +192,7 @@ func TestAbortLosesHomes(t *testing.T) {
 		}
 		ctl := arch.Reg(arch.X86_64_R15)
 		if a == arch.AArch64 {
-			ctl = arch.Reg(x28)
+			ctl = arch.Reg(x27)
 		}
 		for what, keep := range map[string]func(frame.Insn) bool{
 			"without the undefined rules": func(in frame.Insn) bool { return in.Op != frame.OpUndefined },
