@@ -22,7 +22,8 @@
 //     (or no rule) where the register holds it, offset(N) where the frame
 //     slot at CFA+N holds it and lies at or above sp (AArch64 has no red
 //     zone: a signal handler may overwrite anything below sp), register(R)
-//     where register R holds it.
+//     where register R holds it, undefined (lost) only where the register
+//     no longer holds it (as after a stack switch, Switch.Clobbered).
 //
 // With [Options.Vars] it also checks every parameter's and variable's
 // live ranges (Var.Live): wherever a range says the value is in a register
