@@ -120,7 +120,7 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 		"breakpoint delete -f",
 		"continue",
 	)}
-	r, err := qemutest.RunLLDB(t, s)
+	r, err := qemutest.RunLLDBStops(t, s, 2)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}

@@ -108,7 +108,7 @@ func TestLLDBAArch64(t *testing.T) {
 		"breakpoint disable",
 		"continue",
 	)}
-	r, err := qemutest.RunLLDB(t, s)
+	r, err := qemutest.RunLLDBStops(t, s, 1)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
