@@ -112,3 +112,43 @@ func TestCommand(t *testing.T) {
 		t.Errorf("%v: %v\n%s", cmd.Args, err, out)
 	}
 }
+
+// fakeLLDBStops writes a stand-in for lldb whose first missed runs end
+// with the program's exit and no stop (a breakpoint qemu's stub lost), the
+// later ones stopping once at a breakpoint before it.
+func fakeLLDBStops(t *testing.T, missed int) (path, count string) {
+	dir := t.TempDir()
+	path, count = filepath.Join(dir, "lldb"), filepath.Join(dir, "runs")
+	script := fmt.Sprintf(`#!/bin/sh
+n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s
+while [ $# -gt 0 ]; do
+	if [ "$1" = -o ]; then echo "(lldb) $2"; shift; fi
+	shift
+done
+if [ $n -gt %[2]d ]; then echo "* thread #1, name = 'prog', stop reason = breakpoint 1.1"; fi
+echo "Process 7 exited with status = 0 (0x00000000)"
+`, shellQuote(count), missed)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, count
+}
+
+// TestRunLLDBStops: a session with fewer breakpoint stops than asked is
+// run again, up to LLDBAttempts times in all; RunLLDB (no stops asked)
+// takes the first run whatever it stopped at.
+func TestRunLLDBStops(t *testing.T) {
+	tooltest.Require(t, "sh")
+	for _, tc := range []struct{ missed, stops, runs, seen int }{{0, 1, 1, 1}, {1, 1, 2, 1}, {2, 1, 3, 1}, {5, 1, LLDBAttempts, 0}, {5, 0, 1, 0}} {
+		lldb, count := fakeLLDBStops(t, tc.missed)
+		s := &lldbtest.Session{LLDB: lldb, Program: "prog", Dir: t.TempDir(), Cmds: []string{"continue"}}
+		r, err := RunLLDBStops(t, s, tc.stops)
+		if err != nil {
+			t.Fatalf("missed %d: %v", tc.missed, err)
+		}
+		b, _ := os.ReadFile(count)
+		if seen := strings.Count(r.Output, "stop reason = breakpoint"); strings.TrimSpace(string(b)) != fmt.Sprint(tc.runs) || seen != tc.seen {
+			t.Errorf("missed %d, stops %d: %s runs, %d stops seen; want %d runs, %d stops:\n%s", tc.missed, tc.stops, b, seen, tc.runs, tc.seen, r.Output)
+		}
+	}
+}
