@@ -769,8 +769,13 @@ func (l *linker) link() ([]byte, error) {
 		}
 		applyPatches(b, data.Addr, patches)
 	}
+	// The loaded segments are final: their build-ID hash runs on another
+	// goroutine while the tail is copied in (elfobj.Writer.HashWritten;
+	// the ID is the SHA-1 of the same bytes either way).
+	w.HashWritten()
 	l.writeSymbols(w, text, rodata, data)
 	w.WriteStringTable(strtab)
+	w.HashWritten()
 	for _, t := range tail {
 		w.WriteSection(t.sec, t.data)
 	}
