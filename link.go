@@ -73,10 +73,12 @@ type LinkOptions struct {
 // CountVar naming no visible variable, two different types of one name).
 // Cost: linear in the size of the output; it allocates the output once,
 // and a few hundred other objects whatever the module's size. From 512
-// procedures on, it builds the line program and the procedure table,
-// and encodes .debug_info, on goroutines beside the one building the
-// procedures' entries (two cores or more: GOMAXPROCS); the output is the
-// same byte for byte either way.
+// procedures on, it encodes .eh_frame while it checks the names, builds
+// the line program and the procedure table, and encodes .debug_info, on
+// goroutines beside the one building the procedures' entries (two cores
+// or more: GOMAXPROCS); on any module it hashes the build ID of the
+// loaded segments while it copies the tail in. The output is the same
+// byte for byte either way.
 func Link(m *Module, opts LinkOptions) ([]byte, error) {
 	if opts.DebugFile != "" {
 		return nil, &LinkError{"module", "LinkOptions.DebugFile is set: LinkSplit returns the two files, WriteFile writes them"}
@@ -530,6 +532,25 @@ type patch struct {
 // elfobj's writer: reserve every range of the file in order (the loaded
 // segments, then the tail built once addresses are known), then write
 // each once in the same order.
+//
+// The goroutines of a large link (see parallelProcs), in the order they
+// run, and what each one owns:
+//   - newCFI (startCFI): the CFI's FDEs and the encoded .eh_frame, while
+//     newLinker's goroutine checks the names; link waits for it
+//     (awaitCFI) before the layout, whose .text address depends on the
+//     size of .eh_frame.
+//   - In buildDWARF, once addresses are known: the line program and the
+//     procedure table (one goroutine, its own buffers), and the
+//     .debug_info encoder (info.UnitWriter, .debug_str and the batches
+//     handed to it), beside the builder of the procedures' entries, which
+//     runs on link's goroutine; buildDWARF waits for both.
+//   - The build-ID hash (elfobj.Writer.HashWritten): the SHA-1 of the
+//     bytes already written, which nobody writes again, while link copies
+//     the tail in; Finish waits for it.
+//
+// Each section is written by one goroutine in model order, so the output
+// does not depend on scheduling; errors are reported in the order of the
+// steps when they ran one after another.
 func (l *linker) link() ([]byte, error) {
 	m := l.m
 	page := l.a.PageSize
