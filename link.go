@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/elfimage/elfimage/arch"
@@ -72,10 +73,12 @@ type LinkOptions struct {
 // CountVar naming no visible variable, two different types of one name).
 // Cost: linear in the size of the output; it allocates the output once,
 // and a few hundred other objects whatever the module's size. From 512
-// procedures on, it builds the line program and the procedure table,
-// and encodes .debug_info, on goroutines beside the one building the
-// procedures' entries (two cores or more: GOMAXPROCS); the output is the
-// same byte for byte either way.
+// procedures on, it encodes .eh_frame while it checks the names, builds
+// the line program and the procedure table, and encodes .debug_info, on
+// goroutines beside the one building the procedures' entries (two cores
+// or more: GOMAXPROCS); on any module it hashes the build ID of the
+// loaded segments while it copies the tail in. The output is the same
+// byte for byte either way.
 func Link(m *Module, opts LinkOptions) ([]byte, error) {
 	if opts.DebugFile != "" {
 		return nil, &LinkError{"module", "LinkOptions.DebugFile is set: LinkSplit returns the two files, WriteFile writes them"}
@@ -190,6 +193,12 @@ type linker struct {
 	textEnd   uint64
 	object    bool     // LinkObject: an ET_REL for the system linker
 	slab      *dieSlab // the current batch's (buildInfo)
+	// newCFI's result when it runs on its own goroutine (startCFI): that
+	// goroutine writes cfi and cfiErr, then closes cfiDone; nothing reads
+	// them before cfiDone is closed.
+	cfiDone chan struct{}
+	cfi     *cfiState
+	cfiErr  error
 	// Reused from one procedure to the next by buildInfo.
 	pv     procVars
 	params varScope
@@ -215,6 +224,55 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		return nil, &LinkError{"module", fmt.Sprintf("DWARF version %d: the linker writes versions 3 to 5", enc.Version)}
 	}
 	l := &linker{m: m, a: a, enc: enc, opts: opts, syms: make(map[string]symbol, len(m.Procs)+len(m.ROData)+len(m.Data))}
+	l.startCFI()
+	if err := l.checkModule(); err != nil {
+		l.dropCFI() // newCFI reads the model: done before Link returns
+		return nil, err
+	}
+	return l, nil
+}
+
+// startCFI starts newCFI on another goroutine for a large module, to run
+// while checkModule checks the names: newCFI reads only the architecture,
+// the encoding and the procedures, which nothing changes until Link
+// returns, and writes only its own result. On a small module, or one
+// core, newCFI runs when [linker.awaitCFI] asks for it, after the checks.
+func (l *linker) startCFI() {
+	if len(l.m.Procs) < parallelProcs || runtime.GOMAXPROCS(0) < 2 {
+		return
+	}
+	l.cfiDone = make(chan struct{})
+	go func() {
+		defer close(l.cfiDone)
+		l.cfi, l.cfiErr = l.newCFI()
+	}()
+}
+
+// awaitCFI returns newCFI's result, waiting for the goroutine startCFI
+// started, or running newCFI now. Its errors come where newCFI's came when
+// it ran after the checks: the caller asks once the model has passed
+// checkModule (and countRelative), so an error of the model is reported
+// as before.
+func (l *linker) awaitCFI() (*cfiState, error) {
+	if l.cfiDone == nil {
+		return l.newCFI()
+	}
+	<-l.cfiDone
+	return l.cfi, l.cfiErr
+}
+
+// dropCFI waits for the goroutine startCFI started, if any, when the
+// link stops before it asks for the result.
+func (l *linker) dropCFI() {
+	if l.cfiDone != nil {
+		<-l.cfiDone
+	}
+}
+
+// checkModule checks the names, sizes and alignments of the module's
+// objects and fills l.syms.
+func (l *linker) checkModule() error {
+	m, a := l.m, l.a
 	add := func(name string, k symbolKind, i int) error {
 		if name == "" {
 			return &LinkError{"module", fmt.Sprintf("%s has no Name", objectAt(k, i))}
@@ -229,69 +287,69 @@ func newLinker(m *Module, opts LinkOptions) (*linker, error) {
 		return nil
 	}
 	if len(m.Procs) == 0 {
-		return nil, &LinkError{"module", "no procedures"}
+		return &LinkError{"module", "no procedures"}
 	}
 	linkNames := map[string]int{}
 	for i, p := range m.Procs {
 		if p == nil {
-			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symProc, i))}
+			return &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symProc, i))}
 		}
 		if err := add(p.Name, symProc, i); err != nil {
-			return nil, err
+			return err
 		}
 		if p.LinkName != "" {
 			if strings.IndexByte(p.LinkName, 0) >= 0 {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q contains a NUL byte", p.LinkName)}
+				return &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q contains a NUL byte", p.LinkName)}
 			}
 			if prev, dup := linkNames[p.LinkName]; dup {
-				return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the LinkName of %s", p.LinkName, objectAt(symProc, prev))}
+				return &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the LinkName of %s", p.LinkName, objectAt(symProc, prev))}
 			}
 			linkNames[p.LinkName] = i
 		}
 		if len(p.Code) == 0 {
-			return nil, &LinkError{"proc " + p.Name, "Code is empty"}
+			return &LinkError{"proc " + p.Name, "Code is empty"}
 		}
 		if err := checkAlign(p.Align, a.PageSize); err != nil {
-			return nil, &LinkError{"proc " + p.Name, "Align: " + err.Error()}
+			return &LinkError{"proc " + p.Name, "Align: " + err.Error()}
 		}
 		if len(p.Params) > native.MaxArgs {
-			return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("Params: %d parameters, more than the %d native.Call passes in registers", len(p.Params), native.MaxArgs)}
+			return &LinkError{"proc " + p.Name, fmt.Sprintf("Params: %d parameters, more than the %d native.Call passes in registers", len(p.Params), native.MaxArgs)}
 		}
 	}
 	for i, d := range m.ROData {
 		if d == nil {
-			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symROData, i))}
+			return &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symROData, i))}
 		}
 		if err := add(d.Name, symROData, i); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, d := range m.Data {
 		if d == nil {
-			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symData, i))}
+			return &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symData, i))}
 		}
 		if err := add(d.Name, symData, i); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, d := range append(append([]*Datum{}, m.ROData...), m.Data...) {
 		if err := checkAlign(d.Align, a.PageSize); err != nil {
-			return nil, &LinkError{"datum " + d.Name, err.Error()}
+			return &LinkError{"datum " + d.Name, err.Error()}
 		}
 	}
 	for i, p := range m.Procs {
 		// A symbol names one object: a LinkName is no other's Name.
 		if prev, dup := l.syms[p.LinkName]; p.LinkName != "" && dup && !(prev.kind == symProc && prev.index == i) {
-			return nil, &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the Name of %s", p.LinkName, objectAt(prev.kind, prev.index))}
+			return &LinkError{"proc " + p.Name, fmt.Sprintf("LinkName %q is also the Name of %s", p.LinkName, objectAt(prev.kind, prev.index))}
 		}
 	}
 	if m.Entry != "" {
 		s, ok := l.syms[m.Entry]
 		if !ok || s.kind != symProc {
-			return nil, &LinkError{"module", fmt.Sprintf("entry %q is not a procedure", m.Entry)}
+			return &LinkError{"module", fmt.Sprintf("entry %q is not a procedure", m.Entry)}
 		}
 	}
-	return l, nil
+	return nil
 }
 
 // objectAt names the i-th object of a kind by where the model holds it.
@@ -474,6 +532,25 @@ type patch struct {
 // elfobj's writer: reserve every range of the file in order (the loaded
 // segments, then the tail built once addresses are known), then write
 // each once in the same order.
+//
+// The goroutines of a large link (see parallelProcs), in the order they
+// run, and what each one owns:
+//   - newCFI (startCFI): the CFI's FDEs and the encoded .eh_frame, while
+//     newLinker's goroutine checks the names; link waits for it
+//     (awaitCFI) before the layout, whose .text address depends on the
+//     size of .eh_frame.
+//   - In buildDWARF, once addresses are known: the line program and the
+//     procedure table (one goroutine, its own buffers), and the
+//     .debug_info encoder (info.UnitWriter, .debug_str and the batches
+//     handed to it), beside the builder of the procedures' entries, which
+//     runs on link's goroutine; buildDWARF waits for both.
+//   - The build-ID hash (elfobj.Writer.HashWritten): the SHA-1 of the
+//     bytes already written, which nobody writes again, while link copies
+//     the tail in; Finish waits for it.
+//
+// Each section is written by one goroutine in model order, so the output
+// does not depend on scheduling; errors are reported in the order of the
+// steps when they ran one after another.
 func (l *linker) link() ([]byte, error) {
 	m := l.m
 	page := l.a.PageSize
@@ -483,7 +560,7 @@ func (l *linker) link() ([]byte, error) {
 	}
 	// .eh_frame is encoded once, before any address is known: its size
 	// decides where .text goes; the writer fills in the addresses.
-	cfi, err := l.newCFI()
+	cfi, err := l.awaitCFI()
 	if err != nil {
 		return nil, err
 	}
@@ -713,8 +790,13 @@ func (l *linker) link() ([]byte, error) {
 		}
 		applyPatches(b, data.Addr, patches)
 	}
+	// The loaded segments are final: their build-ID hash runs on another
+	// goroutine while the tail is copied in (elfobj.Writer.HashWritten;
+	// the ID is the SHA-1 of the same bytes either way).
+	w.HashWritten()
 	l.writeSymbols(w, text, rodata, data)
 	w.WriteStringTable(strtab)
+	w.HashWritten()
 	for _, t := range tail {
 		w.WriteSection(t.sec, t.data)
 	}

@@ -26,6 +26,9 @@ func (l *linker) newCFI() (*cfiState, error) {
 	signal := frame.StandardCIE(l.a)
 	signal.Signal = true
 	for i, p := range l.m.Procs {
+		if p == nil { // checkModule reports it; newCFI may run beside it
+			return nil, &LinkError{"module", fmt.Sprintf("%s is nil", objectAt(symProc, i))}
+		}
 		// DW_CFA_restore_state pops the rules DW_CFA_remember_state
 		// pushed (DWARF 5 section 6.4.2.4): popping an empty stack is
 		// undefined, and readers differ.

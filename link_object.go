@@ -72,6 +72,7 @@ func LinkObject(m *Module, opts LinkOptions) ([]byte, error) {
 		return nil, err
 	}
 	if l.a.Machine != elf.EM_X86_64 {
+		l.dropCFI() // newCFI may be running: done before LinkObject returns
 		return nil, &LinkError{"module", fmt.Sprintf("LinkObject writes x86-64 relocations; the module is for %s", l.a.Name)}
 	}
 	l.object = true
@@ -104,7 +105,7 @@ func (l *linker) linkObject() ([]byte, error) {
 	if _, err := l.countRelative(); err != nil {
 		return nil, err
 	}
-	cfi, err := l.newCFI()
+	cfi, err := l.awaitCFI()
 	if err != nil {
 		return nil, err
 	}

@@ -88,3 +88,43 @@ func TestLinkPipelinedSame(t *testing.T) {
 		t.Errorf("duplicate parameter: sequential %v, pipelined %v", errSeq, errPar)
 	}
 }
+
+// TestLinkCFIBesideChecks: with newCFI on its own goroutine beside the
+// checks of the names (startCFI), a model with errors of both kinds
+// reports the error the sequential link reports, for Link and LinkObject.
+func TestLinkCFIBesideChecks(t *testing.T) {
+	defer func(p int) { parallelProcs = p }(parallelProcs)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	n := 3*infoBatchSize + 17
+	badCFI := func(m *Module) { m.Procs[n-3].CFI = []frame.Insn{{PC: 100, Op: frame.OpDefCFAOffset, Offset: 16}} }
+	cases := map[string]func(m *Module){
+		"CFI":                 badCFI,
+		"CFI and a duplicate": func(m *Module) { badCFI(m); m.Procs[n-1].Name = m.Procs[5].Name },
+		"CFI and a nil":       func(m *Module) { badCFI(m); m.Procs[n-2] = nil },
+		"nil only":            func(m *Module) { m.Procs[7] = nil },
+		"restore_state":       func(m *Module) { m.Procs[n-1].CFI = []frame.Insn{{PC: 1, Op: frame.OpRestoreState}} },
+		"CFI, AArch64 object": func(m *Module) { badCFI(m); m.Arch = arch.AArch64 },
+	}
+	for name, spoil := range cases {
+		for _, obj := range []bool{false, true} {
+			link := func() error {
+				m := parallelModule(n)
+				spoil(m)
+				var err error
+				if obj {
+					_, err = LinkObject(m, LinkOptions{})
+				} else {
+					_, err = Link(m, LinkOptions{})
+				}
+				return err
+			}
+			parallelProcs = 1 << 30
+			errSeq := link()
+			parallelProcs = 1
+			errPar := link()
+			if errSeq == nil || errPar == nil || errSeq.Error() != errPar.Error() {
+				t.Errorf("%s, object=%v: sequential %v, concurrent %v", name, obj, errSeq, errPar)
+			}
+		}
+	}
+}

@@ -91,7 +91,9 @@
 // sections with SHF_INFO_LINK, STT_SECTION symbols, .note.GNU-stack; see
 // the package's tests, whose object gcc links), with gABI extended section
 // numbering. A build ID ([Writer.WriteBuildID]) is the SHA-1 of the whole
-// file with the ID zeroed, filled in by [Writer.Finish]. The output is
+// file with the ID zeroed, filled in by [Writer.Finish]; [Writer.HashWritten]
+// hashes the part already written on another goroutine while the rest is
+// written (the same ID). The output is
 // allocated once, at its final size, and string tables can be built
 // without hashing ([StringTable.AddUnique]) when the caller knows its
 // strings distinct.

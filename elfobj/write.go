@@ -195,6 +195,7 @@ type Writer struct {
 	cur     *span // the table span being written, or nil
 	curN    int   // entries written into cur (bytes, for a note section)
 	buildID int   // offset of the build ID's descriptor, or -1
+	ahead   hashAhead
 }
 
 // NewWriter returns a writer of an ELF file of the given class

@@ -3,6 +3,7 @@ package elfobj
 import (
 	"crypto/sha1"
 	"debug/elf"
+	"hash"
 	"math"
 )
 
@@ -353,6 +354,59 @@ func (w *Writer) note(s *Section, name string, typ elf.NType, desc []byte, descS
 // which debug/elf does not name.
 const NT_GNU_BUILD_ID elf.NType = 3
 
+// hashAhead is the build ID's hash of the first bytes of the file, computed
+// while the rest is written ([Writer.HashWritten]).
+type hashAhead struct {
+	// h is the SHA-1 of w.out[:upTo] once done is closed. Each
+	// HashWritten call starts a goroutine that waits for the previous
+	// one's done, writes its range into h and closes its own done: one
+	// goroutine at a time uses h, in file order, and each ends by itself
+	// (none is left waiting if the caller never calls Finish).
+	h    hash.Hash
+	done chan struct{}
+	upTo int
+}
+
+// HashWritten starts hashing, for the build ID ([Writer.WriteBuildID]),
+// the bytes of the file up to the end of the last range begun, on another
+// goroutine, so that the hash runs while the caller writes the next
+// ranges; [Writer.Finish] hashes the rest. The build ID is the same as
+// without the call: the SHA-1 of the same bytes in the same order (the
+// descriptor is zero until Finish fills it in). A table (symbols,
+// relocations, dynamic entries, notes, program headers) still being
+// written is left for a later call or Finish. The caller must have filled
+// the ranges it asked for with [Writer.SectionBytes] before the call, and
+// must not modify them after it: those bytes may already be hashed. It
+// does nothing before the write phase, after an error, without a build
+// ID, or when no byte was written since the last call. Cost: one
+// goroutine per call; it may be called any number of times.
+func (w *Writer) HashWritten() {
+	if w.err != nil || w.phase != writing || w.buildID < 0 || w.next == 0 {
+		return
+	}
+	sp := &w.spans[w.next-1]
+	end := sp.off + sp.size
+	if w.cur != nil {
+		end = w.cur.off
+	}
+	a := &w.ahead
+	if end <= uint64(a.upTo) {
+		return
+	}
+	if a.h == nil {
+		a.h = sha1.New()
+	}
+	h, b, prev, done := a.h, w.out[a.upTo:end], a.done, make(chan struct{})
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		h.Write(b)
+		close(done)
+	}()
+	a.done, a.upTo = done, int(end)
+}
+
 // BuildIDSize is the size in bytes of the build ID [Writer.WriteBuildID]
 // writes: a SHA-1 digest.
 const BuildIDSize = sha1.Size
@@ -614,7 +668,14 @@ func (w *Writer) Finish() ([]byte, error) {
 	}
 	w.phase = finished
 	if w.buildID >= 0 {
-		sum := sha1.Sum(w.out)
+		var sum [sha1.Size]byte
+		if a := &w.ahead; a.done != nil {
+			<-a.done // a.h has w.out[:a.upTo]
+			a.h.Write(w.out[a.upTo:])
+			a.h.Sum(sum[:0])
+		} else {
+			sum = sha1.Sum(w.out)
+		}
 		copy(w.out[w.buildID:], sum[:])
 	}
 	out := w.out
