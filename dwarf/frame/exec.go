@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/elfimage/elfimage/arch"
@@ -173,6 +174,8 @@ type Exec struct {
 	// module's do, then skip re-running its initial instructions.
 	initSec *Section
 	initKey cieKey
+	// generic turns runFast off (tests compare the two interpreters).
+	generic bool
 }
 
 // cieKey is what the initial row of a CIE depends on: its instructions
@@ -278,6 +281,12 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 		}
 		e.init.copyFrom(row)
 		e.initSec, e.initKey = s, k
+	}
+	if emit == nil && s.le && !e.generic {
+		if e.runFast(fde, pc, row) {
+			return nil
+		}
+		row.copyFrom(&e.init) // start again with the general interpreter
 	}
 	var d Decoded
 	e.depth = 0
@@ -398,4 +407,196 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 		return fmt.Sprintf("unexpected op %v", d.Op)
 	}
 	return ""
+}
+
+// runFast is run's search for the row at pc (in the FDE's range) for the
+// instructions compilers emit, decoded straight from the bytes of a
+// little-endian section: the advances (DW_CFA_advance_loc, _loc1, _loc2,
+// _loc4), DW_CFA_offset, _offset_extended, _offset_extended_sf, restore,
+// _restore_extended, undefined, same_value, register, def_cfa,
+// def_cfa_register, def_cfa_offset, remember_state, restore_state,
+// GNU_args_size and nop. row holds the CIE's initial row (e.init). It
+// stops at the first advance past pc, as run does, and reports whether it
+// computed the row; on any other opcode, truncated operand, register out
+// of range, overflowing advance or rule run would reject it returns false
+// (after at most one pass over the instructions), and run starts again
+// with the general decoder, which gives the error with its offset and
+// field. What it accepts it computes exactly as run does.
+func (e *Exec) runFast(fde *ParsedFDE, pc uint64, row *Row) bool {
+	code := fde.Insns
+	ca, da := fde.CIE.CodeAlign, fde.CIE.DataAlign
+	if ca == 0 || ca > 1<<24 || len(code) > MaxInsns {
+		return false // the general decoder's overflow checks apply
+	}
+	start := fde.Start
+	e.depth = 0
+	row.Loc = start
+	loc := uint64(0) // offset from start
+	i := 0
+	// uleb decodes the ULEB128 at code[i:], as dwarf.Uleb128 does.
+	uleb := func() (uint64, bool) {
+		if i < len(code) && code[i] < 0x80 {
+			i++
+			return uint64(code[i-1]), true
+		}
+		v, n := dwarf.Uleb128(code[i:])
+		i += n
+		return v, n != 0
+	}
+	reg := func() (arch.Reg, bool) {
+		v, ok := uleb()
+		return arch.Reg(v), ok && v <= 0xffff
+	}
+	for i < len(code) {
+		op := code[i]
+		i++
+		var delta uint64
+		switch op >> 6 {
+		case 1: // DW_CFA_advance_loc
+			delta = uint64(op & 0x3f)
+		case 2: // DW_CFA_offset
+			v, ok := uleb()
+			if !ok || !row.set(arch.Reg(op&0x3f), Rule{Kind: RuleOffset, Offset: int64(v) * da}) {
+				return false
+			}
+			continue
+		case 3: // DW_CFA_restore
+			r := arch.Reg(op & 0x3f)
+			if !row.set(r, e.init.Rule(r)) {
+				return false
+			}
+			continue
+		default:
+			switch dwarf.CFA(op) {
+			case dwarf.DW_CFA_nop:
+				continue
+			case dwarf.DW_CFA_advance_loc1:
+				if i+1 > len(code) {
+					return false
+				}
+				delta = uint64(code[i])
+				i++
+			case dwarf.DW_CFA_advance_loc2:
+				if i+2 > len(code) {
+					return false
+				}
+				delta = uint64(binary.LittleEndian.Uint16(code[i:]))
+				i += 2
+			case dwarf.DW_CFA_advance_loc4:
+				if i+4 > len(code) {
+					return false
+				}
+				delta = uint64(binary.LittleEndian.Uint32(code[i:]))
+				i += 4
+			case dwarf.DW_CFA_offset_extended, dwarf.DW_CFA_offset_extended_sf:
+				r, ok := reg()
+				if !ok {
+					return false
+				}
+				var off int64
+				if op == byte(dwarf.DW_CFA_offset_extended) {
+					v, ok2 := uleb()
+					off, ok = int64(v)*da, ok2
+				} else {
+					v, n := dwarf.Sleb128(code[i:])
+					i += n
+					off, ok = v*da, n != 0
+				}
+				if !ok || !row.set(r, Rule{Kind: RuleOffset, Offset: off}) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_restore_extended:
+				r, ok := reg()
+				if !ok || !row.set(r, e.init.Rule(r)) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_undefined, dwarf.DW_CFA_same_value:
+				r, ok := reg()
+				k := RuleUndefined
+				if op == byte(dwarf.DW_CFA_same_value) {
+					k = RuleSameValue
+				}
+				if !ok || !row.set(r, Rule{Kind: k}) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_register:
+				r, ok := reg()
+				r2, ok2 := reg()
+				if !ok || !ok2 || !row.set(r, Rule{Kind: RuleRegister, Reg: r2}) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_def_cfa:
+				r, ok := reg()
+				v, ok2 := uleb()
+				if !ok || !ok2 {
+					return false
+				}
+				row.CFA = Rule{Kind: RuleCFA, Reg: r, Offset: int64(v)}
+				continue
+			case dwarf.DW_CFA_def_cfa_register:
+				r, ok := reg()
+				if !ok {
+					return false
+				}
+				row.CFA = Rule{Kind: RuleCFA, Reg: r, Offset: row.CFA.Offset}
+				continue
+			case dwarf.DW_CFA_def_cfa_offset:
+				v, ok := uleb()
+				if !ok || row.CFA.Kind != RuleCFA && row.CFA.Kind != RuleCFAExpression {
+					return false
+				}
+				row.CFA.Offset = int64(v)
+				continue
+			case dwarf.DW_CFA_remember_state:
+				if e.depth == MaxStateStack {
+					return false
+				}
+				if e.depth == len(e.stack) {
+					e.stack = append(e.stack, Row{})
+				}
+				e.stack[e.depth].copyFrom(row)
+				e.depth++
+				continue
+			case dwarf.DW_CFA_restore_state:
+				if e.depth == 0 {
+					return false
+				}
+				e.depth--
+				l := row.Loc
+				row.copyFrom(&e.stack[e.depth])
+				row.Loc = l
+				continue
+			case dwarf.DW_CFA_GNU_args_size:
+				v, ok := uleb()
+				if !ok {
+					return false
+				}
+				row.ArgsSize = v
+				continue
+			default:
+				return false
+			}
+		}
+		// An advance: delta*ca cannot overflow (ca <= 1<<24, delta < 1<<32).
+		f := delta * ca
+		if loc+f < loc || start+loc+f < start {
+			return false
+		}
+		loc += f
+		if start+loc > pc {
+			row.End = start + loc
+			return true
+		}
+		row.Loc = start + loc
+	}
+	end := start + fde.Size
+	row.End = end
+	if row.Loc > end {
+		row.End = row.Loc
+	}
+	return true
 }

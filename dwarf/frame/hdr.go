@@ -177,10 +177,27 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 	return h, nil
 }
 
-// le4Field decodes a 4-byte little-endian table field at offset off (in
-// bounds: ParseEHFrameHdr checked the table fits).
-func (h *Hdr) le4Field(off uint64) uint64 {
-	u := binary.LittleEndian.Uint32(h.data[off : off+4])
+// lookupLE4 is Lookup for a le4 table: a bisection without a branch on
+// the comparison (the candidate moves by a conditional move), so a search
+// of n entries costs log2(n) dependent loads and no mispredictions.
+func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
+	t := h.data[h.tableOff : h.tableOff+8*h.Count] // checked by ParseEHFrameHdr
+	base, n := uint64(0), h.Count
+	for n > 1 {
+		half := n / 2
+		if h.le4Value(binary.LittleEndian.Uint32(t[(base+half)*8:])) <= pc {
+			base += half
+		}
+		n -= half
+	}
+	if h.le4Value(binary.LittleEndian.Uint32(t[base*8:])) > pc {
+		return 0, false // below every entry (base is 0)
+	}
+	return h.le4Value(binary.LittleEndian.Uint32(t[base*8+4:])), true
+}
+
+// le4Value decodes the 4-byte field u of a le4 table.
+func (h *Hdr) le4Value(u uint32) uint64 {
 	v := uint64(u)
 	if h.signed {
 		v = uint64(int64(int32(u)))
@@ -190,23 +207,6 @@ func (h *Hdr) le4Field(off uint64) uint64 {
 		v &= 0xffffffff
 	}
 	return v
-}
-
-// lookupLE4 is Lookup for a le4 table.
-func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
-	lo, hi := uint64(0), h.Count
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if h.le4Field(h.tableOff+mid*8) <= pc {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo == 0 {
-		return 0, false
-	}
-	return h.le4Field(h.tableOff + (lo-1)*8 + 4), true
 }
 
 // HasTable reports whether the header's table can be binary searched.
@@ -268,25 +268,27 @@ func (h *Hdr) Lookup(pc uint64) (fdeAddr uint64, ok bool, err error) {
 		fdeAddr, ok = h.lookupLE4(pc)
 		return fdeAddr, ok, nil
 	}
-	lo, hi := uint64(0), h.Count // find first entry with loc > pc
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		loc, _, err := h.entry(mid)
+	// The last entry whose location is <= pc, by the bisection of
+	// lookupLE4 (the same probes, so that a table out of order gives the
+	// same answer either way).
+	base, n := uint64(0), h.Count
+	for n > 1 {
+		half := n / 2
+		loc, _, err := h.entry(base + half)
 		if err != nil {
 			return 0, false, err
 		}
 		if loc <= pc {
-			lo = mid + 1
-		} else {
-			hi = mid
+			base += half
 		}
+		n -= half
 	}
-	if lo == 0 {
-		return 0, false, nil
-	}
-	_, fde, err := h.entry(lo - 1)
+	loc, fde, err := h.entry(base)
 	if err != nil {
 		return 0, false, err
+	}
+	if loc > pc {
+		return 0, false, nil
 	}
 	return fde, true, nil
 }
