@@ -187,6 +187,13 @@ type cieKey struct {
 	fdeEnc                             dwarf.EHPE
 }
 
+// matches reports whether k is keyOf(c), comparing the fields most
+// likely to differ first (no call to compare the whole struct).
+func (k *cieKey) matches(c *ParsedCIE) bool {
+	return k.off == c.Offset && k.insnsOff == c.InitialOff && k.insnsLen == uint64(len(c.Initial)) &&
+		k.codeAlign == c.CodeAlign && k.dataAlign == c.DataAlign && k.addrSize == c.AddrSize && k.fdeEnc == c.FDEEnc
+}
+
 func keyOf(c *ParsedCIE) cieKey {
 	return cieKey{c.Offset, c.InitialOff, uint64(len(c.Initial)), c.CodeAlign, c.DataAlign, c.AddrSize, c.FDEEnc}
 }
@@ -272,7 +279,7 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 		return fmt.Errorf("frame: ParsedFDE not read from a Section")
 	}
 	cie := &fde.CIE
-	if k := keyOf(cie); e.initSec == s && e.initKey == k {
+	if e.initSec == s && e.initKey.matches(cie) {
 		row.copyFrom(&e.init)
 	} else {
 		e.initSec = nil
@@ -280,7 +287,7 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 			return err
 		}
 		e.init.copyFrom(row)
-		e.initSec, e.initKey = s, k
+		e.initSec, e.initKey = s, keyOf(cie)
 	}
 	if emit == nil && s.le && !e.generic {
 		if e.runFast(fde, pc, row) {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -182,31 +183,30 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 // of n entries costs log2(n) dependent loads and no mispredictions.
 func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
 	t := h.data[h.tableOff : h.tableOff+8*h.Count] // checked by ParseEHFrameHdr
+	signed, add, mask := h.signed, h.base, ^uint64(0)
+	if h.p.addrSize == 4 {
+		mask = 0xffffffff
+	}
+	val := func(u uint32) uint64 {
+		v := uint64(u)
+		if signed {
+			v = uint64(int64(int32(u)))
+		}
+		return (v + add) & mask
+	}
 	base, n := uint64(0), h.Count
 	for n > 1 {
 		half := n / 2
-		if h.le4Value(binary.LittleEndian.Uint32(t[(base+half)*8:])) <= pc {
-			base += half
-		}
+		// borrow is 0 when the entry's location is <= pc: the mask
+		// moves base without a branch.
+		_, borrow := bits.Sub64(pc, val(binary.LittleEndian.Uint32(t[(base+half)*8:])), 0)
+		base += half & (borrow - 1)
 		n -= half
 	}
-	if h.le4Value(binary.LittleEndian.Uint32(t[base*8:])) > pc {
+	if val(binary.LittleEndian.Uint32(t[base*8:])) > pc {
 		return 0, false // below every entry (base is 0)
 	}
-	return h.le4Value(binary.LittleEndian.Uint32(t[base*8+4:])), true
-}
-
-// le4Value decodes the 4-byte field u of a le4 table.
-func (h *Hdr) le4Value(u uint32) uint64 {
-	v := uint64(u)
-	if h.signed {
-		v = uint64(int64(int32(u)))
-	}
-	v += h.base
-	if h.p.addrSize == 4 {
-		v &= 0xffffffff
-	}
-	return v
+	return val(binary.LittleEndian.Uint32(t[base*8+4:])), true
 }
 
 // HasTable reports whether the header's table can be binary searched.
