@@ -124,6 +124,15 @@ func (r *Row) NumRules() int { return r.n }
 // order the registers were first mentioned.
 func (r *Row) RuleAt(i int) (arch.Reg, Rule) { return r.cols[i], r.rules[i] }
 
+// Rules returns the row's registers and their rules, in the order
+// [Row.RuleAt] gives them (len NumRules): views of the row, valid until it
+// changes, which the caller must not modify. It spares a loop over the
+// rules the copy of each Rule that RuleAt returns. Cost: O(1).
+func (r *Row) Rules() (regs []arch.Reg, rules []Rule) {
+	n := min(max(r.n, 0), MaxRowRegs)
+	return r.cols[:n:n], r.rules[:n:n]
+}
+
 // reset makes r the empty row without clearing all of its arrays.
 func (r *Row) reset() {
 	r.Loc, r.End, r.CFA, r.ArgsSize, r.RASigned = 0, 0, Rule{}, 0, false

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 	"sort"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -178,9 +177,11 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 	return h, nil
 }
 
-// lookupLE4 is Lookup for a le4 table: a bisection without a branch on
-// the comparison (the candidate moves by a conditional move), so a search
-// of n entries costs log2(n) dependent loads and no mispredictions.
+// lookupLE4 is Lookup for a le4 table: a bisection whose probes decode
+// the field with the table's parameters held in registers. (A version
+// that moves the candidate by a borrow mask instead of a branch was
+// slower on the 64-frame benchmark, 215-235 against 185-200 ns per step:
+// the branches of repeated walks are predicted.)
 func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
 	t := h.data[h.tableOff : h.tableOff+8*h.Count] // checked by ParseEHFrameHdr
 	signed, add, mask := h.signed, h.base, ^uint64(0)
@@ -197,10 +198,9 @@ func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
 	base, n := uint64(0), h.Count
 	for n > 1 {
 		half := n / 2
-		// borrow is 0 when the entry's location is <= pc: the mask
-		// moves base without a branch.
-		_, borrow := bits.Sub64(pc, val(binary.LittleEndian.Uint32(t[(base+half)*8:])), 0)
-		base += half & (borrow - 1)
+		if val(binary.LittleEndian.Uint32(t[(base+half)*8:])) <= pc {
+			base += half
+		}
 		n -= half
 	}
 	if val(binary.LittleEndian.Uint32(t[base*8:])) > pc {
