@@ -217,7 +217,13 @@ func keyOf(c *ParsedCIE) cieKey {
 // without a register rule takes the last register rule's offset, 0 if
 // none, as libgcc and readelf do) or wrap
 // [ErrNoFDE] when pc is outside the range. Cost: O(instructions); no
-// allocation after the first calls.
+// allocation after the first calls. In a little-endian section the
+// instructions compilers emit (advances, offset, restore, def_cfa*,
+// register, undefined, same_value, remember/restore_state, args_size) are
+// run by an interpreter that reads them straight from the bytes and stops
+// at the first advance past pc; any other instruction, or any malformed
+// one, sends the FDE to the general decoder from its start (at most twice
+// the work), so results and errors are the same either way.
 func (e *Exec) RowAt(fde *ParsedFDE, pc uint64, row *Row) error {
 	if !fde.Contains(pc) {
 		return fmt.Errorf("%w %#x: FDE at %#x covers [%#x, %#x)", ErrNoFDE, pc, fde.Offset, fde.Start, fde.Start+fde.Size)
