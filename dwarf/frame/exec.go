@@ -147,8 +147,11 @@ func (r *Row) copyFrom(src *Row) {
 		clear(r.rules[src.n:r.n])
 	}
 	r.n = src.n
-	copy(r.cols[:src.n], src.cols[:src.n])
-	copy(r.rules[:src.n], src.rules[:src.n])
+	// Element by element: rows hold a few rules, for which copy's call
+	// into the runtime (a Rule holds a slice) costs more than the copies.
+	for i := range src.n {
+		r.cols[i], r.rules[i] = src.cols[i], src.rules[i]
+	}
 }
 
 func (r *Row) set(reg arch.Reg, rule Rule) bool {
