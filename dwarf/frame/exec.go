@@ -172,23 +172,31 @@ func (r *Row) set(reg arch.Reg, rule Rule) bool {
 // Exec executes call frame instructions (DWARF 5 section 6.4.2). Its zero
 // value is ready; reuse one per goroutine so that [Exec.RowAt] allocates
 // nothing (the DW_CFA_remember_state stack grows once, up to
-// [MaxStateStack] rows). An Exec keeps the initial row of the last CIE it
-// ran (keyed by the *Section and the CIE's offset, instructions and
-// factors), so FDEs sharing a CIE do not re-run its initial instructions:
-// the bytes of a Section, and its Bases and Indirect, must not change
-// while an Exec is used with it.
+// [MaxStateStack] rows). An Exec keeps the initial rows of the last two
+// CIEs it ran (keyed by the *Section and the CIE's offset, instructions
+// and factors), so FDEs sharing a CIE do not re-run its initial
+// instructions, even when a walk alternates between two CIEs (a C++
+// library's "zR" and "zPLR"): the bytes of a Section, and its Bases and
+// Indirect, must not change while an Exec is used with it.
 type Exec struct {
-	init  Row
+	inits [2]initRow
+	cur   int // the entry of inits in use (the most recent)
 	stack []Row
 	depth int
-	// initKey identifies the CIE whose initial row init holds (valid
-	// when initSec is non-nil): FDEs that share a CIE, as most of a
-	// module's do, then skip re-running its initial instructions.
-	initSec *Section
-	initKey cieKey
 	// generic turns runFast off (tests compare the two interpreters).
 	generic bool
 }
+
+// initRow is a CIE's initial row, valid when sec is non-nil; key
+// identifies the CIE.
+type initRow struct {
+	row Row
+	sec *Section
+	key cieKey
+}
+
+// init returns the initial row of the CIE of the FDE being run.
+func (e *Exec) init() *Row { return &e.inits[e.cur].row }
 
 // cieKey is what the initial row of a CIE depends on: its instructions
 // (by position in the section) and the parameters they are decoded with.
@@ -297,21 +305,27 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 		return fmt.Errorf("frame: ParsedFDE not read from a Section")
 	}
 	cie := &fde.CIE
-	if e.initSec == s && e.initKey.matches(cie) {
-		row.copyFrom(&e.init)
+	if in := &e.inits[e.cur]; in.sec == s && in.key.matches(cie) {
+		row.copyFrom(&in.row)
+	} else if in := &e.inits[1-e.cur]; in.sec == s && in.key.matches(cie) {
+		e.cur = 1 - e.cur
+		row.copyFrom(&in.row)
 	} else {
-		e.initSec = nil
+		// Replace the less recent entry.
+		in.sec = nil
 		if err := e.runCIE(s, cie, row); err != nil {
 			return err
 		}
-		e.init.copyFrom(row)
-		e.initSec, e.initKey = s, keyOf(cie)
+		in.row.copyFrom(row)
+		in.sec, in.key = s, keyOf(cie)
+		e.cur = 1 - e.cur
 	}
+	init := e.init()
 	if emit == nil && s.le && !e.generic {
 		if e.runFast(fde, pc, row) {
 			return nil
 		}
-		row.copyFrom(&e.init) // start again with the general interpreter
+		row.copyFrom(init) // start again with the general interpreter
 	}
 	var d Decoded
 	e.depth = 0
@@ -338,7 +352,7 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 			row.Loc = loc
 			continue
 		}
-		if msg := e.apply(row, &d, &e.init); msg != "" {
+		if msg := e.apply(row, &d, init); msg != "" {
 			r.b.FailAt(d.Off, d.Code.String(), msg)
 		}
 	}
@@ -440,7 +454,7 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 // _loc4), DW_CFA_offset, _offset_extended, _offset_extended_sf, restore,
 // _restore_extended, undefined, same_value, register, def_cfa,
 // def_cfa_register, def_cfa_offset, remember_state, restore_state,
-// GNU_args_size and nop. row holds the CIE's initial row (e.init). It
+// GNU_args_size and nop. row holds the CIE's initial row (e.init()). It
 // stops at the first advance past pc, as run does, and reports whether it
 // computed the row; on any other opcode, truncated operand, register out
 // of range, overflowing advance or rule run would reject it returns false
@@ -487,7 +501,7 @@ func (e *Exec) runFast(fde *ParsedFDE, pc uint64, row *Row) bool {
 			continue
 		case 3: // DW_CFA_restore
 			r := arch.Reg(op & 0x3f)
-			if !row.set(r, e.init.Rule(r)) {
+			if !row.set(r, e.init().Rule(r)) {
 				return false
 			}
 			continue
@@ -533,7 +547,7 @@ func (e *Exec) runFast(fde *ParsedFDE, pc uint64, row *Row) bool {
 				continue
 			case dwarf.DW_CFA_restore_extended:
 				r, ok := reg()
-				if !ok || !row.set(r, e.init.Rule(r)) {
+				if !ok || !row.set(r, e.init().Rule(r)) {
 					return false
 				}
 				continue

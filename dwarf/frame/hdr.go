@@ -324,7 +324,7 @@ func NewFinder(ehFrame []byte, ehFrameAddr uint64, hdr []byte, hdrAddr uint64, o
 // the new FDE's, that CIE is kept, not parsed again (a walk reuses one
 // ParsedFDE); the section's bytes must not change meanwhile. Such an FDE,
 // in the shape compilers emit (32-bit length, pcrel|sdata4 or 4-byte
-// absolute pc_begin and pc_range, no LSDA), is then read straight from
+// absolute pc_begin and pc_range, no LSDA or a pcrel|sdata4 one), is then read straight from
 // the bytes; others go through the general parser.
 func (f *Finder) FindFDE(pc uint64, fde *ParsedFDE) error {
 	if f.Hdr == nil || !f.Hdr.HasTable() {

@@ -486,7 +486,7 @@ func (s *Section) fdeAt(off uint64, f *ParsedFDE) error {
 // LLVM and our writer emit: a 32-bit little-endian length, a CIE pointer
 // to f's CIE, pc_begin and pc_range in DW_EH_PE_pcrel|sdata4 (or
 // udata4/sdata4 absolute) and, for a "z" CIE, an augmentation length of
-// one byte with no LSDA. It reports whether it did; on false f is
+// one byte with no LSDA or a pcrel|sdata4 one. It reports whether it did; on false f is
 // unchanged and the general parser (which names the field of any error)
 // must run. Every field it accepts decodes to what parseFDE gives: the
 // bounds are checked against the section and the entry's length.
@@ -528,15 +528,29 @@ func (s *Section) fdeFast(off uint64, f *ParsedFDE) bool {
 		return false // parseFDE reports the overflow
 	}
 	p := uint64(16)
+	var lsda uint64
+	hasLSDA := false
 	if len(c.Augmentation) > 0 && c.Augmentation[0] == 'z' {
 		n := uint64(e[16])
-		if n >= 0x80 || n > 0 && c.LSDAEnc != dwarf.DW_EH_PE_omit || n > uint64(len(e))-17 {
+		if n >= 0x80 || n > uint64(len(e))-17 {
 			return false
+		}
+		if n > 0 && c.LSDAEnc != dwarf.DW_EH_PE_omit {
+			// A C++ FDE's LSDA pointer, pcrel|sdata4 as GCC and LLVM
+			// write it; other encodings take the general parser.
+			if c.LSDAEnc != dwarf.DW_EH_PE_pcrel|dwarf.DW_EH_PE_sdata4 || n < 4 {
+				return false
+			}
+			lsda = uint64(int64(int32(binary.LittleEndian.Uint32(e[17:])))) + s.addr + off + 17
+			if c.AddrSize == 4 {
+				lsda &= 0xffffffff
+			}
+			hasLSDA = true
 		}
 		p += 1 + n
 	}
 	f.Offset, f.End, f.Start, f.Size = off, off+uint64(len(e)), start, size
-	f.LSDA, f.HasLSDA, f.LSDAIndirect = 0, false, false
+	f.LSDA, f.HasLSDA, f.LSDAIndirect = lsda, hasLSDA, false
 	f.InsnsOff, f.Insns = off+p, d[off+p:off+uint64(len(e))]
 	return true
 }
