@@ -129,7 +129,7 @@ func (im *Image) FindFDE(pc uint64, fde *frame.ParsedFDE) (err error) {
 }
 
 func (im *Image) unwindSource() (*unwind.Source, error) {
-	s := &im.debug.unwind
+	s := &im.dbg().unwind
 	s.once.Do(func() { s.err = errIndexFault; s.src, s.err = im.newUnwindSource() })
 	return s.src, s.err
 }

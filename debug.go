@@ -127,7 +127,7 @@ func (e *noDebugError) Is(target error) bool {
 func (e *noDebugError) Unwrap() error { return e.err }
 
 func (im *Image) debugFileState() *debugFileState {
-	st := &im.dbgFile
+	st := &im.dbg().dbgFile
 	st.once.Do(func() {
 		st.err = errIndexFault
 		secs, err := im.Sections()
@@ -221,7 +221,11 @@ func checkDebugBuildID(path string, f *elfobj.File, want []byte) error {
 // closeDebugFile unmaps the debug file, when one was mapped; called
 // when the image is unmapped.
 func (im *Image) closeDebugFile() {
-	if st := &im.dbgFile; st.mem != nil {
+	d := im.debug.Load()
+	if d == nil {
+		return // never queried: no debug file
+	}
+	if st := &d.dbgFile; st.mem != nil {
 		unix.Munmap(st.mem)
 		st.mem = nil
 	}

@@ -26,8 +26,10 @@
 // (undefined symbols, R_X86_64_PLT32). Such a program is not loaded by
 // [Open]: the code must not depend on a host runtime.
 //
-// [Open] maps an image file with one mmap(PROT_READ) and mprotects the
-// segments that need write or execute (never both), applies the
+// [Open] maps an image file with one mmap(PROT_READ), reads its headers
+// and tables with pread (no page of the file is faulted in at load but the
+// data pages the relocations write), mprotects the segments that need
+// write or execute (never both), applies the
 // R_X86_64_RELATIVE relocations and registers the image's range; [Load]
 // does the same from bytes in memory (the JIT path). Debug information is
 // never parsed at load: queries ([Image.Procedure], [Image.PositionAt],

@@ -64,7 +64,7 @@ func TestGDBHookEvent(t *testing.T) {
 // allocates nothing (the interim hook used to copy the path and insert it
 // into a global map on every load).
 func TestGDBHookNoAlloc(t *testing.T) {
-	im := &Image{path: "/a/path.elf", mem: make([]byte, 4096), size: 4096}
+	im := &Image{path: "/a/path.elf", mem: make([]byte, 4096), plan: plan{size: 4096}}
 	if n := testing.AllocsPerRun(100, func() {
 		notifyDebuggerLoaded(im)
 		notifyDebuggerUnloaded(im)
@@ -75,7 +75,7 @@ func TestGDBHookNoAlloc(t *testing.T) {
 
 // BenchmarkGDBHook: the debugger notifications of one load and its Close.
 func BenchmarkGDBHook(b *testing.B) {
-	im := &Image{path: "/a/path.elf", mem: make([]byte, 4096), size: 4096}
+	im := &Image{path: "/a/path.elf", mem: make([]byte, 4096), plan: plan{size: 4096}}
 	b.ReportAllocs()
 	for b.Loop() {
 		notifyDebuggerLoaded(im)

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/elfimage/elfimage/formaterr"
 
@@ -67,33 +68,33 @@ type SectionHeader struct {
 // the memory is gone: no slice returned by an Image, nor any address inside
 // it, may be used any more.
 type Image struct {
-	path           string
-	arch           *arch.Arch
-	mem            []byte // the whole mapping (whole pages)
-	data           []byte // mem[:file size]
-	mapped         bool
-	size           uint64 // end of the last PT_LOAD
-	entry          uint64 // link-time e_entry, 0 = none
-	segs           []Segment
-	buildID        []byte
-	ehFrameHdr     []byte
-	ehFrameHdrAddr uint64
-	tail           map[elf.ProgType][]byte // tail sections found through program headers
-	notes          []string                // what the loader ignored (LoadNotes)
-	debugFiles     *debugfile.Finder       // where a stripped image's debug file is looked for
-	dbgFile        debugFileState          // the debug file, once looked for (debug.go)
+	path       string
+	arch       *arch.Arch
+	mem        []byte // the whole mapping (whole pages)
+	data       []byte // mem[:file size]
+	mapped     bool
+	plan                         // what the loader validated: segments, tables, tail sections, notes
+	debugFiles *debugfile.Finder // where a stripped image's debug file is looked for
 
 	closeMu    sync.Mutex
 	closed     bool
 	closeHooks []closeHook // run by Close, latest first (OnClose)
 	hookSeq    uint64      // identifies the next closeHook
+	unmapErr   error       // munmap's, set by freeImage; read by Close when it ran there
 
-	secOnce sync.Once
-	secs    []SectionHeader
-	secErr  error
+	// debug holds the lazily built indexes of the debug queries
+	// (query.go), allocated by the first query (dbg): an image that is
+	// never asked about its debug information does not carry them.
+	debug atomic.Pointer[debugState]
+}
 
-	// debug holds the lazily built indexes of the debug queries (query.go).
-	debug debugState
+// dbg returns the image's debug query state, allocating it on first use.
+func (im *Image) dbg() *debugState {
+	if d := im.debug.Load(); d != nil {
+		return d
+	}
+	im.debug.CompareAndSwap(nil, new(debugState))
+	return im.debug.Load()
 }
 
 // Path returns the path given to [Open], or the name given to [Load].
@@ -174,16 +175,22 @@ func (im *Image) Close() error {
 	im.closeHooks = nil
 	hookErr := errors.Join(hookErrs...)
 	notifyDebuggerUnloaded(im)
-	var unmapErr error // written by the free function; read only when it ran here
-	switch removed, freed := registry.RemoveFunc(im.Base(), func(im *Image) { im.closeDebugFile(); unmapErr = unmap(im.mem) }); {
+	switch removed, freed := registry.RemoveFunc(im.Base(), freeImage); {
 	case !removed: // not registered
 		im.closeDebugFile()
 		return errors.Join(hookErr, unmap(im.mem))
 	case freed:
-		return errors.Join(hookErr, unmapErr)
+		return errors.Join(hookErr, im.unmapErr)
 	default: // a reader holds the image: its last Release unmaps it
 		return hookErr
 	}
+}
+
+// freeImage unmaps an image removed from the registry, once no reader
+// holds it (a function, not a closure: Close allocates nothing).
+func freeImage(im *Image) {
+	im.closeDebugFile()
+	im.unmapErr = unmap(im.mem)
 }
 
 // ErrClosed is returned by [Image.OnClose] for an image already closed.
@@ -264,11 +271,12 @@ func (im *Image) Section(name string) ([]byte, error) {
 // do not modify it. Errors are *FormatError.
 func (im *Image) Sections() (_ []SectionHeader, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	im.secOnce.Do(func() {
-		im.secErr = errIndexFault
-		im.secs, im.secErr = parseSections(im.path, im.data)
+	d := im.dbg()
+	d.secOnce.Do(func() {
+		d.secErr = errIndexFault
+		d.secs, d.secErr = parseSections(im.path, im.data)
 	})
-	return im.secs, im.secErr
+	return d.secs, d.secErr
 }
 
 // parseSections decodes and validates the section header table of the ELF64
@@ -395,12 +403,12 @@ func (d *decoder) errorf(off uint64, field, format string, args ...any) *FormatE
 	return &FormatError{Source: d.path, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// span returns data[off:off+n] after checking, without overflow, that it
-// lies inside the file; what names the structure in the message.
-func (d *decoder) span(off, n uint64, field, what string) ([]byte, *FormatError) {
+// check checks, without overflow, that [off, off+n) lies inside the
+// file; what names the structure in the message.
+func (d *decoder) check(off, n uint64, field, what string) *FormatError {
 	size := uint64(len(d.data))
 	if off > size || n > size-off {
-		return nil, d.errorf(off, field, "%s [%#x, +%#x) runs past end of file (%#x bytes)", what, off, n, size)
+		return d.errorf(off, field, "%s [%#x, +%#x) runs past end of file (%#x bytes)", what, off, n, size)
 	}
-	return d.data[off : off+n : off+n], nil
+	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/bits"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -41,10 +44,14 @@ type LoadOptions struct {
 	DebugFiles *debugfile.Finder
 }
 
+// defaultFinder is the finder of images loaded without
+// LoadOptions.DebugFiles, shared (a Finder has no state of its own).
+var defaultFinder = &debugfile.Finder{}
+
 // debugFinder returns the debug file finder of opts.
 func debugFinder(opts *LoadOptions) *debugfile.Finder {
 	if opts == nil || opts.DebugFiles == nil {
-		return &debugfile.Finder{}
+		return defaultFinder
 	}
 	return opts.DebugFiles
 }
@@ -94,7 +101,13 @@ func Images() []*Image {
 // RelocRelative) relocations found through PT_DYNAMIC (DT_RELA, DT_RELASZ,
 // DT_RELAENT), mprotect of the R+X segments to PROT_READ|PROT_EXEC, and
 // registration of [Base, Base+Size) for [Lookup]. No page is ever writable
-// and executable at once. The non-loaded tail (symbols, DWARF, section
+// and executable at once. What the loader validates (the ELF and program
+// headers, the dynamic table, the notes, the relocation table) it reads
+// with pread(2) into a pooled buffer, the file's first 4 KiB at once, not
+// through the mapping: a load faults in no page of the file but one
+// copy-on-write page per relocated data page (a read fault would also map
+// up to 16 neighbouring pages, which munmap must tear down and which count
+// in the process's RSS). The non-loaded tail (symbols, DWARF, section
 // headers) is not read: the kernel pages it in when a query touches it.
 //
 // When mmap of the file fails, when the kernel refuses PROT_EXEC on the
@@ -122,9 +135,13 @@ func Images() []*Image {
 //
 // Errors: a malformed image gives a *FormatError naming the file offset and
 // field; system call failures are returned wrapped with the path. On any
-// error nothing stays mapped. Cost: a handful of system calls plus time
-// linear in the number of program headers, dynamic entries and
-// relocations; the read fallback also copies the file.
+// error nothing stays mapped. Cost: open, fstat, mmap, one pread (two when
+// the notes lie past the first 4 KiB, as in the images Link writes; more
+// for tables elsewhere), one mprotect per writable and per executable
+// segment and close, plus time linear in the number of program headers,
+// dynamic entries and relocations; one allocation, the Image, besides the
+// registry's snapshot of the open images; the read fallback also copies
+// the file.
 //
 // Concurrent modification of the file while it is mapped is not guarded
 // against (as with any mmap-based loader; truncation raises SIGBUS).
@@ -137,21 +154,25 @@ func Open(path string, opts *LoadOptions) (*Image, error) {
 
 func openImage(path string, opts *LoadOptions) (*Image, error) {
 	a, pageSize := options(opts)
-	// O_NONBLOCK: opening a named pipe must not wait for a writer (it
-	// is refused below as not a regular file); regular files ignore it.
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	// Raw system calls, not an *os.File: os.OpenFile would also try to
+	// register the descriptor with the runtime's poller (three fcntl and
+	// an epoll_ctl for a regular file) and allocate the File and its
+	// finalizer. O_NONBLOCK: opening a named pipe must not wait for a
+	// writer (it is refused below as not a regular file); regular files
+	// ignore it.
+	fd, err := openFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("elfimage: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("elfimage: %w", err)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return nil, fmt.Errorf("elfimage: %w", &fs.PathError{Op: "stat", Path: path, Err: err})
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &FormatError{Source: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fi.Mode())}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &FormatError{Source: path, Field: "file", Msg: fmt.Sprintf("not a regular file (mode %v)", fileMode(st.Mode))}
 	}
-	size := fi.Size()
+	size := st.Size
 	if size < ehdrSize {
 		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "ELF header",
 			Msg: fmt.Sprintf("file is %d bytes, shorter than the %d-byte ELF header", size, ehdrSize)}
@@ -160,9 +181,15 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
 	}
 	if opts == nil || !opts.ForceRead {
-		mem, err := mapFile(f, int(size))
-		if err == nil {
-			im, err := finish(path, mem, int(size), true, a, pageSize, opts)
+		if mem, err := mapFile(fd, int(size)); err == nil {
+			// The headers and the tables they point to are read with
+			// pread, not through the mapping: a read fault would map up
+			// to 16 pages around it (fault-around) that munmap must
+			// tear down again and that count in the process's RSS.
+			buf := ioBufs.Get().(*ioBuf)
+			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:]}
+			im, err := finish(path, mem, &src, true, a, pageSize, opts)
+			ioBufs.Put(buf)
 			if err == nil || !errors.Is(err, errExecDenied) {
 				return im, err
 			}
@@ -173,7 +200,7 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elfimage: %s: %w", path, err)
 	}
-	if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), mem[:size]); err != nil {
+	if err := preadFull(fd, mem[:size], 0); err != nil {
 		unmap(mem)
 		return nil, fmt.Errorf("elfimage: read %s: %w", path, err)
 	}
@@ -181,7 +208,87 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		unmap(mem)
 		return nil, fmt.Errorf("elfimage: %s: mprotect: %w", path, err)
 	}
-	return finish(path, mem, int(size), false, a, pageSize, opts)
+	src := memSource(path, mem[:size:size])
+	return finish(path, mem, &src, false, a, pageSize, opts)
+}
+
+// openFile opens path read-only, close-on-exec and non-blocking, retrying
+// on EINTR; errors are *fs.PathError, as os.Open's. A path shorter than
+// 512 bytes is made NUL-terminated on the stack (unix.Open would allocate
+// the copy).
+func openFile(path string) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK
+	var buf [512]byte
+	short := len(path) < len(buf) && strings.IndexByte(path, 0) < 0
+	if short {
+		copy(buf[:], path)
+	}
+	dirfd := unix.AT_FDCWD
+	for {
+		var fd int
+		var err error
+		if short {
+			r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&buf[0])), flags, 0, 0, 0)
+			fd = int(r)
+			if e != 0 {
+				err = e
+			}
+		} else {
+			fd, err = unix.Open(path, flags, 0)
+		}
+		if err == nil {
+			return fd, nil
+		}
+		if err != unix.EINTR {
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+	}
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// fileMode gives the type bits of a stat mode as fs.FileMode, for errors.
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	}
+	return mode
+}
+
+// preadFull reads len(b) bytes of fd at off; a file shorter than that (it
+// shrank since fstat) gives io.ErrUnexpectedEOF.
+func preadFull(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		n, err := unix.Pread(fd, b, off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrUnexpectedEOF
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
 }
 
 // Load loads an image from bytes in memory (for example the output of
@@ -215,7 +322,8 @@ func loadImage(name string, data []byte, opts *LoadOptions) (*Image, error) {
 		unmap(mem)
 		return nil, fmt.Errorf("elfimage: %s: mprotect: %w", name, err)
 	}
-	return finish(name, mem, len(data), false, a, pageSize, opts)
+	src := memSource(name, mem[:len(data):len(data)])
+	return finish(name, mem, &src, false, a, pageSize, opts)
 }
 
 func options(opts *LoadOptions) (*arch.Arch, uint64) {
@@ -234,19 +342,22 @@ func options(opts *LoadOptions) (*arch.Arch, uint64) {
 // Open retries with the read fallback.
 var errExecDenied = errors.New("elfimage: executable mapping denied")
 
-// finish validates the PROT_READ mapping mem holding a size-byte image,
-// applies protections and relocations and registers the image. On error it
-// unmaps mem.
-func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSize uint64, opts *LoadOptions) (im *Image, err error) {
+// finish validates the PROT_READ mapping mem holding the image src.data
+// (read through src), applies protections and relocations and registers
+// the image. On error it unmaps mem.
+func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pageSize uint64, opts *LoadOptions) (im *Image, err error) {
 	defer func() {
 		if err != nil {
 			unmap(mem)
 			im = nil
 		}
 	}()
-	data := mem[:size:size]
-	p, err := parseImage(path, data, a, pageSize)
-	if err != nil {
+	data := src.data
+	// The Image is allocated first so that the plan (segments, tail
+	// sections) is written straight into what the image keeps.
+	im = &Image{path: path, arch: a, mem: mem, data: data, mapped: mapped, debugFiles: debugFinder(opts)}
+	p := &im.plan
+	if err := parseFrom(src, a, pageSize, p); err != nil {
 		return nil, err
 	}
 	base := uint64(uintptr(unsafePointer(mem)))
@@ -257,7 +368,7 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 			}
 		}
 	}
-	if err := relocate(path, data, base, p, a, true); err != nil {
+	if err := relocateFrom(src, data, base, p, a, true); err != nil {
 		return nil, err
 	}
 	for _, s := range p.segs {
@@ -278,12 +389,6 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 			}
 		}
 	}
-	im = &Image{
-		path: path, arch: a, mem: mem, data: data, mapped: mapped,
-		size: p.size, entry: p.entry, segs: p.segs, buildID: p.buildID,
-		ehFrameHdr: p.ehFrameHdr, ehFrameHdrAddr: p.ehFrameHdrAddr, tail: p.tail,
-		notes: p.notes, debugFiles: debugFinder(opts),
-	}
 	// Tell debuggers before the image is reachable through Lookup, so
 	// that no Close can come between registering and notifying.
 	notifyDebuggerLoaded(im)
@@ -296,20 +401,10 @@ func finish(path string, mem []byte, size int, mapped bool, a *arch.Arch, pageSi
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
-func mapFile(f *os.File, size int) ([]byte, error) {
-	sc, err := f.SyscallConn()
+func mapFile(fd, size int) ([]byte, error) {
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, err
-	}
-	var mem []byte
-	var merr error
-	if err := sc.Control(func(fd uintptr) {
-		mem, merr = unix.Mmap(int(fd), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
-	}); err != nil {
-		return nil, err
-	}
-	if merr != nil {
-		return nil, merr
 	}
 	liveMappings.Add(1)
 	return mem, nil
@@ -339,18 +434,110 @@ func unmap(mem []byte) error {
 // most MaxUint64-a.
 func alignUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }
 
-// plan is what parseImage learns from a valid image.
+// plan is what parseImage learns from a valid image; an [Image] keeps it.
+// Its slices alias the image's data: none of them is read at load.
 type plan struct {
 	size           uint64 // end of the last PT_LOAD
 	entry          uint64
 	segs           []Segment
-	relaOff        uint64 // file offset of the Elf64_Rela table
+	segBuf         [3]Segment // segs for up to three PT_LOADs (Link writes R, R+X, R+W)
+	relaOff        uint64     // file offset of the Elf64_Rela table
 	relaCount      uint64
 	buildID        []byte
 	ehFrameHdr     []byte
 	ehFrameHdrAddr uint64
-	tail           map[elf.ProgType][]byte // PTProcTable etc.: bytes not read at load
-	notes          []string                // what was ignored (Image.LoadNotes)
+	tail           tailSections // PTProcTable etc.: bytes not read at load
+	notes          []string     // what was ignored (Image.LoadNotes)
+}
+
+// tailSections holds the tail sections found through the program headers
+// PTProcTable, PTLineProgram and PTLineStrings (nil: none).
+type tailSections [3][]byte
+
+// get returns the section of program header type t, nil when none.
+func (ts *tailSections) get(t elf.ProgType) []byte {
+	if i := uint64(t) - uint64(PTProcTable); i < uint64(len(ts)) {
+		return ts[i]
+	}
+	return nil
+}
+
+// ioBuf is the scratch memory of one Open: the file's first bytes and
+// room for one more table read with pread. Pooled, so that a load
+// allocates only what its image keeps.
+type ioBuf struct {
+	head    [headSize]byte
+	scratch [scratchSize]byte
+}
+
+const (
+	// headSize is how much of the file Open reads with one pread before
+	// anything else: the ELF header and program headers and, in the
+	// images Link writes, .rela.dyn and .dynamic (at the start of the
+	// first segment).
+	headSize = 4096
+	// scratchSize bounds one further pread of a table past the head (the
+	// note segment; dynamic or relocation tables placed elsewhere, the
+	// latter read in chunks). Larger tables are read through the mapping.
+	scratchSize = 2048
+)
+
+var ioBufs = sync.Pool{New: func() any { return new(ioBuf) }}
+
+// source gives the loader the bytes it validates of the image data: from
+// head, the file's first bytes read with pread; with pread into scratch
+// for a range past head that fits it; otherwise, or when the image is in
+// memory already (fd < 0), from data itself.
+type source struct {
+	path    string
+	data    []byte // the whole image, mapped
+	fd      int    // the file mapped at data, or -1
+	at      io.ReaderAt
+	head    []byte // data[:len(head)] as read from the file, once read
+	nhead   int    // bytes of head read (0: not read yet)
+	scratch []byte
+}
+
+// memSource reads the image data in memory.
+func memSource(path string, data []byte) source { return source{path: path, data: data, fd: -1} }
+
+// read returns the n bytes at off, which lie inside data (checked by the
+// caller). The result is valid until the next call.
+func (s *source) read(off, n uint64) ([]byte, error) {
+	if s.fd < 0 && s.at == nil {
+		return s.data[off : off+n : off+n], nil
+	}
+	if s.nhead == 0 {
+		h := s.head[:min(len(s.head), len(s.data))]
+		if err := s.readAt(h, 0); err != nil {
+			return nil, err
+		}
+		s.nhead = len(h)
+	}
+	switch {
+	case off+n <= uint64(s.nhead):
+		return s.head[off : off+n : off+n], nil
+	case n <= uint64(len(s.scratch)):
+		b := s.scratch[:n:n]
+		if err := s.readAt(b, off); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return s.data[off : off+n : off+n], nil
+}
+
+func (s *source) readAt(b []byte, off uint64) error {
+	var err error
+	if s.at != nil {
+		_, err = s.at.ReadAt(b, int64(off))
+	} else {
+		err = preadFull(s.fd, b, int64(off))
+	}
+	if err != nil {
+		return fmt.Errorf("elfimage: read %s at %#x: %w", s.path, off, err)
+	}
+	return nil
 }
 
 // tailName names a program header type of ours in notes.
@@ -386,53 +573,73 @@ const (
 	dtRELR       = 36
 )
 
-// parseImage validates the ELF image data (see Open for the rules) and
-// returns what the loader needs. It reads only the ELF header, the program
-// headers and what they point to, never the non-loaded tail; it never
-// panics and allocates only the segment list, errors and notes.
+// parseImage validates the ELF image data in memory (see Open for the
+// rules) and returns what the loader needs; see parseFrom.
 func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan, error) {
+	src := memSource(path, data)
+	p := new(plan)
+	if err := parseFrom(&src, a, pageSize, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseFrom validates the ELF image src.data, reading it through src
+// (see Open for the rules), and fills p with what the loader needs. It
+// reads only the ELF header, the program headers and what they point to,
+// never the non-loaded tail; it never panics and allocates only the
+// segment list past three segments, errors and notes.
+func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
+	path, data := src.path, src.data
 	d := &decoder{path: path, data: data}
 	if len(data) < ehdrSize {
-		return nil, d.errorf(uint64(len(data)), "ELF header", "file is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)
+		return d.errorf(uint64(len(data)), "ELF header", "file is %d bytes, shorter than the %d-byte ELF header", len(data), ehdrSize)
 	}
-	h, err := elfobj.DecodeHeader(data)
+	hb, err := src.read(0, ehdrSize)
 	if err != nil {
-		return nil, objError(path, err) // bad magic, class or data encoding
+		return err
+	}
+	h, err := elfobj.DecodeHeader(hb)
+	if err != nil {
+		return objError(path, err) // bad magic, class or data encoding
 	}
 	switch {
 	case h.Class != elf.ELFCLASS64:
-		return nil, d.errorf(uint64(elf.EI_CLASS), "e_ident[EI_CLASS]", "class %v, want ELFCLASS64", h.Class)
+		return d.errorf(uint64(elf.EI_CLASS), "e_ident[EI_CLASS]", "class %v, want ELFCLASS64", h.Class)
 	case h.Data != elf.ELFDATA2LSB:
-		return nil, d.errorf(uint64(elf.EI_DATA), "e_ident[EI_DATA]", "data encoding %v, want ELFDATA2LSB", h.Data)
+		return d.errorf(uint64(elf.EI_DATA), "e_ident[EI_DATA]", "data encoding %v, want ELFDATA2LSB", h.Data)
 	case h.Version != elf.EV_CURRENT:
-		return nil, d.errorf(uint64(elf.EI_VERSION), "e_ident[EI_VERSION]", "version %d, want 1", h.Version)
+		return d.errorf(uint64(elf.EI_VERSION), "e_ident[EI_VERSION]", "version %d, want 1", h.Version)
 	case h.OSABI != elf.ELFOSABI_NONE && h.OSABI != elfOSABIGNU:
-		return nil, d.errorf(uint64(elf.EI_OSABI), "e_ident[EI_OSABI]", "OS ABI %v, want ELFOSABI_NONE or ELFOSABI_LINUX", h.OSABI)
+		return d.errorf(uint64(elf.EI_OSABI), "e_ident[EI_OSABI]", "OS ABI %v, want ELFOSABI_NONE or ELFOSABI_LINUX", h.OSABI)
 	case h.Type != elf.ET_DYN:
-		return nil, d.errorf(offType, "e_type", "type %v, want ET_DYN", h.Type)
+		return d.errorf(offType, "e_type", "type %v, want ET_DYN", h.Type)
 	case h.Machine != a.Machine:
-		return nil, d.errorf(offMachine, "e_machine", "machine %v, want %v", h.Machine, a.Machine)
+		return d.errorf(offMachine, "e_machine", "machine %v, want %v", h.Machine, a.Machine)
 	case h.ObjectVersion != uint32(elf.EV_CURRENT):
-		return nil, d.errorf(offVersion, "e_version", "version %d, want 1", h.ObjectVersion)
+		return d.errorf(offVersion, "e_version", "version %d, want 1", h.ObjectVersion)
 	case h.Ehsize != ehdrSize:
-		return nil, d.errorf(offEhsize, "e_ehsize", "is %d, want %d", h.Ehsize, ehdrSize)
+		return d.errorf(offEhsize, "e_ehsize", "is %d, want %d", h.Ehsize, ehdrSize)
 	case h.Phentsize != phdrSize:
-		return nil, d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
+		return d.errorf(offPhentsize, "e_phentsize", "is %d, want %d", h.Phentsize, phdrSize)
 	case h.Phnum == 0:
-		return nil, d.errorf(offPhnum, "e_phnum", "no program headers")
+		return d.errorf(offPhnum, "e_phnum", "no program headers")
 	case h.Phnum == elfobj.PN_XNUM:
-		return nil, d.errorf(offPhnum, "e_phnum", "extended numbering (PN_XNUM) not supported")
+		return d.errorf(offPhnum, "e_phnum", "extended numbering (PN_XNUM) not supported")
 	}
 	switch {
 	case h.Phoff < ehdrSize:
-		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x overlaps the ELF header", h.Phoff)
+		return d.errorf(offPhoff, "e_phoff", "program header table at %#x overlaps the ELF header", h.Phoff)
 	case h.Phoff%8 != 0:
-		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x not 8-byte aligned", h.Phoff)
+		return d.errorf(offPhoff, "e_phoff", "program header table at %#x not 8-byte aligned", h.Phoff)
 	}
-	phtab, ferr := d.span(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table")
-	if ferr != nil {
+	if ferr := d.check(h.Phoff, uint64(h.Phnum)*phdrSize, "e_phoff", "program header table"); ferr != nil {
 		ferr.Offset = offPhoff // the field, not where it points
-		return nil, ferr
+		return ferr
+	}
+	phtab, err := src.read(h.Phoff, uint64(h.Phnum)*phdrSize)
+	if err != nil {
+		return err
 	}
 
 	// Decode the program headers once, on the stack for the usual
@@ -449,11 +656,15 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			nload++
 		}
 	}
-	p := &plan{entry: h.Entry}
+	*p = plan{entry: h.Entry}
 	if nload == 0 {
-		return nil, d.errorf(h.Phoff, "program header table", "no PT_LOAD segment")
+		return d.errorf(h.Phoff, "program header table", "no PT_LOAD segment")
 	}
-	p.segs = make([]Segment, 0, nload)
+	if nload <= len(p.segBuf) {
+		p.segs = p.segBuf[:0:nload]
+	} else {
+		p.segs = make([]Segment, 0, nload)
+	}
 	var dynIdx, ehIdx = -1, -1
 	var seenTail uint8 // bit t-PTProcTable: a program header of type t was seen
 	var prevEnd, firstAt uint64
@@ -466,49 +677,49 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			flags := ph.Flags
 			switch {
 			case flags&^(elf.PF_R|elf.PF_W|elf.PF_X) != 0:
-				return nil, d.errorf(at+offPFlags, field("p_flags"), "unknown flags %#x", ph.Flags)
+				return d.errorf(at+offPFlags, field("p_flags"), "unknown flags %#x", ph.Flags)
 			case flags&elf.PF_W != 0 && flags&elf.PF_X != 0:
-				return nil, d.errorf(at+offPFlags, field("p_flags"), "PT_LOAD is writable and executable (W^X)")
+				return d.errorf(at+offPFlags, field("p_flags"), "PT_LOAD is writable and executable (W^X)")
 			case flags&elf.PF_R == 0:
-				return nil, d.errorf(at+offPFlags, field("p_flags"), "PT_LOAD is not readable")
+				return d.errorf(at+offPFlags, field("p_flags"), "PT_LOAD is not readable")
 			case ph.Off%pageSize != 0:
-				return nil, d.errorf(at+offPOffset, field("p_offset"), "offset %#x not a multiple of the page size %#x", ph.Off, pageSize)
+				return d.errorf(at+offPOffset, field("p_offset"), "offset %#x not a multiple of the page size %#x", ph.Off, pageSize)
 			case ph.Vaddr != ph.Off:
-				return nil, d.errorf(at+offPVaddr, field("p_vaddr"), "address %#x differs from p_offset %#x", ph.Vaddr, ph.Off)
+				return d.errorf(at+offPVaddr, field("p_vaddr"), "address %#x differs from p_offset %#x", ph.Vaddr, ph.Off)
 			case ph.Filesz != ph.Memsz:
-				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x differs from file size %#x", ph.Memsz, ph.Filesz)
+				return d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x differs from file size %#x", ph.Memsz, ph.Filesz)
 			case ph.Align > 1 && ph.Align&(ph.Align-1) != 0:
-				return nil, d.errorf(at+offPAlign, field("p_align"), "alignment %#x not a power of two", ph.Align)
+				return d.errorf(at+offPAlign, field("p_align"), "alignment %#x not a power of two", ph.Align)
 			case ph.Off > uint64(len(data)):
-				return nil, d.errorf(at+offPOffset, field("p_offset"), "offset %#x past end of file (%#x bytes)", ph.Off, len(data))
+				return d.errorf(at+offPOffset, field("p_offset"), "offset %#x past end of file (%#x bytes)", ph.Off, len(data))
 			case ph.Filesz > uint64(len(data))-ph.Off:
-				return nil, d.errorf(at+offPFilesz, field("p_filesz"), "segment [%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
+				return d.errorf(at+offPFilesz, field("p_filesz"), "segment [%#x, +%#x) runs past end of file (%#x bytes)", ph.Off, ph.Filesz, len(data))
 			}
 			if len(p.segs) == 0 {
 				firstAt = at
 				if ph.Off != 0 {
-					return nil, d.errorf(at+offPOffset, field("p_offset"), "first PT_LOAD at %#x, want 0 (it must hold the ELF header)", ph.Off)
+					return d.errorf(at+offPOffset, field("p_offset"), "first PT_LOAD at %#x, want 0 (it must hold the ELF header)", ph.Off)
 				}
 				if flags != elf.PF_R {
-					return nil, d.errorf(at+offPFlags, field("p_flags"), "first PT_LOAD is %v, want PF_R only", flags)
+					return d.errorf(at+offPFlags, field("p_flags"), "first PT_LOAD is %v, want PF_R only", flags)
 				}
 			} else if ph.Off < alignUp(prevEnd, pageSize) {
-				return nil, d.errorf(at+offPOffset, field("p_offset"), "PT_LOAD at %#x overlaps, precedes or shares a page with the previous one ending at %#x", ph.Off, prevEnd)
+				return d.errorf(at+offPOffset, field("p_offset"), "PT_LOAD at %#x overlaps, precedes or shares a page with the previous one ending at %#x", ph.Off, prevEnd)
 			}
 			prevEnd = ph.Off + ph.Filesz
 			p.segs = append(p.segs, Segment{Addr: ph.Off, Size: ph.Filesz, Flags: flags})
 		case elf.PT_DYNAMIC:
 			if dynIdx >= 0 {
-				return nil, d.errorf(at, field("p_type"), "second PT_DYNAMIC")
+				return d.errorf(at, field("p_type"), "second PT_DYNAMIC")
 			}
 			dynIdx = i
 		case elf.PT_GNU_EH_FRAME:
 			if ehIdx >= 0 {
-				return nil, d.errorf(at, field("p_type"), "second PT_GNU_EH_FRAME")
+				return d.errorf(at, field("p_type"), "second PT_GNU_EH_FRAME")
 			}
 			ehIdx = i
 		case elf.PT_INTERP, elf.PT_TLS:
-			return nil, d.errorf(at, field("p_type"), "%v not supported", ph.Type)
+			return d.errorf(at, field("p_type"), "%v not supported", ph.Type)
 		case PTProcTable, PTLineProgram, PTLineStrings:
 			// Only the bounds are checked: these point into the tail,
 			// which is read on the first query. A strip tool that
@@ -521,9 +732,9 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			bit := uint8(1) << (t - PTProcTable)
 			switch {
 			case seenTail&bit != 0:
-				return nil, d.errorf(at, field("p_type"), "second program header of type %#x", ph.Type)
+				return d.errorf(at, field("p_type"), "second program header of type %#x", ph.Type)
 			case ph.Memsz != 0:
-				return nil, d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x, want 0 (not loaded)", ph.Memsz)
+				return d.errorf(at+offPMemsz, field("p_memsz"), "memory size %#x, want 0 (not loaded)", ph.Memsz)
 			}
 			seenTail |= bit
 			switch {
@@ -534,23 +745,20 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 				p.notes = append(p.notes, fmt.Sprintf("%s: program header %d (%s) [%#x, +%#x) runs past the end of the file (%#x bytes): ignored (its section was stripped)", path, i, tailName(t), ph.Off, ph.Filesz, len(data)))
 				continue
 			}
-			if p.tail == nil {
-				p.tail = map[elf.ProgType][]byte{}
-			}
-			p.tail[t] = data[ph.Off : ph.Off+ph.Filesz : ph.Off+ph.Filesz]
+			p.tail[t-PTProcTable] = data[ph.Off : ph.Off+ph.Filesz : ph.Off+ph.Filesz]
 		}
 	}
 	p.size = prevEnd
 	first := p.segs[0]
 	if first.Size < ehdrSize {
-		return nil, d.errorf(firstAt+offPFilesz, "p_filesz of first PT_LOAD", "first PT_LOAD (%#x bytes) does not hold the ELF header", first.Size)
+		return d.errorf(firstAt+offPFilesz, "p_filesz of first PT_LOAD", "first PT_LOAD (%#x bytes) does not hold the ELF header", first.Size)
 	}
 	if h.Phoff+uint64(h.Phnum)*phdrSize > first.Size {
-		return nil, d.errorf(offPhoff, "e_phoff", "program header table [%#x, +%#x) not inside the first PT_LOAD", h.Phoff, uint64(h.Phnum)*phdrSize)
+		return d.errorf(offPhoff, "e_phoff", "program header table [%#x, +%#x) not inside the first PT_LOAD", h.Phoff, uint64(h.Phnum)*phdrSize)
 	}
 	if h.Entry != 0 {
 		if s, ok := p.segmentOf(h.Entry, 1); !ok || s.Flags&elf.PF_X == 0 {
-			return nil, d.errorf(offEntry, "e_entry", "entry %#x not inside an executable PT_LOAD", h.Entry)
+			return d.errorf(offEntry, "e_entry", "entry %#x not inside an executable PT_LOAD", h.Entry)
 		}
 	}
 
@@ -563,30 +771,32 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 			continue
 		}
 		if ph.Vaddr != ph.Off {
-			return nil, d.errorf(at+offPVaddr, fmt.Sprintf("p_vaddr of program header %d", i), "%v address %#x differs from p_offset %#x", t, ph.Vaddr, ph.Off)
+			return d.errorf(at+offPVaddr, fmt.Sprintf("p_vaddr of program header %d", i), "%v address %#x differs from p_offset %#x", t, ph.Vaddr, ph.Off)
 		}
 		if _, ok := p.segmentOf(ph.Off, ph.Filesz); !ok {
-			return nil, d.errorf(at+offPOffset, fmt.Sprintf("p_offset of program header %d", i), "%v [%#x, +%#x) not inside a PT_LOAD segment", t, ph.Off, ph.Filesz)
+			return d.errorf(at+offPOffset, fmt.Sprintf("p_offset of program header %d", i), "%v [%#x, +%#x) not inside a PT_LOAD segment", t, ph.Off, ph.Filesz)
 		}
-		body := data[ph.Off : ph.Off+ph.Filesz]
+		if t == elf.PT_GNU_EH_FRAME { // kept, not read
+			p.ehFrameHdr = data[ph.Off : ph.Off+ph.Filesz : ph.Off+ph.Filesz]
+			p.ehFrameHdrAddr = ph.Vaddr
+			continue
+		}
+		body, err := src.read(ph.Off, ph.Filesz)
+		if err != nil {
+			return err
+		}
 		switch t {
 		case elf.PT_NOTE:
-			if err := p.parseNotes(d, elf.Prog64{Off: ph.Off, Align: ph.Align}, body); err != nil {
-				return nil, err
+			if err := p.parseNotes(d, elf.Prog64{Off: ph.Off, Align: ph.Align}, body, data[ph.Off:ph.Off+ph.Filesz]); err != nil {
+				return err
 			}
-		case elf.PT_GNU_EH_FRAME:
-			p.ehFrameHdr = body[:len(body):len(body)]
-			p.ehFrameHdrAddr = ph.Vaddr
 		case elf.PT_DYNAMIC:
 			if err := p.parseDynamic(d, ph.Off, body); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	if err := relocate(path, data, 0, p, a, false); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return relocateFrom(src, data, 0, p, a, false)
 }
 
 // segmentOf returns the PT_LOAD segment that holds [addr, addr+n) (n > 0),
@@ -605,12 +815,14 @@ func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
 
 // parseNotes scans the notes of one PT_NOTE segment (gABI "Note Section")
 // at file offset ph.Off, aligned to ph.Align, for the first NT_GNU_BUILD_ID
-// of owner "GNU".
-func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body []byte) error {
+// of owner "GNU". body holds the segment's bytes (possibly a copy); keep
+// is the same bytes as the image holds them, which the build ID aliases.
+func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body, keep []byte) error {
 	r := elfobj.NewNoteReader(body, ph.Off, elf.ELFDATA2LSB, ph.Align, "PT_NOTE")
 	for n, ok := r.Next(); ok; n, ok = r.Next() {
 		if n.Type == elfobj.NT_GNU_BUILD_ID && string(n.Name) == "GNU" && p.buildID == nil {
-			p.buildID = n.Desc
+			at, end := n.DescOffset-ph.Off, n.DescOffset-ph.Off+uint64(len(n.Desc))
+			p.buildID = keep[at:end:end]
 		}
 	}
 	if err := r.Err(); err != nil {
@@ -696,16 +908,39 @@ func (p *plan) parseDynamic(d *decoder, off uint64, body []byte) error {
 }
 
 // relocate checks (write false) or applies (write true) the relocation
-// table of p to the image data mapped at base: each Elf64_Rela must be of
-// type a.RelocRelative with symbol 0, and [r_offset, r_offset+8) must lie
-// in a writable segment; applying stores base + r_addend there (little
-// endian). The table itself lies in a non-writable segment, so applying
-// cannot change what was checked.
+// table of p to the image data (in memory) mapped at base; see
+// relocateFrom.
 func relocate(path string, data []byte, base uint64, p *plan, a *arch.Arch, write bool) error {
-	d := &decoder{path: path, data: data}
+	src := memSource(path, data)
+	return relocateFrom(&src, data, base, p, a, write)
+}
+
+// relocChunk is how many relocations relocateFrom reads at once.
+const relocChunk = scratchSize / relaSize
+
+// relocateFrom checks (write false) or applies (write true) the relocation
+// table of p, read through src, to the image data mapped at base: each
+// Elf64_Rela must be of type a.RelocRelative with symbol 0, and
+// [r_offset, r_offset+8) must lie in a writable segment; applying stores
+// base + r_addend there (little endian). The table itself lies in a
+// non-writable segment, so applying cannot change what was checked. A
+// table past the head of src is read in chunks of relocChunk entries.
+func relocateFrom(src *source, data []byte, base uint64, p *plan, a *arch.Arch, write bool) error {
+	d := &decoder{path: src.path, data: data}
+	var tab []byte
+	var tabFirst uint64 // index of the first relocation in tab
 	for i := range p.relaCount {
 		at := p.relaOff + i*relaSize
-		r := image64.DecodeRel(data[at:at+relaSize], true)
+		if uint64(len(tab)) <= (i-tabFirst)*relaSize {
+			n := min(p.relaCount-i, relocChunk)
+			var err error
+			if tab, err = src.read(at, n*relaSize); err != nil {
+				return err
+			}
+			tabFirst = i
+		}
+		k := (i - tabFirst) * relaSize
+		r := image64.DecodeRel(tab[k:k+relaSize], true)
 		off, addend := r.Off, uint64(r.Addend)
 		if r.Type != a.RelocRelative {
 			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "type %s, want %s",

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"slices"
 	"testing"
+
+	"github.com/elfimage/elfimage/arch"
 )
 
 // FuzzParseImage feeds arbitrary bytes to the loader's validator and, when
@@ -18,6 +21,7 @@ func FuzzParseImage(f *testing.F) {
 	a := nil2arch()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := parseImage("fuzz", data, a, 4096)
+		checkPreadParse(t, data, a, p, err)
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
@@ -52,6 +56,46 @@ func FuzzParseImage(f *testing.F) {
 			t.Fatalf("relocation changed the tail")
 		}
 	})
+}
+
+// checkPreadParse is the oracle of the pread path Open takes: parsing data
+// through a source that reads a head and a scratch buffer from a file
+// (here an io.ReaderAt, with small buffers so that the head, the scratch
+// and the fall-through to the mapping all serve reads) must give the plan
+// (or the error) that parsing the bytes in memory gave, and applying the
+// relocations through it the same bytes.
+func checkPreadParse(t *testing.T, data []byte, a *arch.Arch, want *plan, wantErr error) {
+	for _, sz := range [][2]int{{64, 24}, {64 + len(data)%300, 24 * (1 + len(data)%7)}, {headSize, scratchSize}} {
+		src := source{path: "fuzz", data: data, fd: -1, at: bytes.NewReader(data), head: make([]byte, sz[0]), scratch: make([]byte, sz[1])}
+		var got plan
+		err := parseFrom(&src, a, 4096, &got)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("head %d, scratch %d: parse through pread: %v; in memory: %v", sz[0], sz[1], err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		same := func(x, y []byte) bool { // same bytes of the image, not copies
+			return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+		}
+		ok := got.size == want.size && got.entry == want.entry && slices.Equal(got.segs, want.segs) &&
+			got.relaOff == want.relaOff && got.relaCount == want.relaCount && same(got.buildID, want.buildID) &&
+			(got.buildID == nil) == (want.buildID == nil) && same(got.ehFrameHdr, want.ehFrameHdr) &&
+			got.ehFrameHdrAddr == want.ehFrameHdrAddr && slices.Equal(got.notes, want.notes)
+		for i := range got.tail {
+			ok = ok && same(got.tail[i], want.tail[i]) && (got.tail[i] == nil) == (want.tail[i] == nil)
+		}
+		if !ok {
+			t.Fatalf("head %d, scratch %d: plan through pread %+v; in memory %+v", sz[0], sz[1], got, *want)
+		}
+		m1, m2 := bytes.Clone(data), bytes.Clone(data)
+		src.data = m1
+		err1 := relocateFrom(&src, m1, 0x7f0000000000, &got, a, true)
+		err2 := relocate("fuzz", m2, 0x7f0000000000, want, a, true)
+		if err1 != nil || err2 != nil || !bytes.Equal(m1, m2) {
+			t.Fatalf("head %d, scratch %d: relocating through pread: %v, in memory: %v, same bytes: %v", sz[0], sz[1], err1, err2, bytes.Equal(m1, m2))
+		}
+	}
 }
 
 // FuzzSections feeds arbitrary bytes to the section header table reader:

@@ -405,3 +405,42 @@ func TestConcurrentLoadLookup(t *testing.T) {
 	close(done)
 	readers.Wait()
 }
+
+// TestOpenAllocations: a load and its Close allocate the Image and what
+// the registry's copy-on-write snapshots of the open images take, nothing
+// else (no file object, no path copy, no plan, no closure).
+func TestOpenAllocations(t *testing.T) {
+	p := writeTemp(t, buildTestImage())
+	first, err := Open(p, nil) // installs the entry image
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	loads := testing.AllocsPerRun(200, func() {
+		im, err := Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		im.Close()
+	})
+	// The registry alone: insert and remove a range no image holds.
+	page, err := mapAnon(4096, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmap(page)
+	base := uintptr(unsafePointer(page))
+	im := &Image{}
+	registryOnly := testing.AllocsPerRun(200, func() {
+		if err := registry.Insert(base, base+4096, im); err != nil {
+			t.Fatal(err)
+		}
+		registry.RemoveFunc(base, freeNothing)
+	})
+	if loads > registryOnly+1 {
+		t.Errorf("Open+Close allocates %.1f times, the registry alone %.1f: want at most one more (the Image)", loads, registryOnly)
+	}
+	t.Logf("Open+Close: %.1f allocations, of them %.1f the registry's", loads, registryOnly)
+}
+
+func freeNothing(*Image) {}

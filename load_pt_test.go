@@ -36,7 +36,7 @@ func TestTailProgramHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, typ := range []elf.ProgType{PTProcTable, PTLineProgram, PTLineStrings} {
-		if im.tail[typ] == nil {
+		if im.tail.get(typ) == nil {
 			t.Errorf("program header %#x not found at load", uint32(typ))
 		}
 	}
@@ -79,7 +79,7 @@ func TestTailProgramHeaders(t *testing.T) {
 		if n := im.LoadNotes(); len(n) != 1 || !strings.Contains(n[0], "PTProcTable") || !strings.Contains(n[0], "ignored") {
 			t.Errorf("%s: notes %q", c.name, n)
 		}
-		if im.tail[PTProcTable] != nil {
+		if im.tail.get(PTProcTable) != nil {
 			t.Errorf("%s: the program header was used", c.name)
 		}
 		if p, err := im.Procedure(0x1000); err != nil || p.Name != "f" {

@@ -51,6 +51,12 @@ var ErrUnknownPC = errors.New("elfimage: no debug information for address")
 // query that needs each, from its mapped non-loaded tail. Nothing here is
 // touched at load; each index is built at most once and then only read.
 type debugState struct {
+	secOnce sync.Once // the section header table (Image.Sections)
+	secs    []SectionHeader
+	secErr  error
+
+	dbgFile debugFileState // the debug file, once looked for (debug.go)
+
 	symOnce sync.Once
 	syms    []procSym // STT_FUNC symbols sorted by address
 	symErr  error
@@ -72,7 +78,9 @@ type debugState struct {
 	namesErr  error
 
 	seqMu   sync.Mutex
-	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs
+	seq0    *line.Reader            // the first line unit parsed (images Link writes have one), at seq0Off
+	seq0Off uint64                  //
+	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs, after seq0
 	seqErrs map[uint64]error
 
 	answers answerCache // recent answers of Procedure and PositionAt
@@ -136,7 +144,7 @@ func (im *Image) LinkAddr(pc uintptr) uint64 { return uint64(pc - im.Base()) }
 // function symbol covers addr, or a *FormatError when .symtab is malformed.
 func (im *Image) ProcedureAt(addr uint64) (_ Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	d := &im.debug
+	d := im.dbg()
 	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return Procedure{}, d.symErr
@@ -197,22 +205,23 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // (.elfimage.procs, written by Link), it finds the procedure's line
 // sequence there and runs that one sequence: the first call parses only
 // the line program's header, and no call decodes the whole program (cost:
-// O(log n) plus one sequence; no allocation but the image's 8 KiB of
-// remembered answers on its first call; an address answered recently, of
-// the 256 remembered direct-mapped by address, costs one uncontended
+// O(log n) plus one sequence; no allocation but the line unit's header
+// on the first call and a 1.5 KiB chunk of remembered answers on the
+// first answer that falls in it; an address answered recently, of the 256
+// remembered two-way set-associative by address, costs one uncontended
 // lock). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
-	if p, ok := im.debug.answers.position(addr); ok {
+	if p, ok := im.dbg().answers.position(addr); ok {
 		return p, nil
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
 	if t, err := im.procTable(); err == nil {
 		p, err := im.positionFromTable(t, addr)
 		if err == nil {
-			im.debug.answers.putPosition(addr, p)
+			im.dbg().answers.putPosition(addr, p)
 		}
 		return p, err
 	} else if !errors.Is(err, ErrNoSection) {
@@ -241,7 +250,7 @@ func (im *Image) LineTable() (_ *line.Table, err error) {
 }
 
 func (im *Image) lineTable() (*line.Table, error) {
-	d := &im.debug
+	d := im.dbg()
 	d.lineOnce.Do(func() {
 		d.lineErr = errIndexFault
 		sec := line.Sections{Order: binary.LittleEndian}
@@ -276,7 +285,7 @@ func (im *Image) lineTable() (*line.Table, error) {
 // [Image.ProcedureAt] and of a malformed procedure table.
 func (im *Image) Procedures() (_ []Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	d := &im.debug
+	d := im.dbg()
 	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return nil, d.symErr
@@ -323,7 +332,7 @@ var ErrNoProcedure = errors.New("elfimage: no procedure")
 // errors of a malformed table or symbol table.
 func (im *Image) ProcedureByName(name string) (_ Procedure, err error) {
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	d := &im.debug
+	d := im.dbg()
 	d.symOnce.Do(func() { d.symErr = errIndexFault; d.syms, d.symErr = im.readSymbols() })
 	if d.symErr != nil {
 		return Procedure{}, d.symErr
@@ -363,8 +372,8 @@ func (im *Image) ProcedureByName(name string) (_ Procedure, err error) {
 // names (a hostile table) wins.
 func (im *Image) indexNames(t *meta.Table) (map[string]int, error) {
 	if t == nil {
-		m := make(map[string]int, len(im.debug.syms))
-		for i, s := range im.debug.syms {
+		m := make(map[string]int, len(im.dbg().syms))
+		for i, s := range im.dbg().syms {
 			if _, dup := m[s.name]; !dup {
 				m[s.name] = i
 			}
@@ -418,7 +427,7 @@ type Param struct {
 // reader positioned after its DIE, the DIE and its index entry. A miss
 // wraps ErrUnknownPC.
 func (im *Image) subprogramEntry(addr uint64) (*info.Reader, *info.Entry, subprogram, error) {
-	s := &im.debug.info
+	s := &im.dbg().info
 	s.once.Do(func() { s.err = errIndexFault; s.subs, s.err = im.indexSubprograms() })
 	if s.err != nil {
 		return nil, nil, subprogram{}, s.err
@@ -467,7 +476,7 @@ type infoState struct {
 // infoData returns the image's .debug_info reader, made on first use
 // (which reads the unit headers and root DIEs only).
 func (im *Image) infoData() (*info.Data, error) {
-	s := &im.debug.info
+	s := &im.dbg().info
 	s.dataOnce.Do(func() {
 		s.dataErr = errIndexFault
 		var sec info.Sections
@@ -674,10 +683,10 @@ func (im *Image) unitBase(u *info.UnitHeader) (uint64, error) {
 // without meta.SectionStrs (a malformed section table gives its
 // *FormatError).
 func (im *Image) procTable() (*meta.Table, error) {
-	d := &im.debug
+	d := im.dbg()
 	d.metaOnce.Do(func() {
 		d.metaErr = errIndexFault
-		sec := im.tail[PTProcTable] // found at load through PTProcTable
+		sec := im.tail.get(PTProcTable) // found at load through PTProcTable
 		if sec == nil {
 			var err error
 			if sec, err = im.debugSection(meta.SectionProcs); err != nil {
@@ -712,7 +721,7 @@ func (im *Image) procTable() (*meta.Table, error) {
 // procedure covers addr, ErrNoSection when the image has no table, or a
 // *FormatError when the table is malformed.
 func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
-	if p, ok := im.debug.answers.procedure(addr); ok {
+	if p, ok := im.dbg().answers.procedure(addr); ok {
 		return p, nil
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
@@ -729,7 +738,7 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	}
 	p, err := describeEntry(t, e)
 	if err == nil {
-		im.debug.answers.putProcedure(addr, p)
+		im.dbg().answers.putProcedure(addr, p)
 	}
 	return p, err
 }
@@ -765,9 +774,12 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 // lineUnit returns the reader of the line program unit at off of
 // .debug_line, parsing its header on first use (one per unit).
 func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
-	d := &im.debug
+	d := im.dbg()
 	d.seqMu.Lock()
 	defer d.seqMu.Unlock()
+	if d.seq0 != nil && d.seq0Off == off {
+		return d.seq0, nil
+	}
 	if r, ok := d.seqs[off]; ok {
 		return r, nil
 	}
@@ -775,6 +787,10 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 		return nil, err
 	}
 	r, err := im.newLineUnit(off)
+	if err == nil && d.seq0 == nil {
+		d.seq0, d.seq0Off = r, off
+		return r, nil
+	}
 	if d.seqs == nil {
 		d.seqs, d.seqErrs = map[uint64]*line.Reader{}, map[uint64]error{}
 	}
@@ -787,7 +803,7 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 }
 
 func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
-	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail[PTLineProgram], LineStr: im.tail[PTLineStrings]}
+	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail.get(PTLineProgram), LineStr: im.tail.get(PTLineStrings)}
 	if sec.Line == nil { // no program header: through the section headers
 		var err error
 		if sec.Line, err = im.debugSection(".debug_line"); err != nil {

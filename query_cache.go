@@ -6,6 +6,9 @@ import "sync"
 // ([Image.Procedure], [Image.PositionAt]).
 const answerSlots = 256
 
+// answerChunk is how many slots of one kind are allocated together.
+const answerChunk = 32
+
 // answerCache remembers recent answers of Procedure and PositionAt, so
 // that the pcs a runtime asks about again and again (the same frames in
 // backtraces and profiles) are answered without bisecting the procedure
@@ -13,12 +16,14 @@ const answerSlots = 256
 // set-associative by a hash of the address: an answer goes into the free
 // or the older of its set's two slots. Only
 // successful answers are kept; answers are immutable Go values (no slice
-// of the mapped file), so they stay valid after Close. The arrays are
-// allocated on the first answer of their kind (2 KiB and 8 KiB).
+// of the mapped file), so they stay valid after Close. The slots are
+// allocated in chunks of answerChunk (16 sets) on the first answer that
+// falls in each (256 bytes and 1.5 KiB), so that a first query does not
+// pay for zeroing the whole cache (2 KiB and 12 KiB).
 type answerCache struct {
 	mu    sync.Mutex
-	procs *[answerSlots]*Procedure // hit: Start <= addr < Start+Size
-	pos   *[answerSlots]posAnswer
+	procs [answerSlots / answerChunk]*[answerChunk]*Procedure // hit: Start <= addr < Start+Size
+	pos   [answerSlots / answerChunk]*[answerChunk]posAnswer
 	// older has bit i set when slot 2i+1 of procs (bit i+128: of pos)
 	// holds the older answer of its set.
 	older [answerSlots / 32]uint64
@@ -56,11 +61,13 @@ func answerSet(addr uint64) int { return int((addr * 0x9e3779b97f4a7c15) >> 57) 
 func (c *answerCache) procedure(addr uint64) (Procedure, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.procs == nil {
+	set := answerSet(addr)
+	ch := c.procs[2*set/answerChunk]
+	if ch == nil {
 		return Procedure{}, false
 	}
-	set := answerSet(addr)
-	for _, p := range c.procs[2*set : 2*set+2] {
+	i := 2 * set % answerChunk
+	for _, p := range ch[i : i+2] {
 		if p != nil && addr >= p.Start && addr-p.Start < p.Size {
 			return *p, true
 		}
@@ -72,23 +79,27 @@ func (c *answerCache) procedure(addr uint64) (Procedure, bool) {
 func (c *answerCache) putProcedure(addr uint64, p Procedure) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.procs == nil {
-		c.procs = new([answerSlots]*Procedure)
-	}
 	set := answerSet(addr)
-	c.procs[c.victim(set, 0, c.procs[2*set] == nil, c.procs[2*set+1] == nil)] = &p
+	ch := c.procs[2*set/answerChunk]
+	if ch == nil {
+		ch = new([answerChunk]*Procedure)
+		c.procs[2*set/answerChunk] = ch
+	}
+	i := 2 * set % answerChunk
+	ch[c.victim(set, 0, ch[i] == nil, ch[i+1] == nil)%answerChunk] = &p
 }
 
 // position returns the remembered Position of addr.
 func (c *answerCache) position(addr uint64) (Position, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pos == nil {
+	set := answerSet(addr)
+	ch := c.pos[2*set/answerChunk]
+	if ch == nil {
 		return Position{}, false
 	}
-	set := answerSet(addr)
-	for i := 2 * set; i < 2*set+2; i++ {
-		if a := &c.pos[i]; a.ok && a.addr == addr {
+	for i := 2 * set % answerChunk; i < 2*set%answerChunk+2; i++ {
+		if a := &ch[i]; a.ok && a.addr == addr {
 			return a.pos, true
 		}
 	}
@@ -99,9 +110,12 @@ func (c *answerCache) position(addr uint64) (Position, bool) {
 func (c *answerCache) putPosition(addr uint64, p Position) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pos == nil {
-		c.pos = new([answerSlots]posAnswer)
-	}
 	set := answerSet(addr)
-	c.pos[c.victim(set, answerSlots/2, !c.pos[2*set].ok, !c.pos[2*set+1].ok)] = posAnswer{ok: true, addr: addr, pos: p}
+	ch := c.pos[2*set/answerChunk]
+	if ch == nil {
+		ch = new([answerChunk]posAnswer)
+		c.pos[2*set/answerChunk] = ch
+	}
+	i := 2 * set % answerChunk
+	ch[c.victim(set, answerSlots/2, !ch[i].ok, !ch[i+1].ok)%answerChunk] = posAnswer{ok: true, addr: addr, pos: p}
 }

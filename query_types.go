@@ -19,7 +19,7 @@ type typeState struct {
 // typeOf returns the type of a DIE's DW_AT_type: nil when it has none.
 // Errors are those of reading .debug_info and of value.Reader.Type.
 func (im *Image) typeOf(e *info.Entry) (*Type, error) {
-	s := &im.debug.types
+	s := &im.dbg().types
 	s.once.Do(func() {
 		s.err = errIndexFault // if reading the mapped image faults
 		d, err := im.infoData()

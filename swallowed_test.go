@@ -132,7 +132,7 @@ func TestProcStringsError(t *testing.T) {
 		t.Errorf("Procedure without .elfimage.strs = %+v, %v; want an error wrapping ErrNoSection", p, err)
 	}
 	// Through the program header, as images are loaded.
-	tail := &Image{path: "procs", data: without.data, tail: map[elf.ProgType][]byte{PTProcTable: procs}}
+	tail := &Image{path: "procs", data: without.data, plan: plan{tail: tailSections{procs}}} // [0]: PTProcTable
 	if _, err := tail.Procedure(0x1008); !errors.Is(err, ErrNoSection) {
 		t.Errorf("Procedure through PTProcTable without .elfimage.strs: %v, want ErrNoSection", err)
 	}

@@ -4,19 +4,20 @@ package native
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/elfimage/elfimage/internal/qemutest"
 )
 
 // loadCode maps code read-write, copies it, then makes it read-execute
@@ -334,7 +335,10 @@ func TestGuardPageKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runChild(exe, []string{"NATIVE_TEST_OVERFLOW=1"}, "-test.run=^TestGuardPageKills$")
+	// Under qemu-user without binfmt_misc the child runs under qemu-aarch64.
+	cmd := qemutest.Command(context.Background(), t, exe, "-test.run=^TestGuardPageKills$")
+	cmd.Env = append(os.Environ(), "NATIVE_TEST_OVERFLOW=1")
+	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "SIGSEGV") {
 		t.Errorf("overflowing child: err %v, output %q; want death by SIGSEGV", err, out)
 	}
@@ -396,20 +400,4 @@ func BenchmarkCallEntry(b *testing.B) {
 		b.Fatal(err)
 	}
 	BenchmarkCall(b)
-}
-
-// runChild runs exe with args and extra environment variables and returns
-// its combined output. When the kernel cannot execute exe (ENOEXEC: an
-// arm64 test binary run under qemu-user on another host, without binfmt_misc)
-// it runs it under qemu-aarch64 instead.
-func runChild(exe string, env []string, args ...string) ([]byte, error) {
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if errors.Is(err, syscall.ENOEXEC) && runtime.GOARCH == "arm64" {
-		cmd = exec.Command("qemu-aarch64", append([]string{exe}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
-		out, err = cmd.CombinedOutput()
-	}
-	return out, err
 }

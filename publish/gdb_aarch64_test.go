@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
@@ -29,12 +30,15 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb-multiarch")
 	prog, wrapper, progOut := qemuDebugger(t, gdb)
 	s := &gdbtest.Session{GDB: wrapper, Program: prog, Dir: filepath.Dir(prog), NoScript: true, Cmds: []string{
-		"target remote 127.0.0.1:1234",
+		qemutest.GDBConnect,
 		"break a64_twice",
 		"continue",
 		"info args",
 		"info frame",
 		"bt",
+		// Deleted, the breakpoint needs no step over it (after one,
+		// qemu's stub sometimes reports the same stop again).
+		"delete",
 		"continue",
 	}}
 	r, err := s.Run()
@@ -63,8 +67,8 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 	if strings.Join(names, "\n") != strings.Join(want, "\n") || !strings.Contains(r.Blocks[5], "#1  <signal handler called>") {
 		t.Errorf("bt frames %q, want %q:\n%s", names, want, r.Blocks[5])
 	}
-	if !strings.Contains(r.Blocks[6], "exited normally") {
-		t.Errorf("second continue: the program did not exit normally:\n%s", r.Blocks[6])
+	if !strings.Contains(r.Blocks[7], "exited normally") {
+		t.Errorf("last continue: the program did not exit normally:\n%s", r.Blocks[7])
 	}
 	if out, err := os.ReadFile(progOut); err != nil || !strings.Contains(string(out), "a64_twice(20, 1) = 42") {
 		t.Errorf("program output %q (%v), want a64_twice(20, 1) = 42", out, err)
@@ -72,18 +76,14 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 }
 
 // qemuDebugger cross-builds testdata/a64prog for linux/arm64 and writes a
-// wrapper that stands for the debugger at path debugger: in a new user and
-// network namespace (unshare -rn; qemu's gdb stub listens on every
-// interface, so the port must be private) it brings loopback up, starts
-// the program under qemu-aarch64 -g 1234 with its output to progOut and
-// execs the debugger with the wrapper's arguments (gdb and lldb retry the
-// connection until the stub listens).
+// wrapper that stands for the debugger at path debugger, with the program
+// under qemu-aarch64 -g in a loopback-only namespace (qemutest.Wrapper).
 func qemuDebugger(t *testing.T, debugger string) (prog, wrapper, progOut string) {
 	t.Helper()
 	dir := t.TempDir()
 	prog = qemutest.BuildArm64(t, dir, "./testdata/a64prog", "a64prog")
-	progOut = filepath.Join(dir, "prog.out")
-	return prog, qemutest.Wrapper(t, dir, debugger, []string{prog}, progOut), progOut
+	wrapper, progOut = qemutest.Wrapper(t, dir, debugger, prog)
+	return prog, wrapper, progOut
 }
 
 // TestLLDBAArch64 is TestGDBMultiarchAArch64 with lldb-19 (gdb-remote to
@@ -93,21 +93,18 @@ func qemuDebugger(t *testing.T, debugger string) (prog, wrapper, progOut string)
 func TestLLDBAArch64(t *testing.T) {
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
 	prog, wrapper, progOut := qemuDebugger(t, lldb)
-	s := &lldbtest.Session{LLDB: wrapper, Program: prog, Dir: filepath.Dir(prog), Cmds: []string{
-		"settings set plugin.jit-loader.gdb.enable on",
-		// Under load qemu answers a packet late (reading symbol files
-		// through the stub): LLDB's default 5 s timeout loses the
-		// connection.
-		"settings set plugin.process.gdb-remote.packet-timeout 60",
-		"gdb-remote 127.0.0.1:1234",
-		lldbtest.HandleSIGURG,
+	// The breakpoint is deleted before the last continue: it then needs
+	// no step over it (after one, qemu's stub sometimes reports the same
+	// stop again).
+	s := &lldbtest.Session{LLDB: wrapper, Program: prog, Dir: filepath.Dir(prog), Timeout: 3 * time.Minute, Cmds: append(qemutest.LLDBConnect(),
 		"breakpoint set -n a64_twice",
 		"continue",
 		"frame variable",
 		"bt",
+		"breakpoint delete -f",
 		"continue",
-	}}
-	r, err := s.Run()
+	)}
+	r, err := qemutest.RunLLDBStops(t, s, 1)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
@@ -127,8 +124,8 @@ func TestLLDBAArch64(t *testing.T) {
 	if len(names) < len(want) || strings.Join(names[:len(want)], "\n") != strings.Join(want, "\n") {
 		t.Errorf("bt frames %q, want %q first:\n%s", names, want, r.Blocks[7])
 	}
-	if !strings.Contains(r.Blocks[8], "exited with status = 0") {
-		t.Errorf("second continue: the program did not exit with 0:\n%s", r.Blocks[8])
+	if !strings.Contains(r.Blocks[9], "exited with status = 0") {
+		t.Errorf("last continue: the program did not exit with 0:\n%s", r.Blocks[9])
 	}
 	if out, err := os.ReadFile(progOut); err != nil || !strings.Contains(string(out), "a64_twice(20, 1) = 42") {
 		t.Errorf("program output %q (%v), want a64_twice(20, 1) = 42", out, err)

@@ -13,9 +13,18 @@
 //                in place and applies relocations takes: read the first
 //                byte of the mapping (the ELF header) and write one byte of
 //                each writable segment (after its mprotect).
+//   MODE limit:  what a relocating one-mmap loader cannot do without:
+//                open + fstat (the size to map) + pread of the file's first
+//                4 KiB (ELF and program headers, .dynamic, relocations) +
+//                mmap + mprotect of each PT_LOAD segment + a write of one
+//                byte of each writable segment (its copy-on-write fault,
+//                where the relocations go) + munmap + close.
+//   MODE cow:    floor plus the write of one byte of each writable segment
+//                alone (no read fault, no fstat, no pread).
 // One untimed round warms the page cache and the dynamic linker, then REPS
-// rounds of ITERS iterations each print one line: "ns/op=X", the mean of
-// the round, timed with clock_gettime(CLOCK_MONOTONIC).
+// rounds of ITERS iterations each print one line: "ns/op=X cpu=Y", the
+// mean wall time of the round (clock_gettime(CLOCK_MONOTONIC)) and its mean
+// CPU time, user plus system (CLOCK_PROCESS_CPUTIME_ID), in ns.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -31,6 +40,12 @@
 static double now(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double cpunow(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
@@ -76,14 +91,24 @@ static void readHeaders(void) {
 	close(fd);
 }
 
-static int touch;
+static int touch, rdfault, hdr;
 static volatile char sinkc;
+static char head[4096];
 
 static void floorOnce(void) {
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		perror(file);
 		exit(1);
+	}
+	if (hdr) {
+		struct stat st;
+		size_t n = size < sizeof head ? size : sizeof head;
+		if (fstat(fd, &st) != 0 || (size_t)st.st_size != size || pread(fd, head, n, 0) != (ssize_t)n) {
+			perror("fstat/pread");
+			exit(1);
+		}
+		sinkc += head[0];
 	}
 	char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
@@ -96,10 +121,11 @@ static void floorOnce(void) {
 			exit(1);
 		}
 	if (touch) {
-		sinkc += p[0];
+		if (rdfault)
+			sinkc += p[0];
 		for (int i = 0; i < nsegs; i++)
 			if (segs[i].prot & PROT_WRITE)
-				p[segs[i].off] = p[segs[i].off];
+				((volatile char *)p)[segs[i].off] = (char)i; // volatile: a store the compiler may not drop
 	}
 	munmap(p, size);
 	close(fd);
@@ -116,7 +142,7 @@ static void dlopenOnce(void) {
 
 int main(int argc, char **argv) {
 	if (argc != 5) {
-		fprintf(stderr, "usage: load dlopen|floor|faults FILE ITERS REPS\n");
+		fprintf(stderr, "usage: load dlopen|floor|faults|limit|cow FILE ITERS REPS\n");
 		return 2;
 	}
 	file = argv[2];
@@ -124,8 +150,10 @@ int main(int argc, char **argv) {
 	void (*once)(void);
 	if (strcmp(argv[1], "dlopen") == 0) {
 		once = dlopenOnce;
-	} else if (strcmp(argv[1], "floor") == 0 || strcmp(argv[1], "faults") == 0) {
-		touch = argv[1][0] == 'f' && argv[1][1] == 'a';
+	} else if (strcmp(argv[1], "floor") == 0 || strcmp(argv[1], "faults") == 0 || strcmp(argv[1], "limit") == 0 || strcmp(argv[1], "cow") == 0) {
+		touch = strcmp(argv[1], "floor") != 0;
+		rdfault = strcmp(argv[1], "faults") == 0;
+		hdr = strcmp(argv[1], "limit") == 0;
 		readHeaders();
 		once = floorOnce;
 	} else {
@@ -139,10 +167,11 @@ int main(int argc, char **argv) {
 	for (long i = 0; i < iters; i++)
 		once();
 	for (long r = 0; r < reps; r++) {
-		double t0 = now();
+		double t0 = now(), c0 = cpunow();
 		for (long i = 0; i < iters; i++)
 			once();
-		printf("ns/op=%.1f\n", (now() - t0) / iters);
+		double t1 = now(), c1 = cpunow();
+		printf("ns/op=%.1f cpu=%.1f\n", (t1 - t0) / iters, (c1 - c0) / iters);
 	}
 	return 0;
 }

@@ -35,7 +35,7 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 	dir, bin, src, wrapper, progOut := schemeAArch64Debugger(t, gdb)
 	letLine := gdbLine(t, "scopes: nested lets")
 	s := &gdbtest.Session{GDB: wrapper, Program: bin, Dir: dir, NoScript: true, Timeout: 5 * time.Minute, Cmds: []string{
-		fmt.Sprintf("target remote 127.0.0.1:%d", qemutest.Port),
+		qemutest.GDBConnect,
 		"break tak",
 		"continue",
 		"continue",
@@ -53,23 +53,15 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
 	t.Logf("gdb-multiarch:\n%s", r.Output)
-	ifLine, innerLine, mainLine := gdbLine(t, "(if (not (< y x))"), gdbLine(t, "(tak (tak (- x 1) y z)"), gdbLine(t, "(display (tak 18 12 6))")
+	ifLine := gdbLine(t, "(if (not (< y x))")
 	if want := fmt.Sprintf("tak (x=17, y=12, z=6) at %s:%d", src, ifLine); !strings.Contains(r.Blocks[3], want) {
 		t.Errorf("second continue: no stop at %q:\n%s", want, r.Blocks[3])
 	}
-	frames := gdbtest.Frames(r.Blocks[4])
 	var got []string
-	for _, f := range frames {
+	for _, f := range gdbtest.Frames(r.Blocks[4]) {
 		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
 	}
-	want := []string{
-		fmt.Sprintf("tak(x=17, y=12, z=6):%d", ifLine),
-		fmt.Sprintf("tak(x=18, y=12, z=6):%d", innerLine),
-		fmt.Sprintf("main():%d", mainLine),
-	}
-	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
-		t.Errorf("bt frames %q, want %q first:\n%s", got, want, r.Blocks[4])
-	}
+	checkTakFrames(t, got, r.Blocks[4])
 	if args := gdbtest.Vars(r.Blocks[5]); args["x"] != "17" || args["y"] != "12" || args["z"] != "6" {
 		t.Errorf("info args %v, want x = 17, y = 12, z = 6:\n%s", args, r.Blocks[5])
 	}
@@ -106,8 +98,7 @@ func schemeAArch64Debugger(t *testing.T, debugger string) (dir, bin, src, wrappe
 	if err := elfimage.WriteFile(img, mod, elfimage.LinkOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	progOut = filepath.Join(dir, "prog.out")
-	wrapper = qemutest.Wrapper(t, dir, debugger, []string{bin, "run", "-gdb", img}, progOut)
+	wrapper, progOut = qemutest.Wrapper(t, dir, debugger, bin, "run", "-gdb", img)
 	return dir, bin, src, wrapper, progOut
 }
 
@@ -120,14 +111,7 @@ func schemeAArch64Debugger(t *testing.T, debugger string) (dir, bin, src, wrappe
 func TestLLDBSchemeAArch64(t *testing.T) {
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
 	dir, bin, _, wrapper, progOut := schemeAArch64Debugger(t, lldb)
-	s := &lldbtest.Session{LLDB: wrapper, Program: bin, Dir: dir, Timeout: 5 * time.Minute, Cmds: []string{
-		"settings set plugin.jit-loader.gdb.enable on",
-		// Under load qemu answers a packet late (reading symbol files
-		// through the stub): LLDB's default 5 s timeout loses the
-		// connection.
-		"settings set plugin.process.gdb-remote.packet-timeout 60",
-		fmt.Sprintf("gdb-remote 127.0.0.1:%d", qemutest.Port),
-		lldbtest.HandleSIGURG,
+	s := &lldbtest.Session{LLDB: wrapper, Program: bin, Dir: dir, Timeout: 5 * time.Minute, Cmds: append(qemutest.LLDBConnect(),
 		"breakpoint set -n tak",
 		"continue",
 		"continue",
@@ -135,30 +119,38 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 		"frame variable",
 		"breakpoint delete -f",
 		"continue",
-	}}
-	r, err := s.Run()
+	)}
+	r, err := qemutest.RunLLDBStops(t, s, 2)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
 	t.Logf("lldb:\n%s", r.Output)
-	ifLine, innerLine, mainLine := gdbLine(t, "(if (not (< y x))"), gdbLine(t, "(tak (tak (- x 1) y z)"), gdbLine(t, "(display (tak 18 12 6))")
 	var got []string
 	for _, f := range lldbtest.Frames(r.Blocks[7]) {
 		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
 	}
-	want := []string{
-		fmt.Sprintf("tak(x=17, y=12, z=6):%d", ifLine),
-		fmt.Sprintf("tak(x=18, y=12, z=6):%d", innerLine),
-		fmt.Sprintf("main():%d", mainLine),
-	}
-	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
-		t.Errorf("bt frames %q, want %q first:\n%s", got, want, r.Blocks[7])
-	}
+	checkTakFrames(t, got, r.Blocks[7])
 	if v := lldbtest.Vars(r.Blocks[8]); v["x"].Value != "17" || v["y"].Value != "12" || v["z"].Value != "6" {
 		t.Errorf("frame variable %v, want x = 17, y = 12, z = 6:\n%s", v, r.Blocks[8])
 	}
 	checkExit(t, r.Blocks[10])
 	if out, err := os.ReadFile(progOut); err != nil || string(out) != gdbProgOutput {
 		t.Errorf("program output %q (%v), want %q", out, err, gdbProgOutput)
+	}
+}
+
+// checkTakFrames checks the first frames of the backtrace at gdbProg's
+// second stop in tak, each as FUNC(ARGS):LINE (got, parsed from block):
+// tak called from tak (the inner, non-tail call) called from main, with
+// their arguments and lines.
+func checkTakFrames(t *testing.T, got []string, block string) {
+	t.Helper()
+	want := []string{
+		fmt.Sprintf("tak(x=17, y=12, z=6):%d", gdbLine(t, "(if (not (< y x))")),
+		fmt.Sprintf("tak(x=18, y=12, z=6):%d", gdbLine(t, "(tak (tak (- x 1) y z)")),
+		fmt.Sprintf("main():%d", gdbLine(t, "(display (tak 18 12 6))")),
+	}
+	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
+		t.Errorf("bt frames %q, want %q first:\n%s", got, want, block)
 	}
 }

@@ -375,34 +375,12 @@ func compileX86_64(cmds []command, endLine, endCol int, opts Options) *elfimage.
 		{PC: uint64(exit + 4), Op: frame.OpDefCFA, Reg: rsp, Offset: 8},
 		{PC: uint64(exit + 4), Op: frame.OpSameValue, Reg: rbp}, // after pop rbp: at ret
 	}
-	// Where the VM's registers are: vm in rdi on entry, then in r12
-	// until the epilogue pops it (and again in the stubs).
-	vmLive := []elfimage.LiveRange{
+	// vm is in rdi on entry, then in r12 until the epilogue pops it.
+	entry := []elfimage.LiveRange{
 		{Start: 0, End: vmInR12, Location: expr.Reg(arch.X86_64_RDI)},
 		{Start: vmInR12, End: uint32(exit + 2), Location: expr.Reg(r12)},
 	}
-	// The body and the stubs, where rbx is the data pointer.
-	body := []elfimage.CodeRange{{Start: bodyStart, End: uint32(exit)}}
-	if len(stubs) > 0 {
-		cfi = append(cfi, frame.Insn{PC: uint64(stubsStart), Op: frame.OpRestoreState})
-		vmLive = append(vmLive, elfimage.LiveRange{Start: uint32(stubsStart), End: end, Location: expr.Reg(r12)})
-		body = append(body, elfimage.CodeRange{Start: uint32(stubsStart), End: end})
-	}
-
-	return &elfimage.Proc{
-		Code:   a.code,
-		Lines:  a.lines,
-		CFI:    cfi,
-		Params: []elfimage.Var{{Name: "vm", Live: vmLive}},
-		Scopes: []*elfimage.Scope{{Ranges: body, Vars: []elfimage.Var{
-			// The current cell, in memory at rbx.
-			{Name: "cell", Type: elfimage.UintType(1), Location: expr.Breg(rbx, 0)},
-			// The data pointer's index in cells, computed:
-			// rbx - (r12 + offsetof(struct vm, cells)).
-			{Name: "index", Type: elfimage.IntType(8),
-				Location: expr.Breg(rbx, 0).Breg(r12, int64(offCells)).Op(dwarf.DW_OP_minus).StackValue()},
-		}}},
-	}
+	return programProc(a.code, a.lines, cfi, entry, bodyStart, uint32(exit), len(stubs) > 0, uint32(stubsStart), end, rbx, r12)
 }
 
 // ProcName returns the procedure name of the program in file: its base
@@ -422,4 +400,36 @@ func ProcName(file string) string {
 		b = append([]byte("bf_"), b...)
 	}
 	return string(b)
+}
+
+// programProc is the Proc of a compiled program, for either backend: its
+// code, line rows and CFI; vm's live ranges up to the epilogue (entry);
+// the body [bodyStart, exit) and, when hasStubs, the stubs [stubsStart,
+// end), where data (the DWARF register of the data pointer) and vm (that
+// of the VM pointer) hold the program's registers. The stubs run in the
+// body's frame: a DW_CFA_restore_state at stubsStart brings back the row
+// the CFI remembered before the epilogue. Its variables: the parameter
+// vm, cell (the current cell, in memory at data) and index (the data
+// pointer's index in cells, computed: data - (vm + offsetof(struct vm,
+// cells))).
+func programProc(code []byte, lines []elfimage.LineRow, cfi []frame.Insn, entry []elfimage.LiveRange,
+	bodyStart, exit uint32, hasStubs bool, stubsStart, end uint32, data, vm arch.Reg) *elfimage.Proc {
+	vmLive := entry
+	body := []elfimage.CodeRange{{Start: bodyStart, End: exit}}
+	if hasStubs {
+		cfi = append(cfi, frame.Insn{PC: uint64(stubsStart), Op: frame.OpRestoreState})
+		vmLive = append(vmLive, elfimage.LiveRange{Start: stubsStart, End: end, Location: expr.Reg(vm)})
+		body = append(body, elfimage.CodeRange{Start: stubsStart, End: end})
+	}
+	return &elfimage.Proc{
+		Code:   code,
+		Lines:  lines,
+		CFI:    cfi,
+		Params: []elfimage.Var{{Name: "vm", Live: vmLive}},
+		Scopes: []*elfimage.Scope{{Ranges: body, Vars: []elfimage.Var{
+			{Name: "cell", Type: elfimage.UintType(1), Location: expr.Breg(data, 0)},
+			{Name: "index", Type: elfimage.IntType(8),
+				Location: expr.Breg(data, 0).Breg(vm, int64(offCells)).Op(dwarf.DW_OP_minus).StackValue()},
+		}}},
+	}
 }

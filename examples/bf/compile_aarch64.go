@@ -5,7 +5,6 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
 	"github.com/elfimage/elfimage/dwarf/frame"
 )
@@ -301,27 +300,10 @@ func compileAArch64(file string, cmds []command, endLine, endCol int, opts Optio
 		{PC: uint64(exit + 8), Op: frame.OpRestore, Reg: fp},
 		{PC: uint64(exit + 8), Op: frame.OpRestore, Reg: lr},
 	}
-	// Where the VM's registers are: vm in x0 on entry, then in x19 until
-	// the epilogue reloads it (and again in the stubs).
-	vmLive := []elfimage.LiveRange{
+	// vm is in x0 on entry, then in x19 until the epilogue reloads it.
+	entry := []elfimage.LiveRange{
 		{Start: 0, End: vmInX19, Location: expr.Reg(a64X0)},
 		{Start: vmInX19, End: uint32(exit + 4), Location: expr.Reg(vmReg)},
 	}
-	body := []elfimage.CodeRange{{Start: bodyStart, End: uint32(exit)}}
-	if len(stubs) > 0 {
-		cfi = append(cfi, frame.Insn{PC: uint64(stubsStart), Op: frame.OpRestoreState})
-		vmLive = append(vmLive, elfimage.LiveRange{Start: uint32(stubsStart), End: end, Location: expr.Reg(vmReg)})
-		body = append(body, elfimage.CodeRange{Start: uint32(stubsStart), End: end})
-	}
-	return &elfimage.Proc{
-		Code:   a.code,
-		Lines:  a.lines,
-		CFI:    cfi,
-		Params: []elfimage.Var{{Name: "vm", Live: vmLive}},
-		Scopes: []*elfimage.Scope{{Ranges: body, Vars: []elfimage.Var{
-			{Name: "cell", Type: elfimage.UintType(1), Location: expr.Breg(dataReg, 0)},
-			{Name: "index", Type: elfimage.IntType(8),
-				Location: expr.Breg(dataReg, 0).Breg(vmReg, int64(offCells)).Op(dwarf.DW_OP_minus).StackValue()},
-		}}},
-	}, nil
+	return programProc(a.code, a.lines, cfi, entry, bodyStart, uint32(exit), len(stubs) > 0, uint32(stubsStart), end, dataReg, vmReg), nil
 }

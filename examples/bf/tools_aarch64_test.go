@@ -7,8 +7,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,21 +14,9 @@ import (
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
-
-// bfARM64 cross-builds the bf command for linux/arm64 into dir.
-func bfARM64(t *testing.T, dir string) string {
-	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	prog := filepath.Join(dir, "bf-arm64")
-	build := exec.Command(goTool, "build", "-o", prog, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("GOARCH=arm64 go build: %v\n%s", err, out)
-	}
-	return prog
-}
 
 // TestGDBMultiarchAArch64 runs the AArch64 bf command on hello.b with -gdb
 // under qemu-aarch64 -g and gdb-multiarch attached to qemu's stub: the
@@ -44,9 +30,10 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 	t.Parallel()
 	gdb := tooltest.Require(t, "gdb-multiarch")
 	dir := t.TempDir()
-	wrapper, progOut := gdbtest.QEMUWrapper(t, dir, gdb, bfARM64(t, dir), "-gdb", "hello.b")
+	prog := qemutest.BuildArm64(t, dir, ".", "bf-arm64")
+	wrapper, progOut := qemutest.Wrapper(t, dir, gdb, prog, "-gdb", "hello.b")
 	cmds := []string{
-		"target remote 127.0.0.1:1234",
+		qemutest.GDBConnect,
 		"break hello.b:8",
 		"continue",
 		"p *vm",
@@ -60,7 +47,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"delete",
 		"continue",
 	}
-	s := &gdbtest.Session{GDB: wrapper, Program: filepath.Join(dir, "bf-arm64"), Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 3 * time.Minute}
+	s := &gdbtest.Session{GDB: wrapper, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 3 * time.Minute}
 	r, err := s.Run()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
@@ -109,39 +96,9 @@ func TestLLDBAArch64(t *testing.T) {
 	t.Parallel()
 	lldb := tooltest.Require(t, lldbtest.Names...)
 	dir := t.TempDir()
-	prog := bfARM64(t, dir)
-	wrapper, progOut := gdbtest.QEMUWrapper(t, dir, lldb, prog, "-gdb", "hello.b")
-	var (
-		r   *lldbtest.Result
-		err error
-	)
-	// qemu 7.2's stub sometimes drops LLDB's connection ("lost
-	// connection": the program then dies of the next trap) even with
-	// GOMAXPROCS=1, in about one session in ten: that failure, and only
-	// it, is retried, twice at most.
-	for attempt := 1; ; attempt++ {
-		r, err = lldbSession(wrapper, prog, testdata(t))
-		if lost := r != nil && strings.Contains(r.Output, "lost connection"); !lost || attempt == 3 {
-			break
-		}
-		t.Logf("attempt %d: qemu's stub dropped lldb's connection; again", attempt)
-	}
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
-	checkLLDBAArch64(t, r, progOut)
-}
-
-// lldbSession runs TestLLDBAArch64's session.
-func lldbSession(wrapper, prog, td string) (*lldbtest.Result, error) {
-	s := &lldbtest.Session{LLDB: wrapper, Program: prog, Dir: td, Timeout: 3 * time.Minute, Cmds: []string{
-		"settings set plugin.jit-loader.gdb.enable on",
-		// Under load qemu answers a packet late (reading symbol files
-		// through the stub): LLDB's default 5 s timeout loses the
-		// connection.
-		"settings set plugin.process.gdb-remote.packet-timeout 60",
-		"gdb-remote 127.0.0.1:1234",
-		lldbtest.HandleSIGURG,
+	prog := qemutest.BuildArm64(t, dir, ".", "bf-arm64")
+	wrapper, progOut := qemutest.Wrapper(t, dir, lldb, prog, "-gdb", "hello.b")
+	s := &lldbtest.Session{LLDB: wrapper, Program: prog, Dir: testdata(t), Timeout: 3 * time.Minute, Cmds: append(qemutest.LLDBConnect(),
 		"breakpoint set -f hello.b -l 8",
 		"continue",
 		"frame variable",
@@ -150,8 +107,12 @@ func lldbSession(wrapper, prog, td string) (*lldbtest.Result, error) {
 		// qemu's stub sometimes reports the same stop again).
 		"breakpoint disable",
 		"continue",
-	}}
-	return s.Run()
+	)}
+	r, err := qemutest.RunLLDBStops(t, s, 1)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	checkLLDBAArch64(t, r, progOut)
 }
 
 // checkLLDBAArch64 checks what TestLLDBAArch64's session printed.

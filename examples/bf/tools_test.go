@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/readelf"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -79,42 +79,12 @@ func testdata(t *testing.T) string {
 	return dir
 }
 
-var (
-	emulatedOnce sync.Once
-	emulatedWhy  string
-)
-
-// emulated returns why the test runs under qemu-user (an arm64 test
-// binary on another host, without binfmt_misc: the kernel cannot execute
-// the bf command built for it), or "".
-func emulated(t *testing.T) string {
-	t.Helper()
-	emulatedOnce.Do(func() {
-		if runtime.GOARCH != "arm64" {
-			return
-		}
-		if err := exec.Command(bfCommand(t), "-h").Run(); errors.Is(err, syscall.ENOEXEC) {
-			emulatedWhy = "the test runs under qemu-user: the kernel cannot execute arm64 programs (" + err.Error() + ")"
-		}
-	})
-	return emulatedWhy
-}
-
-// bfExec returns the command that runs the bf command with args: under
-// qemu-user (emulated) through qemu-aarch64.
-func bfExec(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
-	if emulated(t) != "" {
-		return exec.CommandContext(ctx, tooltest.Require(t, "qemu-aarch64"), append([]string{bfCommand(t)}, args...)...)
-	}
-	return exec.CommandContext(ctx, bfCommand(t), args...)
-}
-
 // runBF runs the bf command in dir with args and stdin, with a timeout.
 func runBF(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := bfExec(ctx, t, args...)
+	cmd := qemutest.Command(ctx, t, bfCommand(t), args...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
@@ -181,7 +151,7 @@ func TestCommand(t *testing.T) {
 	}
 	defer full.Close()
 	var stderr bytes.Buffer
-	cmd := bfExec(context.Background(), t, "hello.b")
+	cmd := qemutest.Command(context.Background(), t, bfCommand(t), "hello.b")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = td, full, &stderr
 	if err := cmd.Run(); err == nil || stderr.String() != "bf: hello.b:6:4: write: no space left on device\n" {
 		t.Errorf("hello.b > /dev/full: %v, stderr %q", err, stderr.String())
@@ -310,7 +280,7 @@ func testImagesVerify(t *testing.T, goarch string) {
 // the Go frames down to main.main, every frame named.
 func TestGDB(t *testing.T) {
 	t.Parallel()
-	if why := emulated(t); why != "" {
+	if why := qemutest.Emulated(); why != "" {
 		t.Skipf("%s: gdb runs the program natively; the AArch64 session is TestGDBMultiarchAArch64, gdb-multiarch against qemu-aarch64 -g", why)
 	}
 	gdb := tooltest.Require(t, "gdb")
@@ -389,7 +359,7 @@ func TestGDB(t *testing.T) {
 // member, and bt reaches main.main with every frame named.
 func TestLLDB(t *testing.T) {
 	t.Parallel()
-	if why := emulated(t); why != "" {
+	if why := qemutest.Emulated(); why != "" {
 		t.Skipf("%s: lldb runs the program natively; the AArch64 session is TestLLDBAArch64, lldb against qemu-aarch64 -g", why)
 	}
 	lldb := tooltest.Require(t, lldbtest.Names...)
@@ -482,7 +452,7 @@ var reportRE = regexp.MustCompile(`(?m)^\s+([0-9.]+)%\s+\[\.\]\s+(\S+)\s*(\S*)$`
 // chains go from busy through the entry frame into main.main.
 func TestPerf(t *testing.T) {
 	t.Parallel()
-	if why := emulated(t); why != "" {
+	if why := qemutest.Emulated(); why != "" {
 		t.Skipf("%s: perf does not sample code qemu-user translates", why)
 	}
 	perf := tooltest.Require(t, "perf")

@@ -22,7 +22,8 @@
 //     (or no rule) where the register holds it, offset(N) where the frame
 //     slot at CFA+N holds it and lies at or above sp (AArch64 has no red
 //     zone: a signal handler may overwrite anything below sp), register(R)
-//     where register R holds it.
+//     where register R holds it, undefined (lost) only where the register
+//     no longer holds it (as after a stack switch, Switch.Clobbered).
 //
 // With [Options.Vars] it also checks every parameter's and variable's
 // live ranges (Var.Live): wherever a range says the value is in a register
@@ -88,10 +89,12 @@ type Options struct {
 	// does. After the instruction, sp is CFA+Switch.SP for the CFI rows
 	// that follow (which describe the outer frame), the frame slots hold
 	// what Switch.Saved says and nothing else, x29 and x30 are unknown
-	// until loaded, and x19 to x28 hold values of frames the simulation
-	// does not see, which are not checked on that path (as the x86-64
-	// simulator of lang/scheme skips its abort path's contents). Any
-	// other write of sp that is not a constant adjustment is an error.
+	// until loaded, the registers of Switch.Clobbered hold values of
+	// frames between, and the other registers of x19 to x28 keep what they
+	// held (the outer frame's caller's values where they held this
+	// procedure's caller's: no frame between changes them); their rules
+	// are checked on that path as everywhere. Any other write of sp that
+	// is not a constant adjustment is an error.
 	StackSwitch map[uint32]Switch
 }
 
@@ -105,6 +108,16 @@ type Switch struct {
 	// frame keeps its caller's values; these registers are unknown after
 	// the switch (until loaded), so their rules are checked.
 	Saved map[int]int64
+	// Clobbered lists the registers of x19 to x28 not in Saved that the
+	// frames between the outer frame and this procedure may have changed
+	// and that the switch discards without restoring (the callee-saved
+	// registers compiled code saves in those frames, such as a
+	// compiler's homes of variables): after the switch they hold none of
+	// the outer frame's caller's values, which are lost, so the CFI must
+	// say so with an undefined rule (DW_CFA_undefined); a same-value rule
+	// for them fails. A return with them so is accepted: the outer
+	// frame's caller gets them clobbered, which its ABI must allow.
+	Clobbered []int
 }
 
 // Pos identifies a variable by its declaration position (Var.Line,
@@ -241,7 +254,7 @@ const (
 	callerVal // the caller's value of register n
 	frameAddr // the address CFA + n
 	varVal    // the value of variable n
-	outerVal  // after a stack switch: a value of frames not simulated, not checked
+	lostVal   // after a stack switch: a value of frames between (Switch.Clobbered)
 )
 
 // A value is what the simulation knows of a register or stack slot.
@@ -258,8 +271,8 @@ func (v value) String() string {
 		return fmt.Sprintf("CFA%+d", v.n)
 	case varVal:
 		return fmt.Sprintf("variable #%d", v.n)
-	case outerVal:
-		return "an outer frame's"
+	case lostVal:
+		return "a value of the frames a stack switch discarded (the caller's is lost)"
 	}
 	return "unknown"
 }
@@ -576,9 +589,6 @@ func (s *sim) checkRow(i int, st *state) {
 		want := value{callerVal, int64(reg)}
 		switch rule := r.regs[reg]; rule.Kind {
 		case frame.RuleUnspecified, frame.RuleSameValue:
-			if st.regs[reg].kind == outerVal {
-				break // after a stack switch: not checked
-			}
 			if st.regs[reg] != want {
 				s.fail(i, ErrCheck, "the CFI says x%d holds the caller's value, but it holds %v", reg, st.regs[reg])
 			}
@@ -593,8 +603,14 @@ func (s *sim) checkRow(i int, st *state) {
 			if rule.Reg > 30 || st.regs[rule.Reg] != want {
 				s.fail(i, ErrCheck, "the CFI says the caller's x%d is in %s, which does not hold it", reg, arch.AArch64.RegName(rule.Reg))
 			}
+		case frame.RuleUndefined:
+			// Lost: right only where the register no longer holds it
+			// (a debugger then shows it as not saved).
+			if st.regs[reg] == want {
+				s.fail(i, ErrCheck, "the CFI says the caller's x%d is lost (undefined), but x%d holds it", reg, reg)
+			}
 		default:
-			s.fail(i, ErrCheck, "x%d: rule %v (want same value, offset or register)", reg, rule.Kind)
+			s.fail(i, ErrCheck, "x%d: rule %v (want same value, offset, register or undefined)", reg, rule.Kind)
 		}
 	}
 	for reg := 0; reg < 19; reg++ {
@@ -668,13 +684,14 @@ func (s *sim) run(p *elfimage.Proc) []*state {
 
 // leave checks that the caller's frame is back when instruction i
 // returns or tail-calls: sp at the CFA, x19 to x29 the caller's (or, after
-// a stack switch, an outer frame's).
+// a stack switch, lost values of Switch.Clobbered, which checkRow has
+// made sure the CFI marks undefined).
 func (s *sim) leave(i int, st *state, what string) {
 	if st.sp != 0 {
 		s.fail(i, ErrCheck, "%s with sp = CFA%+d", what, st.sp)
 	}
 	for reg := 19; reg <= 29; reg++ {
-		if st.regs[reg] != (value{callerVal, int64(reg)}) && st.regs[reg].kind != outerVal {
+		if st.regs[reg] != (value{callerVal, int64(reg)}) && st.regs[reg].kind != lostVal {
 			s.fail(i, ErrCheck, "%s with x%d holding %v, not the caller's value", what, reg, st.regs[reg])
 		}
 	}
@@ -684,8 +701,10 @@ func (s *sim) leave(i int, st *state, what string) {
 func (s *sim) switchStack(st *state, sw Switch) {
 	st.sp = sw.SP
 	clear(st.mem)
-	for r := 19; r <= 28; r++ {
-		st.regs[r] = value{outerVal, 0}
+	for _, r := range sw.Clobbered {
+		if r >= 19 && r <= 28 {
+			st.regs[r] = value{lostVal, 0}
+		}
 	}
 	st.regs[29], st.regs[30] = value{}, value{}
 	for r, off := range sw.Saved {

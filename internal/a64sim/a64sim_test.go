@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -226,7 +227,7 @@ func TestMutants(t *testing.T) {
 		{"RA at the x29 slot", mutate(framed(), change(4, frame.OpOffset, lr, off8)), a64sim.Options{},
 			"caller's x30 is at CFA-32"},
 		{"RA undefined", mutate(framed(), change(4, frame.OpOffset, lr, func(in *frame.Insn) { in.Op, in.Offset = frame.OpUndefined, 0 })), a64sim.Options{},
-			"x30: rule undefined"},
+			"x30 is lost (undefined), but x30 holds it"},
 		{"RA not saved across the call", mutate(leaf(), drop(8, frame.OpOffset, lr)), a64sim.Options{},
 			"leaf+0x18 "},
 		{"parameter in x19 too early", func() *elfimage.Proc {
@@ -435,6 +436,38 @@ func TestStackSwitch(t *testing.T) {
 		{"x29 not restored at ret", mutate(abort(), drop(36, frame.OpRestore, fp)), "abort+0x24 "},
 	} {
 		err := a64sim.Check(tc.p, a64sim.Options{StackSwitch: abortSwitch})
+		if !errors.Is(err, a64sim.ErrCheck) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an ErrCheck containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestStackSwitchClobbered: registers the discarded frames changed
+// (Switch.Clobbered) are lost after the switch: the CFI must mark them
+// undefined (a same-value rule fails), and an undefined rule for a
+// register that still holds the caller's value fails too.
+func TestStackSwitchClobbered(t *testing.T) {
+	sw := map[uint32]a64sim.Switch{20: {SP: -32, Saved: abortSwitch[20].Saved, Clobbered: []int{19, 21}}}
+	undef := func(regs ...arch.Reg) *elfimage.Proc {
+		p := abort()
+		for _, r := range regs {
+			p.CFI = append(p.CFI, frame.Insn{PC: 24, Op: frame.OpUndefined, Reg: r})
+		}
+		slices.SortStableFunc(p.CFI, func(a, b frame.Insn) int { return int(a.PC) - int(b.PC) })
+		return p
+	}
+	if err := a64sim.Check(undef(19, 21), a64sim.Options{StackSwitch: sw}); err != nil {
+		t.Error(err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    *elfimage.Proc
+		want string
+	}{
+		{"x21 claimed", undef(19), "abort+0x18 LDR X28, [SP,#8]: the CFI says x21 holds the caller's value, but it holds a value of the frames a stack switch discarded"},
+		{"x20 lost though kept", undef(19, 20, 21), "abort+0x18 LDR X28, [SP,#8]: the CFI says the caller's x20 is lost (undefined), but x20 holds it"},
+	} {
+		err := a64sim.Check(tc.p, a64sim.Options{StackSwitch: sw})
 		if !errors.Is(err, a64sim.ErrCheck) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an ErrCheck containing %q", tc.name, err, tc.want)
 		}

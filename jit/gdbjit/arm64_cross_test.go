@@ -6,28 +6,13 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
-
-// buildArm64Prog cross-builds ./testdata/NAME for linux/arm64 (cgo off)
-// into a temporary directory and returns the executable's path.
-func buildArm64Prog(t *testing.T, name string) string {
-	t.Helper()
-	goCmd := tooltest.Require(t, "go")
-	path := filepath.Join(t.TempDir(), name+".arm64")
-	cmd := exec.Command(goCmd, "build", "-o", path, "./testdata/"+name)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("GOARCH=arm64 go build ./testdata/%s: %v\n%s", name, err, out)
-	}
-	return path
-}
 
 // TestSymbolsInSymtabArm64: a program built for linux/arm64 that imports
 // the package holds both symbols of the interface globally in .symtab
@@ -36,7 +21,7 @@ func buildArm64Prog(t *testing.T, name string) string {
 // starting with RET, and, run under qemu-aarch64, DescriptorAddr returns
 // the descriptor's .symtab address.
 func TestSymbolsInSymtabArm64(t *testing.T) {
-	prog := buildArm64Prog(t, "jitprog")
+	prog := qemutest.BuildArm64(t, t.TempDir(), "./testdata/jitprog", "jitprog.arm64")
 	f, err := elf.Open(prog)
 	if err != nil {
 		t.Fatal(err)

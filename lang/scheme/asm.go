@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/frame"
 )
 
@@ -223,4 +224,21 @@ type machine interface {
 	// "remainder", "modulo") into the accumulator.
 	divLoad(da, db int32, nonzero *label)
 	divide(op string)
+}
+
+// abortLosesHomes adds the CFI of an abort's first instruction in %start's
+// frame (%capture's abort path, after the stack switch): the home
+// registers (rbx, r12-r14; x19-x22) are undefined (DW_CFA_undefined,
+// DWARF 5 section 6.4.2.3). The procedures between %start and %capture
+// saved their callers' homes in their frames, which the abort discards
+// without restoring them, and %start does not save them: their values
+// in %start's caller are lost, and a same-value rule would show a
+// debugger the discarded frames' values instead. (The library's entry
+// routine and native.Call's trampoline rely on no register but the
+// stack pointer: the homes clobbered is allowed, only the CFI must not
+// claim them.)
+func abortLosesHomes(m machine) {
+	for h := range numHomes {
+		m.base().addCFI(frame.Insn{Op: frame.OpUndefined, Reg: arch.Reg(m.homeReg(h))})
+	}
 }

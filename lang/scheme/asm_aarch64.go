@@ -24,7 +24,8 @@ const (
 	x9  xreg = 9  // the argument count of a define* call
 	x16 xreg = 16 // IP0: scratch for the stack check and far slots
 	x19 xreg = 19 // x19-x22: the homes of let bindings
-	x28 xreg = 28 // the control block, in all generated code
+	x27 xreg = 27 // the control block, in all generated code
+	x28 xreg = 28 // Go's g: never written (native.Call's rule; Go's signal handler reads it)
 	x29 xreg = 29 // the frame pointer
 	x30 xreg = 30 // the link register, the return-address column
 	xsp xreg = 31 // SP, in the instructions that take it
@@ -316,9 +317,9 @@ func (a *a64) setFrameSize(size int) {
 	}
 }
 
-// stackCheck emits ldr x16, [x28]; cmp sp, x16; b.lo overflow.
+// stackCheck emits ldr x16, [x27]; cmp sp, x16; b.lo overflow.
 func (a *a64) stackCheck(overflow *label) {
-	a.ldr(x16, x28, ctlStackLimit)
+	a.ldr(x16, x27, ctlStackLimit)
 	a.cmpSP(x16)
 	a.bcond(condLo, overflow)
 }

@@ -23,6 +23,9 @@ type cfiRow struct {
 	// register r is saved (OpOffset), 0 when it is the same value; the
 	// return-address column is among them on AArch64 (x30).
 	saved [33]int64
+	// undef[r] is set where the caller's value of register r is lost
+	// (OpUndefined).
+	undef [33]bool
 }
 
 // cfiRows interprets p's x86-64 CFI (cfiRowsFor).
@@ -60,17 +63,19 @@ func cfiRowsFor(a *arch.Arch, p *elfimage.Proc) []cfiRow {
 				if in.Reg == fp {
 					cur.rbpRule, cur.rbpOff = frame.OpOffset, in.Offset
 				} else if in.Reg < nsaved {
-					cur.saved[in.Reg] = in.Offset
+					cur.saved[in.Reg], cur.undef[in.Reg] = in.Offset, false
 				}
 			case frame.OpSameValue, frame.OpRestore:
 				if in.Reg == fp {
 					cur.rbpRule = frame.OpSameValue
 				} else if in.Reg < nsaved {
-					cur.saved[in.Reg] = 0
+					cur.saved[in.Reg], cur.undef[in.Reg] = 0, false
 				}
 			case frame.OpUndefined:
 				if in.Reg == ra {
 					cur.raUndef = true
+				} else if in.Reg < nsaved {
+					cur.saved[in.Reg], cur.undef[in.Reg] = 0, true
 				}
 			case frame.OpRememberState:
 				stack = append(stack, cur)
@@ -99,7 +104,7 @@ type machState struct {
 	rspOff   int64 // rsp = CFA + rspOff
 	rbp      int   // rbpCaller, rbpFrame (= CFA-16), rbpUnknown
 	rbpSaved bool  // the caller's rbp is stored at CFA-16
-	aborted  bool  // %capture's abort path: in %start's frame, contents unknown
+	aborted  bool  // %capture's abort path: in %start's frame, its contents but r15's slot unknown
 }
 
 const (
@@ -114,6 +119,10 @@ const (
 const varBase = 100
 
 func callerVal(r int) int32 { return int32(1 + r) }
+
+// lostVal is the value of a home register after %capture's abort: one
+// of the discarded frames', not %start's caller's.
+const lostVal = -1
 
 // contents are the tracked values: registers in encoding order and the
 // frame's 8-byte slots, mem[j] at CFA-8(j+1).
@@ -450,11 +459,7 @@ func simulateVars(p *elfimage.Proc, defs map[uint32]srcPos) (err error) {
 					n.rbp = rbpUnknown
 				}
 			} else {
-				v := int32(0)
-				if !s.aborted {
-					v = c.memAt(s.rspOff)
-				}
-				setDst(v)
+				setDst(c.memAt(s.rspOff))
 			}
 			n.rspOff += 8
 		case x86asm.LEAVE:
@@ -512,8 +517,15 @@ func simulateVars(p *elfimage.Proc, defs map[uint32]srcPos) (err error) {
 				if !ok || m.Base != x86asm.R15 || m.Disp != ctlSavedSP {
 					fail(pc, inst, "unexpected write of rsp")
 				}
+				// %start's frame: the caller's rbp at CFA-16, r15 at
+				// CFA-24; the homes hold what the discarded frames
+				// put there (lostVal), their callers' values are lost.
 				n = machState{rspOff: -startFrameSize, rbp: rbpUnknown, rbpSaved: true, aborted: true}
 				c = contents{}
+				c.setMem(-24, callerVal(int(r15)))
+				for _, r := range x86Homes {
+					c.regs[r] = lostVal
+				}
 			case (inst.Op == x86asm.SUB || inst.Op == x86asm.ADD) && isReg(inst.Args[0], x86asm.RSP):
 				imm, ok := inst.Args[1].(x86asm.Imm)
 				if !ok {
@@ -576,17 +588,21 @@ func simulateVars(p *elfimage.Proc, defs map[uint32]srcPos) (err error) {
 				fail(pc, inst, "CFI says rbp at CFA%d, saved=%v", row.rbpOff, s.rbpSaved)
 			}
 		}
-		if s.aborted {
-			continue
-		}
 		for _, r := range []reg{rbx, r12, r13, r14, r15} {
-			if off := row.saved[dwarfReg(r)]; off != 0 {
+			if row.undef[dwarfReg(r)] {
+				if c.regs[r] == callerVal(int(r)) {
+					fail(pc, inst, "CFI says the caller's %s is lost (undefined), but %s holds it", arch.X86_64.RegName(dwarfReg(r)), arch.X86_64.RegName(dwarfReg(r)))
+				}
+			} else if off := row.saved[dwarfReg(r)]; off != 0 {
 				if c.memAt(off) != callerVal(int(r)) {
 					fail(pc, inst, "CFI says the caller's %s is at CFA%d, but that slot holds value %d", arch.X86_64.RegName(dwarfReg(r)), off, c.memAt(off))
 				}
 			} else if c.regs[r] != callerVal(int(r)) {
 				fail(pc, inst, "CFI says %s is unchanged, but it holds value %d", arch.X86_64.RegName(dwarfReg(r)), c.regs[r])
 			}
+		}
+		if s.aborted {
+			continue // no variables in %start's frame
 		}
 		for _, v := range vars {
 			live := false

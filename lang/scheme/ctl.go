@@ -2,7 +2,7 @@ package scheme
 
 // The control block ("ctl") and capture area: the ABI between generated
 // code and the host runtime (Run). Generated code keeps the control block's
-// address in r15 (x28 on AArch64) at all times. All fields are little-endian uint64 at the
+// address in r15 (x27 on AArch64) at all times. All fields are little-endian uint64 at the
 // byte offsets below; both blocks live in mmap'd memory outside the Go heap.
 //
 // Control block:
@@ -72,7 +72,7 @@ const MaxFrameSize = 32 << 10
 
 // startFrameSize is the distance in bytes from %start's saved sp to its
 // CFA: the return address, saved rbp, saved r15 and 8 bytes of padding
-// (on AArch64 x30, x29, x28 and padding).
+// (on AArch64 x30, x29, x27 and padding).
 const startFrameSize = 32
 
 // EntryProc is the name of the procedure the host calls first through

@@ -91,8 +91,9 @@
 // rules after their push and same-value rules after their restore).
 //
 // On AArch64 (AAPCS64), arguments travel in x0-x5 and the result in x0
-// (the accumulator); x28 holds the control block, the argument count of
-// a define* call travels in x9, x16 is scratch (the stack check, slots
+// (the accumulator); x27 holds the control block (x28 holds Go's g and is
+// never written: native.Call's rule, as Go's signal handler reads it), the
+// argument count of a define* call travels in x9, x16 is scratch (the stack check, slots
 // beyond ldur/stur's reach); let bindings live in x19, x20, x21, x22
 // (DW_OP_reg19 ...), parameters arrive in x0-x5 (DW_OP_reg0 ...). Every
 // procedure has the frame
@@ -102,7 +103,7 @@
 //	sub sp, sp, #hi, lsl #12; sub sp, sp, #lo  ; N bytes, a multiple of 16, homes included
 //	stur x19, [x29, #-8] ...               ; s homes its lets use, at CFA-24-8i
 //	stur x0, [x29, #-8(s+1)] ...           ; required parameter i = DW_OP_fbreg(-24-8(s+i))
-//	ldr x16, [x28]; cmp sp, x16; b.lo overflow
+//	ldr x16, [x27]; cmp sp, x16; b.lo overflow
 //	cmp x9, #nreq+1; b.lo default0 ...     ; define* only, as on x86-64
 //	body: ...
 //	ldur x19, [x29, #-8] ...; mov sp, x29; ldp x29, x30, [sp], #16; ret  ; or b callee

@@ -9,15 +9,17 @@ import (
 // This file generates the AArch64 runtime support procedures, the
 // counterparts of runtime_x86.go: the same frame discipline as compiled
 // procedures (stp x29, x30, [sp, #-16]!; mov x29, sp; ...; ldp; ret with
-// exact CFI), only caller-saved registers besides x29 and x30, and x28
-// holding the control block.
+// exact CFI), only caller-saved registers besides x29 and x30, and x27
+// holding the control block (not x28, which holds Go's g: native.Call's
+// rule, since Go's signal handler reads g from x28 when cgo is not
+// linked, and a signal such as SIGURG may arrive while the code runs).
 
 // genStartA64 generates %start(ctl x0), called through native.Call:
 //
 //	stp x29, x30, [sp, #-16]!; mov x29, sp; sub sp, sp, #16
-//	stur x28, [x29, #-8]; mov x28, x0; mov x16, sp; str x16, [x28, #savedSP]
+//	stur x27, [x29, #-8]; mov x27, x0; mov x16, sp; str x16, [x27, #savedSP]
 //	bl main
-//	ldur x28, [x29, #-8]; mov sp, x29; ldp x29, x30, [sp], #16; ret
+//	ldur x27, [x29, #-8]; mov sp, x29; ldp x29, x30, [sp], #16; ret
 //
 // The caller is the library's AArch64 entry routine, whose CFI describes
 // the stack switch into the Go frames that called native.Call.
@@ -25,14 +27,14 @@ func genStartA64() *elfimage.Proc {
 	a := newA64()
 	a.pushFrame()
 	a.subImm(xsp, xsp, 16)
-	a.stur(x28, x29, -8)
-	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.Reg(x28), Offset: -24})
-	a.movRR(x28, x0)
+	a.stur(x27, x29, -8)
+	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.Reg(x27), Offset: -24})
+	a.movRR(x27, x0)
 	a.movSP(x16, xsp)
-	a.str(x16, x28, ctlSavedSP)
+	a.str(x16, x27, ctlSavedSP)
 	a.bl("main")
-	a.ldur(x28, x29, -8)
-	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.Reg(x28)})
+	a.ldur(x27, x29, -8)
+	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.Reg(x27)})
 	a.epilogueRet()
 	a.finish()
 	return &elfimage.Proc{Name: symStart, Code: a.code, CFI: a.cfi, Relocs: a.relocs, Internal: true}
@@ -75,7 +77,8 @@ func internalA64(name string, a *a64) *elfimage.Proc {
 // values x3), as genCapture does on x86-64: the record's registers are
 // the caller's x19-x28, x29, sp, and x30 = pc (the return address), at
 // their DWARF numbers. An abort (any kind but backtrace) restores %start's
-// saved sp and returns from %start with x0 = 0.
+// saved sp and returns from %start with x0 = 0; its CFI describes
+// %start's frame, and the homes x19-x22 as lost (abortLosesHomes).
 func genCaptureA64() *elfimage.Proc {
 	a := newA64()
 	a.pushFrame()
@@ -83,30 +86,30 @@ func genCaptureA64() *elfimage.Proc {
 	a.movRR(x9, x0) // kind, kept
 	a.cmpImm(x0, uint32(KindBacktrace))
 	a.bcond(condNe, special)
-	a.ldr(10, x28, ctlCapCount)
-	a.ldr(11, x28, ctlCapMax)
+	a.ldr(10, x27, ctlCapCount)
+	a.ldr(11, x27, ctlCapMax)
 	a.cmp(10, 11)
 	a.bcond(condLo, have)
-	a.ldr(10, x28, ctlCapDropped)
+	a.ldr(10, x27, ctlCapDropped)
 	a.addImm(10, 10, 1)
-	a.str(10, x28, ctlCapDropped)
+	a.str(10, x27, ctlCapDropped)
 	a.movImm(x0, 0)
 	a.epilogueRet()
 	a.bind(have)
 	a.addImm(11, 10, 1)
-	a.str(11, x28, ctlCapCount)
+	a.str(11, x27, ctlCapCount)
 	a.b(fill)
 	a.bind(special)
-	a.ldr(10, x28, ctlCapMax)
+	a.ldr(10, x27, ctlCapMax)
 	a.bind(fill)
 	// x8 = base + index*recordSize
-	a.ldr(11, x28, ctlCapRecSize)
+	a.ldr(11, x27, ctlCapRecSize)
 	a.mul(10, 10, 11)
-	a.ldr(11, x28, ctlCapBase)
+	a.ldr(11, x27, ctlCapBase)
 	a.add(x8, 11, 10)
 	a.str(x9, x8, recKind)
 	regAt := func(r xreg) int32 { return recRegs + 8*int32(r) }
-	for r := x19; r <= x28; r++ {
+	for r := x19; r <= x28; r++ { // x28 is Go's g
 		a.str(r, x8, regAt(r))
 	}
 	a.ldr(10, x29, 0)
@@ -136,9 +139,9 @@ func genCaptureA64() *elfimage.Proc {
 	// Stack words [sp of the caller, top), at most stack max bytes.
 	short, stackLoop, stackDone := a.newLabel(), a.newLabel(), a.newLabel()
 	a.addImm(12, x29, 16)
-	a.ldr(14, x28, ctlStackTop)
+	a.ldr(14, x27, ctlStackTop)
 	a.sub(14, 14, 12)
-	a.ldr(15, x28, ctlCapStackMax)
+	a.ldr(15, x27, ctlCapStackMax)
 	a.cmp(14, 15)
 	a.bcond(condLs, short)
 	a.movRR(14, 15)
@@ -160,13 +163,14 @@ func genCaptureA64() *elfimage.Proc {
 	a.epilogueRet()
 	// Abort: back to %start's frame and return from it.
 	a.bind(abort)
-	a.str(x9, x28, ctlStatus)
-	a.ldr(x16, x28, ctlSavedSP)
+	a.str(x9, x27, ctlStatus)
+	a.ldr(x16, x27, ctlSavedSP)
 	a.movSP(xsp, x16)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.AArch64_SP, Offset: startFrameSize})
-	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.Reg(x28), Offset: -24})
-	a.ldr(x28, xsp, 8)
-	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.Reg(x28)})
+	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.Reg(x27), Offset: -24})
+	abortLosesHomes(a)
+	a.ldr(x27, xsp, 8)
+	a.addCFI(frame.Insn{Op: frame.OpSameValue, Reg: arch.Reg(x27)})
 	a.addImm(xsp, xsp, 16)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFAOffset, Reg: arch.AArch64_SP, Offset: 16})
 	a.movImm(x0, 0)
@@ -239,7 +243,7 @@ func genWriteA64() *elfimage.Proc {
 	a.bind(loop)
 	a.cmpImm(x2, 0)
 	a.bcond(condLe, done)
-	a.ldr(x0, x28, ctlFD)
+	a.ldr(x0, x27, ctlFD)
 	a.movImm(x8, 64) // SYS_write
 	a.svc()
 	a.cmnImm(x0, 4) // -EINTR

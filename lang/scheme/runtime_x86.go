@@ -153,6 +153,7 @@ func genCapture() *elfimage.Proc {
 	a.load(rsp, r15, ctlSavedSP)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFA, Reg: arch.X86_64_RSP, Offset: startFrameSize})
 	a.addCFI(frame.Insn{Op: frame.OpOffset, Reg: arch.X86_64_R15, Offset: -24})
+	abortLosesHomes(a)
 	a.movImm(rax, 0)
 	a.aluImm(aluAdd, rsp, 8)
 	a.addCFI(frame.Insn{Op: frame.OpDefCFAOffset, Reg: arch.X86_64_RSP, Offset: 24})
