@@ -122,8 +122,9 @@ func compact(e *compactRow, row *frame.Row, a *arch.Arch) bool {
 	n := min(a.NumRegs, MaxRegs)
 	e.cfaReg, e.cfaOff, e.n = row.CFA.Reg, row.CFA.Offset, 0
 	e.spCFA, e.raUndef, e.raSigned = true, false, row.RASigned
-	for j := 0; j < row.NumRules(); j++ {
-		reg, rule := row.RuleAt(j)
+	regs, rules := row.Rules()
+	for j := range rules {
+		reg, rule := regs[j], &rules[j]
 		if reg == a.SP && rule.Kind != frame.RuleUnspecified && rule.Kind != frame.RuleSameValue {
 			e.spCFA = false
 		}

@@ -339,8 +339,17 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 	n := min(a.NumRegs, MaxRegs)
 	caller.Regs = cur.Regs
 	caller.Regs.valid &= 1<<n - 1
-	for j := 0; j < row.NumRules(); j++ {
-		reg, rule := row.RuleAt(j)
+	spKind, raKind := frame.RuleUnspecified, frame.RuleUnspecified
+	regs, rules := row.Rules()
+	for j := range rules {
+		reg, rule := regs[j], &rules[j]
+		// A row has one rule per register (Row.Rule's answer).
+		if reg == a.SP {
+			spKind = rule.Kind
+		}
+		if reg == a.RA {
+			raKind = rule.Kind
+		}
 		if int(reg) >= n {
 			continue
 		}
@@ -385,10 +394,10 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 			caller.Regs.Set(reg, v)
 		}
 	}
-	if k := row.Rule(a.SP).Kind; k == frame.RuleUnspecified || k == frame.RuleSameValue {
+	if spKind == frame.RuleUnspecified || spKind == frame.RuleSameValue {
 		caller.Regs.Set(a.SP, cfa)
 	}
-	if row.Rule(a.RA).Kind == frame.RuleUndefined {
+	if raKind == frame.RuleUndefined {
 		return ErrOutermost
 	}
 	ra, ok := caller.Regs.Get(a.RA)
@@ -451,21 +460,24 @@ func (u *Unwinder) read(addr uint64) (uint64, error) {
 // step fails (err non-nil, n frames stored). Cost: len(pcs) steps at most;
 // no allocation unless it fails.
 func (u *Unwinder) Walk(start Frame, pcs []uint64) (n int, err error) {
-	cur := start
-	var caller Frame
+	// Two frames used in turn: a step's caller is the next step's frame
+	// (Step writes every field of caller), so no Frame is copied.
+	var f [2]Frame
+	f[0] = start
+	cur, caller := &f[0], &f[1]
 	for n < len(pcs) {
 		pcs[n] = cur.PC
 		n++
 		if n == len(pcs) {
 			return n, nil
 		}
-		if err := u.Step(&cur, &caller); err != nil {
+		if err := u.Step(cur, caller); err != nil {
 			if errors.Is(err, ErrOutermost) {
 				return n, nil
 			}
 			return n, err
 		}
-		cur = caller
+		cur, caller = caller, cur
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/elfimage/elfimage/arch"
@@ -123,6 +124,15 @@ func (r *Row) NumRules() int { return r.n }
 // order the registers were first mentioned.
 func (r *Row) RuleAt(i int) (arch.Reg, Rule) { return r.cols[i], r.rules[i] }
 
+// Rules returns the row's registers and their rules, in the order
+// [Row.RuleAt] gives them (len NumRules): views of the row, valid until it
+// changes, which the caller must not modify. It spares a loop over the
+// rules the copy of each Rule that RuleAt returns. Cost: O(1).
+func (r *Row) Rules() (regs []arch.Reg, rules []Rule) {
+	n := min(max(r.n, 0), MaxRowRegs)
+	return r.cols[:n:n], r.rules[:n:n]
+}
+
 // reset makes r the empty row without clearing all of its arrays.
 func (r *Row) reset() {
 	r.Loc, r.End, r.CFA, r.ArgsSize, r.RASigned = 0, 0, Rule{}, 0, false
@@ -137,8 +147,11 @@ func (r *Row) copyFrom(src *Row) {
 		clear(r.rules[src.n:r.n])
 	}
 	r.n = src.n
-	copy(r.cols[:src.n], src.cols[:src.n])
-	copy(r.rules[:src.n], src.rules[:src.n])
+	// Element by element: rows hold a few rules, for which copy's call
+	// into the runtime (a Rule holds a slice) costs more than the copies.
+	for i := range src.n {
+		r.cols[i], r.rules[i] = src.cols[i], src.rules[i]
+	}
 }
 
 func (r *Row) set(reg arch.Reg, rule Rule) bool {
@@ -159,21 +172,31 @@ func (r *Row) set(reg arch.Reg, rule Rule) bool {
 // Exec executes call frame instructions (DWARF 5 section 6.4.2). Its zero
 // value is ready; reuse one per goroutine so that [Exec.RowAt] allocates
 // nothing (the DW_CFA_remember_state stack grows once, up to
-// [MaxStateStack] rows). An Exec keeps the initial row of the last CIE it
-// ran (keyed by the *Section and the CIE's offset, instructions and
-// factors), so FDEs sharing a CIE do not re-run its initial instructions:
-// the bytes of a Section, and its Bases and Indirect, must not change
-// while an Exec is used with it.
+// [MaxStateStack] rows). An Exec keeps the initial rows of the last two
+// CIEs it ran (keyed by the *Section and the CIE's offset, instructions
+// and factors), so FDEs sharing a CIE do not re-run its initial
+// instructions, even when a walk alternates between two CIEs (a C++
+// library's "zR" and "zPLR"): the bytes of a Section, and its Bases and
+// Indirect, must not change while an Exec is used with it.
 type Exec struct {
-	init  Row
+	inits [2]initRow
+	cur   int // the entry of inits in use (the most recent)
 	stack []Row
 	depth int
-	// initKey identifies the CIE whose initial row init holds (valid
-	// when initSec is non-nil): FDEs that share a CIE, as most of a
-	// module's do, then skip re-running its initial instructions.
-	initSec *Section
-	initKey cieKey
+	// generic turns runFast off (tests compare the two interpreters).
+	generic bool
 }
+
+// initRow is a CIE's initial row, valid when sec is non-nil; key
+// identifies the CIE.
+type initRow struct {
+	row Row
+	sec *Section
+	key cieKey
+}
+
+// init returns the initial row of the CIE of the FDE being run.
+func (e *Exec) init() *Row { return &e.inits[e.cur].row }
 
 // cieKey is what the initial row of a CIE depends on: its instructions
 // (by position in the section) and the parameters they are decoded with.
@@ -182,6 +205,13 @@ type cieKey struct {
 	dataAlign                          int64
 	addrSize                           uint8
 	fdeEnc                             dwarf.EHPE
+}
+
+// matches reports whether k is keyOf(c), comparing the fields most
+// likely to differ first (no call to compare the whole struct).
+func (k *cieKey) matches(c *ParsedCIE) bool {
+	return k.off == c.Offset && k.insnsOff == c.InitialOff && k.insnsLen == uint64(len(c.Initial)) &&
+		k.codeAlign == c.CodeAlign && k.dataAlign == c.DataAlign && k.addrSize == c.AddrSize && k.fdeEnc == c.FDEEnc
 }
 
 func keyOf(c *ParsedCIE) cieKey {
@@ -198,7 +228,13 @@ func keyOf(c *ParsedCIE) cieKey {
 // without a register rule takes the last register rule's offset, 0 if
 // none, as libgcc and readelf do) or wrap
 // [ErrNoFDE] when pc is outside the range. Cost: O(instructions); no
-// allocation after the first calls.
+// allocation after the first calls. In a little-endian section the
+// instructions compilers emit (advances, offset, restore, def_cfa*,
+// register, undefined, same_value, remember/restore_state, args_size) are
+// run by an interpreter that reads them straight from the bytes and stops
+// at the first advance past pc; any other instruction, or any malformed
+// one, sends the FDE to the general decoder from its start (at most twice
+// the work), so results and errors are the same either way.
 func (e *Exec) RowAt(fde *ParsedFDE, pc uint64, row *Row) error {
 	if !fde.Contains(pc) {
 		return fmt.Errorf("%w %#x: FDE at %#x covers [%#x, %#x)", ErrNoFDE, pc, fde.Offset, fde.Start, fde.Start+fde.Size)
@@ -269,15 +305,27 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 		return fmt.Errorf("frame: ParsedFDE not read from a Section")
 	}
 	cie := &fde.CIE
-	if k := keyOf(cie); e.initSec == s && e.initKey == k {
-		row.copyFrom(&e.init)
+	if in := &e.inits[e.cur]; in.sec == s && in.key.matches(cie) {
+		row.copyFrom(&in.row)
+	} else if in := &e.inits[1-e.cur]; in.sec == s && in.key.matches(cie) {
+		e.cur = 1 - e.cur
+		row.copyFrom(&in.row)
 	} else {
-		e.initSec = nil
+		// Replace the less recent entry.
+		in.sec = nil
 		if err := e.runCIE(s, cie, row); err != nil {
 			return err
 		}
-		e.init.copyFrom(row)
-		e.initSec, e.initKey = s, k
+		in.row.copyFrom(row)
+		in.sec, in.key = s, keyOf(cie)
+		e.cur = 1 - e.cur
+	}
+	init := e.init()
+	if emit == nil && s.le && !e.generic {
+		if e.runFast(fde, pc, row) {
+			return nil
+		}
+		row.copyFrom(init) // start again with the general interpreter
 	}
 	var d Decoded
 	e.depth = 0
@@ -304,7 +352,7 @@ func (e *Exec) run(fde *ParsedFDE, pc uint64, row *Row, emit func(*Row) bool) er
 			row.Loc = loc
 			continue
 		}
-		if msg := e.apply(row, &d, &e.init); msg != "" {
+		if msg := e.apply(row, &d, init); msg != "" {
 			r.b.FailAt(d.Off, d.Code.String(), msg)
 		}
 	}
@@ -398,4 +446,196 @@ func (e *Exec) apply(row *Row, d *Decoded, init *Row) string {
 		return fmt.Sprintf("unexpected op %v", d.Op)
 	}
 	return ""
+}
+
+// runFast is run's search for the row at pc (in the FDE's range) for the
+// instructions compilers emit, decoded straight from the bytes of a
+// little-endian section: the advances (DW_CFA_advance_loc, _loc1, _loc2,
+// _loc4), DW_CFA_offset, _offset_extended, _offset_extended_sf, restore,
+// _restore_extended, undefined, same_value, register, def_cfa,
+// def_cfa_register, def_cfa_offset, remember_state, restore_state,
+// GNU_args_size and nop. row holds the CIE's initial row (e.init()). It
+// stops at the first advance past pc, as run does, and reports whether it
+// computed the row; on any other opcode, truncated operand, register out
+// of range, overflowing advance or rule run would reject it returns false
+// (after at most one pass over the instructions), and run starts again
+// with the general decoder, which gives the error with its offset and
+// field. What it accepts it computes exactly as run does.
+func (e *Exec) runFast(fde *ParsedFDE, pc uint64, row *Row) bool {
+	code := fde.Insns
+	ca, da := fde.CIE.CodeAlign, fde.CIE.DataAlign
+	if ca == 0 || ca > 1<<24 || len(code) > MaxInsns {
+		return false // the general decoder's overflow checks apply
+	}
+	start := fde.Start
+	e.depth = 0
+	row.Loc = start
+	loc := uint64(0) // offset from start
+	i := 0
+	// uleb decodes the ULEB128 at code[i:], as dwarf.Uleb128 does.
+	uleb := func() (uint64, bool) {
+		if i < len(code) && code[i] < 0x80 {
+			i++
+			return uint64(code[i-1]), true
+		}
+		v, n := dwarf.Uleb128(code[i:])
+		i += n
+		return v, n != 0
+	}
+	reg := func() (arch.Reg, bool) {
+		v, ok := uleb()
+		return arch.Reg(v), ok && v <= 0xffff
+	}
+	for i < len(code) {
+		op := code[i]
+		i++
+		var delta uint64
+		switch op >> 6 {
+		case 1: // DW_CFA_advance_loc
+			delta = uint64(op & 0x3f)
+		case 2: // DW_CFA_offset
+			v, ok := uleb()
+			if !ok || !row.set(arch.Reg(op&0x3f), Rule{Kind: RuleOffset, Offset: int64(v) * da}) {
+				return false
+			}
+			continue
+		case 3: // DW_CFA_restore
+			r := arch.Reg(op & 0x3f)
+			if !row.set(r, e.init().Rule(r)) {
+				return false
+			}
+			continue
+		default:
+			switch dwarf.CFA(op) {
+			case dwarf.DW_CFA_nop:
+				continue
+			case dwarf.DW_CFA_advance_loc1:
+				if i+1 > len(code) {
+					return false
+				}
+				delta = uint64(code[i])
+				i++
+			case dwarf.DW_CFA_advance_loc2:
+				if i+2 > len(code) {
+					return false
+				}
+				delta = uint64(binary.LittleEndian.Uint16(code[i:]))
+				i += 2
+			case dwarf.DW_CFA_advance_loc4:
+				if i+4 > len(code) {
+					return false
+				}
+				delta = uint64(binary.LittleEndian.Uint32(code[i:]))
+				i += 4
+			case dwarf.DW_CFA_offset_extended, dwarf.DW_CFA_offset_extended_sf:
+				r, ok := reg()
+				if !ok {
+					return false
+				}
+				var off int64
+				if op == byte(dwarf.DW_CFA_offset_extended) {
+					v, ok2 := uleb()
+					off, ok = int64(v)*da, ok2
+				} else {
+					v, n := dwarf.Sleb128(code[i:])
+					i += n
+					off, ok = v*da, n != 0
+				}
+				if !ok || !row.set(r, Rule{Kind: RuleOffset, Offset: off}) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_restore_extended:
+				r, ok := reg()
+				if !ok || !row.set(r, e.init().Rule(r)) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_undefined, dwarf.DW_CFA_same_value:
+				r, ok := reg()
+				k := RuleUndefined
+				if op == byte(dwarf.DW_CFA_same_value) {
+					k = RuleSameValue
+				}
+				if !ok || !row.set(r, Rule{Kind: k}) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_register:
+				r, ok := reg()
+				r2, ok2 := reg()
+				if !ok || !ok2 || !row.set(r, Rule{Kind: RuleRegister, Reg: r2}) {
+					return false
+				}
+				continue
+			case dwarf.DW_CFA_def_cfa:
+				r, ok := reg()
+				v, ok2 := uleb()
+				if !ok || !ok2 {
+					return false
+				}
+				row.CFA = Rule{Kind: RuleCFA, Reg: r, Offset: int64(v)}
+				continue
+			case dwarf.DW_CFA_def_cfa_register:
+				r, ok := reg()
+				if !ok {
+					return false
+				}
+				row.CFA = Rule{Kind: RuleCFA, Reg: r, Offset: row.CFA.Offset}
+				continue
+			case dwarf.DW_CFA_def_cfa_offset:
+				v, ok := uleb()
+				if !ok || row.CFA.Kind != RuleCFA && row.CFA.Kind != RuleCFAExpression {
+					return false
+				}
+				row.CFA.Offset = int64(v)
+				continue
+			case dwarf.DW_CFA_remember_state:
+				if e.depth == MaxStateStack {
+					return false
+				}
+				if e.depth == len(e.stack) {
+					e.stack = append(e.stack, Row{})
+				}
+				e.stack[e.depth].copyFrom(row)
+				e.depth++
+				continue
+			case dwarf.DW_CFA_restore_state:
+				if e.depth == 0 {
+					return false
+				}
+				e.depth--
+				l := row.Loc
+				row.copyFrom(&e.stack[e.depth])
+				row.Loc = l
+				continue
+			case dwarf.DW_CFA_GNU_args_size:
+				v, ok := uleb()
+				if !ok {
+					return false
+				}
+				row.ArgsSize = v
+				continue
+			default:
+				return false
+			}
+		}
+		// An advance: delta*ca cannot overflow (ca <= 1<<24, delta < 1<<32).
+		f := delta * ca
+		if loc+f < loc || start+loc+f < start {
+			return false
+		}
+		loc += f
+		if start+loc > pc {
+			row.End = start + loc
+			return true
+		}
+		row.Loc = start + loc
+	}
+	end := start + fde.Size
+	row.End = end
+	if row.Loc > end {
+		row.End = row.Loc
+	}
+	return true
 }

@@ -29,6 +29,20 @@ func exercise(t *testing.T, sec *Section) {
 	var row Row
 	sec.Bases = Bases{Text: textBase, Data: dataBase, HasText: true, HasData: true}
 	sec.Indirect = mapMem{0x50000: 0x123000, 0x50008: 0}
+	// Oracles for the fast paths: an FDE parsed into a reused ParsedFDE
+	// (fdeFast, once its CIE is kept) against a fresh parse, and rows of
+	// runFast against the general interpreter (generic), errors included.
+	var reused ParsedFDE
+	generic := Exec{generic: true}
+	var genRow Row
+	sameRow := func(f *ParsedFDE, pc uint64) {
+		t.Helper()
+		err := e.RowAt(f, pc, &row)
+		err2 := generic.RowAt(f, pc, &genRow)
+		if fmt.Sprint(err) != fmt.Sprint(err2) || err == nil && !reflect.DeepEqual(visibleRow(&row), visibleRow(&genRow)) {
+			t.Fatalf("FDE %#x: RowAt(%#x) = %+v, %v; general interpreter %+v, %v", f.Offset, pc, visibleRow(&row), err, visibleRow(&genRow), err2)
+		}
+	}
 	n := 0
 	err := sec.Entries(func(c *ParsedCIE, f *ParsedFDE) bool {
 		if n++; n > 64 {
@@ -50,6 +64,14 @@ func exercise(t *testing.T, sec *Section) {
 		f2, err := sec.FDEAt(f.Offset)
 		if err != nil || !reflect.DeepEqual(f2, *f) {
 			t.Fatalf("FDEAt(%#x) = %+v, %v; Entries gave %+v", f.Offset, f2, err, *f)
+		}
+		if err := sec.fdeAt(f.Offset, &reused); err != nil || !reflect.DeepEqual(reused, f2) {
+			t.Fatalf("FDE %#x parsed into a reused ParsedFDE = %+v, %v; fresh %+v", f.Offset, reused, err, f2)
+		}
+		for _, pc := range []uint64{f.Start, f.Start + f.Size/3, f.Start + f.Size/2, f.Start + f.Size - 1} {
+			if f.Contains(pc) {
+				sameRow(f, pc)
+			}
 		}
 		if kind, next, err := sec.EntryAt(f.Offset); kind != EntryFDE || next != f.End || err != nil {
 			t.Fatalf("EntryAt(%#x) = %v, %#x, %v; Entries gave an FDE ending at %#x", f.Offset, kind, next, err, f.End)
@@ -98,8 +120,11 @@ func exercise(t *testing.T, sec *Section) {
 	for off := uint64(0); off < uint64(len(sec.Data())) && off < 64; off++ {
 		_, err := sec.CIEAt(off)
 		checkErr(t, "CIEAt", err)
-		_, err = sec.FDEAt(off)
+		fresh, err := sec.FDEAt(off)
 		checkErr(t, "FDEAt", err)
+		if err2 := sec.fdeAt(off, &reused); (err == nil) != (err2 == nil) || err == nil && !reflect.DeepEqual(reused, fresh) {
+			t.Fatalf("FDEAt(%#x) = %+v, %v; into a reused ParsedFDE %+v, %v", off, fresh, err, reused, err2)
+		}
 		_, _, err = sec.EntryAt(off)
 		checkErr(t, "EntryAt", err)
 	}
@@ -378,6 +403,12 @@ func FuzzEHFrameHdr(f *testing.F) {
 				err2 := e2.RowAt(&fresh, p, &row2)
 				if (err == nil) != (err2 == nil) || err == nil && !reflect.DeepEqual(visibleRow(&row), visibleRow(&row2)) {
 					t.Fatalf("RowAt(%#x) with a reused Exec = %+v, %v; fresh %+v, %v", p, row, err, row2, err2)
+				}
+				e3 := Exec{generic: true}
+				var row3 Row
+				err3 := e3.RowAt(&fresh, p, &row3)
+				if fmt.Sprint(err) != fmt.Sprint(err3) || err == nil && !reflect.DeepEqual(visibleRow(&row), visibleRow(&row3)) {
+					t.Fatalf("RowAt(%#x) = %+v, %v; general interpreter %+v, %v", p, visibleRow(&row), err, visibleRow(&row3), err3)
 				}
 			}
 		}

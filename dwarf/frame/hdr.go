@@ -177,36 +177,36 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 	return h, nil
 }
 
-// le4Field decodes a 4-byte little-endian table field at offset off (in
-// bounds: ParseEHFrameHdr checked the table fits).
-func (h *Hdr) le4Field(off uint64) uint64 {
-	u := binary.LittleEndian.Uint32(h.data[off : off+4])
-	v := uint64(u)
-	if h.signed {
-		v = uint64(int64(int32(u)))
-	}
-	v += h.base
-	if h.p.addrSize == 4 {
-		v &= 0xffffffff
-	}
-	return v
-}
-
-// lookupLE4 is Lookup for a le4 table.
+// lookupLE4 is Lookup for a le4 table: a bisection whose probes decode
+// the field with the table's parameters held in registers. (A version
+// that moves the candidate by a borrow mask instead of a branch was
+// slower on the 64-frame benchmark, 215-235 against 185-200 ns per step:
+// the branches of repeated walks are predicted.)
 func (h *Hdr) lookupLE4(pc uint64) (fdeAddr uint64, ok bool) {
-	lo, hi := uint64(0), h.Count
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if h.le4Field(h.tableOff+mid*8) <= pc {
-			lo = mid + 1
-		} else {
-			hi = mid
+	t := h.data[h.tableOff : h.tableOff+8*h.Count] // checked by ParseEHFrameHdr
+	signed, add, mask := h.signed, h.base, ^uint64(0)
+	if h.p.addrSize == 4 {
+		mask = 0xffffffff
+	}
+	val := func(u uint32) uint64 {
+		v := uint64(u)
+		if signed {
+			v = uint64(int64(int32(u)))
 		}
+		return (v + add) & mask
 	}
-	if lo == 0 {
-		return 0, false
+	base, n := uint64(0), h.Count
+	for n > 1 {
+		half := n / 2
+		if val(binary.LittleEndian.Uint32(t[(base+half)*8:])) <= pc {
+			base += half
+		}
+		n -= half
 	}
-	return h.le4Field(h.tableOff + (lo-1)*8 + 4), true
+	if val(binary.LittleEndian.Uint32(t[base*8:])) > pc {
+		return 0, false // below every entry (base is 0)
+	}
+	return val(binary.LittleEndian.Uint32(t[base*8+4:])), true
 }
 
 // HasTable reports whether the header's table can be binary searched.
@@ -268,25 +268,27 @@ func (h *Hdr) Lookup(pc uint64) (fdeAddr uint64, ok bool, err error) {
 		fdeAddr, ok = h.lookupLE4(pc)
 		return fdeAddr, ok, nil
 	}
-	lo, hi := uint64(0), h.Count // find first entry with loc > pc
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		loc, _, err := h.entry(mid)
+	// The last entry whose location is <= pc, by the bisection of
+	// lookupLE4 (the same probes, so that a table out of order gives the
+	// same answer either way).
+	base, n := uint64(0), h.Count
+	for n > 1 {
+		half := n / 2
+		loc, _, err := h.entry(base + half)
 		if err != nil {
 			return 0, false, err
 		}
 		if loc <= pc {
-			lo = mid + 1
-		} else {
-			hi = mid
+			base += half
 		}
+		n -= half
 	}
-	if lo == 0 {
-		return 0, false, nil
-	}
-	_, fde, err := h.entry(lo - 1)
+	loc, fde, err := h.entry(base)
 	if err != nil {
 		return 0, false, err
+	}
+	if loc > pc {
+		return 0, false, nil
 	}
 	return fde, true, nil
 }
@@ -320,7 +322,10 @@ func NewFinder(ehFrame []byte, ehFrameAddr uint64, hdr []byte, hdrAddr uint64, o
 // O(log n) with a table, O(section) without; no allocation on a hit.
 // When fde holds an FDE read earlier from the same section whose CIE is
 // the new FDE's, that CIE is kept, not parsed again (a walk reuses one
-// ParsedFDE); the section's bytes must not change meanwhile.
+// ParsedFDE); the section's bytes must not change meanwhile. Such an FDE,
+// in the shape compilers emit (32-bit length, pcrel|sdata4 or 4-byte
+// absolute pc_begin and pc_range, no LSDA or a pcrel|sdata4 one), is then read straight from
+// the bytes; others go through the general parser.
 func (f *Finder) FindFDE(pc uint64, fde *ParsedFDE) error {
 	if f.Hdr == nil || !f.Hdr.HasTable() {
 		return f.Sec.FindFDE(pc, fde)

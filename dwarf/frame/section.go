@@ -167,6 +167,7 @@ type Section struct {
 	fl       flavor
 	name     string // fl.name(), kept to avoid an interface call per read
 	eh       bool   // fl is ehFlavor
+	le       bool   // order is binary.LittleEndian: fdeFast and Exec.runFast apply
 	data     []byte
 	order    binary.ByteOrder
 	addr     uint64
@@ -177,13 +178,13 @@ type Section struct {
 // (pc-relative pointers are relative to it; give run-time addresses to get
 // run-time pcs). addrSize is the target's address size, 4 or 8.
 func NewEHFrame(data []byte, addr uint64, order binary.ByteOrder, addrSize uint8) *Section {
-	return &Section{fl: ehFlavor{}, name: ".eh_frame", eh: true, data: data, order: order, addr: addr, addrSize: addrSize}
+	return &Section{fl: ehFlavor{}, name: ".eh_frame", eh: true, le: order == binary.LittleEndian, data: data, order: order, addr: addr, addrSize: addrSize}
 }
 
 // NewDebugFrame returns the .debug_frame section data. addrSize is the
 // address size used by CIEs of version < 4 (version 4 CIEs carry their own).
 func NewDebugFrame(data []byte, order binary.ByteOrder, addrSize uint8) *Section {
-	return &Section{fl: debugFlavor{}, name: ".debug_frame", data: data, order: order, addrSize: addrSize}
+	return &Section{fl: debugFlavor{}, name: ".debug_frame", le: order == binary.LittleEndian, data: data, order: order, addrSize: addrSize}
 }
 
 // Name returns ".eh_frame" or ".debug_frame".
@@ -466,6 +467,9 @@ func (s *Section) FDEAt(off uint64) (ParsedFDE, error) {
 }
 
 func (s *Section) fdeAt(off uint64, f *ParsedFDE) error {
+	if s.eh && s.le && f.cieOK && f.sec == s && s.fdeFast(off, f) {
+		return nil
+	}
 	b := s.buf()
 	h, kind := s.header(&b, off)
 	if b.Err() == nil && kind != EntryFDE {
@@ -475,6 +479,80 @@ func (s *Section) fdeAt(off uint64, f *ParsedFDE) error {
 		return err
 	}
 	return s.parseFDE(&b, h, f)
+}
+
+// fdeFast parses the .eh_frame FDE at off into f, which holds an FDE of
+// s whose CIE was parsed without error, when the FDE has the shape GCC,
+// LLVM and our writer emit: a 32-bit little-endian length, a CIE pointer
+// to f's CIE, pc_begin and pc_range in DW_EH_PE_pcrel|sdata4 (or
+// udata4/sdata4 absolute) and, for a "z" CIE, an augmentation length of
+// one byte with no LSDA or a pcrel|sdata4 one. It reports whether it did; on false f is
+// unchanged and the general parser (which names the field of any error)
+// must run. Every field it accepts decodes to what parseFDE gives: the
+// bounds are checked against the section and the entry's length.
+func (s *Section) fdeFast(off uint64, f *ParsedFDE) bool {
+	d := s.data
+	if off >= uint64(len(d)) || uint64(len(d))-off < 17 {
+		return false
+	}
+	e := d[off:]
+	length := uint64(binary.LittleEndian.Uint32(e))
+	if length < 13 || length > uint64(len(e))-4 {
+		return false // a terminator, a 64-bit length, too short or too long
+	}
+	id := uint64(binary.LittleEndian.Uint32(e[4:]))
+	c := &f.CIE
+	if id == 0 || id > off+4 || off+4-id != c.Offset {
+		return false
+	}
+	e = e[:4+length]
+	var start, size uint64
+	switch c.FDEEnc {
+	case dwarf.DW_EH_PE_pcrel | dwarf.DW_EH_PE_sdata4:
+		start = uint64(int64(int32(binary.LittleEndian.Uint32(e[8:])))) + s.addr + off + 8
+		size = uint64(int64(int32(binary.LittleEndian.Uint32(e[12:]))))
+	case dwarf.DW_EH_PE_sdata4:
+		start = uint64(int64(int32(binary.LittleEndian.Uint32(e[8:]))))
+		size = uint64(int64(int32(binary.LittleEndian.Uint32(e[12:]))))
+	case dwarf.DW_EH_PE_udata4:
+		start = uint64(binary.LittleEndian.Uint32(e[8:]))
+		size = uint64(binary.LittleEndian.Uint32(e[12:]))
+	default:
+		return false
+	}
+	if c.AddrSize == 4 {
+		start &= 0xffffffff
+		size &= 0xffffffff
+	}
+	if start+size < start {
+		return false // parseFDE reports the overflow
+	}
+	p := uint64(16)
+	var lsda uint64
+	hasLSDA := false
+	if len(c.Augmentation) > 0 && c.Augmentation[0] == 'z' {
+		n := uint64(e[16])
+		if n >= 0x80 || n > uint64(len(e))-17 {
+			return false
+		}
+		if n > 0 && c.LSDAEnc != dwarf.DW_EH_PE_omit {
+			// A C++ FDE's LSDA pointer, pcrel|sdata4 as GCC and LLVM
+			// write it; other encodings take the general parser.
+			if c.LSDAEnc != dwarf.DW_EH_PE_pcrel|dwarf.DW_EH_PE_sdata4 || n < 4 {
+				return false
+			}
+			lsda = uint64(int64(int32(binary.LittleEndian.Uint32(e[17:])))) + s.addr + off + 17
+			if c.AddrSize == 4 {
+				lsda &= 0xffffffff
+			}
+			hasLSDA = true
+		}
+		p += 1 + n
+	}
+	f.Offset, f.End, f.Start, f.Size = off, off+uint64(len(e)), start, size
+	f.LSDA, f.HasLSDA, f.LSDAIndirect = lsda, hasLSDA, false
+	f.InsnsOff, f.Insns = off+p, d[off+p:off+uint64(len(e))]
+	return true
 }
 
 func (s *Section) parseFDE(b *dwarf.Buf, h header, f *ParsedFDE) error {
