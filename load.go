@@ -139,8 +139,9 @@ func Images() []*Image {
 // the notes lie past the first 4 KiB, as in the images Link writes; more
 // for tables elsewhere), one mprotect per writable and per executable
 // segment and close, plus time linear in the number of program headers,
-// dynamic entries and relocations; one allocation, the Image, besides the
-// registry's snapshot of the open images; the read fallback also copies
+// dynamic entries and relocations; two allocations, the Image and its
+// registry entry (the registry's rebuild of its index, once every 8
+// loads, aside); the read fallback also copies
 // the file.
 //
 // Concurrent modification of the file while it is mapped is not guarded
