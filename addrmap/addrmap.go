@@ -311,7 +311,11 @@ func (v *view[T]) lookupDelta(pc uintptr) *entry[T] {
 // itself, and [Map.Acquire] otherwise.
 func (m *Map[T]) Lookup(pc uintptr) (T, error) {
 	if v := m.cur.Load(); v != nil {
-		if e := v.lookup(pc); e != nil {
+		// find called here, not through v.lookup: one call on the hit path.
+		if i := find(&v.snapshot, pc); i >= 0 {
+			return v.ents[i].v, nil
+		}
+		if e := v.lookupDelta(pc); e != nil {
 			return e.v, nil
 		}
 	}
