@@ -50,8 +50,8 @@ type LinkOptions struct {
 // The image is ET_DYN, linked at address 0, with the layout of
 // DESIGN.md: page-aligned PT_LOAD segments whose file offsets equal their
 // addresses and whose file and memory sizes are equal, in the order
-// R (ELF and program headers, .rodata, .rela.dyn, .dynamic, .eh_frame_hdr,
-// .eh_frame, .note.gnu.build-id), R+X (.text), R+W (.data, only when the
+// R (ELF and program headers, .rodata, .rela.dyn, .dynamic,
+// .note.gnu.build-id, .eh_frame_hdr, .eh_frame), R+X (.text), R+W (.data, only when the
 // module has Data); then a tail that is never loaded: .symtab, .strtab, the
 // DWARF sections, .shstrtab and the section header table. Each segment
 // starts on a page boundary (arch.PageSize); a writable or executable last
@@ -566,8 +566,13 @@ func (l *linker) link() ([]byte, error) {
 	}
 
 	// The sections of the loaded segments, in file order: R (.rodata,
-	// .rela.dyn, .dynstr, .dynamic, .eh_frame_hdr, .eh_frame, the build
-	// ID note), R+X (.text), R+W (.data).
+	// .rela.dyn, .dynstr, .dynamic, the build ID note, .eh_frame_hdr,
+	// .eh_frame), R+X (.text), R+W (.data). The note comes before the
+	// CFI, in the file's first page unless .rodata and .rela.dyn are
+	// large, so that a loader reads it with the headers and .dynamic
+	// (one pread). Not first, as GNU ld puts it: GNU objcopy and strip
+	// then make the first of the tail's program headers (whose section
+	// they remove) cover the note instead of nothing.
 	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
 	add := func(name string, typ elf.SectionType, flags elf.SectionFlag, align uint64) *elfobj.Section {
 		return w.AddSection(elf.SectionHeader{Name: name, Type: typ, Flags: flags, Addralign: align})
@@ -587,13 +592,13 @@ func (l *linker) link() ([]byte, error) {
 		dynamic = add(".dynamic", elf.SHT_DYNAMIC, elf.SHF_ALLOC, 8)
 		dynamic.Link = uint32(dynstr.Index())
 	}
+	note := add(".note.gnu.build-id", elf.SHT_NOTE, elf.SHF_ALLOC, 4)
 	ehHdr := add(".eh_frame_hdr", elf.SHT_PROGBITS, elf.SHF_ALLOC, 4)
 	ehType := elf.SHT_PROGBITS
 	if l.a.Machine == elf.EM_X86_64 {
 		ehType = shtX86_64Unwind // the x86-64 psABI's type for .eh_frame
 	}
 	ehFrame := add(".eh_frame", ehType, elf.SHF_ALLOC, 8)
-	note := add(".note.gnu.build-id", elf.SHT_NOTE, elf.SHF_ALLOC, 4)
 	blocks := make([]block, len(m.Procs))
 	for i, p := range m.Procs {
 		blocks[i] = block{align: orDefault(p.Align, 16), size: uint64(len(p.Code))}
@@ -608,7 +613,7 @@ func (l *linker) link() ([]byte, error) {
 	// The program headers, planned once: their number is the table's
 	// size, and the write phase emits exactly these.
 	progs := []program{
-		{typ: elf.PT_LOAD, flags: elf.PF_R, align: page, last: note},
+		{typ: elf.PT_LOAD, flags: elf.PF_R, align: page, last: ehFrame},
 		{typ: elf.PT_LOAD, flags: elf.PF_R | elf.PF_X, align: page, first: text, last: text},
 	}
 	if data != nil {
@@ -641,9 +646,9 @@ func (l *linker) link() ([]byte, error) {
 		w.ReserveStringTable(dynstr, &dynstrTab)
 		w.ReserveDynamic(dynamic, dynEntries)
 	}
+	w.ReserveSectionData(note, elfobj.BuildIDNoteSize)
 	w.ReserveSectionData(ehHdr, uint64(cfi.hdrSize()))
 	w.ReserveSectionData(ehFrame, uint64(cfi.eh.Size()))
-	w.ReserveSectionData(note, elfobj.BuildIDNoteSize)
 	w.ReserveAlign(page)
 	w.ReserveSectionData(text, textSize)
 	if data != nil {
@@ -654,7 +659,7 @@ func (l *linker) link() ([]byte, error) {
 	if err := w.Err(); err != nil {
 		return nil, fmt.Errorf("elfimage: internal error: %w", err)
 	}
-	for _, s := range []*elfobj.Section{rodata, rela, dynstr, dynamic, ehHdr, ehFrame, note, text, data} {
+	for _, s := range []*elfobj.Section{rodata, rela, dynstr, dynamic, note, ehHdr, ehFrame, text, data} {
 		if s != nil {
 			s.Addr = s.Offset // linked at 0: addresses are file offsets
 		}
@@ -762,11 +767,11 @@ func (l *linker) link() ([]byte, error) {
 			w.WriteDynamic(dynamic, d)
 		}
 	}
+	w.WriteBuildID(note)
 	w.WriteSection(ehHdr, hdr)
 	if err := cfi.eh.Put(w.SectionBytes(ehFrame), ehFrame.Addr, cfi.fdes); err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
 	}
-	w.WriteBuildID(note)
 	b := w.SectionBytes(text)
 	fill := textFill(l.a)
 	for i, p := range m.Procs {

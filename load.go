@@ -136,11 +136,13 @@ func Images() []*Image {
 // Errors: a malformed image gives a *FormatError naming the file offset and
 // field; system call failures are returned wrapped with the path. On any
 // error nothing stays mapped. Cost: open, fstat, mmap, one pread (two when
-// the notes lie past the first 4 KiB, as in the images Link writes; more
-// for tables elsewhere), one mprotect per writable and per executable
+// the notes lie past the first 4 KiB, which in the images Link writes
+// happens only when .rodata and .rela.dyn are large; more for tables
+// elsewhere), one mprotect per writable and per executable
 // segment and close, plus time linear in the number of program headers,
-// dynamic entries and relocations; one allocation, the Image, besides the
-// registry's snapshot of the open images; the read fallback also copies
+// dynamic entries and relocations; two allocations, the Image and its
+// registry entry (the registry's rebuild of its index, once every 8
+// loads, aside); the read fallback also copies
 // the file.
 //
 // Concurrent modification of the file while it is mapped is not guarded

@@ -82,24 +82,56 @@ func (r *Ref[T]) runFree() {
 	}
 }
 
-// entry is one range of a snapshot. v duplicates ref.v so that Lookup does
-// not dereference ref.
+// entry is one range of a view. v duplicates ref.v so that Lookup does not
+// dereference ref. end is read and written atomically: it becomes 0 (a
+// tombstone; a live range has end > start >= 0) when the range is removed,
+// in place, so that a remove publishes nothing new. start, v and ref are
+// written once, before the entry becomes visible to readers.
 type entry[T any] struct {
-	Range
-	v   T
-	ref *Ref[T]
+	start uintptr
+	end   uintptr
+	v     T
+	ref   *Ref[T]
 }
+
+// contains reports whether pc lies in the entry's range and the entry is not
+// removed.
+func (e *entry[T]) contains(pc uintptr) bool {
+	return e.start <= pc && pc < atomic.LoadUintptr(&e.end)
+}
+
+// deltaMax is the number of ranges a view takes in its delta before the
+// next insert merges them into a new base.
+const deltaMax = 8
 
 // Map maps half-open address ranges to values of type T. The zero value is
 // an empty map ready to use. A Map must not be copied after first use.
 type Map[T any] struct {
-	mu   sync.Mutex                  // serializes writers
-	snap atomic.Pointer[snapshot[T]] // nil = empty
+	mu   sync.Mutex              // serializes writers
+	cur  atomic.Pointer[view[T]] // nil = empty
+	live atomic.Int64            // live ranges, for Len
+	dead int                     // tombstones in cur, under mu
+	gaps []uintptr               // scratch of the base builds, under mu
 }
 
-// snapshot is an immutable set of ranges sorted by Start, non-overlapping.
-// starts[i] == ents[i].Start: the search reads only starts, 8 bytes per
-// range, so that 1,000 ranges take 8 KiB of cache.
+// view is what readers load: a base snapshot and a delta of up to deltaMax
+// ranges inserted since the base was built. Both only grow tombstones in
+// place: a removal stores 0 into the entry's end. The delta is append-only:
+// an insert writes delta[nd] in full and then publishes it by storing nd+1
+// (atomically), so a reader that loads nd reads only entries written
+// before; an insert into a full delta, or a removal that leaves more
+// tombstones than deltaMax plus the live ranges, builds a new view from
+// the live ranges (base and delta merged) and publishes it.
+type view[T any] struct {
+	snapshot[T]
+	nd    atomic.Int32 // entries of delta published
+	delta [deltaMax]entry[T]
+}
+
+// snapshot is an immutable set of ranges sorted by start, non-overlapping
+// (except that entries may turn into tombstones). starts[i] ==
+// ents[i].start: the search reads only starts, 8 bytes per range, so that
+// 1,000 ranges take 8 KiB of cache.
 //
 // buckets is a direct-mapped index over a window of starts, so that a
 // lookup costs two adjacent loads from it, a bisection of one or two
@@ -117,7 +149,7 @@ type Map[T any] struct {
 // spread as loaded objects are, which the lookup tells apart with one
 // comparison, and more (crowded ranges) that it bisects. A pc outside the
 // window bisects the starts below or above it. No lookup costs more than
-// a bisection of all the starts.
+// a bisection of all the starts. An empty snapshot has no buckets.
 type snapshot[T any] struct {
 	starts  []uintptr
 	ents    []entry[T]
@@ -130,23 +162,26 @@ type snapshot[T any] struct {
 // bucketsPerRange bounds the bucket index at 4 bytes × 4 per range.
 const bucketsPerRange = 4
 
-func newSnapshot[T any](ents []entry[T]) *snapshot[T] {
-	if len(ents) == 0 {
-		return nil
-	}
+// build makes p the snapshot of ents (sorted, non-overlapping, all live),
+// using *gaps as scratch.
+func (p *snapshot[T]) build(ents []entry[T], gaps *[]uintptr) {
 	n := len(ents)
+	if n == 0 {
+		return
+	}
 	starts := make([]uintptr, n)
 	for i := range ents {
-		starts[i] = ents[i].Start
+		starts[i] = ents[i].start
 	}
-	p := &snapshot[T]{starts: starts, ents: ents}
+	p.starts, p.ents = starts, ents
 	if n > 1 {
-		gaps := make([]uintptr, n-1)
-		for i := range gaps {
-			gaps[i] = starts[i+1] - starts[i]
+		g := (*gaps)[:0]
+		for i := 1; i < n; i++ {
+			g = append(g, starts[i]-starts[i-1])
 		}
-		slices.Sort(gaps)
-		p.shift = uint(bits.Len64(uint64(gaps[len(gaps)/2])) - 1) // gaps are >= 1
+		slices.Sort(g)
+		p.shift = uint(bits.Len64(uint64(g[len(g)/2])) - 1) // gaps are >= 1
+		*gaps = g
 	}
 	// The window: the most starts within bucketsPerRange*n buckets.
 	limit := uint64(bucketsPerRange * n)
@@ -173,23 +208,15 @@ func newSnapshot[T any](ents []entry[T]) *snapshot[T] {
 		}
 		p.buckets[b] = int32(i)
 	}
-	return p
 }
 
-func (m *Map[T]) load() []entry[T] {
-	if p := m.snap.Load(); p != nil {
-		return p.ents
-	}
-	return nil
-}
-
-// search returns the index of the first entry whose Start is > pc
+// search returns the index of the first entry whose start is > pc
 // (0..len(s)). It allocates nothing.
 func search[T any](s []entry[T], pc uintptr) int {
 	lo, hi := 0, len(s)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if s[mid].Start <= pc {
+		if s[mid].start <= pc {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -198,10 +225,10 @@ func search[T any](s []entry[T], pc uintptr) int {
 	return lo
 }
 
-// find returns the index of the entry containing pc, or -1. It allocates
-// nothing.
+// find returns the index of the live entry containing pc, or -1. It
+// allocates nothing.
 func find[T any](p *snapshot[T], pc uintptr) int {
-	if p == nil {
+	if len(p.buckets) == 0 {
 		return -1
 	}
 	var i int
@@ -225,10 +252,8 @@ func find[T any](p *snapshot[T], pc uintptr) int {
 	} else {
 		i = p.hi + bisect(p.starts[p.hi:], pc) // past the window's last start
 	}
-	if uint(i) < uint(len(p.ents)) {
-		if e := &p.ents[i]; e.Start <= pc && pc < e.End {
-			return i
-		}
+	if uint(i) < uint(len(p.ents)) && p.ents[i].contains(pc) {
+		return i
 	}
 	return -1
 }
@@ -252,22 +277,47 @@ func bisect(s []uintptr, pc uintptr) int {
 	return base
 }
 
+// lookup returns the live entry of v containing pc, or nil: the base's
+// index first, then a scan of the delta.
+func (v *view[T]) lookup(pc uintptr) *entry[T] {
+	if i := find(&v.snapshot, pc); i >= 0 {
+		return &v.ents[i]
+	}
+	return v.lookupDelta(pc)
+}
+
+func (v *view[T]) lookupDelta(pc uintptr) *entry[T] {
+	nd := int(v.nd.Load())
+	for i := range v.delta[:nd] {
+		if e := &v.delta[i]; e.contains(pc) {
+			return e
+		}
+	}
+	return nil
+}
+
 // Lookup returns the value of the range [Start, End) with Start <= pc < End.
 // When no range contains pc it returns the zero T and ErrNotFound itself.
 //
 // Lookup takes no lock and allocates nothing. It costs a load from the
-// snapshot's bucket index and a comparison or two when the ranges are
+// base snapshot's bucket index and a comparison or two when the ranges are
 // spread over the address space (about 4.5 ns for 100 or 1,000 ranges on
 // the machine of BENCHMARKS.md), O(log n) at worst for n ranges crowded
-// together.
-// It sees either the snapshot before or the one after any concurrent write.
+// together, plus a scan of up to 8 ranges inserted since the base was
+// built when the base has none for pc.
+// It sees either the state before or the one after any concurrent write.
 // It gives no protection against the value being freed by a concurrent
 // remover: use it only when the caller guarantees the value's lifetime
 // itself, and [Map.Acquire] otherwise.
 func (m *Map[T]) Lookup(pc uintptr) (T, error) {
-	p := m.snap.Load()
-	if i := find(p, pc); i >= 0 {
-		return p.ents[i].v, nil
+	if v := m.cur.Load(); v != nil {
+		// find called here, not through v.lookup: one call on the hit path.
+		if i := find(&v.snapshot, pc); i >= 0 {
+			return v.ents[i].v, nil
+		}
+		if e := v.lookupDelta(pc); e != nil {
+			return e.v, nil
+		}
 	}
 	var zero T
 	return zero, ErrNotFound
@@ -276,9 +326,10 @@ func (m *Map[T]) Lookup(pc uintptr) (T, error) {
 // LookupRange is [Map.Lookup] that also returns the matching range; the same
 // lifetime caveat applies.
 func (m *Map[T]) LookupRange(pc uintptr) (Range, T, error) {
-	p := m.snap.Load()
-	if i := find(p, pc); i >= 0 {
-		return p.ents[i].Range, p.ents[i].v, nil
+	if v := m.cur.Load(); v != nil {
+		if e := v.lookup(pc); e != nil {
+			return e.ref.rng, e.v, nil
+		}
 	}
 	var zero T
 	return Range{}, zero, ErrNotFound
@@ -290,22 +341,26 @@ func (m *Map[T]) LookupRange(pc uintptr) (Range, T, error) {
 // contains pc it returns nil and ErrNotFound itself.
 //
 // Acquire takes no lock and allocates nothing: it searches the current
-// snapshot as Lookup does and increments the entry's count with one
+// view as Lookup does and increments the entry's count with one
 // compare-and-swap. If the entry is being removed concurrently it reloads
-// the snapshot and retries, so it is lock-free (a retry means a remover
-// made progress), not wait-free.
+// the view and retries (the remover marks the entry removed in the view
+// before it sets the Ref's removed bit, so the retry misses it), so it is
+// lock-free (a retry means a remover made progress), not wait-free.
 func (m *Map[T]) Acquire(pc uintptr) (*Ref[T], error) {
 	for {
-		p := m.snap.Load()
-		i := find(p, pc)
-		if i < 0 {
+		v := m.cur.Load()
+		if v == nil {
 			return nil, ErrNotFound
 		}
-		r := p.ents[i].ref
+		e := v.lookup(pc)
+		if e == nil {
+			return nil, ErrNotFound
+		}
+		r := e.ref
 		for {
 			st := r.state.Load()
 			if st&removedBit != 0 {
-				break // removed after we loaded p: the current snapshot lacks it
+				break // removed after we found it: the view now lacks it
 			}
 			if st&countMask == countMask-1 {
 				panic("addrmap: Ref count overflow")
@@ -317,70 +372,161 @@ func (m *Map[T]) Acquire(pc uintptr) (*Ref[T], error) {
 	}
 }
 
+// overlapping returns a live entry of v intersecting [start, end), or nil.
+// The caller holds m.mu.
+func (v *view[T]) overlapping(start, end uintptr) *entry[T] {
+	ents := v.ents
+	i := search(ents, start) // ents[:i] start at or before start
+	if i > 0 && atomic.LoadUintptr(&ents[i-1].end) > start {
+		return &ents[i-1]
+	}
+	for ; i < len(ents) && ents[i].start < end; i++ {
+		if atomic.LoadUintptr(&ents[i].end) != 0 {
+			return &ents[i]
+		}
+	}
+	nd := int(v.nd.Load())
+	for i := range v.delta[:nd] {
+		if e := &v.delta[i]; e.start < end && start < atomic.LoadUintptr(&e.end) {
+			return e
+		}
+	}
+	return nil
+}
+
+// rebuild publishes a new view of the live ranges of m's current view
+// plus extra (when extra.ref is not nil), base and delta merged into the
+// new base, with an empty delta. The caller holds m.mu.
+func (m *Map[T]) rebuild(extra entry[T]) {
+	old := m.cur.Load()
+	n := int(m.live.Load())
+	if extra.ref != nil {
+		n++
+	}
+	m.dead = 0
+	if n == 0 {
+		m.cur.Store(nil)
+		return
+	}
+	ents := make([]entry[T], 0, n)
+	if old != nil {
+		for i := range old.ents {
+			if e := &old.ents[i]; atomic.LoadUintptr(&e.end) != 0 {
+				ents = append(ents, *e)
+			}
+		}
+		for i := range old.delta[:old.nd.Load()] {
+			if e := &old.delta[i]; atomic.LoadUintptr(&e.end) != 0 {
+				ents = append(ents, *e)
+			}
+		}
+	}
+	if extra.ref != nil {
+		ents = append(ents, extra)
+	}
+	// The base is sorted and so is each part appended after it only when
+	// the delta was inserted in order; sort the whole (n log n, as the
+	// gaps' sort of the build).
+	slices.SortFunc(ents, func(a, b entry[T]) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+	v := new(view[T])
+	v.build(ents, &m.gaps)
+	m.cur.Store(v)
+}
+
 // Insert registers v for the half-open range [start, end). It returns an
 // error wrapping ErrEmptyRange when start >= end and one wrapping ErrOverlap
 // when the range intersects a registered range; the map is then unchanged.
 //
-// Insert serializes with other writers, copies the snapshot and builds its
-// index (O(n log n) time for n ranges, the sort of the gaps between starts;
-// six allocations: the entry's Ref, n+1 entries, n+1 starts, the gaps, the
-// buckets, the snapshot) and publishes the new one atomically.
+// Insert serializes with other writers and allocates the entry's Ref. It
+// checks for overlap in O(log n) for n ranges, appends the range to the
+// current view's delta and publishes it with one atomic store. An
+// insert that finds the delta full (8 inserts since the last build) builds
+// a new view instead: the live ranges merged and sorted, the bucket index rebuilt
+// (O(n log n) time; four allocations: the view, n entries, n starts, the
+// buckets), so that the cost is amortised over the inserts
+// of the delta.
 func (m *Map[T]) Insert(start, end uintptr, v T) error {
 	if start >= end {
 		return fmt.Errorf("addrmap: insert [%#x, %#x): %w", start, end, ErrEmptyRange)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old := m.load()
-	i := search(old, start) // old[:i] start at or before start
-	if i > 0 && old[i-1].End > start {
-		return fmt.Errorf("addrmap: insert [%#x, %#x) over [%#x, %#x): %w",
-			start, end, old[i-1].Start, old[i-1].End, ErrOverlap)
-	}
-	if i < len(old) && old[i].Start < end {
-		return fmt.Errorf("addrmap: insert [%#x, %#x) over [%#x, %#x): %w",
-			start, end, old[i].Start, old[i].End, ErrOverlap)
+	cur := m.cur.Load()
+	if cur != nil {
+		if e := cur.overlapping(start, end); e != nil {
+			return fmt.Errorf("addrmap: insert [%#x, %#x) over [%#x, %#x): %w",
+				start, end, e.ref.rng.Start, e.ref.rng.End, ErrOverlap)
+		}
 	}
 	r := &Ref[T]{rng: Range{start, end}, v: v}
-	s := make([]entry[T], 0, len(old)+1)
-	s = append(s, old[:i]...)
-	s = append(s, entry[T]{r.rng, v, r})
-	s = append(s, old[i:]...)
-	m.snap.Store(newSnapshot(s))
+	e := entry[T]{start, end, v, r}
+	if cur == nil || int(cur.nd.Load()) == deltaMax {
+		m.rebuild(e)
+	} else {
+		nd := cur.nd.Load()
+		cur.delta[nd] = e    // not yet visible: readers read delta[:nd]
+		cur.nd.Store(nd + 1) // publish
+	}
+	m.live.Add(1)
 	return nil
 }
 
-// unpublish removes the entry starting exactly at start from the snapshot
-// and returns its Ref, or nil. The caller holds m.mu.
+// unpublish marks the live entry starting exactly at start removed in the
+// current view and returns its Ref, or nil. The caller holds m.mu.
 func (m *Map[T]) unpublish(start uintptr) *Ref[T] {
-	old := m.load()
-	i := search(old, start)
-	if i == 0 || old[i-1].Start != start {
+	v := m.cur.Load()
+	if v == nil {
 		return nil
 	}
-	i--
-	r := old[i].ref
-	s := make([]entry[T], 0, len(old)-1)
-	s = append(s, old[:i]...)
-	s = append(s, old[i+1:]...)
-	m.snap.Store(newSnapshot(s))
-	return r
+	var e *entry[T]
+	if i := search(v.ents, start); i > 0 && v.ents[i-1].start == start && atomic.LoadUintptr(&v.ents[i-1].end) != 0 {
+		e = &v.ents[i-1]
+	} else {
+		for i := range v.delta[:v.nd.Load()] {
+			if d := &v.delta[i]; d.start == start && atomic.LoadUintptr(&d.end) != 0 {
+				e = d
+				break
+			}
+		}
+	}
+	if e == nil {
+		return nil
+	}
+	atomic.StoreUintptr(&e.end, 0) // later lookups miss
+	m.live.Add(-1)
+	if m.dead++; m.dead > deltaMax+int(m.live.Load()) {
+		m.rebuild(entry[T]{}) // drop the tombstones (and the values they hold)
+	}
+	return e.ref
 }
 
 // RemoveFunc unregisters the range that starts exactly at start; removed
-// reports whether there was one. The new snapshot is published before
-// RemoveFunc returns, so later lookups miss. free (which may be nil) then
-// runs exactly once with the value, after every [Ref] acquired on the entry
-// has been released: in the calling goroutine before RemoveFunc returns when
-// none is held (freed is then true), otherwise in the goroutine whose
-// [Ref.Release] drops the last one (freed is false: free may run at any
-// time after, so the caller must not read what free writes unless it
-// synchronizes with it). RemoveFunc never waits for readers. free runs without the map's lock held,
-// so it may call the map; it should be short, since it may run on a
-// reader's path. Readers that used [Map.Lookup] are not tracked.
+// reports whether there was one. The range is marked removed in the
+// current view before RemoveFunc returns, so later lookups miss. free
+// (which may be nil) then runs exactly once with the value, after every
+// [Ref] acquired on the entry has been released: in the calling goroutine
+// before RemoveFunc returns when none is held (freed is then true),
+// otherwise in the goroutine whose [Ref.Release] drops the last one (freed
+// is false: free may run at any time after, so the caller must not read
+// what free writes unless it synchronizes with it). RemoveFunc never waits
+// for readers. free runs without the map's lock held, so it may call the
+// map; it should be short, since it may run on a reader's path. Readers
+// that used [Map.Lookup] are not tracked.
 //
-// RemoveFunc serializes with other writers and copies the snapshot and its
-// index (O(n log n), as Insert).
+// RemoveFunc serializes with other writers; it finds the range in O(log n)
+// and marks it removed in place (one atomic store), allocating nothing,
+// except when the view then holds more removed ranges than deltaMax (8)
+// plus the live ones: it then builds a new view of the live ones, as an
+// insert into a full delta does, which keeps the removed values from being
+// held and the cost amortised.
 func (m *Map[T]) RemoveFunc(start uintptr, free func(T)) (removed, freed bool) {
 	m.mu.Lock()
 	r := m.unpublish(start)
@@ -418,8 +564,7 @@ func (m *Map[T]) RemoveWait(start uintptr) (T, bool) {
 // it only when nothing the value refers to is freed, or when the caller
 // knows no reader holds it. Otherwise use [Map.RemoveFunc].
 //
-// Remove serializes with other writers and copies the snapshot and its
-// index (O(n log n), as Insert).
+// Remove costs what [Map.RemoveFunc] does.
 func (m *Map[T]) Remove(start uintptr) (T, bool) {
 	m.mu.Lock()
 	r := m.unpublish(start)
@@ -432,18 +577,50 @@ func (m *Map[T]) Remove(start uintptr) (T, bool) {
 	return r.v, true
 }
 
-// Len returns the number of registered ranges in the current snapshot.
-// It takes no lock and allocates nothing.
-func (m *Map[T]) Len() int { return len(m.load()) }
+// Len returns the number of registered ranges. It takes no lock and
+// allocates nothing.
+func (m *Map[T]) Len() int { return int(m.live.Load()) }
 
-// All returns an iterator over the ranges of the current snapshot and their
-// values, in increasing address order. The snapshot is taken when iteration
-// starts; later writes do not affect it. It takes no lock and, like
-// [Map.Lookup], does not protect the values against a concurrent remover.
+// All returns an iterator over the registered ranges and their values, in
+// increasing address order. The view is taken when iteration starts; later
+// inserts do not affect it, a range removed meanwhile may be skipped. It
+// takes no lock, allocates the iterator's closure and, like [Map.Lookup],
+// does not protect the values against a concurrent remover.
 func (m *Map[T]) All() iter.Seq2[Range, T] {
 	return func(yield func(Range, T) bool) {
-		for _, e := range m.load() {
-			if !yield(e.Range, e.v) {
+		v := m.cur.Load()
+		if v == nil {
+			return
+		}
+		// The delta's live entries, sorted (at most deltaMax, on the stack).
+		var d [deltaMax]*entry[T]
+		nd := 0
+		for i := range v.delta[:v.nd.Load()] {
+			if e := &v.delta[i]; atomic.LoadUintptr(&e.end) != 0 {
+				d[nd] = e
+				nd++
+			}
+		}
+		slices.SortFunc(d[:nd], func(a, b *entry[T]) int {
+			if a.start < b.start {
+				return -1
+			}
+			return 1
+		})
+		j := 0
+		for i := range v.ents {
+			e := &v.ents[i]
+			for ; j < nd && d[j].start < e.start; j++ {
+				if !yield(d[j].ref.rng, d[j].v) {
+					return
+				}
+			}
+			if atomic.LoadUintptr(&e.end) != 0 && !yield(e.ref.rng, e.v) {
+				return
+			}
+		}
+		for ; j < nd; j++ {
+			if !yield(d[j].ref.rng, d[j].v) {
 				return
 			}
 		}

@@ -339,3 +339,58 @@ func TestLookupLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAllocations: with 1,000 ranges registered, an Insert and a
+// Remove allocate the entry's Ref and, amortised, less than one more (the
+// view is rebuilt once every deltaMax inserts), not a copy of the map.
+func TestWriteAllocations(t *testing.T) {
+	var m Map[int]
+	for i := range 1000 {
+		if err := m.Insert(uintptr(i+1)<<16, uintptr(i+1)<<16+0x8000, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(400, func() {
+		if err := m.Insert(0x8000, 0x9000, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.Remove(0x8000); !ok {
+			t.Fatal("Remove missed")
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("Insert+Remove with 1,000 ranges: %.1f allocations, want at most 1", allocs)
+	}
+}
+
+// TestTombstonesBounded: removed ranges stay in the view as tombstones
+// (holding their values) only until they outnumber deltaMax plus the live
+// ranges; then the view is rebuilt without them.
+func TestTombstonesBounded(t *testing.T) {
+	var m Map[int]
+	for round := range 3 {
+		for i := range 100 {
+			if err := m.Insert(uintptr(i+1)<<12, uintptr(i+1)<<12+0x800, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 100 {
+			if _, ok := m.Remove(uintptr(i+1) << 12); !ok {
+				t.Fatalf("round %d: Remove(%d) missed", round, i)
+			}
+			held := 0
+			if v := m.cur.Load(); v != nil {
+				held = len(v.ents) + int(v.nd.Load())
+			}
+			if live := 100 - (i + 1); held > 2*live+2*deltaMax+1 {
+				t.Fatalf("round %d: %d live ranges, the view holds %d entries", round, live, held)
+			}
+			if _, err := m.Lookup(uintptr(i+1)<<12 + 1); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("round %d: Lookup of a removed range: %v", round, err)
+			}
+		}
+		if m.Len() != 0 {
+			t.Fatalf("Len = %d after removing all", m.Len())
+		}
+	}
+}

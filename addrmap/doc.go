@@ -3,26 +3,40 @@
 // range [Start, End) that contains it; elfimage uses it to find the loaded
 // image that holds a PC.
 //
-// # Snapshots
+// # Views
 //
-// A [Map] keeps an immutable snapshot: a slice of non-overlapping ranges
-// sorted by Start, published through an atomic pointer. Readers
-// ([Map.Lookup], [Map.LookupRange], [Map.Acquire], [Map.Len], [Map.All])
-// take no lock and never block: they load the current snapshot and search
-// it, and allocate nothing. Besides the sorted starts a snapshot holds a
-// direct-mapped bucket index (up to four 4-byte buckets per range, each at
-// most as wide as the median distance between ranges, over the window of
-// the address space where most ranges are): a lookup reads the bucket of
-// its address and compares with the one or two ranges it names, so it costs
-// the same few nanoseconds for 1 range or 1,000 when the ranges are spread
-// as loaded objects are. Ranges crowded into one bucket, and those outside
-// the window, are bisected, so no lookup costs more than O(log n). Writers
-// ([Map.Insert], [Map.Remove], [Map.RemoveFunc], [Map.RemoveWait]) are
-// serialized by a mutex, copy the snapshot, change the copy, rebuild its
-// index and publish it (copy-on-write), so a write costs O(n log n) time
-// (sorting the gaps between ranges) and O(n) allocation: the ranges, and
-// 16n+4 bytes of buckets plus 8n bytes of gaps while building. The design
-// fits registries that are read on every PC lookup (symbolizing, unwinding,
+// A [Map] publishes a view through an atomic pointer: a base snapshot of
+// non-overlapping ranges sorted by Start with its index, and a delta of up
+// to 8 ranges inserted since the base was built. Readers ([Map.Lookup],
+// [Map.LookupRange], [Map.Acquire], [Map.Len], [Map.All]) take no lock and
+// never block: they load the current view and search it, and allocate
+// nothing. Besides the sorted starts the base holds a direct-mapped bucket
+// index (up to four 4-byte buckets per range, each at most as wide as the
+// median distance between ranges, over the window of the address space
+// where most ranges are): a lookup reads the bucket of its address and
+// compares with the one or two ranges it names, so it costs the same few
+// nanoseconds for 1 range or 1,000 when the ranges are spread as loaded
+// objects are. Ranges crowded into one bucket, and those outside the
+// window, are bisected, so no lookup costs more than O(log n); a pc the
+// base does not hold then scans the delta (at most 8 comparisons).
+//
+// Writers ([Map.Insert], [Map.Remove], [Map.RemoveFunc], [Map.RemoveWait])
+// are serialized by a mutex and change the view in place only in two ways
+// a reader cannot see half done, both single atomic stores: a removal
+// stores 0 into the removed entry's end (a tombstone; lookups miss it), and
+// an insert writes the next free slot of the delta, which no reader reads
+// yet, then publishes it by storing the delta's new length. An insert into
+// a full delta, and a removal that leaves more tombstones than 8 plus the
+// live ranges, instead build a new view of the live ranges (merged,
+// sorted, the index rebuilt: O(n log n) time, four allocations of O(n)
+// bytes) and publish it with one pointer store. So an insert costs O(log n)
+// time (the overlap check) and one allocation (its Ref) plus, amortised over
+// the 8 inserts of a delta, one build; a removal costs O(log n) and nothing
+// allocated, amortised likewise. Readers that loaded an older view finish
+// their search on it; the garbage collector frees it when none does. A
+// removed value stays referenced by its tombstone until the next build
+// (never more tombstones than 8 plus the live ranges). The design fits
+// registries that are read on every PC lookup (symbolizing, unwinding,
 // profiling) and written when code is loaded or unloaded.
 //
 // # Safe unload
@@ -33,7 +47,7 @@
 //
 //   - [Map.Acquire] returns a [Ref]: the value stays valid until
 //     [Ref.Release], even if its range is removed meanwhile. Owners unregister
-//     with [Map.RemoveFunc], which publishes a snapshot without the range at
+//     with [Map.RemoveFunc], which marks the range removed in the view at
 //     once and runs the owner's free function exactly once, when the last Ref
 //     on the entry is released (at once, before RemoveFunc returns, when none
 //     is held). The unloader never blocks on readers. [Map.RemoveWait] is the
@@ -48,12 +62,12 @@
 // fresh entry object (a Ref) with one 64-bit state word: the number of Refs
 // held in the low 63 bits and a "removed" bit at the top. Acquire
 // increments the count with a compare-and-swap that fails when the removed
-// bit is set; a remover first publishes the snapshot without the entry and
-// then sets the removed bit. Because the bit and the count live in the same
+// bit is set; a remover first marks the entry removed in the view (its
+// tombstone) and then sets the removed bit. Because the bit and the count live in the same
 // word, every Acquire is ordered either before the removal (the remover sees
 // its count and leaves the free to the last Release) or after it (the CAS
-// sees the bit, the reader reloads the snapshot, which no longer holds the
-// entry). The transition to "removed with count zero" happens exactly once,
+// sees the bit, the reader reloads the view, in which the entry is a
+// tombstone). The transition to "removed with count zero" happens exactly once,
 // so free runs exactly once, and the count can never rise from zero after
 // removal. There is no ABA problem: entries are garbage-collected Go objects
 // that are never reused (inserting the same range again creates a new

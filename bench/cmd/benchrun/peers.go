@@ -533,8 +533,8 @@ func memProc(dir, count string) error {
 		}
 		ims = append(ims, im)
 	}
-	// Return the garbage of loading (addrmap snapshots are copied on
-	// every insert) to the kernel: what stays is what the images keep.
+	// Return the garbage of loading (the registry's index is rebuilt
+	// every 8 inserts) to the kernel: what stays is what the images keep.
 	debug.FreeOSMemory()
 	rss1, dirty1, err := rollup()
 	if err != nil {
