@@ -207,6 +207,7 @@ func compareCoreTools(t *testing.T, gdb, euStack, dir, exe, core string, threads
 // the same functions as gdb's `thread apply all bt` on the core, and the
 // same pcs and symbols as eu-stack --core.
 func TestCoreStacksGcore(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	euStack := tooltest.Require(t, "eu-stack")
 	dir := fixture(t)
@@ -426,6 +427,7 @@ func expandCorePattern(pattern string, pid int, usesPID bool) string {
 // far as eu-stack goes. The same core cut after its notes still decodes,
 // and every thread's walk ends with ErrNotDumped.
 func TestCoreStacksCrash(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	euStack := tooltest.Require(t, "eu-stack")
 	corePattern(t)
@@ -595,6 +597,7 @@ func waitWorkers(t *testing.T, pid int) {
 // eu-stack, which unwinds such a program completely; the crash's siginfo
 // is SIGSEGV at address 0.
 func TestCoreStacksC(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	euStack := tooltest.Require(t, "eu-stack")
 	dir := t.TempDir()
@@ -684,6 +687,7 @@ func TestCoreStacksC(t *testing.T) {
 // is the same with the JIT frames unnamed; a perf map given by path is
 // used, one of other addresses is used only with a warning.
 func TestCoreStacksUnpublished(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	euStack := tooltest.Require(t, "eu-stack")
 	pid := startDown(t, "-jit", "-perf-map")

@@ -110,6 +110,7 @@ func stacksWhen(t *testing.T, pid, tries int, ok func([]procview.Thread) bool) (
 // thread, up to native.trampoline, which eu-stack unwinds by its Go CFI
 // with the native stack pointer.
 func TestStacksUnpublished(t *testing.T) {
+	requireAmd64Stacks(t)
 	euStack := tooltest.Require(t, "eu-stack")
 	pid := startDown(t, "-jit", "-perf-map")
 	perfMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
@@ -188,6 +189,7 @@ func TestStacksUnpublished(t *testing.T) {
 // frames' scalars), physical frame by physical frame, and the frames of
 // the image have a column.
 func TestStacksArgs(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	pid := startDown(t, "-jit", "-gdb")
 	threads, _ := stacksWhen(t, pid, 50, func(th []procview.Thread) bool { return spinning(th) != nil })
@@ -354,6 +356,7 @@ func startBogusFP(t *testing.T) int {
 // shows that frame (via registers) and stops with an error that wraps
 // unwind.ErrNoFDE and unwind.ErrImplausible and names the check.
 func TestStacksStop(t *testing.T) {
+	requireAmd64Stacks(t)
 	pid := startBogusFP(t)
 	// Once printed "ready", the thread calls the code.
 	threads, _ := stacksWhen(t, pid, 50, func(th []procview.Thread) bool {
@@ -478,6 +481,7 @@ int main(void) {
 // and negative integers, double and float, bool, an enumerator, a
 // pointer, and an aggregate as "...".
 func TestStacksArgsC(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	bin := tooltest.GCC(t, argsCProg, "-g", "-O0")
 	cmd := exec.Command(bin)

@@ -270,6 +270,7 @@ func funcSeq(th *procview.Thread) []string {
 // to main.main, each thread's physical frames with the same functions as
 // gdb's `thread apply all bt`.
 func TestStacksSpin(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	dir := fixture(t)
 	for _, args := range [][]string{{"run", "-gdb", "spin.elf"}, {"run", "-jit", "-gdb", "spin.scm"}} {
@@ -342,6 +343,7 @@ func TestStacksSpin(t *testing.T) {
 // (asmcgocall has switched to the system stack: its caller's frame is on
 // the goroutine stack, and gdb's next frame is "??").
 func TestStacksCgo(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	tooltest.Require(t, "gcc")
 	goTool := tooltest.Require(t, "go")
@@ -495,6 +497,7 @@ int main(int argc, char **argv) {
 // walk recognises by its code (mov $15, %rax; syscall), as gdb does, and
 // continues from the registers saved in the signal frame.
 func TestStacksSignal(t *testing.T) {
+	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
 	exe := tooltest.GCC(t, sigProg, "-g", "-O1")
 	for _, mode := range []string{"glibc", "raw"} {

@@ -1,12 +1,14 @@
 package publish_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -54,7 +56,8 @@ func TestLoadOnlyLinksNoGDBJIT(t *testing.T) {
 				t.Errorf("%s: symbol %s present %v, want %v", c.prog, s, syms[s], c.present)
 			}
 		}
-		run, err := exec.Command(exe).CombinedOutput()
+		// Built for the test's GOARCH: under qemu-user, run by qemu-aarch64.
+		run, err := qemutest.Command(context.Background(), t, exe).CombinedOutput()
 		if err != nil || string(run) != c.output {
 			t.Errorf("%s: ran with %v, output %q; want %q", c.prog, err, run, c.output)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/publish"
 )
 
@@ -16,7 +17,9 @@ func ExampleGDB() {
 	if err != nil {
 		panic(err)
 	}
-	im, err := elfimage.Load("example.elf", b, nil)
+	// The module is x86-64 code (Module.Arch nil); Load checks the image
+	// is for its Arch, by default the running program's.
+	im, err := elfimage.Load("example.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64})
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +41,7 @@ func ExamplePerfMapEntries() {
 	if err != nil {
 		panic(err)
 	}
-	im, err := elfimage.Load("example.elf", b, nil)
+	im, err := elfimage.Load("example.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64})
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/publish"
 )
@@ -32,7 +33,10 @@ func twoProcs(t *testing.T) *elfimage.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := elfimage.Load("two.elf", b, nil)
+	// The code is x86-64's (Module.Arch nil) and is never run: it is
+	// loaded as x86-64 on any machine (Load's default Arch is the running
+	// program's).
+	im, err := elfimage.Load("two.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,20 @@ import (
 	"unsafe"
 
 	"github.com/elfimage/elfimage/arch"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"golang.org/x/sys/unix"
 )
+
+// skipEmulatedReadv skips t when err is the ENOSYS of process_vm_readv
+// under qemu-user, which does not implement the system call; anywhere
+// else it does nothing, and the caller reports err.
+func skipEmulatedReadv(t *testing.T, err error) {
+	t.Helper()
+	if why := qemutest.Emulated(); why != "" && errors.Is(err, unix.ENOSYS) {
+		t.Skipf("%s, and qemu-user does not implement process_vm_readv: %v", why, err)
+	}
+}
 
 // stackAt lays out the stack of testStack in b, which is at address base:
 // outer called mid, mid called leaf. It returns leaf's frame.
@@ -60,42 +71,49 @@ func TestMemories(t *testing.T) {
 	}
 	want := []uint64{leaf + 8, mid + 0x25, outer + 0x15}
 	for _, m := range mems {
-		u := New(arch.X86_64, src, m.mem)
-		pcs := make([]uint64, 8)
-		n, err := u.Walk(start, pcs)
-		if err != nil || n != len(want) {
-			t.Errorf("%s: %d frames %#x, %v", m.name, n, pcs[:n], err)
-			continue
-		}
-		for i := range want {
-			if pcs[i] != want[i] {
-				t.Errorf("%s: frame %d pc %#x, want %#x", m.name, i, pcs[i], want[i])
-			}
-		}
-		if sm, ok := m.mem.(SizedMemory); ok {
-			binary.LittleEndian.PutUint32(buf[0x10:], 0xa1b2c3d4)
-			snap.Data[0x10], snap.Data[0x11], snap.Data[0x12], snap.Data[0x13] = 0xd4, 0xc3, 0xb2, 0xa1
-			for size, w := range map[int]uint64{1: 0xd4, 2: 0xc3d4, 3: 0xb2c3d4, 4: 0xa1b2c3d4} {
-				if v, err := sm.ReadSized(base+0x10, size); err != nil || v != w {
-					t.Errorf("%s: ReadSized(%d) = %#x, %v; want %#x", m.name, size, v, err, w)
+		t.Run(m.name, func(t *testing.T) {
+			if m.name == "remote-self" {
+				if _, err := m.mem.ReadUint64(base); err != nil {
+					skipEmulatedReadv(t, err)
 				}
 			}
-		}
-		if m.name != "local" {
-			if _, err := m.mem.ReadUint64(base + uint64(len(buf)) - 4); !errors.Is(err, ErrMemory) && m.name != "remote-self" {
-				t.Errorf("%s: read across the end: %v", m.name, err)
+			u := New(arch.X86_64, src, m.mem)
+			pcs := make([]uint64, 8)
+			n, err := u.Walk(start, pcs)
+			if err != nil || n != len(want) {
+				t.Errorf("%s: %d frames %#x, %v", m.name, n, pcs[:n], err)
+				return
 			}
-		}
-		if m.name == "snapshot" {
-			if n := testing.AllocsPerRun(100, func() { _, _ = u.Walk(start, pcs) }); n != 0 {
-				t.Errorf("snapshot walk: %v allocations", n)
+			for i := range want {
+				if pcs[i] != want[i] {
+					t.Errorf("%s: frame %d pc %#x, want %#x", m.name, i, pcs[i], want[i])
+				}
 			}
-		}
-		if m.name == "local-bounded" || m.name == "remote-self" || m.name == "local" {
-			if n := testing.AllocsPerRun(100, func() { _, _ = u.Walk(start, pcs) }); n != 0 {
-				t.Errorf("%s walk: %v allocations", m.name, n)
+			if sm, ok := m.mem.(SizedMemory); ok {
+				binary.LittleEndian.PutUint32(buf[0x10:], 0xa1b2c3d4)
+				snap.Data[0x10], snap.Data[0x11], snap.Data[0x12], snap.Data[0x13] = 0xd4, 0xc3, 0xb2, 0xa1
+				for size, w := range map[int]uint64{1: 0xd4, 2: 0xc3d4, 3: 0xb2c3d4, 4: 0xa1b2c3d4} {
+					if v, err := sm.ReadSized(base+0x10, size); err != nil || v != w {
+						t.Errorf("%s: ReadSized(%d) = %#x, %v; want %#x", m.name, size, v, err, w)
+					}
+				}
 			}
-		}
+			if m.name != "local" {
+				if _, err := m.mem.ReadUint64(base + uint64(len(buf)) - 4); !errors.Is(err, ErrMemory) && m.name != "remote-self" {
+					t.Errorf("%s: read across the end: %v", m.name, err)
+				}
+			}
+			if m.name == "snapshot" {
+				if n := testing.AllocsPerRun(100, func() { _, _ = u.Walk(start, pcs) }); n != 0 {
+					t.Errorf("snapshot walk: %v allocations", n)
+				}
+			}
+			if m.name == "local-bounded" || m.name == "remote-self" || m.name == "local" {
+				if n := testing.AllocsPerRun(100, func() { _, _ = u.Walk(start, pcs) }); n != 0 {
+					t.Errorf("%s walk: %v allocations", m.name, n)
+				}
+			}
+		})
 	}
 	// Unmapped memory is an error, not a crash.
 	for _, m := range []Memory{&Local{}, NewRemote(os.Getpid())} {
@@ -148,6 +166,9 @@ func TestRemoteChild(t *testing.T) {
 	}
 	m := NewRemote(pid)
 	v, err := m.ReadSized(start, 4)
+	if err != nil {
+		skipEmulatedReadv(t, err)
+	}
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
 		tooltest.Skip(t, "process_vm_readv not permitted here: %v", err)
 	}

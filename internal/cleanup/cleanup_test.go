@@ -1,12 +1,14 @@
 package cleanup
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/elfimage/elfimage/internal/qemutest"
 )
 
 // helperEnv makes the test binary act as a process that tracks a
@@ -43,7 +45,10 @@ func TestCatch(t *testing.T) {
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		tmp := t.TempDir()
-		cmd := exec.Command(exe)
+		// Under qemu-user the kernel cannot execute the test binary:
+		// qemutest.Command runs it under qemu-aarch64, which delivers the
+		// signal to the program and ends by the same signal.
+		cmd := qemutest.Command(context.Background(), t, exe)
 		cmd.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+tmp)
 		out, err := cmd.StdoutPipe()
 		if err != nil {

@@ -1,10 +1,15 @@
-package tooltest
+// The tests are of package tooltest_test: they run the test binary
+// through qemutest.Command, and qemutest imports tooltest.
+package tooltest_test
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/elfimage/elfimage/internal/qemutest"
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // TestGateChild is run by TestGates in a child process: it calls the gate
@@ -14,19 +19,19 @@ func TestGateChild(t *testing.T) {
 	case "":
 		t.Skip("run by TestGates")
 	case "Require":
-		Require(t, "elfimage-no-such-tool")
+		tooltest.Require(t, "elfimage-no-such-tool")
 		t.Log("after Require")
 	case "Optional":
-		if p := Optional(t, "elfimage-no-such-tool"); p != "" {
+		if p := tooltest.Optional(t, "elfimage-no-such-tool"); p != "" {
 			t.Errorf("Optional found %q", p)
 		}
 		t.Log("after Optional")
 	case "Skip":
-		Skip(t, "the facility is refused")
+		tooltest.Skip(t, "the facility is refused")
 		t.Log("after Skip")
 	case "Found":
-		if p := Require(t, "sh"); p == "" || Optional(t, "sh") != p {
-			t.Errorf("sh: Require %q, Optional %q", p, Optional(t, "sh"))
+		if p := tooltest.Require(t, "sh"); p == "" || tooltest.Optional(t, "sh") != p {
+			t.Errorf("sh: Require %q, Optional %q", p, tooltest.Optional(t, "sh"))
 		}
 	}
 }
@@ -49,7 +54,9 @@ func TestGates(t *testing.T) {
 		{"Skip", true, "FAIL", false},
 		{"Found", true, "PASS", false},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestGateChild$", "-test.v")
+		// Under qemu-user the kernel cannot execute the test binary:
+		// qemutest.Command runs it under qemu-aarch64.
+		cmd := qemutest.Command(context.Background(), t, os.Args[0], "-test.run=^TestGateChild$", "-test.v")
 		cmd.Env = append(os.Environ(), "TOOLTEST_GATE="+c.gate, "CI=")
 		if c.ci {
 			cmd.Env = append(cmd.Env, "CI=true")

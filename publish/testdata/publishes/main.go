@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/publish"
 )
 
@@ -18,7 +19,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	im, err := elfimage.Load("publishes.elf", b, nil)
+	// x86-64 code (Module.Arch nil), never run: loaded as x86-64 on any
+	// machine.
+	im, err := elfimage.Load("publishes.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
