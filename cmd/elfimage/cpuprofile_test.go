@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,19 +35,6 @@ func TestCPUProfileMatchesPerf(t *testing.T) {
 	if code, out, errOut := runCLI(t, "build", "-o", img, src); code != 0 {
 		t.Fatalf("elfimage build: exit %d\n%s%s", code, out, errOut)
 	}
-	data := filepath.Join(f.dir, "perf.data")
-	f.runUnder(t, []string{"record", "-e", "cpu-clock", "-F", "1000", "-N", "-q", "-o", data, "--", f.cli, "run", img})
-	report := f.perfOutput(t, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym")
-	perfShares := map[string]float64{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+([\d.]+)%\s+\[\.\]\s+(\S+)\s*$`).FindAllStringSubmatch(report, -1) {
-		v, _ := strconv.ParseFloat(m[1], 64)
-		perfShares[m[2]] += v
-	}
-	prof := filepath.Join(f.dir, "cpu.pb.gz")
-	code, out, errOut := runCLI(t, "run", "-cpuprofile", prof, img)
-	if code != 0 || out != "650000000\n" {
-		t.Fatalf("run -cpuprofile: exit %d, output %q\n%s", code, out, errOut)
-	}
 	pprof := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(goTool, append([]string{"tool", "pprof"}, args...)...)
@@ -56,46 +44,75 @@ func TestCPUProfileMatchesPerf(t *testing.T) {
 		}
 		return out
 	}
-	topOut := pprof("-top", prof)
-	ours, oursAll := pprofFlat(topOut), pprofFlat(topOut)
-	// The shares compared are of user time: perf's [.] rows, ours
-	// without [kernel]. How much of a loaded machine's time the kernel
-	// takes (timer interrupts, the profilers' own wakeups) differs
-	// between two runs and two profilers, and would shift every user
-	// share with it.
-	perfUser := 0.0
-	for _, p := range perfShares {
-		perfUser += p
-	}
-	oursUser := 100 - ours["[kernel]"]
-	if perfUser <= 0 || oursUser <= 0 {
-		t.Fatalf("no user time: perf %v, ours %v", perfShares, ours)
-	}
-	t.Logf("user time: %.1f%% in perf report, %.1f%% in go tool pprof", perfUser, oursUser)
-	for name, p := range perfShares {
-		perfShares[name] = p * 100 / perfUser
-	}
-	for name, p := range ours {
-		ours[name] = p * 100 / oursUser
-	}
-	checked := 0
-	for name, p := range perfShares {
-		if p < 5 {
-			continue
+	prof := filepath.Join(f.dir, "cpu.pb.gz")
+	var ours, oursAll map[string]float64
+	// round runs the program under perf record and with -cpuprofile once
+	// and returns where the two profiles' shares differ by more than the
+	// bound. The runs are two samples of about 1,000 each on a shared
+	// machine: a round that disagrees is run once more, and the test
+	// fails when the second disagrees too.
+	round := func() []string {
+		data := filepath.Join(f.dir, "perf.data")
+		f.runUnder(t, []string{"record", "-e", "cpu-clock", "-F", "1000", "-N", "-q", "-o", data, "--", f.cli, "run", img})
+		report := f.perfOutput(t, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym")
+		perfShares := map[string]float64{}
+		for _, m := range regexp.MustCompile(`(?m)^\s+([\d.]+)%\s+\[\.\]\s+(\S+)\s*$`).FindAllStringSubmatch(report, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			perfShares[m[2]] += v
 		}
-		checked++
-		// Two runs on a shared machine: 10 points here; the 5-point
-		// target is bench/run's (profile/ rows), on a quiet machine.
-		if d := ours[name] - p; d > 10 || d < -10 {
-			t.Errorf("%s: %.1f%% in go tool pprof, %.1f%% in perf report", name, ours[name], p)
+		code, out, errOut := runCLI(t, "run", "-cpuprofile", prof, img)
+		if code != 0 || out != "650000000\n" {
+			t.Fatalf("run -cpuprofile: exit %d, output %q\n%s", code, out, errOut)
 		}
+		topOut := pprof("-top", prof)
+		ours, oursAll = pprofFlat(topOut), pprofFlat(topOut)
+		var disagree []string
+		// The shares compared are of user time: perf's [.] rows, ours
+		// without [kernel]. How much of a loaded machine's time the kernel
+		// takes (timer interrupts, the profilers' own wakeups) differs
+		// between two runs and two profilers, and would shift every user
+		// share with it.
+		perfUser := 0.0
+		for _, p := range perfShares {
+			perfUser += p
+		}
+		oursUser := 100 - ours["[kernel]"]
+		if perfUser <= 0 || oursUser <= 0 {
+			t.Fatalf("no user time: perf %v, ours %v", perfShares, ours)
+		}
+		t.Logf("user time: %.1f%% in perf report, %.1f%% in go tool pprof", perfUser, oursUser)
+		for name, p := range perfShares {
+			perfShares[name] = p * 100 / perfUser
+		}
+		for name, p := range ours {
+			ours[name] = p * 100 / oursUser
+		}
+		checked := 0
+		for name, p := range perfShares {
+			if p < 5 {
+				continue
+			}
+			checked++
+			// Two runs on a shared machine: 10 points here; the 5-point
+			// target is bench/run's (profile/ rows), on a quiet machine.
+			if d := ours[name] - p; d > 10 || d < -10 {
+				disagree = append(disagree, fmt.Sprintf("%s: %.1f%% in go tool pprof, %.1f%% in perf report", name, ours[name], p))
+			}
+		}
+		t.Logf("perf report: %v; go tool pprof: spin-a %.1f%%, spin-b %.1f%%", perfShares, ours["spin-a"], ours["spin-b"])
+		if checked < 2 || perfShares["spin-a"] < 5 || perfShares["spin-b"] < 5 {
+			t.Fatalf("perf report does not show spin-a and spin-b above 5%%:\n%s", report)
+		}
+		if ours["spin-b"] < ours["spin-a"] {
+			t.Errorf("spin-b (%.1f%%) below spin-a (%.1f%%)", ours["spin-b"], ours["spin-a"])
+		}
+		return disagree
 	}
-	t.Logf("perf report: %v; go tool pprof: spin-a %.1f%%, spin-b %.1f%%", perfShares, ours["spin-a"], ours["spin-b"])
-	if checked < 2 || perfShares["spin-a"] < 5 || perfShares["spin-b"] < 5 {
-		t.Fatalf("perf report does not show spin-a and spin-b above 5%%:\n%s", report)
-	}
-	if ours["spin-b"] < ours["spin-a"] {
-		t.Errorf("spin-b (%.1f%%) below spin-a (%.1f%%)", ours["spin-b"], ours["spin-a"])
+	if d := round(); d != nil {
+		t.Logf("round 1 disagrees (%s); a second round", strings.Join(d, "; "))
+		for _, e := range round() {
+			t.Error(e)
+		}
 	}
 
 	lines := pprofFlat(pprof("-top", "-lines", prof))
