@@ -28,8 +28,14 @@ const (
 	phR, phRX, phRW, phDyn, phEH, phNote, phStack = 0, 1, 2, 3, 4, 5, 6
 )
 
-// tCode is `mov eax, 42; ret`.
-var tCode = []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}
+// tCode returns 42 in the running architecture's code: `mov eax, 42; ret`
+// on x86-64, `movz w0, #42; ret` on AArch64 (TestCallLoadedCode runs it).
+var tCode = func() []byte {
+	if hostArch.Machine == elf.EM_AARCH64 {
+		return []byte{0x40, 0x05, 0x80, 0x52, 0xc0, 0x03, 0x5f, 0xd6}
+	}
+	return []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}
+}()
 
 // tRelocs are the load-time relocations of the test image: the pointer at
 // .data+0 points to the code, the one at .data+8 to itself.
@@ -44,7 +50,7 @@ var tBuildID = []byte("0123456789abcdefghij")
 // then the tail .shstrtab and the section header table. e_machine and the
 // relocation type are the running architecture's (hostArch: EM_X86_64 and
 // R_X86_64_RELATIVE on amd64, EM_AARCH64 and R_AARCH64_RELATIVE on arm64),
-// the default of LoadOptions.Arch; the x86-64 bytes of tCode are never run.
+// the default of LoadOptions.Arch; tCode is that architecture's code.
 func buildTestImage() []byte {
 	le := binary.LittleEndian
 	b := make([]byte, tTailOff)
