@@ -62,7 +62,7 @@ func Example_types() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	img, err := elfimage.Load("vm.elf", b, nil)
+	img, err := elfimage.Load("vm.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64}) // x86-64 CFI and registers, never run
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // bytes and length), and Close fills it again with action 2 before
 // unmapping; a second Close changes nothing.
 func TestGDBHookEvent(t *testing.T) {
-	m := &Module{File: "hook.s", Procs: []*Proc{{Name: "a", Code: []byte{0x90, 0xc3}}}}
+	m := &Module{File: "hook.s", Arch: hostArch, Procs: []*Proc{{Name: "a", Code: []byte{0x90, 0xc3}}}}
 	b, err := Link(m, LinkOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,14 @@ const (
 	phR, phRX, phRW, phDyn, phEH, phNote, phStack = 0, 1, 2, 3, 4, 5, 6
 )
 
-// tCode is `mov eax, 42; ret`.
-var tCode = []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}
+// tCode returns 42 in the running architecture's code: `mov eax, 42; ret`
+// on x86-64, `movz w0, #42; ret` on AArch64 (TestCallLoadedCode runs it).
+var tCode = func() []byte {
+	if hostArch.Machine == elf.EM_AARCH64 {
+		return []byte{0x40, 0x05, 0x80, 0x52, 0xc0, 0x03, 0x5f, 0xd6}
+	}
+	return []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}
+}()
 
 // tRelocs are the load-time relocations of the test image: the pointer at
 // .data+0 points to the code, the one at .data+8 to itself.
@@ -40,8 +46,11 @@ var tBuildID = []byte("0123456789abcdefghij")
 // buildTestImage writes a minimal valid image with the layout the linker
 // produces: R segment (ELF header, program headers, .rela.dyn, .dynamic,
 // .eh_frame_hdr, .note.gnu.build-id), R+X .text at 0x1000, R+W .data at
-// 0x2000 with two R_X86_64_RELATIVE pointers (link-time values stored in
-// place), then the tail .shstrtab and the section header table.
+// 0x2000 with two RELATIVE pointers (link-time values stored in place),
+// then the tail .shstrtab and the section header table. e_machine and the
+// relocation type are the running architecture's (hostArch: EM_X86_64 and
+// R_X86_64_RELATIVE on amd64, EM_AARCH64 and R_AARCH64_RELATIVE on arm64),
+// the default of LoadOptions.Arch; tCode is that architecture's code.
 func buildTestImage() []byte {
 	le := binary.LittleEndian
 	b := make([]byte, tTailOff)
@@ -51,7 +60,7 @@ func buildTestImage() []byte {
 	b[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
 	b[elf.EI_VERSION] = byte(elf.EV_CURRENT)
 	le.PutUint16(b[16:], uint16(elf.ET_DYN))
-	le.PutUint16(b[18:], uint16(elf.EM_X86_64))
+	le.PutUint16(b[18:], uint16(hostArch.Machine))
 	le.PutUint32(b[20:], uint32(elf.EV_CURRENT))
 	le.PutUint64(b[24:], tTextOff) // e_entry
 	le.PutUint64(b[32:], tPhoff)
@@ -80,7 +89,7 @@ func buildTestImage() []byte {
 	for i, r := range tRelocs {
 		p := b[tRelaOff+i*relaSize:]
 		le.PutUint64(p[0:], r.off)
-		le.PutUint64(p[8:], uint64(elf.R_X86_64_RELATIVE))
+		le.PutUint64(p[8:], uint64(hostArch.RelocRelative))
 		le.PutUint64(p[16:], r.addend)
 		le.PutUint64(b[r.off:], r.addend) // link-time value, as the linker writes it
 	}

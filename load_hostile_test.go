@@ -190,7 +190,7 @@ func hostileCorruptions() []corruption {
 		{"r_offset into the relocation table", do(func(b []byte) { putRela(b, 1, 0, tRelaOff) }), "r_offset of relocation 1"},
 		{"r_offset into the dynamic table", do(func(b []byte) { putRela(b, 1, 0, tDynOff+8) }), "r_offset of relocation 1"},
 		{"r_info max", do(func(b []byte) { putRela(b, 1, 8, max64) }), "r_info of relocation 1"},
-		{"r_info symbol max", do(func(b []byte) { putRela(b, 1, 8, 0xffffffff<<32|uint64(elf.R_X86_64_RELATIVE)) }), "r_info of relocation 1"},
+		{"r_info symbol max", do(func(b []byte) { putRela(b, 1, 8, 0xffffffff<<32|uint64(hostArch.RelocRelative)) }), "r_info of relocation 1"},
 		{"R_X86_64_GLOB_DAT", do(func(b []byte) { putRela(b, 1, 8, uint64(elf.R_X86_64_GLOB_DAT)) }), "r_info of relocation 1"},
 	}
 	return cs
@@ -405,6 +405,7 @@ func specialFiles(t *testing.T) []specialFile {
 // FormatError on the expected field, by both Open paths, and leave nothing
 // mapped; Open of a named pipe does not block.
 func TestOpenSpecialFiles(t *testing.T) {
+	mapEntry(t)
 	before := liveMappings.Load()
 	for _, s := range specialFiles(t) {
 		for _, opts := range []*LoadOptions{nil, {ForceRead: true}} {

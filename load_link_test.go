@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"github.com/elfimage/elfimage/arch"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -14,7 +16,8 @@ import (
 	"github.com/elfimage/elfimage/native"
 )
 
-// linkAnswer links a module with one procedure `answer` (mov eax, 42; ret),
+// linkAnswer links a module for the running architecture with one
+// procedure `answer` (answerCode: return 42),
 // a read-only constant and a data table holding the address of answer.
 func linkAnswer(t testing.TB) []byte {
 	t.Helper()
@@ -23,9 +26,10 @@ func linkAnswer(t testing.TB) []byte {
 		CompDir:  "/tmp",
 		Producer: "elfimage loader test",
 		Entry:    "answer",
+		Arch:     arch.ForGOARCH(runtime.GOARCH),
 		Procs: []*elfimage.Proc{{
 			Name:  "answer",
-			Code:  []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3},
+			Code:  answerCode(),
 			Lines: []elfimage.LineRow{{Offset: 0, Line: 1, Column: 1, IsStmt: true}},
 		}},
 		ROData: []*elfimage.Datum{{Name: "greeting", Bytes: []byte("hello\x00")}},
@@ -147,4 +151,13 @@ func TestLoadLinkedImage(t *testing.T) {
 			t.Errorf("readelf -n lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// answerCode returns 42 in the running architecture's code (the test calls
+// it): `movz w0, #42; ret` on arm64, `mov eax, 42; ret` elsewhere.
+func answerCode() []byte {
+	if runtime.GOARCH == "arm64" {
+		return []byte{0x40, 0x05, 0x80, 0x52, 0xc0, 0x03, 0x5f, 0xd6}
+	}
+	return []byte{0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 )
 
 // TestOnClose: Close runs the registered functions once, latest first,
@@ -17,7 +18,7 @@ func TestOnClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := elfimage.Load("hooks.elf", b, nil)
+	im, err := elfimage.Load("hooks.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64}) // an x86-64 module, never run
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // eu-strip leaves them) or empty (objcopy) are ignored with a note, the
 // queries then finding the section through the section headers.
 func TestTailProgramHeaders(t *testing.T) {
-	m := &Module{File: "t.s", Procs: []*Proc{{Name: "f", Code: []byte{0xc3}, Lines: []LineRow{{Line: 1, Column: 1}}}}}
+	m := &Module{File: "t.s", Arch: hostArch, Procs: []*Proc{{Name: "f", Code: []byte{0xc3}, Lines: []LineRow{{Line: 1, Column: 1}}}}}
 	b, err := Link(m, LinkOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // TestCloseWhileAcquired: an image closed while a reader holds it through
 // Acquire stays mapped and readable until Release, which unmaps it.
 func TestCloseWhileAcquired(t *testing.T) {
+	mapEntry(t)
 	before := liveMappings.Load()
 	im, err := Load("x", buildTestImage(), nil)
 	if err != nil {

@@ -34,7 +34,7 @@ func FuzzTypes(f *testing.F) {
 	regs.Set(arch.X86_64_RSI, typedemo.N)
 	regs.Set(arch.X86_64_RDX, typedemo.Fix)
 	read := func(b []byte) []string {
-		im, err := elfimage.Load("fuzz.elf", b, nil)
+		im, err := elfimage.Load("fuzz.elf", b, x86Opts)
 		if err != nil {
 			return nil
 		}
