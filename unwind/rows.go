@@ -194,23 +194,5 @@ func (u *Unwinder) stepCompact(e *compactRow, cur, caller *Frame) error {
 			}
 		}
 	}
-	if e.spCFA {
-		caller.Regs.Set(a.SP, cfa)
-	}
-	if e.raUndef {
-		return ErrOutermost
-	}
-	ra, ok := caller.Regs.Get(a.RA)
-	if !ok {
-		return fmt.Errorf("%w: return address at pc %#x", ErrUnknownRegister, cur.PC)
-	}
-	if e.raSigned {
-		mask := u.PACMask
-		if mask == 0 {
-			mask = 0xffff_0000_0000_0000
-		}
-		ra &^= mask
-		caller.Regs.Set(a.RA, ra)
-	}
-	return u.finish(ra, cur, caller)
+	return u.returnTo(a, cfa, cur, caller, e.spCFA, e.raUndef, e.raSigned)
 }

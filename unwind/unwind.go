@@ -394,17 +394,26 @@ func (u *Unwinder) Step(cur, caller *Frame) error {
 			caller.Regs.Set(reg, v)
 		}
 	}
-	if spKind == frame.RuleUnspecified || spKind == frame.RuleSameValue {
+	return u.returnTo(a, cfa, cur, caller, spKind == frame.RuleUnspecified || spKind == frame.RuleSameValue, raKind == frame.RuleUndefined, row.RASigned)
+}
+
+// returnTo ends a step once caller's registers are recovered: the
+// caller's SP is the CFA when spCFA (no rule of its own), raUndef makes
+// the frame the outermost (ErrOutermost), and a signed return address
+// (AArch64 pointer authentication) loses its PAC bits before finish
+// checks and sets the caller's pc.
+func (u *Unwinder) returnTo(a *arch.Arch, cfa uint64, cur, caller *Frame, spCFA, raUndef, raSigned bool) error {
+	if spCFA {
 		caller.Regs.Set(a.SP, cfa)
 	}
-	if raKind == frame.RuleUndefined {
+	if raUndef {
 		return ErrOutermost
 	}
 	ra, ok := caller.Regs.Get(a.RA)
 	if !ok {
 		return fmt.Errorf("%w: return address at pc %#x", ErrUnknownRegister, cur.PC)
 	}
-	if row.RASigned {
+	if raSigned {
 		mask := u.PACMask
 		if mask == 0 {
 			mask = 0xffff_0000_0000_0000
