@@ -24,10 +24,18 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-// fakeLLDB writes an executable script that stands for lldb: it echoes
-// each -o command as lldb -b does ("(lldb) CMD"), and on its first lost
-// runs (counted in a file) ends with lldb's "lost connection" report.
+// fakeLLDB writes an executable script that stands for lldb (see
+// writeFakeLLDB) and on its first lost runs ends with lldb's "lost
+// connection" report.
 func fakeLLDB(t *testing.T, lost int) (path, count string) {
+	return writeFakeLLDB(t, fmt.Sprintf(`if [ $n -le %d ]; then echo "Process 7 exited with status = -1 (0xffffffff) lost connection"; else echo "Process 7 exited with status = 0 (0x00000000)"; fi
+`, lost))
+}
+
+// writeFakeLLDB writes an executable stand-in for lldb: it counts its runs
+// in a file (count; $n in ending), echoes each -o command as lldb -b does
+// ("(lldb) CMD"), then runs the shell text ending.
+func writeFakeLLDB(t *testing.T, ending string) (path, count string) {
 	dir := t.TempDir()
 	path, count = filepath.Join(dir, "lldb"), filepath.Join(dir, "runs")
 	script := fmt.Sprintf(`#!/bin/sh
@@ -36,8 +44,7 @@ while [ $# -gt 0 ]; do
 	if [ "$1" = -o ]; then echo "(lldb) $2"; shift; fi
 	shift
 done
-if [ $n -le %[2]d ]; then echo "Process 7 exited with status = -1 (0xffffffff) lost connection"; else echo "Process 7 exited with status = 0 (0x00000000)"; fi
-`, shellQuote(count), lost)
+`, shellQuote(count)) + ending
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -113,25 +120,13 @@ func TestCommand(t *testing.T) {
 	}
 }
 
-// fakeLLDBStops writes a stand-in for lldb whose first missed runs end
-// with the program's exit and no stop (a breakpoint qemu's stub lost), the
-// later ones stopping once at a breakpoint before it.
+// fakeLLDBStops writes a stand-in for lldb (see writeFakeLLDB) whose
+// first missed runs end with the program's exit and no stop (a breakpoint
+// qemu's stub lost), the later ones stopping once at a breakpoint first.
 func fakeLLDBStops(t *testing.T, missed int) (path, count string) {
-	dir := t.TempDir()
-	path, count = filepath.Join(dir, "lldb"), filepath.Join(dir, "runs")
-	script := fmt.Sprintf(`#!/bin/sh
-n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s
-while [ $# -gt 0 ]; do
-	if [ "$1" = -o ]; then echo "(lldb) $2"; shift; fi
-	shift
-done
-if [ $n -gt %[2]d ]; then echo "* thread #1, name = 'prog', stop reason = breakpoint 1.1"; fi
+	return writeFakeLLDB(t, fmt.Sprintf(`if [ $n -gt %d ]; then echo "* thread #1, name = 'prog', stop reason = breakpoint 1.1"; fi
 echo "Process 7 exited with status = 0 (0x00000000)"
-`, shellQuote(count), missed)
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path, count
+`, missed))
 }
 
 // TestRunLLDBStops: a session with fewer breakpoint stops than asked is
