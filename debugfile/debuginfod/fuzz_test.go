@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
@@ -38,7 +39,18 @@ func (f fakeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // oracleBuildID finds the first GNU build ID note with debug/elf and a
 // note walk of its own: the independent reading of the answer.
+//
+// debug/elf also refuses an e_version other than EV_CURRENT, which readelf
+// and our reader accept (the field carries nothing else): the oracle reads
+// a copy with e_version set to EV_CURRENT.
 func oracleBuildID(b []byte) ([]byte, bool) {
+	if len(b) >= 0x18 && b[elf.EI_DATA] == byte(elf.ELFDATA2LSB) {
+		b = append([]byte(nil), b...)
+		binary.LittleEndian.PutUint32(b[0x14:], uint32(elf.EV_CURRENT))
+	} else if len(b) >= 0x18 && b[elf.EI_DATA] == byte(elf.ELFDATA2MSB) {
+		b = append([]byte(nil), b...)
+		binary.BigEndian.PutUint32(b[0x14:], uint32(elf.EV_CURRENT))
+	}
 	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
 		return nil, false
