@@ -278,7 +278,8 @@ func (im *Image) lineTable() (*line.Table, error) {
 // (building the index of [Image.ProcedureAt] if needed), with the fields
 // the symbol table gives (Name, Start, Size, Internal) and, for the
 // procedures of the image's procedure table (.elfimage.procs, written by
-// Link), what [Image.Procedure] gives: arity, argument names, defaults,
+// Link) whose name, start and size agree with their symbol, what
+// [Image.Procedure] gives: arity, argument names, defaults,
 // docstring, properties. Cost: linear in the symbols, plus one table
 // lookup (O(log n)) and the decoding of each procedure's table entry;
 // allocates the result and its strings. Errors are those of
@@ -301,8 +302,8 @@ func (im *Image) Procedures() (_ []Procedure, err error) {
 			continue
 		}
 		e, err := t.Lookup(s.start)
-		if err == meta.ErrNotFound || (err == nil && (e.Start != s.start || string(e.NameBytes) != s.name)) {
-			continue // a symbol the table does not describe
+		if err == meta.ErrNotFound || (err == nil && (e.Start != s.start || e.Size != s.size || string(e.NameBytes) != s.name)) {
+			continue // a symbol the table does not describe: ProcedureAt's answer stands
 		}
 		if err != nil {
 			return nil, err

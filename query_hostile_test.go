@@ -402,3 +402,51 @@ func TestTrapCUWithoutRanges(t *testing.T) {
 		t.Errorf("PositionAt past the sequence: %v, want ErrUnknownPC", err)
 	}
 }
+
+// TestProceduresSymbolDisagreesWithTable: a .symtab whose size for a
+// procedure differs from the procedure table's (a hostile or edited
+// file, found by FuzzSymbols) gives the symbol's range in Procedures, as
+// ProcedureAt does, rather than the table's description of another range.
+func TestProceduresSymbolDisagreesWithTable(t *testing.T) {
+	m := &Module{File: "f.scm", Procs: []*Proc{{Name: "f", Code: []byte{0xc3}}, {Name: "g", Code: []byte{0x90, 0xc3}}}}
+	b, err := Link(m, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := f.Section(".symtab")
+	syms, err := f.Symbols()
+	if err != nil || sec == nil {
+		t.Fatal(sec, err)
+	}
+	const huge = 1 << 56
+	var g elf.Symbol
+	for i, s := range syms {
+		if s.Name == "g" {
+			g = s
+			binary.LittleEndian.PutUint64(b[sec.Offset+uint64(i+1)*symSize+16:], huge)
+		}
+	}
+	if g.Name == "" {
+		t.Fatal("no symbol g")
+	}
+	im := &Image{path: "edited", data: b}
+	procs, err := im.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.Name != "g" {
+			continue
+		}
+		at, err := im.ProcedureAt(p.Start)
+		if err != nil || at.Size != huge || p.Size != huge {
+			t.Errorf("Procedures gives g %#x+%#x, ProcedureAt %#x+%#x (%v); want both of size %#x", p.Start, p.Size, at.Start, at.Size, err, uint64(huge))
+		}
+		return
+	}
+	t.Errorf("Procedures = %+v, no g", procs)
+}
