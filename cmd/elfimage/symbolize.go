@@ -636,21 +636,7 @@ func (p *symPrinter) gnu(addr uint64, frames []symbolize.Frame) {
 		}
 		b = append(b, "??:0\n"...)
 	}
-	for i, f := range frames {
-		if p.pretty && i > 0 {
-			b = append(b, " (inlined by) "...)
-		}
-		if p.functions {
-			b = appendOr(b, f.Function, "??")
-			if p.pretty {
-				b = append(b, " at "...)
-			} else {
-				b = append(b, '\n')
-			}
-		}
-		b = p.appendPlace(b, f, false)
-		b = append(b, '\n')
-	}
+	b = p.appendFrames(b, frames, false)
 	p.num = b
 	p.w.Write(b)
 }
@@ -680,6 +666,17 @@ func (p *symPrinter) llvm(addr uint64, ok bool, q query, frames []symbolize.Fram
 	if len(frames) == 0 {
 		frames = []symbolize.Frame{{}}
 	}
+	b = p.appendFrames(b, frames, true)
+	b = append(b, '\n')
+	p.num = b
+	p.w.Write(b)
+}
+
+// appendFrames appends one line per frame, innermost first: [-f] the
+// function, then its place (appendPlace); with -p all on one line,
+// "FUNCTION at PLACE", the outer frames after " (inlined by) ". The
+// style of both tools, llvm choosing llvm-symbolizer's places.
+func (p *symPrinter) appendFrames(b []byte, frames []symbolize.Frame, llvm bool) []byte {
 	for i, f := range frames {
 		if p.pretty && i > 0 {
 			b = append(b, " (inlined by) "...)
@@ -692,12 +689,10 @@ func (p *symPrinter) llvm(addr uint64, ok bool, q query, frames []symbolize.Fram
 				b = append(b, '\n')
 			}
 		}
-		b = p.appendPlace(b, f, true)
+		b = p.appendPlace(b, f, llvm)
 		b = append(b, '\n')
 	}
-	b = append(b, '\n')
-	p.num = b
-	p.w.Write(b)
+	return b
 }
 
 // appendPlace appends FILE:LINE (with -columns FILE:LINE:COLUMN): "??:0"
