@@ -119,6 +119,14 @@ func TestStackLayout(t *testing.T) {
 	if p := mapsPerms(t, s.Bottom()); p != "rw-p" {
 		t.Errorf("stack has perms %q, want rw-p", p)
 	}
+	if p := mapsPerms(t, s.Top()-1); p != "rw-p" {
+		t.Errorf("stack's last page has perms %q, want rw-p", p)
+	}
+	// The guard above keeps a profiler's copy of the stack (perf: 8 KiB
+	// from SP) from running on into the next mapping.
+	if p := mapsPerms(t, s.Top()); p != "---p" {
+		t.Errorf("guard page at Top has perms %q, want ---p", p)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,17 +11,27 @@ import (
 )
 
 // Stack is a machine stack outside the Go heap for Call: an anonymous
-// private mapping whose lowest page is PROT_NONE (the guard page) and whose
-// remaining pages are readable and writable. It serves one call at a time.
+// private mapping whose lowest and highest pages are PROT_NONE (the guard
+// pages) and whose pages between them are readable and writable. It serves
+// one call at a time.
+//
+// The guard page below catches overflow. The one above keeps samples of
+// the stack inside it: a profiler copies a fixed amount from SP upwards
+// (perf record --call-graph dwarf: 8 KiB by default), and without the guard
+// the copy runs on into whatever the kernel mapped just above the stack,
+// often JIT code. perf's DWARF unwinder then reads the unwind tables of
+// that code from its copy of the stack rather than from the ELF file it
+// synthesised for it, and fails or invents frames; with the guard the
+// kernel's copy ends at Top.
 //
 // Generated code must check its own SP against a limit above Bottom (leaving
 // room for its largest frame and anything it calls) and abort instead of
 // overflowing: a guard-page hit is a SIGSEGV on a non-Go stack, which kills
 // the process.
 type Stack struct {
-	mem    []byte  // the whole mapping, guard page included
-	bottom uintptr // lowest usable address, just above the guard page
-	top    uintptr // exclusive top, page aligned
+	mem    []byte  // the whole mapping, guard pages included
+	bottom uintptr // lowest usable address, just above the lower guard page
+	top    uintptr // exclusive top, page aligned: the upper guard page's start
 	state  atomic.Int32
 }
 
@@ -32,9 +42,9 @@ const (
 )
 
 // NewStack maps a Stack of size bytes, rounded up to whole pages, plus one
-// guard page below it, with mmap(2) (MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE|
-// MAP_STACK: pages cost memory only once touched). size must be > 0. The
-// cost is two system calls. Errors: a non-positive size, or the mmap/mprotect
+// guard page below it and one above, with mmap(2) (MAP_PRIVATE|
+// MAP_ANONYMOUS|MAP_NORESERVE|MAP_STACK: pages cost memory only once
+// touched). size must be > 0. The cost is three system calls. Errors: a non-positive size, or the mmap/mprotect
 // error wrapped (for example unix.ENOMEM).
 func NewStack(size int) (*Stack, error) {
 	if size <= 0 {
@@ -42,20 +52,22 @@ func NewStack(size int) (*Stack, error) {
 	}
 	page := unix.Getpagesize()
 	n := (size + page - 1) &^ (page - 1)
-	if n < size || n > int(^uint(0)>>1)-page {
+	if n < size || n > int(^uint(0)>>1)-2*page {
 		return nil, fmt.Errorf("native: stack size %d too large", size)
 	}
-	mem, err := unix.Mmap(-1, 0, n+page, unix.PROT_READ|unix.PROT_WRITE,
+	mem, err := unix.Mmap(-1, 0, n+2*page, unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE|unix.MAP_STACK)
 	if err != nil {
-		return nil, fmt.Errorf("native: mmap stack of %d bytes: %w", n+page, err)
+		return nil, fmt.Errorf("native: mmap stack of %d bytes: %w", n+2*page, err)
 	}
-	if err := unix.Mprotect(mem[:page], unix.PROT_NONE); err != nil {
-		unix.Munmap(mem)
-		return nil, fmt.Errorf("native: mprotect guard page: %w", err)
+	for _, guard := range [][]byte{mem[:page], mem[page+n:]} {
+		if err := unix.Mprotect(guard, unix.PROT_NONE); err != nil {
+			unix.Munmap(mem)
+			return nil, fmt.Errorf("native: mprotect guard page: %w", err)
+		}
 	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
-	return &Stack{mem: mem, bottom: base + uintptr(page), top: base + uintptr(len(mem))}, nil
+	return &Stack{mem: mem, bottom: base + uintptr(page), top: base + uintptr(page+n)}, nil
 }
 
 // Top returns the exclusive top of the stack: a page-aligned (so 16-byte
@@ -65,7 +77,7 @@ func NewStack(size int) (*Stack, error) {
 // code's frame starts at EntrySP. Top is valid until Close and costs nothing.
 func (s *Stack) Top() uintptr { return s.top }
 
-// Bottom returns the lowest usable address, just above the guard page.
+// Bottom returns the lowest usable address, just above the lower guard page.
 // Generated code must keep its SP above a limit of its choosing above Bottom.
 func (s *Stack) Bottom() uintptr { return s.bottom }
 
