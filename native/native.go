@@ -8,8 +8,8 @@
 // works like syscall.Syscall6: a nosplit wrapper tells the runtime that the
 // goroutine enters a system call (runtime.entersyscall, exported to other
 // packages through //go:linkname, see go.dev/issue/67401), an assembly
-// trampoline switches SP to a Stack mapped with mmap(2) and a PROT_NONE guard
-// page, loads the argument registers, calls the code and switches back; then
+// trampoline switches SP to a Stack mapped with mmap(2) between PROT_NONE
+// guard pages, loads the argument registers, calls the code and switches back; then
 // the wrapper calls runtime.exitsyscall. While the code runs the garbage
 // collector and the scheduler proceed without it.
 //
