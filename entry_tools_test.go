@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -51,6 +53,25 @@ func handcall(t *testing.T) string {
 	return handcallPath
 }
 
+// skipEmulated skips t on machines other than amd64: handcall's module is
+// hand-assembled x86-64 code (there is no AArch64 handcall). Under
+// qemu-user (qemutest.Emulated) the reason is said too: tool, a debugger
+// or profiler of the host, could not run or trace handcall, an arm64
+// program the host's kernel cannot execute (gdb and lldb start it with
+// ptrace, perf with perf_event_open, none through qemu). The AArch64 JIT
+// frames under gdb-multiarch and lldb attached to qemu-aarch64 -g are the
+// tests of publish, examples/bf and cmd/elfimage (gdb_aarch64_test.go,
+// tools_aarch64_test.go).
+func skipEmulated(t *testing.T, tool string) {
+	t.Helper()
+	if why := qemutest.Emulated(); why != "" {
+		t.Skipf("%s: %s runs handcall natively (ptrace or perf_event_open), which qemu-user does not emulate; and handcall's module is x86-64 code", why, tool)
+	}
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("handcall's module is hand-assembled x86-64 code; %s cannot run it on %s", tool, runtime.GOARCH)
+	}
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if handcallPath != "" {
@@ -75,6 +96,7 @@ var goCallers = []string{
 // into the Go callers, down to main.main, with no frame gdb cannot name.
 func TestEntryGDB(t *testing.T) {
 	t.Parallel()
+	skipEmulated(t, "gdb")
 	gdb := tooltest.Require(t, "gdb")
 	prog := handcall(t)
 	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), NoScript: true,
@@ -122,6 +144,7 @@ var lldbFrameRE = regexp.MustCompile("(?m)^\\s*\\*?\\s*frame #(\\d+): 0x[0-9a-f]
 // main.main and runtime.goexit, every frame named.
 func TestEntryLLDB(t *testing.T) {
 	t.Parallel()
+	skipEmulated(t, "lldb")
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
 	prog := handcall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -261,6 +284,7 @@ func entryChain(c []perfFrame, depth int) string {
 // describes, and stops there: the Go stack is not in the copy.
 func TestEntryPerf(t *testing.T) {
 	t.Parallel()
+	skipEmulated(t, "perf")
 	perf := tooltest.Require(t, "perf")
 	prog := handcall(t)
 	home := t.TempDir()

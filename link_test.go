@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -33,6 +34,35 @@ var encodings = []struct {
 	{"dwarf3", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 3, Format: edwarf.Format32}, DebugFrame: true}},
 	{"dwarf5-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 5, Format: edwarf.Format64}}},
 	{"dwarf4-64", elfimage.LinkOptions{DWARF: edwarf.Encoding{Version: 4, Format: edwarf.Format64}, DebugFrame: true}},
+}
+
+// demoArch is the architecture scheme.Compile compiles the demo for: the
+// running one's (arch.ForGOARCH(runtime.GOARCH)), x86-64 on a GOARCH
+// package arch does not know.
+var demoArch = func() *arch.Arch {
+	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
+		return a
+	}
+	return arch.X86_64
+}()
+
+// relocName is the name of relocation type typ of the machine of a, as
+// debug/elf (and readelf) spell it: R_X86_64_RELATIVE, R_AARCH64_RELATIVE.
+func relocName(a *arch.Arch, typ uint32) string {
+	if a.Machine == elf.EM_AARCH64 {
+		return elf.R_AARCH64(typ).String()
+	}
+	return elf.R_X86_64(typ).String()
+}
+
+// readelfRegName returns readelf's name for a DWARF register of a:
+// readelf.X86_64RegName on x86-64, the AArch64 DWARF ABI's names (x0-x30,
+// sp, as arch.AArch64.RegName spells them) on AArch64.
+func readelfRegName(a *arch.Arch) func(arch.Reg) string {
+	if a.Machine == elf.EM_X86_64 {
+		return func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+	}
+	return a.RegName
 }
 
 // writeDemo compiles the demo program and writes its image into a test
@@ -68,7 +98,7 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	const page = 4096
-	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Type != elf.ET_DYN || f.Machine != elf.EM_X86_64 {
+	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Type != elf.ET_DYN || f.Machine != demoArch.Machine {
 		t.Errorf("header: class %v data %v type %v machine %v", f.Class, f.Data, f.Type, f.Machine)
 	}
 	var loads []*elf.Prog
@@ -173,10 +203,10 @@ func TestLayout(t *testing.T) {
 	data := f.Section(".data")
 	for i := 0; i+24 <= len(rela); i += 24 {
 		off := binary.LittleEndian.Uint64(rela[i:])
-		typ := elf.R_X86_64(binary.LittleEndian.Uint64(rela[i+8:]))
+		typ := uint32(binary.LittleEndian.Uint64(rela[i+8:]))
 		add := binary.LittleEndian.Uint64(rela[i+16:])
-		if typ != elf.R_X86_64_RELATIVE || off < data.Addr || off+8 > data.Addr+data.Size || add >= uint64(len(raw)) {
-			t.Errorf("relocation %d: offset %#x type %v addend %#x", i/24, off, typ, add)
+		if typ != demoArch.RelocRelative || off < data.Addr || off+8 > data.Addr+data.Size || add >= uint64(len(raw)) {
+			t.Errorf("relocation %d: offset %#x type %s addend %#x", i/24, off, relocName(demoArch, typ), add)
 		}
 	}
 	// The build ID note is a 20-byte SHA-1.
@@ -249,8 +279,9 @@ func TestReadelfNoWarnings(t *testing.T) {
 			if err != nil || stderr.Len() > 0 || bytes.Contains(out, []byte("readelf: Warning")) {
 				t.Errorf("readelf: %v\nstderr: %s", err, stderr.String())
 			}
-			if !bytes.Contains(out, []byte("DW_TAG_subprogram")) || !bytes.Contains(out, []byte("R_X86_64_RELATIVE")) {
-				t.Errorf("readelf output lacks subprograms or relocations")
+			rel := relocName(demoArch, demoArch.RelocRelative)
+			if !bytes.Contains(out, []byte("DW_TAG_subprogram")) || !bytes.Contains(out, []byte(rel)) {
+				t.Errorf("readelf output lacks subprograms or %s relocations", rel)
 			}
 		})
 	}
@@ -351,8 +382,9 @@ func TestAddr2lineAgrees(t *testing.T) {
 }
 
 // TestFramesInterpAgrees: readelf --debug-dump=frames-interp and our CFI
-// reader give the same CFA rule and return-address and rbp rules for
-// every row of every FDE, in .eh_frame and .debug_frame.
+// reader give the same CFA rule and the rules of the return address and of
+// every saved register for every row of every FDE, in .eh_frame and
+// .debug_frame, for the demo of the running architecture.
 func TestFramesInterpAgrees(t *testing.T) {
 	tooltest.Require(t, "readelf")
 	for _, e := range encodings {
@@ -385,7 +417,10 @@ func framesInterpAgree(t *testing.T, opts elfimage.LinkOptions) {
 	sections[".eh_frame"] = frame.NewEHFrame(ehData, eh.Addr, binary.LittleEndian, 8)
 	df, _ := f.Section(".debug_frame").Data()
 	sections[".debug_frame"] = frame.NewDebugFrame(df, binary.LittleEndian, 8)
-	regName := func(r arch.Reg) string { return readelf.X86_64RegName(int(r)) }
+	// The demo is the running architecture's: readelf names its registers
+	// (x86-64: rbp, rsp, rip, ...; AArch64: x29, sp, ...) and calls the
+	// return-address column (x86-64 16, AArch64 x30) "ra".
+	regName := readelfRegName(demoArch)
 	rows, cols := 0, 0
 	for _, ent := range entries {
 		if ent.IsCIE {
@@ -428,10 +463,10 @@ func framesInterpAgree(t *testing.T, opts elfimage.LinkOptions) {
 				}
 				reg := -1
 				if name == "ra" { // readelf's name for the return-address column
-					reg = 16
+					reg = int(demoArch.RA)
 				}
-				for i := 0; i < 16; i++ {
-					if readelf.X86_64RegName(i) == name {
+				for i := 0; i < int(demoArch.RA); i++ {
+					if regName(arch.Reg(i)) == name {
 						reg = i
 					}
 				}

@@ -3,6 +3,8 @@ package elfimage_test
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,9 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
@@ -153,11 +157,40 @@ func TestLocationListsMatchLLVM(t *testing.T) {
 	}
 }
 
+// instLen returns the length in bytes of the instruction of architecture a
+// at the start of code: decoded with x86asm on x86-64; on AArch64, whose
+// instructions are all 4 bytes, the word is decoded with arm64asm so that
+// a misaligned walk or data in the code is an error; arm64asm does not
+// know UDF #imm16 (a word whose top 16 bits are zero), the trap the
+// compiler puts after calls that do not return.
+func instLen(a *arch.Arch, code []byte) (int, error) {
+	if a.Machine == elf.EM_AARCH64 {
+		if len(code) < 4 {
+			return 0, fmt.Errorf("%d bytes left, an instruction is 4", len(code))
+		}
+		if binary.LittleEndian.Uint32(code)>>16 == 0 {
+			return 4, nil // UDF #imm16
+		}
+		if _, err := arm64asm.Decode(code); err != nil {
+			return 0, fmt.Errorf("arm64asm: %v", err)
+		}
+		return 4, nil
+	}
+	inst, err := x86asm.Decode(code, 64)
+	return inst.Len, err
+}
+
 // TestRuntimeAgreesWithGDB: at every instruction of the example programs,
 // the runtime's procedure and source line (from the procedure table and
 // one line sequence) are what gdb reads from the same image.
 func TestRuntimeAgreesWithGDB(t *testing.T) {
-	gdb := tooltest.Require(t, "gdb")
+	// The images are the running architecture's: Debian's gdb is built
+	// for x86-64 only, gdb-multiarch reads AArch64 images as AArch64.
+	gdbName := "gdb"
+	if demoArch.Machine == elf.EM_AARCH64 {
+		gdbName = "gdb-multiarch"
+	}
+	gdb := tooltest.Require(t, gdbName)
 	for _, file := range []string{"demo.scm", "scopes.scm"} {
 		t.Run(file, func(t *testing.T) {
 			m, path, im := linkExample(t, file, elfimage.LinkOptions{})
@@ -172,12 +205,12 @@ func TestRuntimeAgreesWithGDB(t *testing.T) {
 					continue
 				}
 				for off := 0; off < len(p.Code); {
-					inst, err := x86asm.Decode(p.Code[off:], 64)
+					n, err := instLen(m.Arch, p.Code[off:])
 					if err != nil {
 						t.Fatalf("%s+%#x: %v", p.Name, off, err)
 					}
 					addrs = append(addrs, start[p.Name]+uint64(off))
-					off += inst.Len
+					off += n
 				}
 			}
 			var cmds strings.Builder
@@ -190,13 +223,13 @@ func TestRuntimeAgreesWithGDB(t *testing.T) {
 			}
 			out, err := exec.Command(gdb, "-q", "-nx", "-batch", "-x", script, path).CombinedOutput()
 			if err != nil {
-				t.Fatalf("gdb: %v\n%s", err, out)
+				t.Fatalf("%s: %v\n%s", gdbName, err, out)
 			}
 			symRE := regexp.MustCompile(`^(\S+)(?: \+ \d+)? in section \.text`)
 			lineRE := regexp.MustCompile(`^Line (\d+) of "([^"]+)"`)
 			blocks := strings.Split(string(out), "@")[1:]
 			if len(blocks) != len(addrs) {
-				t.Fatalf("gdb answered for %d addresses, asked %d", len(blocks), len(addrs))
+				t.Fatalf("%s answered for %d addresses, asked %d", gdbName, len(blocks), len(addrs))
 			}
 			for i, b := range blocks {
 				lines := strings.Split(b, "\n")
@@ -219,7 +252,7 @@ func TestRuntimeAgreesWithGDB(t *testing.T) {
 					t.Fatalf("%#x: %v", addr, err)
 				}
 				if gname != p.Name || gline != fmt.Sprint(pos.Line) {
-					t.Errorf("%#x: gdb says %s line %s, runtime says %s line %d", addr, gname, gline, p.Name, pos.Line)
+					t.Errorf("%#x: %s says %s line %s, runtime says %s line %d", addr, gdbName, gname, gline, p.Name, pos.Line)
 				}
 			}
 			if len(addrs) < 200 {

@@ -477,7 +477,7 @@ func TestStripTools(t *testing.T) {
 	})
 	t.Run("objcopy", func(t *testing.T) {
 		linked := filepath.Join(t.TempDir(), "linked.elf")
-		cmd := exec.Command(tooltest.Require(t, "objcopy"), "--add-gnu-debuglink=demo.debug", full, linked)
+		cmd := exec.Command(tooltest.Binutils(t, demoArch.Machine, "objcopy"), "--add-gnu-debuglink=demo.debug", full, linked)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("objcopy: %v\n%s", err, out)
@@ -551,16 +551,18 @@ func TestStripTools(t *testing.T) {
 
 // foreignStrips are other people's strip tools as a user runs them on an
 // image: the command (IN and OUT replaced by the paths) and the debug file
-// it writes (OUT.debug), if any.
+// it writes (OUT.debug), if any. GNU binutils' tools are those of the
+// image's machine (tooltest.Binutils); eu-strip reads every machine.
 var foreignStrips = []struct {
-	name  string
-	tool  string
-	args  []string
-	debug bool // writes OUT.debug (and a .gnu_debuglink naming it)
+	name     string
+	tool     string
+	binutils bool // a GNU binutils tool: the build for the image's machine
+	args     []string
+	debug    bool // writes OUT.debug (and a .gnu_debuglink naming it)
 }{
-	{"objcopy--strip-debug", "objcopy", []string{"--strip-debug", "IN", "OUT"}, false},
-	{"strip", "strip", []string{"-o", "OUT", "IN"}, false},
-	{"eu-strip-f", "eu-strip", []string{"-f", "OUT.debug", "-o", "OUT", "IN"}, true},
+	{"objcopy--strip-debug", "objcopy", true, []string{"--strip-debug", "IN", "OUT"}, false},
+	{"strip", "strip", true, []string{"-o", "OUT", "IN"}, false},
+	{"eu-strip-f", "eu-strip", false, []string{"-f", "OUT.debug", "-o", "OUT", "IN"}, true},
 }
 
 // TestForeignStrip runs objcopy --strip-debug, strip and eu-strip -f on
@@ -584,12 +586,17 @@ func TestForeignStrip(t *testing.T) {
 	debugDir := t.TempDir()
 	byID := debugfile.BuildIDPath(debugDir, full.BuildID())
 	os.MkdirAll(filepath.Dir(byID), 0o755)
-	if out, err := exec.Command(tooltest.Require(t, "objcopy"), "--only-keep-debug", fullPath, byID).CombinedOutput(); err != nil {
+	if out, err := exec.Command(tooltest.Binutils(t, demoArch.Machine, "objcopy"), "--only-keep-debug", fullPath, byID).CombinedOutput(); err != nil {
 		t.Fatalf("objcopy --only-keep-debug: %v\n%s", err, out)
 	}
 	for _, c := range foreignStrips {
 		t.Run(c.name, func(t *testing.T) {
-			tool := tooltest.Require(t, c.tool)
+			var tool string
+			if c.binutils {
+				tool = tooltest.Binutils(t, demoArch.Machine, c.tool)
+			} else {
+				tool = tooltest.Require(t, c.tool)
+			}
 			out := filepath.Join(t.TempDir(), "demo.elf")
 			var args []string
 			for _, a := range c.args {
@@ -726,7 +733,7 @@ func TestRebaseVersion1(t *testing.T) {
 	// version 1 is refused.
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "v1.elf"), old, 0o644)
-	if out, err := exec.Command(tooltest.Require(t, "objcopy"), "--strip-debug", filepath.Join(dir, "v1.elf"), filepath.Join(dir, "v1s.elf")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(tooltest.Binutils(t, demoArch.Machine, "objcopy"), "--strip-debug", filepath.Join(dir, "v1.elf"), filepath.Join(dir, "v1s.elf")).CombinedOutput(); err != nil {
 		t.Fatalf("objcopy: %v\n%s", err, out)
 	}
 	_, err = elfimage.Rebase(mustRead(t, filepath.Join(dir, "v1s.elf")), rebaseBase)

@@ -21,7 +21,9 @@ func TestPrintBacktraceTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := elfimage.Load("typedemo.elf", b, nil)
+	// typedemo is x86-64 code, only read here: loaded as x86-64 on any
+	// machine, its capture's registers x86-64's.
+	im, err := elfimage.Load("typedemo.elf", b, &elfimage.LoadOptions{Arch: arch.X86_64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestPrintBacktraceTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	const vm, stack = 0x7f0000100000, 0x7ffc00001000
-	c := &scheme.Capture{StackAddr: stack, Stack: make([]byte, 64)}
+	c := &scheme.Capture{Arch: arch.X86_64, StackAddr: stack, Stack: make([]byte, 64)}
 	binary.LittleEndian.PutUint64(c.Stack[8:], 0x1234) // the return address, in the host
 	c.Regs[arch.X86_64_RA] = uint64(im.Base()) + p.Start + typedemo.BodyStart + 1
 	c.Regs[arch.X86_64_RSP], c.Regs[arch.X86_64_RBP] = stack, stack

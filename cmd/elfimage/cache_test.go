@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/ccache"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
@@ -301,14 +303,16 @@ func TestRunCacheRejects(t *testing.T) {
 	}
 }
 
-// cliCommand is the CLI (this test binary, see perfAsCLI) with args.
+// cliCommand is the CLI (this test binary, see perfAsCLI) with args, run
+// by qemu-aarch64 when the test binary runs under qemu-user
+// (qemutest.Command).
 func cliCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := qemutest.Command(context.Background(), t, exe, args...)
 	cmd.Env = append(os.Environ(), perfAsCLI+"=1")
 	return cmd
 }
@@ -366,7 +370,7 @@ func TestRunCacheUnwritable(t *testing.T) {
 			for _, d := range []string{xdg, cache, tmp} {
 				os.Chown(d, nobody, nobody)
 			}
-			cmd = exec.Command(cli, "run", src)
+			cmd = qemutest.Command(context.Background(), t, cli, "run", src)
 			cmd.Env = append(os.Environ(), perfAsCLI+"=1")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		} else {
@@ -530,6 +534,10 @@ func TestRunSignalCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	qemu := ""
+	if qemutest.Emulated() != "" {
+		qemu = tooltest.Require(t, "qemu-aarch64")
+	}
 	src := filepath.Join(t.TempDir(), "spin.scm")
 	writeSource(t, src, nativeSpin)
 	for _, c := range []struct {
@@ -544,12 +552,15 @@ func TestRunSignalCleanup(t *testing.T) {
 		// Wait for the image to exist, then for the program to be in its
 		// loop (its CPU time grows), then signal it. set -m: the job
 		// gets SIGINT (a script's background jobs ignore it otherwise).
-		script := `set -m; "$CLI" run $ARGS "$SRC" & pid=$!
+		// Under qemu-user (qemutest.Emulated) $QEMU is qemu-aarch64:
+		// the signal goes to qemu, which delivers it to the program and
+		// dies of it as the program does.
+		script := `set -m; $QEMU "$CLI" run $ARGS "$SRC" & pid=$!
 until ls "$TMPDIR"/elfimage-spin-*/spin.elf >/dev/null 2>&1; do sleep 0.02; done
 t0=$(cut -d' ' -f14 /proc/$pid/stat); until [ "$(cut -d' ' -f14 /proc/$pid/stat)" -gt "$t0" ]; do sleep 0.02; done
 kill -` + c.sig + ` $pid; wait $pid; echo "status $?"`
 		cmd := exec.Command(bash, "-c", script)
-		cmd.Env = append(os.Environ(), perfAsCLI+"=1", "CLI="+exe, "SRC="+src, "ARGS="+c.args, "TMPDIR="+tmp)
+		cmd.Env = append(os.Environ(), perfAsCLI+"=1", "CLI="+exe, "SRC="+src, "ARGS="+c.args, "TMPDIR="+tmp, "QEMU="+qemu)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.HasSuffix(string(out), "status "+c.status+"\n") {
 			t.Errorf("SIG%s %s: %v, output %q; want status %s", c.sig, c.args, err, out, c.status)

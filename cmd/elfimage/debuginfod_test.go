@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -127,6 +129,19 @@ func (s *debuginfodServer) waitIndexed(t *testing.T, ids ...string) {
 	}
 }
 
+// emulatedCLI returns the program and arguments that run the CLI cli with
+// args: cli itself, or, when the test binary runs under qemu-user
+// (qemutest.Emulated: the CLI is an arm64 program the kernel cannot
+// execute), qemu-aarch64 with cli first, for commands that take a program
+// and its arguments (nsenter).
+func emulatedCLI(t *testing.T, cli string, args ...string) (string, []string) {
+	t.Helper()
+	if qemutest.Emulated() != "" {
+		return tooltest.Require(t, "qemu-aarch64"), append([]string{cli}, args...)
+	}
+	return cli, args
+}
+
 // splitFile writes objcopy --only-keep-debug of file to debugDir/BASE.debug
 // and the file stripped of its debug sections, with a .gnu_debuglink to
 // it, to binDir/BASE (where the debug file is not), and returns the
@@ -139,7 +154,13 @@ func splitFile(t *testing.T, file, debugDir, binDir string) (stripped, id string
 // splitDebug is splitFile that also returns the debug file.
 func splitDebug(t *testing.T, file, debugDir, binDir string) (string, string, string) {
 	t.Helper()
-	objcopy := tooltest.Require(t, "objcopy")
+	ef, err := elf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := ef.Machine
+	ef.Close()
+	objcopy := tooltest.Binutils(t, machine, "objcopy") // the image is the running architecture's
 	base := filepath.Base(file)
 	debug := filepath.Join(debugDir, strings.TrimSuffix(base, ".elf")+".debug")
 	stripped := filepath.Join(binDir, base)
@@ -216,18 +237,19 @@ func TestDebuginfod(t *testing.T) {
 			{cprog, cStripped, cID, funcAddrs(t, cprog)},
 			{img, imgStripped, imgID, rowAddrs(t, img)},
 		} {
-			want, err := exec.Command(fix.cli, append([]string{"symbolize", "-e", c.full}, c.addrs...)...).Output()
+			want, err := qemutest.Command(context.Background(), t, fix.cli, append([]string{"symbolize", "-e", c.full}, c.addrs...)...).Output()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if strings.Count(string(want), "??") > len(c.addrs)/2 {
 				t.Fatalf("the unstripped file's answers are mostly ??:\n%s", want)
 			}
-			alone, _ := exec.Command(fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...).Output()
+			alone, _ := qemutest.Command(context.Background(), t, fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...).Output()
 			if bytes.Equal(alone, want) {
 				t.Fatalf("%s answers as the unstripped file without the server", c.stripped)
 			}
-			cmd, cache := s.command(t, fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...)
+			cli, args := emulatedCLI(t, fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...)
+			cmd, cache := s.command(t, cli, args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			got, err := cmd.Output()
@@ -244,6 +266,7 @@ func TestDebuginfod(t *testing.T) {
 	})
 
 	t.Run("stack", func(t *testing.T) {
+		skipStacks(t)
 		run := exec.Command(cStripped, "spin")
 		tooltest.StartReady(t, run)
 		cmd, _ := s.command(t, fix.cli, "stack", "-debug-dir", t.TempDir(), fmt.Sprint(run.Process.Pid))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/internal/typedemo"
 )
 
@@ -19,7 +20,9 @@ func TestDescribeTypes(t *testing.T) {
 	if err := elfimage.WriteFile(img, typedemo.Module(), elfimage.LinkOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	im, err := elfimage.Open(img, nil)
+	// typedemo is x86-64 code, only read (describe opens a file as its
+	// e_machine says): opened as x86-64 on any machine.
+	im, err := elfimage.Open(img, &elfimage.LoadOptions{Arch: arch.X86_64})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -95,6 +97,9 @@ var (
 
 func setupGDB(t *testing.T) *gdbFixture {
 	t.Helper()
+	if why := qemutest.Emulated(); why != "" {
+		t.Skipf("%s: gdb runs the CLI natively (ptrace), which qemu-user does not emulate; the AArch64 session is TestGDBMultiarchSchemeAArch64, gdb-multiarch against qemu-aarch64 -g", why)
+	}
 	gdb := tooltest.Require(t, "gdb")
 	f := *setupCLI(t)
 	f.gdb = gdb
@@ -122,7 +127,7 @@ func setupCLI(t *testing.T) *gdbFixture {
 			gdbErr = err
 			return
 		}
-		build := exec.Command(f.cli, "build", "-o", "prog.elf", "prog.scm")
+		build := qemutest.Command(context.Background(), t, f.cli, "build", "-o", "prog.elf", "prog.scm")
 		build.Dir = dir
 		if out, err := build.CombinedOutput(); err != nil {
 			gdbErr = fmt.Errorf("elfimage build: %v\n%s", err, out)

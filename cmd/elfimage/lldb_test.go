@@ -9,6 +9,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -73,6 +74,9 @@ func lldbSession(t *testing.T, f *gdbFixture, lldb string, mode gdbMode, cmds []
 // the runtime's frames (named frames of the image without file:line), not
 // their names, which belong to the Scheme runtime.
 func TestLLDB(t *testing.T) {
+	if why := qemutest.Emulated(); why != "" {
+		t.Skipf("%s: lldb runs the CLI natively (ptrace), which qemu-user does not emulate; the AArch64 session is TestLLDBSchemeAArch64, lldb against qemu-aarch64 -g", why)
+	}
 	lldb := tooltest.Require(t, lldbtest.Names...)
 	f := setupCLI(t)
 	fibLine, callLine, recLine := gdbLine(t, "(if (< n 2)"), gdbLine(t, "(display (fib 10))"), gdbLine(t, "(+ (fib (- n 1))")

@@ -163,6 +163,7 @@ func TestREADMEObjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("links with three linkers and runs gdb; skipped with -short")
 	}
+	skipRecipesEmulated(t)
 	cmds := readmeSection(t, "Ahead-of-time objects for the system linker")
 	dir := t.TempDir()
 	root, err := filepath.Abs("../..")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf/line"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/jit/jitdump"
 )
@@ -81,9 +82,14 @@ type perfFixture struct {
 // setupPerf builds the CLI and perfProg's image in a test directory, reads
 // the image's procedures and line table, and checks that perf can record
 // here: when perf_event_open is refused it skips the test, or fails it
-// when CI is set.
+// when CI is set. Under qemu-user (qemutest.Emulated) it skips the test:
+// perf records the arm64 CLI natively (perf_event_open on a program the
+// kernel cannot execute), and qemu emulates no perf events for it.
 func setupPerf(t *testing.T) *perfFixture {
 	t.Helper()
+	if why := qemutest.Emulated(); why != "" {
+		t.Skipf("%s: perf runs the CLI natively (perf_event_open), which qemu-user does not emulate", why)
+	}
 	perf := tooltest.Require(t, "perf")
 	cli, err := os.Executable()
 	if err != nil {

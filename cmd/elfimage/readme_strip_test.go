@@ -30,6 +30,7 @@ func TestREADMEStripRecipes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gdb on a fresh build of the CLI; skipped with -short")
 	}
+	skipRecipesEmulated(t)
 	cmds := readmeSection(t, "Stripped images and debug files")
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {

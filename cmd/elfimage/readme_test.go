@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elfimage/elfimage/internal/lldbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -69,6 +70,7 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gdb and lldb-19 on a fresh build of the CLI; skipped with -short")
 	}
+	skipRecipesEmulated(t)
 	cmds := readmeSection(t, "Debuggers and profilers")
 	dir := t.TempDir()
 	root, err := filepath.Abs("../..")
@@ -135,6 +137,19 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 	}
 	if ngdb < 1 || nlldb < 2 || nstack < 2 {
 		t.Errorf("README recipes: %d gdb, %d lldb-19 and %d stack commands, want at least 1, 2 (run -jit -gdb and run -gdb FILE) and 2 (PID, --core):\n%q", ngdb, nlldb, nstack, cmds)
+	}
+}
+
+// skipRecipesEmulated skips t, a test of README commands that run
+// programs under gdb (and lldb-19 or perf), when the test binary runs
+// under qemu-user (qemutest.Emulated): the commands are the host's, and
+// go run and go build in them build the CLI for the test's GOARCH
+// (arm64), which the host's debuggers cannot run (ptrace of a program the
+// kernel cannot execute). The native test run runs them.
+func skipRecipesEmulated(t *testing.T) {
+	t.Helper()
+	if why := qemutest.Emulated(); why != "" {
+		t.Skipf("%s: the README's commands run the CLI built for arm64 under the host's gdb (ptrace), which qemu-user does not emulate", why)
 	}
 }
 

@@ -80,6 +80,7 @@ func unpublishedSpinRE(perfMap string) *regexp.Regexp {
 // frames and the core's facts; bad invocations and bad cores fail with a
 // clear message.
 func TestStackCore(t *testing.T) {
+	skipStacks(t)
 	f := setupGDB(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "spin.scm"), []byte(spinProg), 0o644); err != nil {
@@ -253,6 +254,7 @@ func gcoreOf(t *testing.T, gdb, dir string, pid int) string {
 // and from the file --perf-map names after it is gone (without either
 // they are ?? but the walk is the same).
 func TestStackCoreUnpublished(t *testing.T) {
+	skipStacks(t)
 	f := setupGDB(t)
 	pid, perfMap, dir := startUnpublished(t, f)
 	if text := stackUntil(t, unpublishedSpinRE(perfMap), pid); !unpublishedSpinRE(perfMap).MatchString(text) {
