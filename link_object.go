@@ -16,32 +16,49 @@ import (
 // program or shared library, and returns its bytes. Where [Link] lays out
 // an image the runtime loads itself, LinkObject leaves every address to
 // the system linker, which also writes .eh_frame_hdr (gcc passes
-// --eh-frame-hdr) and the build ID (--build-id):
+// --eh-frame-hdr) and the build ID (--build-id). For an x86-64 module
+// (EM_X86_64) it writes the x86-64 psABI's relocations (section 4.4.1),
+// for an AArch64 one (EM_AARCH64) those of "ELF for the Arm 64-bit
+// Architecture" (AAELF64 §5.7):
 //
 //   - .text (SHF_ALLOC|SHF_EXECINSTR) with the procedures at their
-//     alignment, .rodata and .data as in Link; each holds its relocations
-//     in .rela.text, .rela.rodata, .rela.data (x86-64 psABI section 4.4:
-//     R_X86_64_PLT32 for a PC32 relocation to a global procedure or an
-//     extern, R_X86_64_PC32 against the section symbol otherwise,
-//     R_X86_64_64 for Abs64);
-//   - .eh_frame (SHT_X86_64_UNWIND) with a "zR" CIE and one FDE per
-//     procedure whose pc_begin (DW_EH_PE_pcrel|DW_EH_PE_sdata4) is an
-//     R_X86_64_PC32 against .text, without a terminator (LSB 5.0 section
-//     10.6.1; the linker ends the merged section);
-//   - the DWARF sections Link writes, with R_X86_64_64 against .text for
-//     every address (DW_FORM_addr, DW_LNE_set_address, .debug_aranges
-//     tuples, absolute list entries) and R_X86_64_32 (R_X86_64_64 in the
-//     64-bit format) against the target section's STT_SECTION symbol for
-//     every section offset (DW_FORM_strp, DW_FORM_line_strp in the line
-//     header, DW_AT_stmt_list and other DW_FORM_sec_offset values, the
-//     units' debug_abbrev_offset and .debug_aranges' debug_info_offset), so
-//     the linker may merge the SHF_MERGE string sections;
+//     alignment (gaps filled as in Link: int3, or 0, udf #0, on AArch64),
+//     .rodata and .data as in Link; each holds its relocations in
+//     .rela.text, .rela.rodata, .rela.data. On x86-64: R_X86_64_PLT32 for
+//     a PC32 relocation to a global procedure or an extern,
+//     R_X86_64_PC32 against the section symbol otherwise, R_X86_64_64 for
+//     Abs64. On AArch64: RelocAArch64Call26 and Jump26 become
+//     R_AARCH64_CALL26 and JUMP26 against a global procedure's or an
+//     extern's symbol (the linker adds a PLT entry or a range-extending
+//     veneer as needed), or against .text plus the target's offset for an
+//     Internal one; RelocAArch64AdrPage21, AddLo12 and Adr21 become
+//     R_AARCH64_ADR_PREL_PG_HI21, ADD_ABS_LO12_NC and ADR_PREL_LO21, PC32
+//     R_AARCH64_PREL32 and Abs64 R_AARCH64_ABS64, each against the target
+//     section's symbol plus the target's offset (an extern's own symbol);
+//     the instruction keeps its opcode and register bits, its relocated
+//     field is 0;
+//   - .eh_frame (SHT_X86_64_UNWIND on x86-64, SHT_PROGBITS on AArch64)
+//     with a "zR" CIE and one FDE per procedure whose pc_begin
+//     (DW_EH_PE_pcrel|DW_EH_PE_sdata4) is an R_X86_64_PC32 or
+//     R_AARCH64_PREL32 against .text, without a terminator (LSB 5.0
+//     section 10.6.1; the linker ends the merged section);
+//   - the DWARF sections Link writes, with R_X86_64_64 (R_AARCH64_ABS64)
+//     against .text for every address (DW_FORM_addr, DW_LNE_set_address,
+//     .debug_aranges tuples, absolute list entries) and R_X86_64_32
+//     (R_AARCH64_ABS32; the 64-bit types in the 64-bit format) against the
+//     target section's STT_SECTION symbol for every section offset
+//     (DW_FORM_strp, DW_FORM_line_strp in the line header, DW_AT_stmt_list
+//     and other DW_FORM_sec_offset values, the units' debug_abbrev_offset
+//     and .debug_aranges' debug_info_offset), so the linker may merge the
+//     SHF_MERGE string sections;
 //   - an empty .note.GNU-stack (a non-executable stack);
 //   - .symtab: the null symbol, STT_FILE (Module.File's base name), an
-//     STT_SECTION symbol per section, the Internal procedures and the data
-//     (STB_LOCAL), then (sh_info) the other procedures as STB_GLOBAL
-//     STT_FUNC under their LinkName or Name, then Module.Externs as
-//     undefined STB_GLOBAL symbols.
+//     STT_SECTION symbol per section, on AArch64 the AAELF64 mapping
+//     symbols ($x at the start of .text, $d at those of .rodata and
+//     .data), the Internal procedures and the data (STB_LOCAL), then
+//     (sh_info) the other procedures as STB_GLOBAL STT_FUNC under their
+//     LinkName or Name, then Module.Externs as undefined STB_GLOBAL
+//     symbols.
 //
 // Every relocation section is SHT_RELA with SHF_INFO_LINK, sh_link the
 // symbol table and sh_info its target; every field a relocation covers
@@ -50,15 +67,23 @@ import (
 // .elfimage.procs table and no .elfimage.rebase: a linked program is read
 // by the system's tools, not by [Load].
 //
-// The code must follow the System V calling convention where foreign code
-// calls it; LinkObject does not check that. As in Link, an Abs64
-// relocation is allowed only in Module.Data (in .text or .rodata it would
-// make a position-independent program need text relocations). Options: DWARF as for Link;
-// DebugFrame, DebugFile and DropProcTable are refused. Errors are those
-// of Link (a *LinkError), and one for a relocation to a symbol neither in
-// the module nor in Externs, and for an architecture other than x86-64
-// (the only one whose relocation types are written). Cost: linear in the
-// size of the output.
+// The code must follow the platform's calling convention (System V
+// AMD64, AAPCS64) where foreign code calls it; LinkObject does not check
+// that. As in Link, an Abs64 relocation is allowed only in Module.Data
+// (in .text or .rodata it would make a position-independent program need
+// text relocations). Options: DWARF as for Link; DebugFrame, DebugFile
+// and DropProcTable are refused. Errors are *LinkError values: those of
+// Link, except that the distance of an AArch64 branch is the system
+// linker's to check (a CALL26 or JUMP26 beyond ±128 MiB gets a veneer or
+// a link error there); one naming the procedure or datum and the offset
+// for a relocation to a symbol neither in the module nor in Externs, an
+// AArch64 instruction relocation outside Proc.Relocs, not 4-byte aligned,
+// past the code or in a module of another architecture, and an AArch64
+// branch whose distance cannot be a multiple of 4 (to a procedure of the
+// module, or an addend to an extern that is not); and one for an
+// architecture other than x86-64 and AArch64 (Object "module", "LinkObject
+// writes x86-64 and AArch64 relocations; the module is for NAME"). Cost:
+// linear in the size of the output.
 func LinkObject(m *Module, opts LinkOptions) ([]byte, error) {
 	switch {
 	case opts.DebugFile != "":
