@@ -100,7 +100,7 @@ func TestObjectLinkersAArch64(t *testing.T) {
 	for _, want := range []string{
 		"Machine:                           AArch64", "Type:                              REL (Relocatable file)",
 		"R_AARCH64_CALL26       0000000000000000 fib + 0", "R_AARCH64_JUMP26       0000000000000000 fib + 0",
-"R_AARCH64_CALL26       0000000000000000 .text + ",
+		"R_AARCH64_CALL26       0000000000000000 .text + ",
 		"R_AARCH64_ADR_PREL_PG_HI21 0000000000000000 .data + ", "R_AARCH64_ADD_ABS_LO12_NC 0000000000000000 .data + ",
 		"Relocation section '.rela.data'", "R_AARCH64_ABS64        0000000000000000 .rodata + ",
 		"Relocation section '.rela.eh_frame'", "R_AARCH64_PREL32       0000000000000000 .text + 0",
