@@ -147,6 +147,26 @@ func TestObjectLinkersAArch64(t *testing.T) {
 			if hdr := tool(t, readelf, "-W", "-l", exe); !strings.Contains(hdr, "GNU_EH_FRAME") {
 				t.Errorf("no PT_GNU_EH_FRAME: the linker built no .eh_frame_hdr:\n%s", hdr)
 			}
+			// addr2line and symbolize name fib at its first line, and the
+			// return address of its first recursive call at line 4 (the
+			// $x mapping symbols the linker keeps do not hide fib).
+			at, err := strconv.ParseUint(fib, 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr2line := tooltest.Require(t, "aarch64-linux-gnu-addr2line")
+			for _, c := range []struct {
+				addr uint64
+				line string
+			}{{at, ":1\n"}, {at + 0x64, ":4\n"}} {
+				if out := tool(t, addr2line, "-f", "-e", exe, fmt.Sprintf("%x", c.addr)); !strings.HasPrefix(out, "fib\n/") || !strings.HasSuffix(out, "examples/cobj/fib.scm"+c.line) {
+					t.Errorf("addr2line -f %#x: %q, want fib at fib.scm%s", c.addr, out, c.line)
+				}
+				code, got, stderr := runCLI(t, "symbolize", "-e", exe, "-f", fmt.Sprintf("%#x", c.addr))
+				if code != 0 || !strings.HasPrefix(got, "fib\n") || !strings.HasSuffix(got, "fib.scm"+c.line) {
+					t.Errorf("symbolize -f %#x: exit %d, %q %s; want fib at fib.scm%s", c.addr, code, got, stderr, c.line)
+				}
+			}
 		})
 	}
 }
