@@ -380,3 +380,51 @@ func TestBuildObjectArch(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectProgramsAArch64: the test programs of lang/scheme (the demo,
+// the kernels, scopes, errors), each built with build -c for x86-64 and
+// for AArch64 and linked with a C main that calls scheme_main, print the
+// same standard output and error and end the same way (exit 0, or
+// SIGABRT after a Scheme error), the x86-64 program run here, the
+// AArch64 one under qemu-aarch64.
+func TestObjectProgramsAArch64(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main.c")
+	if err := os.WriteFile(main, []byte("#include <stdint.h>\nint64_t scheme_main(void);\nint main(void) { scheme_main(); return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"demo", "kernels", "scopes", "errors"} {
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join("../../lang/scheme/testdata", name+".scm")
+			x86 := filepath.Join(dir, name+"-x86-64.o")
+			if code, _, stderr := runCLI(t, "build", "-c", "-arch", "x86-64", "-o", x86, src); code != 0 {
+				t.Fatalf("build -c -arch x86-64: exit %d: %s", code, stderr)
+			}
+			a64 := buildObjectAArch64(t, dir, src, name+"-aarch64.o")
+			x86Exe, a64Exe := filepath.Join(dir, name+"-x86-64"), filepath.Join(dir, name+"-aarch64")
+			tool(t, gcc, "-o", x86Exe, main, x86)
+			crossLink(t, dir, "bfd", a64Exe, main, a64)
+			cmd := exec.Command(x86Exe)
+			var wantOut, wantErr strings.Builder
+			cmd.Stdout, cmd.Stderr = &wantOut, &wantErr
+			wantRun := cmd.Run()
+			gotOut, gotErr, gotRun := runAArch64(t, a64Exe)
+			// qemu-aarch64 reports a fatal signal on a line of its own.
+			gotErr = regexp.MustCompile(`(?m)^qemu: uncaught target signal.*\n?`).ReplaceAllString(gotErr, "")
+			status := func(err error) string {
+				if ee, ok := err.(*exec.ExitError); ok {
+					return ee.ProcessState.String()
+				}
+				return fmt.Sprint(err)
+			}
+			if gotOut != wantOut.String() || gotErr != wantErr.String() || status(gotRun) != status(wantRun) {
+				t.Errorf("AArch64: %s, stdout %q, stderr %q\nx86-64: %s, stdout %q, stderr %q",
+					status(gotRun), gotOut, gotErr, status(wantRun), wantOut.String(), wantErr.String())
+			}
+			if wantOut.Len() == 0 && wantErr.Len() == 0 {
+				t.Errorf("%s prints nothing", name)
+			}
+		})
+	}
+}
