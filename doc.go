@@ -20,10 +20,12 @@
 // ld, gold and lld link it with C or C++ code, and resolve its .text,
 // .eh_frame and DWARF relocations, so gdb, perf, addr2line, libgcc's
 // unwinder (C++ exceptions, glibc's backtrace) see the generated code as
-// they see C. Its global procedures are called with the System V calling
-// convention under [Proc].LinkName (a C identifier, DW_AT_linkage_name)
-// or their Name; [Module].Externs names the C functions the code calls
-// (undefined symbols, R_X86_64_PLT32). Such a program is not loaded by
+// they see C. Objects are x86-64 or AArch64, as the Module is. Its
+// global procedures are called with the platform's calling convention
+// (System V AMD64, AAPCS64) under [Proc].LinkName (a C identifier,
+// DW_AT_linkage_name) or their Name; [Module].Externs names the C
+// functions the code calls (undefined symbols, R_X86_64_PLT32 or
+// R_AARCH64_CALL26). Such a program is not loaded by
 // [Open]: the code must not depend on a host runtime.
 //
 // [Open] maps an image file with one mmap(PROT_READ), reads its headers

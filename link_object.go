@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/elfobj"
 )
 
@@ -15,32 +16,49 @@ import (
 // program or shared library, and returns its bytes. Where [Link] lays out
 // an image the runtime loads itself, LinkObject leaves every address to
 // the system linker, which also writes .eh_frame_hdr (gcc passes
-// --eh-frame-hdr) and the build ID (--build-id):
+// --eh-frame-hdr) and the build ID (--build-id). For an x86-64 module
+// (EM_X86_64) it writes the x86-64 psABI's relocations (section 4.4.1),
+// for an AArch64 one (EM_AARCH64) those of "ELF for the Arm 64-bit
+// Architecture" (AAELF64 §5.7):
 //
 //   - .text (SHF_ALLOC|SHF_EXECINSTR) with the procedures at their
-//     alignment, .rodata and .data as in Link; each holds its relocations
-//     in .rela.text, .rela.rodata, .rela.data (x86-64 psABI section 4.4:
-//     R_X86_64_PLT32 for a PC32 relocation to a global procedure or an
-//     extern, R_X86_64_PC32 against the section symbol otherwise,
-//     R_X86_64_64 for Abs64);
-//   - .eh_frame (SHT_X86_64_UNWIND) with a "zR" CIE and one FDE per
-//     procedure whose pc_begin (DW_EH_PE_pcrel|DW_EH_PE_sdata4) is an
-//     R_X86_64_PC32 against .text, without a terminator (LSB 5.0 section
-//     10.6.1; the linker ends the merged section);
-//   - the DWARF sections Link writes, with R_X86_64_64 against .text for
-//     every address (DW_FORM_addr, DW_LNE_set_address, .debug_aranges
-//     tuples, absolute list entries) and R_X86_64_32 (R_X86_64_64 in the
-//     64-bit format) against the target section's STT_SECTION symbol for
-//     every section offset (DW_FORM_strp, DW_FORM_line_strp in the line
-//     header, DW_AT_stmt_list and other DW_FORM_sec_offset values, the
-//     units' debug_abbrev_offset and .debug_aranges' debug_info_offset), so
-//     the linker may merge the SHF_MERGE string sections;
+//     alignment (gaps filled as in Link: int3, or 0, udf #0, on AArch64),
+//     .rodata and .data as in Link; each holds its relocations in
+//     .rela.text, .rela.rodata, .rela.data. On x86-64: R_X86_64_PLT32 for
+//     a PC32 relocation to a global procedure or an extern,
+//     R_X86_64_PC32 against the section symbol otherwise, R_X86_64_64 for
+//     Abs64. On AArch64: RelocAArch64Call26 and Jump26 become
+//     R_AARCH64_CALL26 and JUMP26 against a global procedure's or an
+//     extern's symbol (the linker adds a PLT entry or a range-extending
+//     veneer as needed), or against .text plus the target's offset for an
+//     Internal one; RelocAArch64AdrPage21, AddLo12 and Adr21 become
+//     R_AARCH64_ADR_PREL_PG_HI21, ADD_ABS_LO12_NC and ADR_PREL_LO21, PC32
+//     R_AARCH64_PREL32 and Abs64 R_AARCH64_ABS64, each against the target
+//     section's symbol plus the target's offset (an extern's own symbol);
+//     the instruction keeps its opcode and register bits, its relocated
+//     field is 0;
+//   - .eh_frame (SHT_X86_64_UNWIND on x86-64, SHT_PROGBITS on AArch64)
+//     with a "zR" CIE and one FDE per procedure whose pc_begin
+//     (DW_EH_PE_pcrel|DW_EH_PE_sdata4) is an R_X86_64_PC32 or
+//     R_AARCH64_PREL32 against .text, without a terminator (LSB 5.0
+//     section 10.6.1; the linker ends the merged section);
+//   - the DWARF sections Link writes, with R_X86_64_64 (R_AARCH64_ABS64)
+//     against .text for every address (DW_FORM_addr, DW_LNE_set_address,
+//     .debug_aranges tuples, absolute list entries) and R_X86_64_32
+//     (R_AARCH64_ABS32; the 64-bit types in the 64-bit format) against the
+//     target section's STT_SECTION symbol for every section offset
+//     (DW_FORM_strp, DW_FORM_line_strp in the line header, DW_AT_stmt_list
+//     and other DW_FORM_sec_offset values, the units' debug_abbrev_offset
+//     and .debug_aranges' debug_info_offset), so the linker may merge the
+//     SHF_MERGE string sections;
 //   - an empty .note.GNU-stack (a non-executable stack);
 //   - .symtab: the null symbol, STT_FILE (Module.File's base name), an
-//     STT_SECTION symbol per section, the Internal procedures and the data
-//     (STB_LOCAL), then (sh_info) the other procedures as STB_GLOBAL
-//     STT_FUNC under their LinkName or Name, then Module.Externs as
-//     undefined STB_GLOBAL symbols.
+//     STT_SECTION symbol per section, on AArch64 the AAELF64 mapping
+//     symbols ($x at the start of .text, $d at those of .rodata and
+//     .data), the Internal procedures and the data (STB_LOCAL), then
+//     (sh_info) the other procedures as STB_GLOBAL STT_FUNC under their
+//     LinkName or Name, then Module.Externs as undefined STB_GLOBAL
+//     symbols.
 //
 // Every relocation section is SHT_RELA with SHF_INFO_LINK, sh_link the
 // symbol table and sh_info its target; every field a relocation covers
@@ -49,15 +67,23 @@ import (
 // .elfimage.procs table and no .elfimage.rebase: a linked program is read
 // by the system's tools, not by [Load].
 //
-// The code must follow the System V calling convention where foreign code
-// calls it; LinkObject does not check that. As in Link, an Abs64
-// relocation is allowed only in Module.Data (in .text or .rodata it would
-// make a position-independent program need text relocations). Options: DWARF as for Link;
-// DebugFrame, DebugFile and DropProcTable are refused. Errors are those
-// of Link (a *LinkError), and one for a relocation to a symbol neither in
-// the module nor in Externs, and for an architecture other than x86-64
-// (the only one whose relocation types are written). Cost: linear in the
-// size of the output.
+// The code must follow the platform's calling convention (System V
+// AMD64, AAPCS64) where foreign code calls it; LinkObject does not check
+// that. As in Link, an Abs64 relocation is allowed only in Module.Data
+// (in .text or .rodata it would make a position-independent program need
+// text relocations). Options: DWARF as for Link; DebugFrame, DebugFile
+// and DropProcTable are refused. Errors are *LinkError values: those of
+// Link, except that the distance of an AArch64 branch is the system
+// linker's to check (a CALL26 or JUMP26 beyond ±128 MiB gets a veneer or
+// a link error there); one naming the procedure or datum and the offset
+// for a relocation to a symbol neither in the module nor in Externs, an
+// AArch64 instruction relocation outside Proc.Relocs, not 4-byte aligned,
+// past the code or in a module of another architecture, and an AArch64
+// branch whose distance cannot be a multiple of 4 (to a procedure of the
+// module, or an addend to an extern that is not); and one for an
+// architecture other than x86-64 and AArch64 (Object "module", "LinkObject
+// writes x86-64 and AArch64 relocations; the module is for NAME"). Cost:
+// linear in the size of the output.
 func LinkObject(m *Module, opts LinkOptions) ([]byte, error) {
 	switch {
 	case opts.DebugFile != "":
@@ -71,9 +97,9 @@ func LinkObject(m *Module, opts LinkOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.a.Machine != elf.EM_X86_64 {
+	if l.a.Machine != elf.EM_X86_64 && l.a.Machine != elf.EM_AARCH64 {
 		l.dropCFI() // newCFI may be running: done before LinkObject returns
-		return nil, &LinkError{"module", fmt.Sprintf("LinkObject writes x86-64 relocations; the module is for %s", l.a.Name)}
+		return nil, &LinkError{"module", fmt.Sprintf("LinkObject writes x86-64 and AArch64 relocations; the module is for %s", l.a.Name)}
 	}
 	l.object = true
 	return l.linkObject()
@@ -135,8 +161,9 @@ func (l *linker) linkObject() ([]byte, error) {
 		if i+1 < len(m.Procs) {
 			next = textOffs[i+1]
 		}
+		fill := textFill(l.a) // a stray jump into padding traps
 		for j := end; j < next; j++ {
-			text.data[j] = 0xcc // a stray jump into padding traps
+			text.data[j] = fill
 		}
 	}
 	secs := []*objSection{text}
@@ -157,7 +184,11 @@ func (l *linker) linkObject() ([]byte, error) {
 		}
 		secs = append(secs, data)
 	}
-	ehFrame := add(".eh_frame", shtX86_64Unwind, elf.SHF_ALLOC, 8)
+	ehType := elf.SHT_PROGBITS
+	if l.a.Machine == elf.EM_X86_64 {
+		ehType = shtX86_64Unwind // the x86-64 psABI's type for .eh_frame
+	}
+	ehFrame := add(".eh_frame", ehType, elf.SHF_ALLOC, 8)
 	eh := make([]byte, cfi.eh.Size())
 	if err := cfi.eh.Put(eh, 0, cfi.fdes); err != nil {
 		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
@@ -195,6 +226,18 @@ func (l *linker) linkObject() ([]byte, error) {
 	for _, s := range secs {
 		s.symbol = uint32(len(syms))
 		syms = append(syms, elf.Sym64{Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_SECTION), Shndx: uint16(s.sec.Index())})
+	}
+	if l.a.Machine == elf.EM_AARCH64 {
+		// AAELF64 mapping symbols: $x where AArch64 code starts, $d
+		// where data does, for disassemblers.
+		mapping := func(name string, s *objSection) {
+			if s != nil {
+				syms = append(syms, elf.Sym64{Name: strs.AddUnique(name), Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_NOTYPE), Shndx: uint16(s.sec.Index())})
+			}
+		}
+		mapping("$x", text)
+		mapping("$d", rodata)
+		mapping("$d", data)
 	}
 	procSym := make([]uint32, len(m.Procs))
 	for i, p := range m.Procs {
@@ -237,43 +280,71 @@ func (l *linker) linkObject() ([]byte, error) {
 	}
 
 	// Relocations of the code and data.
-	rel := func(s *objSection, off uint64, sym uint32, typ elf.R_X86_64, addend int64) {
-		s.relocs = append(s.relocs, elf.Rela64{Off: off, Info: elf.R_INFO(sym, uint32(typ)), Addend: addend})
+	rel := func(s *objSection, off uint64, sym uint32, typ uint32, addend int64) {
+		s.relocs = append(s.relocs, elf.Rela64{Off: off, Info: elf.R_INFO(sym, typ), Addend: addend})
 	}
-	modelRelocs := func(obj string, s *objSection, base uint64, size int, rs []Reloc) error {
+	types := objRelocTypesFor(l.a)
+	modelRelocs := func(obj string, s *objSection, base uint64, code []byte, size int, rs []Reloc) error {
 		for _, r := range rs {
 			at := base + uint64(r.Offset)
-			n := 4
-			if r.Type == RelocAbs64 {
+			n, call := 4, false
+			switch r.Type {
+			case RelocPC32:
+				call = l.a.Machine == elf.EM_X86_64 // a call or jump: PLT32 to a global
+			case RelocAbs64:
 				n = 8
-			} else if r.Type != RelocPC32 {
+			case RelocAArch64Call26, RelocAArch64Jump26, RelocAArch64AdrPage21, RelocAArch64AddLo12, RelocAArch64Adr21:
+				call = r.Type == RelocAArch64Call26 || r.Type == RelocAArch64Jump26
+				if err := checkAArch64(l.a, obj, code, r); err != nil {
+					return err
+				}
+			default:
 				return &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown type %d", r.Offset, r.Type)}
 			}
 			if uint64(r.Offset)+uint64(n) > uint64(size) {
-				return &LinkError{obj, fmt.Sprintf("%v relocation at %#x runs past the end (%#x bytes)", r.Type, r.Offset, size)}
+				name := "PC32"
+				if n == 8 {
+					name = "Abs64"
+				}
+				return &LinkError{obj, fmt.Sprintf("%s relocation at %#x runs past the end (%#x bytes)", name, r.Offset, size)}
 			}
-			clear(s.data[at : at+uint64(n)])
+			typ := types.of(r.Type)
+			if n == 4 && r.Type != RelocPC32 {
+				// An instruction: its opcode stays, its field is 0.
+				w := binary.LittleEndian.Uint32(s.data[at:])
+				binary.LittleEndian.PutUint32(s.data[at:], clearAArch64Field(r.Type, w))
+			} else {
+				clear(s.data[at : at+uint64(n)])
+			}
+			// A branch's S + A - P is a multiple of 4 (AAELF64 §5.7.8):
+			// within .text it is known here, to an extern it is A.
+			misaligned := func(d int64) error {
+				if call && l.a.Machine == elf.EM_AARCH64 && d%4 != 0 {
+					return &LinkError{obj, fmt.Sprintf("%s relocation at %#x to %q: distance %#x is not a multiple of 4", aarch64RelocName(r.Type), r.Offset, r.Symbol, d)}
+				}
+				return nil
+			}
 			t, ok := l.syms[r.Symbol]
 			if !ok {
 				ext, isExt := externSym[r.Symbol]
 				if !isExt {
 					return &LinkError{obj, fmt.Sprintf("relocation at %#x: unknown symbol %q (not in the module nor in Module.Externs)", r.Offset, r.Symbol)}
 				}
-				if r.Type == RelocPC32 {
-					rel(s, at, ext, elf.R_X86_64_PLT32, r.Addend)
-				} else {
-					rel(s, at, ext, elf.R_X86_64_64, r.Addend)
+				if err := misaligned(r.Addend); err != nil {
+					return err
 				}
+				rel(s, at, ext, types.toGlobal(r.Type), r.Addend)
 				continue
-			}
-			typ := elf.R_X86_64_PC32
-			if r.Type == RelocAbs64 {
-				typ = elf.R_X86_64_64
 			}
 			switch t.kind {
 			case symProc:
-				if !m.Procs[t.index].Internal && r.Type == RelocPC32 {
-					rel(s, at, procSym[t.index], elf.R_X86_64_PLT32, r.Addend)
+				if s == text {
+					if err := misaligned(int64(textOffs[t.index]) + r.Addend - int64(at)); err != nil {
+						return err
+					}
+				}
+				if !m.Procs[t.index].Internal && call {
+					rel(s, at, procSym[t.index], types.toGlobal(r.Type), r.Addend)
 				} else {
 					rel(s, at, text.symbol, typ, int64(textOffs[t.index])+r.Addend)
 				}
@@ -286,17 +357,17 @@ func (l *linker) linkObject() ([]byte, error) {
 		return nil
 	}
 	for i, p := range m.Procs {
-		if err := modelRelocs("proc "+p.Name, text, textOffs[i], len(p.Code), p.Relocs); err != nil {
+		if err := modelRelocs("proc "+p.Name, text, textOffs[i], p.Code, len(p.Code), p.Relocs); err != nil {
 			return nil, err
 		}
 	}
 	for i, d := range m.ROData {
-		if err := modelRelocs("datum "+d.Name, rodata, roOffs[i], len(d.Bytes), d.Relocs); err != nil {
+		if err := modelRelocs("datum "+d.Name, rodata, roOffs[i], nil, len(d.Bytes), d.Relocs); err != nil {
 			return nil, err
 		}
 	}
 	for i, d := range m.Data {
-		if err := modelRelocs("datum "+d.Name, data, dataOffs[i], len(d.Bytes), d.Relocs); err != nil {
+		if err := modelRelocs("datum "+d.Name, data, dataOffs[i], nil, len(d.Bytes), d.Relocs); err != nil {
 			return nil, err
 		}
 	}
@@ -304,7 +375,7 @@ func (l *linker) linkObject() ([]byte, error) {
 	for i, off := range fdeOffs {
 		at := off + 8
 		clear(ehFrame.data[at : at+4])
-		rel(ehFrame, at, text.symbol, elf.R_X86_64_PC32, int64(textOffs[i]))
+		rel(ehFrame, at, text.symbol, types.pc32, int64(textOffs[i]))
 	}
 	// DWARF: addresses are .text offsets (the section is at 0 here);
 	// section offsets point into the named section.
@@ -313,7 +384,7 @@ func (l *linker) linkObject() ([]byte, error) {
 		for _, at := range t.addrs {
 			v := binary.LittleEndian.Uint64(s.data[at:])
 			clear(s.data[at : at+8])
-			rel(s, at, text.symbol, elf.R_X86_64_64, int64(v))
+			rel(s, at, text.symbol, types.abs64, int64(v))
 		}
 		for _, f := range t.offsets {
 			target := byName[f.Section]
@@ -325,9 +396,9 @@ func (l *linker) linkObject() ([]byte, error) {
 				v = binary.LittleEndian.Uint64(s.data[f.At:])
 			}
 			clear(s.data[f.At : f.At+uint64(f.Size)])
-			typ := elf.R_X86_64_32
+			typ := types.abs32
 			if f.Size == 8 {
-				typ = elf.R_X86_64_64
+				typ = types.abs64
 			}
 			rel(s, f.At, target.symbol, typ, int64(v))
 		}
@@ -391,4 +462,63 @@ func linkName(p *Proc) string {
 		return p.LinkName
 	}
 	return p.Name
+}
+
+// objRelocTypes are the ELF relocation types an object of one
+// architecture holds: pc32 (S + A - P, 32 bits: RelocPC32 and the
+// .eh_frame pc_begin fields), abs64 and abs32 (S + A: RelocAbs64 and the
+// DWARF addresses and section offsets), and those of the AArch64
+// instruction relocations of the model.
+type objRelocTypes struct {
+	machine             elf.Machine
+	pc32, abs64, abs32  uint32
+	call, jump          uint32
+	adrPage, addLo, adr uint32
+}
+
+// objRelocTypesFor returns the relocation types of a's objects: the
+// x86-64 psABI's (section 4.4.1) or AAELF64's (§5.7).
+func objRelocTypesFor(a *arch.Arch) objRelocTypes {
+	if a.Machine == elf.EM_AARCH64 {
+		return objRelocTypes{
+			machine: elf.EM_AARCH64,
+			pc32:    uint32(elf.R_AARCH64_PREL32), abs64: uint32(elf.R_AARCH64_ABS64), abs32: uint32(elf.R_AARCH64_ABS32),
+			call: uint32(elf.R_AARCH64_CALL26), jump: uint32(elf.R_AARCH64_JUMP26),
+			adrPage: uint32(elf.R_AARCH64_ADR_PREL_PG_HI21), addLo: uint32(elf.R_AARCH64_ADD_ABS_LO12_NC), adr: uint32(elf.R_AARCH64_ADR_PREL_LO21),
+		}
+	}
+	return objRelocTypes{machine: elf.EM_X86_64, pc32: uint32(elf.R_X86_64_PC32), abs64: uint32(elf.R_X86_64_64), abs32: uint32(elf.R_X86_64_32)}
+}
+
+// of is the ELF type of a relocation of type t against a section symbol
+// (t was checked against the architecture).
+func (o objRelocTypes) of(t RelocType) uint32 {
+	switch t {
+	case RelocPC32:
+		return o.pc32
+	case RelocAbs64:
+		return o.abs64
+	case RelocAArch64Call26:
+		return o.call
+	case RelocAArch64Jump26:
+		return o.jump
+	case RelocAArch64AdrPage21:
+		return o.adrPage
+	case RelocAArch64AddLo12:
+		return o.addLo
+	default:
+		return o.adr
+	}
+}
+
+// toGlobal is the ELF type of a relocation of type t against a global or
+// undefined symbol: on x86-64 a PC32 one is a call or jump, R_X86_64_PLT32
+// (which the linker binds through the PLT where the symbol may be
+// preempted); otherwise as [objRelocTypes.of] (R_AARCH64_CALL26 and
+// JUMP26 get a PLT entry or veneer from the linker as needed).
+func (o objRelocTypes) toGlobal(t RelocType) uint32 {
+	if o.machine == elf.EM_X86_64 && t == RelocPC32 {
+		return uint32(elf.R_X86_64_PLT32)
+	}
+	return o.of(t)
 }

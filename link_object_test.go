@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/elfimage/elfimage"
-	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/lang/scheme"
 )
@@ -192,7 +191,6 @@ func TestLinkObjectRefuses(t *testing.T) {
 		{"debug file", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DebugFile: "x.debug"}, false, "DebugFile"},
 		{"debug frame", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DebugFrame: true}, false, "DebugFrame"},
 		{"proc table", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DropProcTable: true}, false, "DropProcTable"},
-		{"arm64", &elfimage.Module{Arch: arch.AArch64, Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{}, false, "x86-64"},
 		{"unknown symbol", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}}, elfimage.LinkOptions{}, false, `unknown symbol "g"`},
 		{"extern in an image", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g"}}, elfimage.LinkOptions{}, true, "Externs"},
 		{"extern twice", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g", "g"}}, elfimage.LinkOptions{}, false, "twice"},

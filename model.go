@@ -195,11 +195,15 @@ const (
 	// (AAELF64) §5.7.8, table "Call and branch relocations"): S + A - P
 	// must be a multiple of 4 in [-2^27, 2^27), ±128 MiB, else Link
 	// returns a *LinkError naming the procedure and offset. Only in
-	// Proc.Relocs of an AArch64 module; resolved by the linker.
+	// Proc.Relocs of an AArch64 module; resolved by the linker, or, in an
+	// object ([LinkObject]), written as an R_AARCH64_CALL26 relocation
+	// whose range the system linker checks (GNU ld and lld add a veneer
+	// for a target beyond it).
 	RelocAArch64Call26
 	// RelocAArch64Jump26 is RelocAArch64Call26 for an AArch64 B
 	// instruction (R_AARCH64_JUMP26 semantics, AAELF64 §5.7.8): the same
-	// field, value and range, for a tail call.
+	// field, value and range, for a tail call (R_AARCH64_JUMP26 in an
+	// object).
 	RelocAArch64Jump26
 	// RelocAArch64AdrPage21 patches the immhi:immlo field (bits 5-23 and
 	// 29-30) of an AArch64 ADRP instruction with
@@ -208,17 +212,19 @@ const (
 	// table "Relocations to generate 19, 21 and 33 bit PC-relative
 	// addresses"); the page distance must be within ±4 GiB. Pair it with
 	// RelocAArch64AddLo12 on the ADD that follows. Only in Proc.Relocs
-	// of an AArch64 module.
+	// of an AArch64 module (R_AARCH64_ADR_PREL_PG_HI21 in an object).
 	RelocAArch64AdrPage21
 	// RelocAArch64AddLo12 patches the imm12 field (bits 10-21) of an
 	// AArch64 ADD (immediate) instruction with (S + A) & 0xfff
 	// (R_AARCH64_ADD_ABS_LO12_NC semantics, AAELF64 §5.7.6; no overflow
-	// check, by definition). Only in Proc.Relocs of an AArch64 module.
+	// check, by definition). Only in Proc.Relocs of an AArch64 module
+	// (R_AARCH64_ADD_ABS_LO12_NC in an object).
 	RelocAArch64AddLo12
 	// RelocAArch64Adr21 patches the immhi:immlo field of an AArch64 ADR
 	// instruction with S + A - P (R_AARCH64_ADR_PREL_LO21 semantics,
 	// AAELF64 §5.7.6), which must be in [-2^20, 2^20), ±1 MiB. Only in
-	// Proc.Relocs of an AArch64 module.
+	// Proc.Relocs of an AArch64 module (R_AARCH64_ADR_PREL_LO21 in an
+	// object).
 	RelocAArch64Adr21
 )
 

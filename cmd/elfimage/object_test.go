@@ -173,20 +173,23 @@ func TestREADMEObjects(t *testing.T) {
 	var all strings.Builder
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
-		for _, name := range []string{"go", "gcc", "g++", "eu-elflint", "readelf", "llvm-dwarfdump", "gdb", "addr2line", "nm"} {
+		for _, name := range []string{"go", "gcc", "g++", "eu-elflint", "readelf", "llvm-dwarfdump", "gdb", "addr2line", "nm", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-readelf"} {
 			if strings.HasPrefix(c, name+" ") {
 				tooltest.Require(t, name)
 			}
 		}
+		if strings.Contains(c, " qemu-aarch64 ") {
+			tooltest.Require(t, "qemu-aarch64")
+		}
 		all.WriteString(runRecipe(t, root, c))
 	}
 	out := all.String()
-	if n := strings.Count(out, objectOutput); n != 3 {
-		t.Errorf("the three linked programs print %q %d times, want 3", objectOutput, n)
+	if n := strings.Count(out, objectOutput); n != 4 {
+		t.Errorf("the four linked programs (three x86-64, one AArch64 under qemu-aarch64) print %q %d times, want 4", objectOutput, n)
 	}
 	for _, want := range []string{"No errors", "Relocation section '.rela.debug_info'", "Breakpoint 1, fib (n=20) at ",
 		"in main () at examples/cobj/main.c:13", "fib\n" + root + "/examples/cobj/fib.scm:1\n",
-		"caught: thrown below Scheme frames: 42\n", "(walk+0x"} {
+		"caught: thrown below Scheme frames: 42\n", "(walk+0x", "R_AARCH64_CALL26", "R_AARCH64_ADR_PREL_PG_HI21"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the README's commands print no %q", want)
 		}

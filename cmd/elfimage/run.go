@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/elfimage/elfimage"
@@ -28,7 +29,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	dwarf64 := fs.Bool("dwarf64", false, "write the 64-bit DWARF format")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
 	debugFile := fs.String("debug-file", "", "write the image stripped, with a .gnu_debuglink to its debug `file`, written too (as elfimage strip -debug-file)")
-	archName := fs.String("arch", "", "target `architecture`: x86-64 or aarch64 (default: the host's; objects are x86-64 only)")
+	archName := fs.String("arch", "", "target `architecture`: x86-64 or aarch64 (default: the host's, for images and objects)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -65,10 +66,10 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if target != nil && target != arch.X86_64 {
-			return fmt.Errorf("%w: -c writes x86-64 objects only (-arch %s)", errUsage, *archName)
+		if target == nil {
+			target = hostArch()
 		}
-		mod, err := scheme.CompileObject(src, b)
+		mod, err := scheme.CompileObjectFor(target, src, b)
 		if err != nil {
 			return err
 		}
@@ -122,6 +123,16 @@ func linkOptions(version int, dwarf64, debugFrame bool) (elfimage.LinkOptions, e
 }
 
 func compileFile(path string) (*elfimage.Module, error) { return compileFileFor(nil, path) }
+
+// hostArch is the architecture build compiles for without -arch: the
+// running program's, or x86-64 on a host that is neither (as
+// scheme.Compile).
+func hostArch() *arch.Arch {
+	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
+		return a
+	}
+	return arch.X86_64
+}
 
 // compileFileFor compiles the Scheme file at path for a (nil: the host).
 func compileFileFor(a *arch.Arch, path string) (*elfimage.Module, error) {

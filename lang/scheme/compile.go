@@ -48,16 +48,23 @@ func hostArch() *arch.Arch {
 	return arch.X86_64
 }
 
-// CompileObject compiles src as [Compile] does, for x86-64, into a Module
-// for [elfimage.LinkObject]: a relocatable object that C or C++ code
-// links with and calls, which needs no host runtime (see "Objects" in the
+// CompileObject is [CompileObjectFor] for x86-64, whatever the host.
+func CompileObject(filename string, src []byte) (*elfimage.Module, error) {
+	return CompileObjectFor(arch.X86_64, filename, src)
+}
+
+// CompileObjectFor compiles src as [CompileFor] does, for the
+// architecture a ([arch.X86_64] or [arch.AArch64]), into a Module for
+// [elfimage.LinkObject]: a relocatable object that C or C++ code links
+// with and calls, which needs no host runtime (see "Objects" in the
 // package documentation). It has no entry stub and needs no main; each
 // top-level procedure without optional parameters is a global symbol
-// spelled as [CName] gives, callable from C as int64_t NAME(int64_t, ...).
-// Errors are those of Compile, and one for two procedures whose C names
-// are equal. Objects are x86-64 only (as LinkObject is).
-func CompileObject(filename string, src []byte) (*elfimage.Module, error) {
-	m, _, err := compile(arch.X86_64, filename, src, true)
+// spelled as [CName] gives, callable from C as int64_t NAME(int64_t, ...)
+// (System V AMD64 or AAPCS64 calling convention). Errors are those of
+// CompileFor, and one for two procedures whose C names are equal.
+// Cost: linear in the size of src.
+func CompileObjectFor(a *arch.Arch, filename string, src []byte) (*elfimage.Module, error) {
+	m, _, err := compile(a, filename, src, true)
 	return m, err
 }
 
@@ -103,7 +110,7 @@ var cSpelling = map[rune]string{'-': "_", '?': "_p", '!': "_x", '*': "_star", '+
 // simulation of the machine code.
 type defMap map[*elfimage.Proc]map[uint32]srcPos
 
-// compile compiles src for a (an object when object is set: x86-64 only).
+// compile compiles src for a (an object when object is set).
 func compile(a *arch.Arch, filename string, src []byte, object bool) (*elfimage.Module, defMap, error) {
 	var newMachine func() machine
 	switch {
@@ -111,10 +118,8 @@ func compile(a *arch.Arch, filename string, src []byte, object bool) (*elfimage.
 		return nil, nil, errors.New("scheme: no architecture given")
 	case a.Machine == arch.X86_64.Machine:
 		newMachine = func() machine { return newX86() }
-	case a.Machine == arch.AArch64.Machine && !object:
-		newMachine = func() machine { return newA64() }
 	case a.Machine == arch.AArch64.Machine:
-		return nil, nil, errors.New("scheme: objects (CompileObject, elfimage build -c) are x86-64 only")
+		newMachine = func() machine { return newA64() }
 	default:
 		return nil, nil, fmt.Errorf("scheme: no backend for %v (x86-64 and AArch64 are supported)", a.Machine)
 	}
@@ -640,10 +645,15 @@ func (c *compiler) genProc(p *procInfo, nsaved int) *fn {
 	f.closeScopes(nil)
 	a.bind(f.overflow)
 	overflowAt := uint32(a.off())
-	a.row(p.pos, false)
-	m.argImm(0, int64(KindStackOverflow))
-	m.call(symCapture)
-	m.trap()
+	// An object has no stack check, so nothing reaches the overflow
+	// path: AArch64 objects leave it out (x86-64 ones keep it, as they
+	// always had it).
+	if !c.object || c.arch.Machine == arch.X86_64.Machine {
+		a.row(p.pos, false)
+		m.argImm(0, int64(KindStackOverflow))
+		m.call(symCapture)
+		m.trap()
+	}
 	if !a.finish() {
 		c.errorf(p.pos, "internal error: unbound label in %s", p.name)
 	}

@@ -114,7 +114,8 @@
 // calls b (RelocAArch64Call26, RelocAArch64Jump26), string objects are
 // addressed with adrp+add (RelocAArch64AdrPage21, RelocAArch64AddLo12),
 // all resolved by the linker. The runtime writes with write(2), svc #0
-// with syscall number 64 in x8. Objects ([CompileObject]) are x86-64 only.
+// with syscall number 64 in x8. Objects ([CompileObjectFor]) are written
+// for AArch64 as for x86-64 (see "Objects").
 //
 // # Scopes and live ranges
 //
@@ -152,11 +153,12 @@
 //
 // # Objects
 //
-// [CompileObject] (elfimage build -c) compiles a program, for x86-64, for
-// [elfimage.LinkObject]: a relocatable object that C or C++ code links
+// [CompileObjectFor] (elfimage build -c; [CompileObject] for x86-64)
+// compiles a program, for x86-64 or AArch64, for [elfimage.LinkObject]: a relocatable object that C or C++ code links
 // with (cc, GNU ld, gold, lld) and calls, without Go or [Run]. There is
 // no entry stub and main is optional. Each top-level procedure without
-// optional parameters is a global function of the System V ABI,
+// optional parameters is a global function of the System V ABI (AAPCS64
+// on AArch64),
 //
 //	int64_t NAME(int64_t, ...)    /* as many parameters as the define */
 //
@@ -165,15 +167,16 @@
 // with C's main); DWARF keeps the Scheme name as DW_AT_name and the C name
 // as DW_AT_linkage_name. Values cross the boundary as they are in Scheme,
 // untagged 64-bit integers (#f is 0, #t is 1). The code keeps the ABI's
-// rules: rbx, rbp, r12-r14 are saved where used, r15 is not used, the
-// stack stays 16-byte aligned at calls. A define* procedure with optional
-// parameters is a local (Internal) symbol, since it expects the argument
-// count in rax, which C does not pass.
+// rules: rbx, rbp, r12-r14 (x19-x22, x29, x30) are saved where used, r15
+// (x27, the host's control block) is not used, the stack stays 16-byte
+// aligned at calls. A define* procedure with optional parameters is a
+// local (Internal) symbol, since it expects the argument count in rax
+// (x9), which C does not pass.
 //
 // (define-extern (name param ...)) declares a C function of int64_t
 // parameters returning int64_t, at symbol CName(name); a call of it is an
 // R_X86_64_PLT32 relocation the system linker resolves (a tail call a
-// jmp). C code it calls runs below the Scheme frames: a C++ exception
+// jmp; on AArch64 R_AARCH64_CALL26 on a bl, R_AARCH64_JUMP26 on a b). C code it calls runs below the Scheme frames: a C++ exception
 // thrown there is caught above them and glibc's backtrace lists them, as
 // libgcc's unwinder reads the object's .eh_frame. define-extern is an
 // error in Compile.

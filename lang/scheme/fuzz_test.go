@@ -13,7 +13,8 @@ import (
 // return a *SyntaxError or a module, never panic, and every module they
 // produce must have exact CFI at every reachable instruction; compiled as
 // an object (CompileObject) too, which LinkObject must accept; and for
-// AArch64, with the same errors, into a module Link accepts.
+// AArch64, with the same errors, into a module Link accepts and an object
+// LinkObject accepts.
 func FuzzCompile(f *testing.F) {
 	for _, name := range []string{"kernels.scm", "demo.scm", "errors.scm", "scopes.scm"} {
 		b, err := os.ReadFile("testdata/" + name)
@@ -72,6 +73,13 @@ func FuzzCompile(f *testing.F) {
 		}
 		if _, err := elfimage.LinkObject(m, elfimage.LinkOptions{}); err != nil {
 			t.Fatalf("LinkObject: %v\nsource: %q", err, src)
+		}
+		// And as an AArch64 object: LinkObject takes it too.
+		if am, err = CompileObjectFor(arch.AArch64, "fuzz.scm", src); err != nil {
+			t.Fatalf("AArch64 object: %v\nsource: %q", err, src)
+		}
+		if _, err := elfimage.LinkObject(am, elfimage.LinkOptions{}); err != nil {
+			t.Fatalf("AArch64 LinkObject: %v\nsource: %q", err, src)
 		}
 	})
 }

@@ -58,8 +58,25 @@ func checkedA64(a *a64, size uint32) *label {
 	return l
 }
 
-// overflowA64 binds l and emits mov x0, #3; bl %capture; udf #0.
+// frameA64 is checkedA64 when checked, else (for an object, which has
+// no control block) the frame record and sub sp, sp, #size only, and nil.
+func frameA64(a *a64, size uint32, checked bool) *label {
+	if checked {
+		return checkedA64(a, size)
+	}
+	a.pushFrame()
+	if size != 0 {
+		a.subImm(xsp, xsp, size)
+	}
+	return nil
+}
+
+// overflowA64 binds l and emits mov x0, #3; bl %capture; udf #0 (nothing
+// for a nil l: frameA64 of an object).
 func overflowA64(a *a64, l *label) {
+	if l == nil {
+		return
+	}
 	a.bind(l)
 	a.movImm(x0, int64(KindStackOverflow))
 	a.bl(symCapture)
@@ -185,9 +202,13 @@ func genCaptureA64() *elfimage.Proc {
 // genDisplayIntA64 generates %display-int(value x0): the decimal digits
 // of the signed value built backwards in a 32-byte frame buffer [x29-32,
 // x29), written with %write. Returns 0.
-func genDisplayIntA64() *elfimage.Proc {
+func genDisplayIntA64() *elfimage.Proc { return genDisplayIntA64With(true) }
+
+// genDisplayIntA64With is genDisplayIntA64, without the stack check (for
+// an object) unless checked.
+func genDisplayIntA64With(checked bool) *elfimage.Proc {
 	a := newA64()
-	overflow := checkedA64(a, 32)
+	overflow := frameA64(a, 32, checked)
 	pos, loop, digits := a.newLabel(), a.newLabel(), a.newLabel()
 	a.movRR(x1, x29) // one past the next digit
 	a.movRR(x2, x0)
@@ -218,9 +239,13 @@ func genDisplayIntA64() *elfimage.Proc {
 
 // genDisplayStringA64 generates %display-string(object x0): writes the
 // bytes of the string object {address, length}. Returns 0.
-func genDisplayStringA64() *elfimage.Proc {
+func genDisplayStringA64() *elfimage.Proc { return genDisplayStringA64With(true) }
+
+// genDisplayStringA64With is genDisplayStringA64, without the stack check
+// (for an object) unless checked.
+func genDisplayStringA64With(checked bool) *elfimage.Proc {
 	a := newA64()
-	overflow := checkedA64(a, 0)
+	overflow := frameA64(a, 0, checked)
 	a.ldr(x1, x0, 8)
 	a.ldr(x0, x0, 0)
 	a.bl(symWrite)
@@ -233,9 +258,13 @@ func genDisplayStringA64() *elfimage.Proc {
 // genWriteA64 generates %write(buf x0, len x1): write(2) (syscall 64,
 // svc #0) to the control block's fd until every byte is written, retrying
 // on EINTR and giving up on any other error or a zero-length write.
-func genWriteA64() *elfimage.Proc {
+func genWriteA64() *elfimage.Proc { return genWriteA64With(true) }
+
+// genWriteA64With is genWriteA64, or, unless checked, the object's
+// %write: no stack check, and the descriptor read from the datum %fd.
+func genWriteA64With(checked bool) *elfimage.Proc {
 	a := newA64()
-	overflow := checkedA64(a, 0)
+	overflow := frameA64(a, 0, checked)
 	loop, done := a.newLabel(), a.newLabel()
 	a.movRR(x2, x1)
 	a.movRR(x1, x0)
@@ -243,7 +272,12 @@ func genWriteA64() *elfimage.Proc {
 	a.bind(loop)
 	a.cmpImm(x2, 0)
 	a.bcond(condLe, done)
-	a.ldr(x0, x27, ctlFD)
+	if checked {
+		a.ldr(x0, x27, ctlFD)
+	} else {
+		a.adr(x0, symFD)
+		a.ldr(x0, x0, 0)
+	}
 	a.movImm(x8, 64) // SYS_write
 	a.svc()
 	a.cmnImm(x0, 4) // -EINTR

@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 )
 
 // This file generates the runtime of an object (CompileObject): the same
@@ -19,6 +20,9 @@ func genObjectRuntime(c *compiler) []*elfimage.Proc {
 	fd := make([]byte, 8)
 	fd[0] = 1
 	c.mod.Data = append(c.mod.Data, &elfimage.Datum{Name: symFD, Bytes: fd, Align: 8})
+	if c.arch.Machine == arch.AArch64.Machine {
+		return []*elfimage.Proc{genObjectCaptureA64(c), genDisplayIntA64With(false), genDisplayStringA64With(false), genWriteA64With(false)}
+	}
 	return []*elfimage.Proc{genObjectCapture(c), genDisplayIntObject(), genDisplayStringObject(), genWriteObject()}
 }
 
@@ -115,4 +119,64 @@ func genWriteObject() *elfimage.Proc {
 	})
 	a.epilogueRet()
 	return internalProc(symWrite, a)
+}
+
+// genObjectCaptureA64 is genObjectCapture for AArch64: %capture(kind x0,
+// message x1, nvalues x2, values x3) with the frame of a compiled
+// procedure that saves x19-x22 (kind, message, count, values), and the
+// system calls getpid (172), kill (129) and exit_group (94), svc #0 with
+// the number in x8.
+func genObjectCaptureA64(c *compiler) *elfimage.Proc {
+	a := newA64()
+	a.prologue(4)
+	fatal, msg, loop, nl, clamp := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	a.cmpImm(x0, uint32(KindBacktrace))
+	a.bcond(condNe, fatal)
+	a.movImm(x0, 0)
+	a.epilogueRet()
+	a.bind(fatal)
+	a.movRR(x19, x0)
+	a.movRR(x19+1, x1)
+	a.movRR(x19+2, x2)
+	a.movRR(x19+3, x3)
+	a.adr(x9, symFD)
+	a.movImm(x0, 2)
+	a.str(x0, x9, 0)
+	a.adr(x0, c.stringObj("scheme: error: "))
+	a.bl(symDisplayString)
+	a.cmpImm(x19, uint32(KindStackOverflow))
+	a.bcond(condNe, msg)
+	a.adr(x0, c.stringObj("stack overflow"))
+	a.bl(symDisplayString)
+	a.b(nl)
+	a.bind(msg)
+	a.movRR(x0, x19+1)
+	a.bl(symDisplayString)
+	a.cmpImm(x19+2, MaxErrorArgs)
+	a.bcond(condLs, clamp)
+	a.movImm(x19+2, MaxErrorArgs)
+	a.bind(clamp)
+	loop.used = true
+	a.bind(loop)
+	a.cbz(x19+2, nl)
+	a.adr(x0, c.stringObj(" "))
+	a.bl(symDisplayString)
+	a.ldrPost(x0, x19+3, 8)
+	a.bl(symDisplayInt)
+	a.subImm(x19+2, x19+2, 1)
+	a.b(loop)
+	a.bind(nl)
+	a.adr(x0, c.stringObj("\n"))
+	a.bl(symDisplayString)
+	a.movImm(x8, 172) // SYS_getpid
+	a.svc()
+	a.movImm(x1, 6)   // SIGABRT
+	a.movImm(x8, 129) // SYS_kill
+	a.svc()
+	a.movImm(x0, 134)
+	a.movImm(x8, 94) // SYS_exit_group
+	a.svc()
+	a.udf()
+	a.setFrameSize(0)
+	return internalA64(symCapture, a)
 }
