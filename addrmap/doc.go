@@ -18,7 +18,10 @@
 // nanoseconds for 1 range or 1,000 when the ranges are spread as loaded
 // objects are. Ranges crowded into one bucket, and those outside the
 // window, are bisected, so no lookup costs more than O(log n); a pc the
-// base does not hold then scans the delta (at most 8 comparisons).
+// base does not hold then scans the delta (at most 8 comparisons). A base
+// of one or two ranges (the first range inserted into an empty map, or
+// what a build leaves) is kept in the view's header, where Lookup compares
+// the pc with it before anything else (no index, no further call).
 //
 // Writers ([Map.Insert], [Map.Remove], [Map.RemoveFunc], [Map.RemoveWait])
 // are serialized by a mutex and change the view in place only in two ways
@@ -26,10 +29,10 @@
 // stores 0 into the removed entry's end (a tombstone; lookups miss it), and
 // an insert writes the next free slot of the delta, which no reader reads
 // yet, then publishes it by storing the delta's new length. An insert into
-// a full delta, and a removal that leaves more tombstones than 8 plus the
-// live ranges, instead build a new view of the live ranges (merged,
-// sorted, the index rebuilt: O(n log n) time, four allocations of O(n)
-// bytes) and publish it with one pointer store. So an insert costs O(log n)
+// a full delta or into an empty map, and a removal that leaves more
+// tombstones than 8 plus the live ranges, instead build a new view of the
+// live ranges (merged, sorted, the index rebuilt: O(n log n) time, four
+// allocations of O(n) bytes) and publish it with one pointer store. So an insert costs O(log n)
 // time (the overlap check) and one allocation (its Ref) plus, amortised over
 // the 8 inserts of a delta, one build; a removal costs O(log n) and nothing
 // allocated, amortised likewise. Readers that loaded an older view finish
