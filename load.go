@@ -403,29 +403,35 @@ func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pag
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
+// mapFile maps size bytes of fd from offset 0, PROT_READ, MAP_PRIVATE.
+// The mappings of the loader are made and unmade with unix.MmapPtr and
+// unix.MunmapPtr, not unix.Mmap and unix.Munmap, which record every
+// mapping in a map under a mutex (about 80 bytes of heap per open image,
+// and a map insert and delete per load).
 func mapFile(fd, size int) ([]byte, error) {
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, err
 	}
 	liveMappings.Add(1)
-	return mem, nil
+	return unsafe.Slice((*byte)(p), size), nil
 }
 
 // mapAnon maps size bytes rounded up to pageSize of zeroed read-write
 // anonymous memory.
 func mapAnon(size int, pageSize uint64) ([]byte, error) {
 	n := int(alignUp(uint64(size), pageSize))
-	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d anonymous bytes: %w", n, err)
 	}
 	liveMappings.Add(1)
-	return mem, nil
+	return unsafe.Slice((*byte)(p), n), nil
 }
 
+// unmap unmaps a mapping of mapFile or mapAnon.
 func unmap(mem []byte) error {
-	if err := unix.Munmap(mem); err != nil {
+	if err := unix.MunmapPtr(unsafePointer(mem), uintptr(len(mem))); err != nil {
 		return fmt.Errorf("elfimage: munmap: %w", err)
 	}
 	liveMappings.Add(-1)
