@@ -141,7 +141,7 @@ func Images() []*Image {
 // elsewhere), one mprotect per writable and per executable
 // segment and close, plus time linear in the number of program headers,
 // dynamic entries and relocations; two allocations, the Image and its
-// registry entry (the registry's rebuild of its index, once every 8
+// registry entry (the registry's rebuild of its index, once every 16
 // loads, aside); the read fallback also copies
 // the file.
 //

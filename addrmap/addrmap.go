@@ -102,7 +102,7 @@ func (e *entry[T]) contains(pc uintptr) bool {
 
 // deltaMax is the number of ranges a view takes in its delta before the
 // next insert merges them into a new base.
-const deltaMax = 8
+const deltaMax = 16
 
 // Map maps half-open address ranges to values of type T. The zero value is
 // an empty map ready to use. A Map must not be copied after first use.
@@ -352,7 +352,7 @@ func (v *view[T]) lookupDelta(pc uintptr) *entry[T] {
 // costs a load from the base snapshot's bucket index and a comparison or
 // two when the ranges are spread over the address space (about 4.5 ns for
 // 100 or 1,000 ranges on the machine of BENCHMARKS.md), O(log n) at worst
-// for n ranges crowded together, plus a scan of up to 8 ranges inserted
+// for n ranges crowded together, plus a scan of up to 16 ranges inserted
 // since the base was built when the base has none for pc.
 // It sees either the state before or the one after any concurrent write.
 // It gives no protection against the value being freed by a concurrent
@@ -524,7 +524,7 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 // Insert serializes with other writers and allocates the entry's Ref. It
 // checks for overlap in O(log n) for n ranges, appends the range to the
 // current view's delta and publishes it with one atomic store. An
-// insert that finds the delta full (8 inserts since the last build), or
+// insert that finds the delta full (16 inserts since the last build), or
 // an empty map, builds a new view instead: the
 // live ranges merged and sorted, the bucket index rebuilt (O(n log n)
 // time; four allocations: the view, n entries, n starts, the buckets; the
@@ -600,7 +600,7 @@ func (m *Map[T]) unpublish(start uintptr) *Ref[T] {
 //
 // RemoveFunc serializes with other writers; it finds the range in O(log n)
 // and marks it removed in place (one atomic store), allocating nothing,
-// except when the view then holds more removed ranges than deltaMax (8)
+// except when the view then holds more removed ranges than deltaMax (16)
 // plus the live ones: it then builds a new view of the live ones, as an
 // insert into a full delta does, which keeps the removed values from being
 // held and the cost amortised.

@@ -447,13 +447,13 @@ func TestSmallView(t *testing.T) {
 	check(top-0x1000, 2)
 	check(top-1, 2)
 	check(top, -1)
-	// Eleven more, then remove all but the first two: the removal that
-	// leaves more tombstones than 8 plus the live ranges builds a base of
-	// two.
-	for i := range uintptr(11) {
+	// deltaMax+3 more, then remove all but the first two: the removal
+	// that leaves more tombstones than deltaMax plus the live ranges is
+	// the last, and builds a base of two.
+	for i := range uintptr(deltaMax + 3) {
 		insert(0x10000*(i+1), 0x10000*(i+1)+0x100, int(i)+10)
 	}
-	for i := range uintptr(11) {
+	for i := range uintptr(deltaMax + 3) {
 		check(0x10000*(i+1)+0xff, int(i)+10)
 		check(0x10000*(i+1)+0x100, -1)
 		if _, ok := m.Remove(0x10000 * (i + 1)); !ok {

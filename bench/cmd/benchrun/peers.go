@@ -534,7 +534,7 @@ func memProc(dir, count string) error {
 		ims = append(ims, im)
 	}
 	// Return the garbage of loading (the registry's index is rebuilt
-	// every 8 inserts) to the kernel: what stays is what the images keep.
+	// every 16 inserts) to the kernel: what stays is what the images keep.
 	debug.FreeOSMemory()
 	rss1, dirty1, err := rollup()
 	if err != nil {
