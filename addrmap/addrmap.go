@@ -366,11 +366,13 @@ func (m *Map[T]) Lookup(pc uintptr) (T, error) {
 			return e.v, nil
 		}
 		// Spread ranges: the bucket names one or two candidates, with
-		// no call.
-		if e := v.bucketEntry(pc); e != nil && e.contains(pc) {
-			return e.v, nil
-		}
-		if i := find(&v.snapshot, pc); i >= 0 {
+		// no call; when it names one that misses, no other range of the
+		// base holds pc (find would check that one only).
+		if e := v.bucketEntry(pc); e != nil {
+			if e.contains(pc) {
+				return e.v, nil
+			}
+		} else if i := find(&v.snapshot, pc); i >= 0 {
 			return v.ents[i].v, nil
 		}
 		if e := v.lookupDelta(pc); e != nil {
