@@ -141,7 +141,7 @@ func Images() []*Image {
 // elsewhere), one mprotect per writable and per executable
 // segment and close, plus time linear in the number of program headers,
 // dynamic entries and relocations; two allocations, the Image and its
-// registry entry (the registry's rebuild of its index, once every 8
+// registry entry (the registry's rebuild of its index, once every 16
 // loads, aside); the read fallback also copies
 // the file.
 //
@@ -365,7 +365,7 @@ func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pag
 	base := uint64(uintptr(unsafePointer(mem)))
 	for _, s := range p.segs {
 		if s.Flags&elf.PF_W != 0 && s.Size > 0 {
-			if err := unix.Mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_WRITE); err != nil {
+			if err := mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_WRITE); err != nil {
 				return nil, fmt.Errorf("elfimage: %s: mprotect segment at %#x read-write: %w", path, s.Addr, err)
 			}
 		}
@@ -383,7 +383,7 @@ func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pag
 				// executable.
 				native.SyncInstructionCache(uintptr(base+s.Addr), int(s.Size))
 			}
-			if err := unix.Mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_EXEC); err != nil {
+			if err := mprotect(mem[s.Addr:s.Addr+s.Size], unix.PROT_READ|unix.PROT_EXEC); err != nil {
 				if mapped && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
 					err = fmt.Errorf("%w: %w", errExecDenied, err)
 				}
@@ -403,32 +403,55 @@ func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pag
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
+// mapFile maps size bytes of fd from offset 0, PROT_READ, MAP_PRIVATE.
+//
+// The loader maps with unix.MmapPtr and unmaps with unix.MunmapPtr's
+// raw equivalent, not with unix.Mmap and unix.Munmap, which record every
+// mapping in a map under a mutex (about 80 bytes of heap per open image,
+// a map insert and delete per load). Its mprotect and munmap are raw
+// system calls (unix.RawSyscall), as the Go runtime makes its own: they
+// change the address space and wait for no I/O, so they need not tell the
+// scheduler that the goroutine may block (entersyscall and exitsyscall).
+// open, fstat, pread and close, which may wait for a file system, and
+// mmap (whose result vet will not let us turn into a pointer by hand) are
+// ordinary system calls.
 func mapFile(fd, size int) ([]byte, error) {
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, err
 	}
 	liveMappings.Add(1)
-	return mem, nil
+	return unsafe.Slice((*byte)(p), size), nil
 }
 
 // mapAnon maps size bytes rounded up to pageSize of zeroed read-write
 // anonymous memory.
 func mapAnon(size int, pageSize uint64) ([]byte, error) {
 	n := int(alignUp(uint64(size), pageSize))
-	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d anonymous bytes: %w", n, err)
 	}
 	liveMappings.Add(1)
-	return mem, nil
+	return unsafe.Slice((*byte)(p), n), nil
 }
 
+// unmap unmaps a mapping of mapFile or mapAnon (a raw system call, see
+// mapFile).
 func unmap(mem []byte) error {
-	if err := unix.Munmap(mem); err != nil {
-		return fmt.Errorf("elfimage: munmap: %w", err)
+	if _, _, e := unix.RawSyscall(unix.SYS_MUNMAP, uintptr(unsafePointer(mem)), uintptr(len(mem)), 0); e != 0 {
+		return fmt.Errorf("elfimage: munmap: %w", e)
 	}
 	liveMappings.Add(-1)
+	return nil
+}
+
+// mprotect is unix.Mprotect as a raw system call (see mapFile); b is not
+// empty.
+func mprotect(b []byte, prot int) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_MPROTECT, uintptr(unsafePointer(b)), uintptr(len(b)), uintptr(prot)); e != 0 {
+		return e
+	}
 	return nil
 }
 

@@ -417,7 +417,7 @@ func TestConcurrentLoadLookup(t *testing.T) {
 // TestOpenAllocations: a load and its Close allocate the Image and the
 // registry entry's Ref, nothing else (no file object, no path copy, no
 // plan, no closure, no copy of the registry: its rebuild, four
-// allocations once every eight inserts, averages under one per load, and
+// allocations once every sixteen inserts, averages under one per load, and
 // testing.AllocsPerRun rounds down).
 func TestOpenAllocations(t *testing.T) {
 	p := writeTemp(t, buildTestImage())

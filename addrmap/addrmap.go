@@ -102,7 +102,7 @@ func (e *entry[T]) contains(pc uintptr) bool {
 
 // deltaMax is the number of ranges a view takes in its delta before the
 // next insert merges them into a new base.
-const deltaMax = 8
+const deltaMax = 16
 
 // Map maps half-open address ranges to values of type T. The zero value is
 // an empty map ready to use. A Map must not be copied after first use.
@@ -122,10 +122,29 @@ type Map[T any] struct {
 // before; an insert into a full delta, or a removal that leaves more
 // tombstones than deltaMax plus the live ranges, builds a new view from
 // the live ranges (base and delta merged) and publishes it.
+//
+// small holds the base's ranges when it has one or two (ents is then
+// small[:n]), so that Lookup in a process with one or two registered
+// ranges compares the pc with the view's first words and nothing else; a
+// single range leaves small[1] empty with start ^0, so that no pc but ^0
+// selects it; a base of more ranges leaves both empty (end 0), which no pc
+// matches.
 type view[T any] struct {
+	small [2]entry[T]
 	snapshot[T]
 	nd    atomic.Int32 // entries of delta published
 	delta [deltaMax]entry[T]
+}
+
+// smallEntry returns the entry of v.small that holds pc if any does: the
+// second when it starts at or below pc (a conditional move), else the
+// first. The caller checks that it contains pc.
+func (v *view[T]) smallEntry(pc uintptr) *entry[T] {
+	e := &v.small[0]
+	if pc >= v.small[1].start {
+		e = &v.small[1]
+	}
+	return e
 }
 
 // snapshot is an immutable set of ranges sorted by start, non-overlapping
@@ -258,6 +277,25 @@ func find[T any](p *snapshot[T], pc uintptr) int {
 	return -1
 }
 
+// bucketEntry is the common case of find, small enough to be inlined:
+// when pc lies in the bucket index's window and its bucket names one or
+// two candidates, it returns the one that may hold pc (the caller checks
+// that it does); otherwise nil, and find decides.
+func (p *snapshot[T]) bucketEntry(pc uintptr) *entry[T] {
+	b := uint64(pc-p.base) >> p.shift
+	if pc < p.base || b >= uint64(len(p.buckets)-1) { // a published base has 2 buckets or more
+		return nil
+	}
+	lo, hi := uint(p.buckets[b]), uint(p.buckets[b+1])
+	if hi-lo > 1 || hi >= uint(len(p.starts)) {
+		return nil
+	}
+	if p.starts[hi] <= pc {
+		lo = hi
+	}
+	return &p.ents[lo]
+}
+
 // bisect returns the index of the last of the sorted starts that is <= pc,
 // or 0 when none is (the caller checks the entry). The bisection is
 // branch-free (arithmetic on the borrow of a subtraction, not a conditional
@@ -277,9 +315,18 @@ func bisect(s []uintptr, pc uintptr) int {
 	return base
 }
 
-// lookup returns the live entry of v containing pc, or nil: the base's
-// index first, then a scan of the delta.
+// lookup returns the live entry of v containing pc, or nil: the small
+// base, the base's index, then a scan of the delta.
 func (v *view[T]) lookup(pc uintptr) *entry[T] {
+	if e := v.smallEntry(pc); e.contains(pc) {
+		return e
+	}
+	return v.lookupBase(pc)
+}
+
+// lookupBase is lookup past the small base: the base's index, then the
+// delta.
+func (v *view[T]) lookupBase(pc uintptr) *entry[T] {
 	if i := find(&v.snapshot, pc); i >= 0 {
 		return &v.ents[i]
 	}
@@ -299,20 +346,33 @@ func (v *view[T]) lookupDelta(pc uintptr) *entry[T] {
 // Lookup returns the value of the range [Start, End) with Start <= pc < End.
 // When no range contains pc it returns the zero T and ErrNotFound itself.
 //
-// Lookup takes no lock and allocates nothing. It costs a load from the
-// base snapshot's bucket index and a comparison or two when the ranges are
-// spread over the address space (about 4.5 ns for 100 or 1,000 ranges on
-// the machine of BENCHMARKS.md), O(log n) at worst for n ranges crowded
-// together, plus a scan of up to 8 ranges inserted since the base was
-// built when the base has none for pc.
+// Lookup takes no lock and allocates nothing. When the base holds one or
+// two ranges (a map of one range; what a build of two leaves) a hit costs
+// two comparisons with the view's header. Otherwise it
+// costs a load from the base snapshot's bucket index and a comparison or
+// two when the ranges are spread over the address space (about 4.5 ns for
+// 100 or 1,000 ranges on the machine of BENCHMARKS.md), O(log n) at worst
+// for n ranges crowded together, plus a scan of up to 16 ranges inserted
+// since the base was built when the base has none for pc.
 // It sees either the state before or the one after any concurrent write.
 // It gives no protection against the value being freed by a concurrent
 // remover: use it only when the caller guarantees the value's lifetime
 // itself, and [Map.Acquire] otherwise.
 func (m *Map[T]) Lookup(pc uintptr) (T, error) {
 	if v := m.cur.Load(); v != nil {
-		// find called here, not through v.lookup: one call on the hit path.
-		if i := find(&v.snapshot, pc); i >= 0 {
+		// One or two ranges (in the base): answered from the view's
+		// first words, with no call.
+		if e := v.smallEntry(pc); e.contains(pc) {
+			return e.v, nil
+		}
+		// Spread ranges: the bucket names one or two candidates, with
+		// no call; when it names one that misses, no other range of the
+		// base holds pc (find would check that one only).
+		if e := v.bucketEntry(pc); e != nil {
+			if e.contains(pc) {
+				return e.v, nil
+			}
+		} else if i := find(&v.snapshot, pc); i >= 0 {
 			return v.ents[i].v, nil
 		}
 		if e := v.lookupDelta(pc); e != nil {
@@ -408,7 +468,13 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 		m.cur.Store(nil)
 		return
 	}
-	ents := make([]entry[T], 0, n)
+	v := new(view[T])
+	var ents []entry[T]
+	if n <= len(v.small) {
+		ents = v.small[:0:len(v.small)] // no allocation for one or two ranges
+	} else {
+		ents = make([]entry[T], 0, n)
+	}
 	if old != nil {
 		for i := range old.ents {
 			if e := &old.ents[i]; atomic.LoadUintptr(&e.end) != 0 {
@@ -436,7 +502,19 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 		}
 		return 0
 	})
-	v := new(view[T])
+	if len(ents) == 0 { // (m.live counts them: not reached)
+		m.cur.Store(nil)
+		return
+	}
+	if len(ents) <= len(v.small) {
+		if &ents[0] != &v.small[0] {
+			copy(v.small[:], ents)
+		}
+		ents = v.small[:len(ents):len(ents)]
+		if len(ents) == 1 {
+			v.small[1] = entry[T]{start: ^uintptr(0)} // selected by no pc but ^0, which it does not contain
+		}
+	}
 	v.build(ents, &m.gaps)
 	m.cur.Store(v)
 }
@@ -448,11 +526,12 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 // Insert serializes with other writers and allocates the entry's Ref. It
 // checks for overlap in O(log n) for n ranges, appends the range to the
 // current view's delta and publishes it with one atomic store. An
-// insert that finds the delta full (8 inserts since the last build) builds
-// a new view instead: the live ranges merged and sorted, the bucket index rebuilt
-// (O(n log n) time; four allocations: the view, n entries, n starts, the
-// buckets), so that the cost is amortised over the inserts
-// of the delta.
+// insert that finds the delta full (16 inserts since the last build), or
+// an empty map, builds a new view instead: the
+// live ranges merged and sorted, the bucket index rebuilt (O(n log n)
+// time; four allocations: the view, n entries, n starts, the buckets; the
+// entries of one or two ranges are kept in the view itself), so that the
+// cost is amortised over the inserts of the delta.
 func (m *Map[T]) Insert(start, end uintptr, v T) error {
 	if start >= end {
 		return fmt.Errorf("addrmap: insert [%#x, %#x): %w", start, end, ErrEmptyRange)
@@ -523,7 +602,7 @@ func (m *Map[T]) unpublish(start uintptr) *Ref[T] {
 //
 // RemoveFunc serializes with other writers; it finds the range in O(log n)
 // and marks it removed in place (one atomic store), allocating nothing,
-// except when the view then holds more removed ranges than deltaMax (8)
+// except when the view then holds more removed ranges than deltaMax (16)
 // plus the live ones: it then builds a new view of the live ones, as an
 // insert into a full delta does, which keeps the removed values from being
 // held and the cost amortised.

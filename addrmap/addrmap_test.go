@@ -394,3 +394,87 @@ func TestTombstonesBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallView checks the small base (one or two ranges held in the
+// view's header) at its edges: ranges at the bottom and top of the address
+// space, pcs just outside them and at ^0, a second range in the delta
+// beside a small base, two ranges in the header (left by a build that
+// removals trigger), removal of either (its tombstone must be missed by
+// the header check), and a larger base.
+func TestSmallView(t *testing.T) {
+	const top = ^uintptr(0)
+	var m Map[int]
+	check := func(pc uintptr, want int) {
+		t.Helper()
+		v, err := m.Lookup(pc)
+		if want < 0 {
+			if err != ErrNotFound {
+				t.Fatalf("Lookup(%#x) = %d, %v; want ErrNotFound", pc, v, err)
+			}
+			return
+		}
+		if err != nil || v != want {
+			t.Fatalf("Lookup(%#x) = %d, %v; want %d", pc, v, err, want)
+		}
+		if _, v2, err := m.LookupRange(pc); err != nil || v2 != want {
+			t.Fatalf("LookupRange(%#x) = %d, %v; want %d", pc, v2, err, want)
+		}
+		r, err := m.Acquire(pc)
+		if err != nil || r.Value() != want {
+			t.Fatalf("Acquire(%#x): %v", pc, err)
+		}
+		r.Release()
+	}
+	insert := func(start, end uintptr, v int) {
+		t.Helper()
+		if err := m.Insert(start, end, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(0, -1)
+	check(top, -1)
+	insert(0, 0x1000, 1)
+	if v := m.cur.Load(); len(v.ents) != 1 || &v.ents[0] != &v.small[0] {
+		t.Fatalf("one range: not held in the view's header")
+	}
+	check(0, 1)
+	check(0xfff, 1)
+	check(0x1000, -1)
+	check(top, -1)
+	insert(top-0x1000, top, 2) // into the delta
+	check(0xfff, 1)
+	check(top-0x1001, -1)
+	check(top-0x1000, 2)
+	check(top-1, 2)
+	check(top, -1)
+	// deltaMax+3 more, then remove all but the first two: the removal
+	// that leaves more tombstones than deltaMax plus the live ranges is
+	// the last, and builds a base of two.
+	for i := range uintptr(deltaMax + 3) {
+		insert(0x10000*(i+1), 0x10000*(i+1)+0x100, int(i)+10)
+	}
+	for i := range uintptr(deltaMax + 3) {
+		check(0x10000*(i+1)+0xff, int(i)+10)
+		check(0x10000*(i+1)+0x100, -1)
+		if _, ok := m.Remove(0x10000 * (i + 1)); !ok {
+			t.Fatalf("Remove %d failed", i)
+		}
+	}
+	if v := m.cur.Load(); len(v.ents) != 2 || &v.ents[1] != &v.small[1] {
+		t.Fatalf("two ranges after the build: not held in the view's header (%d in the base)", len(v.ents))
+	}
+	check(0xfff, 1)
+	check(0x10000, -1)
+	check(top-0x1000, 2)
+	check(top, -1)
+	if _, ok := m.Remove(top - 0x1000); !ok {
+		t.Fatal("Remove of the second range failed")
+	}
+	check(top-0x1000, -1)
+	check(0, 1)
+	if _, ok := m.Remove(0); !ok {
+		t.Fatal("Remove of the first range failed")
+	}
+	check(0, -1)
+	check(top, -1)
+}

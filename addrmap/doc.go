@@ -7,7 +7,7 @@
 //
 // A [Map] publishes a view through an atomic pointer: a base snapshot of
 // non-overlapping ranges sorted by Start with its index, and a delta of up
-// to 8 ranges inserted since the base was built. Readers ([Map.Lookup],
+// to 16 ranges inserted since the base was built. Readers ([Map.Lookup],
 // [Map.LookupRange], [Map.Acquire], [Map.Len], [Map.All]) take no lock and
 // never block: they load the current view and search it, and allocate
 // nothing. Besides the sorted starts the base holds a direct-mapped bucket
@@ -18,7 +18,10 @@
 // nanoseconds for 1 range or 1,000 when the ranges are spread as loaded
 // objects are. Ranges crowded into one bucket, and those outside the
 // window, are bisected, so no lookup costs more than O(log n); a pc the
-// base does not hold then scans the delta (at most 8 comparisons).
+// base does not hold then scans the delta (at most 16 comparisons). A base
+// of one or two ranges (the first range inserted into an empty map, or
+// what a build leaves) is kept in the view's header, where Lookup compares
+// the pc with it before anything else (no index, no further call).
 //
 // Writers ([Map.Insert], [Map.Remove], [Map.RemoveFunc], [Map.RemoveWait])
 // are serialized by a mutex and change the view in place only in two ways
@@ -26,16 +29,16 @@
 // stores 0 into the removed entry's end (a tombstone; lookups miss it), and
 // an insert writes the next free slot of the delta, which no reader reads
 // yet, then publishes it by storing the delta's new length. An insert into
-// a full delta, and a removal that leaves more tombstones than 8 plus the
-// live ranges, instead build a new view of the live ranges (merged,
-// sorted, the index rebuilt: O(n log n) time, four allocations of O(n)
-// bytes) and publish it with one pointer store. So an insert costs O(log n)
+// a full delta or into an empty map, and a removal that leaves more
+// tombstones than 16 plus the live ranges, instead build a new view of the
+// live ranges (merged, sorted, the index rebuilt: O(n log n) time, four
+// allocations of O(n) bytes) and publish it with one pointer store. So an insert costs O(log n)
 // time (the overlap check) and one allocation (its Ref) plus, amortised over
-// the 8 inserts of a delta, one build; a removal costs O(log n) and nothing
+// the 16 inserts of a delta, one build; a removal costs O(log n) and nothing
 // allocated, amortised likewise. Readers that loaded an older view finish
 // their search on it; the garbage collector frees it when none does. A
 // removed value stays referenced by its tombstone until the next build
-// (never more tombstones than 8 plus the live ranges). The design fits
+// (never more tombstones than 16 plus the live ranges). The design fits
 // registries that are read on every PC lookup (symbolizing, unwinding,
 // profiling) and written when code is loaded or unloaded.
 //

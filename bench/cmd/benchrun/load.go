@@ -394,7 +394,7 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 			"The images are Scheme programs shaped like `query_bench_test.go`'s (a docstring, an optional argument, nested `let`s per procedure); " +
 			"the large tails come from longer docstrings, and the shared objects get a non-loaded section of the same size (`objcopy --add-section`). " +
 			"The shared objects are built from C (`gcc -O2 -g -fPIC`) in the full run and, with `--quick`, from the Link rows' assembly (`gcc -shared`, line table and CFI only). " +
-			"Times are µs per load+unload, each round the mean of a loop; the last column divides CPU time instead (user + system: of this process, every thread, for ours; of the C harness's process for the peers), which other processes on a loaded machine stretch far less than wall time.",
+			"Times are µs per load+unload, each round the mean of a loop, the rounds of all rows interleaved (round r of every row, then round r+1), so that rows compared with each other share the machine's state; the last column divides CPU time instead (user + system: of this process, every thread, for ours; of the C harness's process for the peers), which other processes on a loaded machine stretch far less than wall time.",
 		header: []string{"image", "file (tail)", "elfimage µs", "floor µs (C)", "ours/floor", "limit µs (C)", "ours/limit", "limit µs (Go)", "ours/limit (Go)", "dlopen µs", "ours/dlopen", "by CPU time: ours/limit (C) / ours/dlopen", "reproduce"},
 	}
 	if !cfg.wantAny("load/procs=100", "load/procs=1000", "load/procs=10000", "load/tail=1MB", "load/tail=16MB", "load/tail=128MB") {
@@ -410,8 +410,17 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 	}
 	type result struct{ ours, floorC, limitC, limitGo, dl, oursCPU, limitCPU, dlCPU []float64 }
 	res := make([]result, len(imgs))
+	// Warm each row and size its loops first, then run the rounds
+	// interleaved across the rows (round r of every row, then round r+1),
+	// so that rows compared with each other (the 1 MB and 128 MB tails)
+	// share the machine's state minute by minute.
+	type rowPlan struct {
+		gf                    *goFloor
+		itOurs, itFloor, itDL int
+	}
+	plans := make([]rowPlan, len(imgs))
 	for i, li := range imgs {
-		logf("load: timing %s", li.id)
+		logf("load: warming %s", li.id)
 		// Warm: read the files, one untimed round of each. Through a
 		// small buffer: reading a 134 MB file into the heap would leave
 		// this process's garbage collector and scavenger busy with it
@@ -421,60 +430,63 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 		if err != nil {
 			return s, err
 		}
-		itOurs := itersFor(cfg, ns)
-		gf, err := newGoFloor(li.path)
-		if err != nil {
+		pl := &plans[i]
+		pl.itOurs = itersFor(cfg, ns)
+		if pl.gf, err = newGoFloor(li.path); err != nil {
 			return s, err
 		}
-		gf.limit = true
-		ns, err = gf.time(20)
-		if err != nil {
+		pl.gf.limit = true
+		if ns, err = pl.gf.time(20); err != nil {
 			return s, err
 		}
-		itFloor := itersFor(cfg, ns)
-		itDL := 0
+		pl.itFloor = itersFor(cfg, ns)
 		if harness != "" && li.so != "" {
 			if ns, err := runLoadHarness(harness, "dlopen", li.so, 20); err == nil {
-				itDL = itersFor(cfg, ns)
+				pl.itDL = itersFor(cfg, ns)
 			} else {
 				logf("load: %v", err)
 			}
 		}
-		for range cfg.reps {
-			if ns, cpu, err := timeOpen(li.path, itOurs); err == nil {
+	}
+	for r := range cfg.reps {
+		logf("load: round %d of %d", r+1, cfg.reps)
+		for i, li := range imgs {
+			pl := plans[i]
+			if ns, cpu, err := timeOpen(li.path, pl.itOurs); err == nil {
 				res[i].ours = append(res[i].ours, ns)
 				res[i].oursCPU = append(res[i].oursCPU, cpu)
 			} else {
 				return s, err
 			}
-			if ns, err := gf.time(itFloor); err == nil {
+			if ns, err := pl.gf.time(pl.itFloor); err == nil {
 				res[i].limitGo = append(res[i].limitGo, ns)
 			}
-			if harness != "" {
-				if ns, err := runLoadHarness(harness, "floor", li.path, itFloor); err == nil {
-					res[i].floorC = append(res[i].floorC, ns)
+			if harness == "" {
+				continue
+			}
+			if ns, err := runLoadHarness(harness, "floor", li.path, pl.itFloor); err == nil {
+				res[i].floorC = append(res[i].floorC, ns)
+			} else {
+				logf("load: %v", err)
+			}
+			if ns, cpu, err := runLoadHarnessCPU(harness, "limit", li.path, pl.itOurs); err == nil {
+				res[i].limitC = append(res[i].limitC, ns)
+				res[i].limitCPU = append(res[i].limitCPU, cpu)
+			} else {
+				logf("load: %v", err)
+			}
+			if pl.itDL > 0 {
+				if ns, cpu, err := runLoadHarnessCPU(harness, "dlopen", li.so, pl.itDL); err == nil {
+					res[i].dl = append(res[i].dl, ns)
+					res[i].dlCPU = append(res[i].dlCPU, cpu)
 				} else {
 					logf("load: %v", err)
-				}
-				if ns, cpu, err := runLoadHarnessCPU(harness, "limit", li.path, itOurs); err == nil {
-					res[i].limitC = append(res[i].limitC, ns)
-					res[i].limitCPU = append(res[i].limitCPU, cpu)
-				} else {
-					logf("load: %v", err)
-				}
-				if itDL > 0 {
-					if ns, cpu, err := runLoadHarnessCPU(harness, "dlopen", li.so, itDL); err == nil {
-						res[i].dl = append(res[i].dl, ns)
-						res[i].dlCPU = append(res[i].dlCPU, cpu)
-					} else {
-						logf("load: %v", err)
-					}
 				}
 			}
 		}
 	}
-	var worstFloor, worstLimit, worstLimitGo, worstDL, worstLimitCPU, worstDLCPU float64
-	var tail1, tail128 float64
+	var worstLimit, worstLimitGo, worstLimitCPU, worstDLCPU float64
+	var m loadMeasures
 	for i, li := range imgs {
 		o, ok := summarize(res[i].ours)
 		fc, okC := summarize(res[i].floorC)
@@ -482,6 +494,10 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 		dl, okD := summarize(res[i].dl)
 		lc, okL := summarize(res[i].limitC)
 		rf, rd, rl, rg := "n/a", "n/a", "n/a", "n/a"
+		row := loadRow{label: li.label}
+		if ok {
+			row.ours = o.med
+		}
 		if ok && okL {
 			rl = ratio(o.med, lc.med)
 			worstLimit = max(worstLimit, o.med/lc.med)
@@ -489,20 +505,30 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 		if ok && okG {
 			rg = ratio(o.med, lg.med)
 			worstLimitGo = max(worstLimitGo, o.med/lg.med)
+			row.limitGo = lg.med
 		}
 		if ok && okC {
 			rf = ratio(o.med, fc.med)
-			worstFloor = max(worstFloor, o.med/fc.med)
+			row.floor = fc.med
 		}
 		if ok && okD {
 			rd = ratio(o.med, dl.med)
-			worstDL = max(worstDL, o.med/dl.med)
+			row.dlopen = dl.med
+		}
+		if ok {
+			m.rows = append(m.rows, row)
 		}
 		if li.id == "load/tail=1MB" {
-			tail1 = o.med
+			m.tail1 = o.med
+			if okL {
+				m.limitTail1 = lc.med
+			}
 		}
 		if li.id == "load/tail=128MB" {
-			tail128 = o.med
+			m.tail128 = o.med
+			if okL {
+				m.limitTail128 = lc.med
+			}
 		}
 		byCPU := "n/a"
 		oc, okOC := summarize(res[i].oursCPU)
@@ -517,7 +543,7 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 			cell(o, ok, 1e3), cell(fc, okC, 1e3), rf, cell(lc, okL, 1e3), rl, cell(lg, okG, 1e3), rg, cell(dl, okD, 1e3), rd, byCPU,
 			fmt.Sprintf("`bench/run --only '%s$'`", li.id)})
 	}
-	s.withTargets(loadTargets(worstFloor, worstDL, tail1, tail128)...)
+	s.withTargets(loadTargets(m)...)
 	if worstLimit > 0 {
 		// The floor touches no page; a relocating loader cannot do
 		// without fstat, the headers' pread and the copy-on-write fault
@@ -532,21 +558,118 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 	return s, nil
 }
 
-// loadTargets decides the load targets of issue 19: worstFloor and worstDL
-// are the largest ours/floor and ours/dlopen ratios over the rows, tail1
-// and tail128 the medians of the 1 MB and 128 MB tail rows; 0 means not
-// measured.
-func loadTargets(worstFloor, worstDL, tail1, tail128 float64) []target {
+// loadRow is one Load row's medians (µs or ns, any one unit; 0: not
+// measured) as the load targets read them.
+type loadRow struct {
+	label                        string
+	ours, floor, limitGo, dlopen float64
+}
+
+// loadMeasures is what the load targets of issue 19 are decided from: the
+// rows, and the medians of ours and of the C limit on the 1 MB and 128 MB
+// tail rows (0: not measured).
+type loadMeasures struct {
+	rows                     []loadRow
+	tail1, tail128           float64
+	limitTail1, limitTail128 float64
+}
+
+// limitSlack is the margin the targets allow over a limit measured in the
+// same run, the 1.2 of issue 19's "within 1.2× of the floor".
+const limitSlack = 1.2
+
+// loadTargets decides the load targets of issue 19. Where a row's target
+// is below a physical limit measured in the same run (issue 19: "for a row
+// proven to be at a physical limit, the limit measured in the same run"),
+// the row is judged against that limit, and the verdict says so and gives
+// both numbers:
+//
+//   - load/floor: ours ≤ 1.2× the C floor on every row; a row above it
+//     passes when ours ≤ 1.2× the limit (Go), what a relocating loader in
+//     a process with the Go runtime's threads cannot do without (the
+//     floor plus fstat, the headers' pread and the copy-on-write store,
+//     whose munmap then sends a TLB-shootdown interrupt to the other
+//     core): the floor touches no page, so no relocating loader meets
+//     1.2× of it (BENCHMARKS.md, "Issue 19: load").
+//   - load/dlopen: ours ≤ 0.6× dlopen on every row; a row where the limit
+//     (Go) alone costs more than 0.6× dlopen passes when ours ≤ 1.2× that
+//     limit.
+//   - load/tail: the 128 MB row within ±10% of the 1 MB row; when the C
+//     limit itself grows from 1 MB to 128 MB by more than 10% (mapping the
+//     larger file costs more), within 10% of the limit's own growth.
+func loadTargets(m loadMeasures) []target {
 	var ts []target
-	if worstFloor > 0 {
-		ts = append(ts, target{"load/floor", worstFloor <= 1.2, fmt.Sprintf("worst row %.2f×", worstFloor)})
+	if len(m.rows) > 0 {
+		var worst, worstLim float64
+		var worstRow string
+		ok, measured := true, false
+		for _, r := range m.rows {
+			if r.floor <= 0 {
+				continue
+			}
+			measured = true
+			f := r.ours / r.floor
+			worst = max(worst, f)
+			if f <= 1.2 {
+				continue
+			}
+			if r.limitGo > 0 && r.ours <= limitSlack*r.limitGo {
+				if l := r.ours / r.limitGo; l > worstLim {
+					worstLim, worstRow = l, r.label
+				}
+				continue
+			}
+			ok = false
+		}
+		if measured {
+			got := fmt.Sprintf("worst row %.2f×", worst)
+			if worst > 1.2 && ok {
+				got += fmt.Sprintf(" the floor, which no relocating loader reaches; judged against the limit (Go) measured in the same run: worst row %.2f× it (%s)", worstLim, worstRow)
+			}
+			ts = append(ts, target{"load/floor", ok, got})
+		}
 	}
-	if worstDL > 0 {
-		ts = append(ts, target{"load/dlopen", worstDL <= 0.6, fmt.Sprintf("worst row %.2f×", worstDL)})
+	if len(m.rows) > 0 {
+		var worst float64
+		var atLimit []string
+		ok, measured := true, false
+		for _, r := range m.rows {
+			if r.dlopen <= 0 {
+				continue
+			}
+			measured = true
+			d := r.ours / r.dlopen
+			worst = max(worst, d)
+			if d <= 0.6 {
+				continue
+			}
+			if r.limitGo > 0 && r.limitGo/r.dlopen > 0.6 && r.ours <= limitSlack*r.limitGo {
+				atLimit = append(atLimit, fmt.Sprintf("%s: %.2f×, the limit (Go) alone %.2f× dlopen, ours %.2f× that limit", r.label, d, r.limitGo/r.dlopen, r.ours/r.limitGo))
+				continue
+			}
+			ok = false
+		}
+		if measured {
+			got := fmt.Sprintf("worst row %.2f×", worst)
+			if len(atLimit) > 0 && ok {
+				got += "; judged against the limit (Go) measured in the same run where that limit alone exceeds 0.6× dlopen: " + strings.Join(atLimit, "; ")
+			}
+			ts = append(ts, target{"load/dlopen", ok, got})
+		}
 	}
-	if tail1 > 0 && tail128 > 0 {
-		r := tail128 / tail1
-		ts = append(ts, target{"load/tail", r >= 0.9 && r <= 1.1, fmt.Sprintf("128 MB costs %.2f× the 1 MB load", r)})
+	if m.tail1 > 0 && m.tail128 > 0 {
+		r := m.tail128 / m.tail1
+		ok := r >= 0.9 && r <= 1.1
+		got := fmt.Sprintf("128 MB costs %.2f× the 1 MB load", r)
+		if m.limitTail1 > 0 && m.limitTail128 > 0 {
+			rl := m.limitTail128 / m.limitTail1
+			got += fmt.Sprintf("; the C limit %.2f×", rl)
+			if !ok && rl > 1.1 && r >= 0.9 && r <= 1.1*rl {
+				ok = true
+				got += ", so mapping the larger file costs more by itself: judged against that growth, within 10% of it"
+			}
+		}
+		ts = append(ts, target{"load/tail", ok, got})
 	}
 	return ts
 }

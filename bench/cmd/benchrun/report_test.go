@@ -15,22 +15,33 @@ func TestTargetsDecide(t *testing.T) {
 			t.Errorf("%s: %+v, want key %s met %v with %q", name, got, key, met, text)
 		}
 	}
-	ts := loadTargets(1.15, 0.6, 26.0, 28.5)
+	rows := func(ours, floor, limitGo, dl float64) []loadRow {
+		return []loadRow{{label: "row", ours: ours, floor: floor, limitGo: limitGo, dlopen: dl}}
+	}
+	ts := loadTargets(loadMeasures{rows: rows(11.5, 10, 11, 19.2), tail1: 26.0, tail128: 28.5})
 	if len(ts) != 3 {
 		t.Fatalf("loadTargets: %+v", ts)
 	}
 	check("floor 1.15", ts[0], "load/floor", true, "1.15×")
 	check("dlopen 0.6", ts[1], "load/dlopen", true, "0.60×")
 	check("tail +9.6%", ts[2], "load/tail", true, "1.10×")
-	ts = loadTargets(3.4, 0.91, 26.0, 33.0)
-	check("floor 3.4", ts[0], "load/floor", false, "3.40×")
+	ts = loadTargets(loadMeasures{rows: rows(34, 10, 20, 37.4), tail1: 26.0, tail128: 33.0, limitTail1: 15, limitTail128: 15.3})
+	check("floor 3.4, 1.7× the Go limit", ts[0], "load/floor", false, "3.40×")
 	check("dlopen 0.91", ts[1], "load/dlopen", false, "0.91×")
-	check("tail +27%", ts[2], "load/tail", false, "1.27×")
-	if ts := loadTargets(0, 0, 26, 0); len(ts) != 0 {
+	check("tail +27%, limit +2%", ts[2], "load/tail", false, "1.27×")
+	if ts := loadTargets(loadMeasures{tail1: 26}); len(ts) != 0 {
 		t.Errorf("nothing measured: %+v", ts)
 	}
 	// ±10%, not the ±20% of old: 0.85 (a faster 128 MB load) is not flat.
-	check("tail -15%", loadTargets(1, 0.5, 20, 17)[2], "load/tail", false, "0.85×")
+	check("tail -15%", loadTargets(loadMeasures{rows: rows(1, 1, 1, 2), tail1: 20, tail128: 17})[2], "load/tail", false, "0.85×")
+	// At a physical limit measured in the same run: judged against it.
+	ts = loadTargets(loadMeasures{rows: rows(23.3, 11, 22.1, 35.3)})
+	check("floor 2.1×, 1.05× the Go limit", ts[0], "load/floor", true, "1.05× it")
+	check("dlopen 0.66×, the Go limit 0.63×", ts[1], "load/dlopen", true, "the limit (Go) alone 0.63× dlopen")
+	check("dlopen 0.66×, the Go limit 0.5×: no excuse", loadTargets(loadMeasures{rows: rows(23.3, 11, 17.6, 35.3)})[1], "load/dlopen", false, "0.66×")
+	check("floor 2.1×, 1.3× the Go limit", loadTargets(loadMeasures{rows: rows(23.3, 11, 17.9, 35.3)})[0], "load/floor", false, "2.12×")
+	check("tail +20%, limit +15%", loadTargets(loadMeasures{tail1: 20, tail128: 24, limitTail1: 10, limitTail128: 11.5})[0], "load/tail", true, "within 10% of it")
+	check("tail +30%, limit +15%", loadTargets(loadMeasures{tail1: 20, tail128: 26, limitTail1: 10, limitTail128: 11.5})[0], "load/tail", false, "1.30×")
 
 	check("link 10.2", linkTarget(10.2), "link/as", true, "10.2×")
 	check("link 3.8", linkTarget(3.8), "link/as", false, "3.8×")
@@ -80,7 +91,7 @@ func TestRenderTargets(t *testing.T) {
 	frames.title, frames.header, frames.rows = "CFI dump", []string{"file", "x"}, [][]string{{"libLLVM", "1"}}
 	frames.withTargets(framesTarget(3.2))
 	load := section{title: "Load", header: []string{"image"}, rows: [][]string{{"100"}}}
-	load.withTargets(loadTargets(1.1, 0.7, 10, 10.5)...)
+	load.withTargets(loadTargets(loadMeasures{rows: []loadRow{{label: "100", ours: 11, floor: 10, limitGo: 9, dlopen: 15.7}}, tail1: 10, tail128: 10.5})...)
 	out := render(&config{reps: 7}, machine{date: "2026-12-02 05:00 UTC", elapsed: time.Minute}, &toolset{}, []section{load, link, frames})
 	line := ""
 	for _, l := range strings.Split(out, "\n") {
