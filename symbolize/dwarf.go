@@ -162,8 +162,8 @@ type scratch struct {
 	// arena offset of each group.
 	slots, longest, group []int32
 	offs                  []uint32
-	chain   []openSubr // scanFrames' chains
-	best    []openSubr
+	chain                 []openSubr // scanFrames' chains
+	best                  []openSubr
 	// The cache of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
 	names map[uint64]nameResult
