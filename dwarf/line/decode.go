@@ -93,6 +93,11 @@ type Reader struct {
 	// outside uint32 in hostile input, Row.Line is its low 32 bits.
 	line  int64
 	lineS *Sections
+	// rangeMul divides by line_range with a multiplication: for an
+	// adjusted opcode a < 256, a/line_range = a*rangeMul>>24 (rangeMul is
+	// 2^24/line_range + 1; the error is below 256/2^24, less than the
+	// 1/line_range a fraction can lack before the next integer).
+	rangeMul uint32
 }
 
 // NewReader decodes the header of the line program at offset off of
@@ -110,6 +115,7 @@ func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	if err := r.header(off, compDir); err != nil {
 		return nil, err
 	}
+	r.rangeMul = 1<<24/uint32(r.hdr.LineRange) + 1
 	r.reset()
 	return r, nil
 }
@@ -424,6 +430,81 @@ func (r *Reader) advance(opAdv uint64) {
 func (r *Reader) Next(row *Row) error {
 	b := &r.b
 	h := &r.hdr
+	if h.MaxOpsPerInst == 1 && b.Err() == nil {
+		// The opcodes compilers emit for nearly every row, decoded from
+		// the bytes directly; anything else (and any operand that does
+		// not end before the unit does) goes to the loop below, from the
+		// opcode's first byte.
+		data, off, end := b.Data(), int(b.Off()), int(b.End())
+		if end > len(data) {
+			end = len(data)
+		}
+	fast:
+		for off < end {
+			op := data[off]
+			if op >= h.OpcodeBase {
+				adj := uint32(op - h.OpcodeBase)
+				q := adj * r.rangeMul >> 24
+				r.state.Address += uint64(h.MinInstLength) * uint64(q)
+				r.line += int64(h.LineBase) + int64(adj-q*uint32(h.LineRange))
+				b.Seek(uint64(off+1), "opcode")
+				r.emit(row)
+				return nil
+			}
+			switch dwarf.LNS(op) {
+			case dwarf.DW_LNS_copy:
+				b.Seek(uint64(off+1), "opcode")
+				r.emit(row)
+				return nil
+			case dwarf.DW_LNS_advance_pc:
+				v, n := dwarf.Uleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.state.Address += uint64(h.MinInstLength) * v
+				off += 1 + n
+			case dwarf.DW_LNS_advance_line:
+				v, n := dwarf.Sleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.line += v
+				off += 1 + n
+			case dwarf.DW_LNS_set_file:
+				v, n := dwarf.Uleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.state.File = v
+				off += 1 + n
+			case dwarf.DW_LNS_set_column:
+				v, n := dwarf.Uleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.state.Column = uint32(v)
+				off += 1 + n
+			case dwarf.DW_LNS_negate_stmt:
+				r.state.IsStmt = !r.state.IsStmt
+				off++
+			case dwarf.DW_LNS_set_basic_block:
+				r.state.BasicBlock = true
+				off++
+			case dwarf.DW_LNS_set_prologue_end:
+				r.state.PrologueEnd = true
+				off++
+			case dwarf.DW_LNS_set_epilogue_begin:
+				r.state.EpilogueBegin = true
+				off++
+			case dwarf.DW_LNS_const_add_pc:
+				r.state.Address += uint64(h.MinInstLength) * uint64((255-uint32(h.OpcodeBase))*r.rangeMul>>24)
+				off++
+			default:
+				break fast
+			}
+		}
+		b.Seek(uint64(off), "opcode")
+	}
 	for {
 		if err := b.Err(); err != nil {
 			return err
