@@ -98,26 +98,33 @@ func (l *linker) buildDWARF() ([]builtSection, error) {
 	for i, off := range lineStrOffsets {
 		lineOffs[i] = info.OffsetField{At: off, Size: osz, Section: ".debug_line_str"}
 	}
+	lineSecs := []builtSection{withAddrs(debugSection(".debug_line", debugLine, false), lineAddrs, lineOffs)}
+	if l.enc.Version >= 5 {
+		lineSecs = append(lineSecs, debugSection(".debug_line_str", lineStr.Bytes(), true))
+	}
 	secs := []builtSection{
 		debugSection(".debug_abbrev", debugAbbrev, false),
 		withAddrs(debugSection(".debug_info", debugInfo, false), infoAddrs, infoFields.Offsets),
 		withAddrs(debugSection(".debug_aranges", aranges, false), arangesAddrs,
 			[]info.OffsetField{{At: arangesInfo, Size: osz, Section: ".debug_info"}}),
-		withAddrs(debugSection(".debug_line", debugLine, false), lineAddrs, lineOffs),
-		debugSection(".debug_str", str.Bytes(), true),
 	}
-	if l.enc.Version >= 5 {
-		secs = append(secs, debugSection(".debug_line_str", lineStr.Bytes(), true))
-	}
-	secs = lists.appendSections(secs)
 	if l.object {
 		// The procedure table holds final addresses and .debug_line
 		// offsets, which only the system linker knows.
-		return secs, nil
+		secs = append(secs, lineSecs[0], debugSection(".debug_str", str.Bytes(), true))
+		secs = append(secs, lineSecs[1:]...)
+		return lists.appendSections(secs), nil
 	}
 	if tableErr != nil {
 		return nil, tableErr
 	}
+	// What a first PositionAt reads (the procedure table's records, the
+	// line program's header and file names, one sequence) is placed
+	// together at the end of the file: .debug_line, .debug_line_str and
+	// the procedure table, in that order, after the other DWARF.
+	secs = append(secs, debugSection(".debug_str", str.Bytes(), true))
+	secs = lists.appendSections(secs)
+	secs = append(secs, lineSecs...)
 	secs = append(secs, debugSection(meta.SectionProcs, table, false))
 	return secs, nil
 }

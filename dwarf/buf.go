@@ -262,6 +262,10 @@ func (b *Buf) CString(field string) []byte {
 
 // Skip advances n bytes.
 func (b *Buf) Skip(n uint64, field string) {
+	if b.err == nil && n <= uint64(b.end-b.off) {
+		b.off += int(n)
+		return
+	}
 	b.Bytes(n, field)
 }
 

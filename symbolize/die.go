@@ -100,6 +100,96 @@ type abbrev struct {
 	children bool
 	fixed    int // total size when every form has a fixed size, else -1
 	specs    []attrSpec
+	// fast, when set (fixedOK), lists the kept attributes of a DIE whose
+	// forms all have fixed sizes, at their offsets from the DIE's first
+	// attribute: readAttrs then reads them in place, skipping the rest
+	// unread.
+	fast    []fastAttr
+	fixedOK bool
+}
+
+// slowAttrs turns readAttrs' in-place reading of fixed-size DIEs off
+// (tests compare both paths).
+var slowAttrs = false
+
+// fastAttr is one kept attribute of a fixed-size abbreviation: size bytes
+// at off (0 bytes: the implicit constant).
+type fastAttr struct {
+	off      int32
+	size     int8
+	kind     valueKind
+	attr     dwarf.Attr
+	form     dwarf.Form
+	implicit int64
+}
+
+// planFast sets a.fast and a.fixedOK when every form of a has a fixed
+// size and every kept attribute is read without another section (no
+// addrx, rnglistx or indirect forms).
+func planFast(a *abbrev, all *[]fastAttr) {
+	if a.fixed < 0 {
+		return
+	}
+	start := len(*all)
+	fast := *all
+	defer func() { *all = fast }()
+	off := 0
+	for i := range a.specs {
+		s := &a.specs[i]
+		if s.want {
+			switch s.kind {
+			case kindConst, kindAddr, kindStr, kindUnitRef, kindInfoRef, kindSecOffset:
+				if s.size > 8 || s.fs.Size == dwarf.SizeString {
+					fast = fast[:start]
+					return
+				}
+				f := fastAttr{off: int32(off), size: s.size, kind: s.kind, attr: s.attr, form: s.form}
+				if s.fs.Size == dwarf.SizeImplicit {
+					f.implicit = s.implicit
+				}
+				fast = append(fast, f)
+			case kindOther: // nothing kept (class 0)
+			default:
+				fast = fast[:start]
+				return
+			}
+		}
+		off += int(s.size)
+	}
+	a.fast, a.fixedOK = fast[start:len(fast):len(fast)], true
+}
+
+// fixedUint is p (at most 8 bytes) as an unsigned integer, little-endian
+// when le, else big-endian.
+func fixedUint(p []byte, le bool) uint64 {
+	switch len(p) {
+	case 1:
+		return uint64(p[0])
+	case 2:
+		if le {
+			return uint64(binary.LittleEndian.Uint16(p))
+		}
+		return uint64(binary.BigEndian.Uint16(p))
+	case 4:
+		if le {
+			return uint64(binary.LittleEndian.Uint32(p))
+		}
+		return uint64(binary.BigEndian.Uint32(p))
+	case 8:
+		if le {
+			return binary.LittleEndian.Uint64(p)
+		}
+		return binary.BigEndian.Uint64(p)
+	}
+	var v uint64
+	for j := range p {
+		if le {
+			v |= uint64(p[j]) << (8 * j)
+		} else {
+			v = v<<8 | uint64(p[j])
+		}
+	}
+	return v
 }
 
 // abbrevTable maps codes to declarations.
@@ -137,6 +227,7 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 	}
 	t := &abbrevTable{dense: make([]abbrev, 0, count)}
 	all := make([]attrSpec, 0, nspecs) // one backing array for the table
+	fastAll := make([]fastAttr, 0, nspecs)
 	for code, ia := range it.All() {
 		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
@@ -152,6 +243,7 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 			}
 		}
 		a.specs = all[start:len(all):len(all)]
+		planFast(&a, &fastAll)
 		if code == uint64(len(t.dense))+1 {
 			t.dense = append(t.dense, a)
 		} else {
@@ -199,6 +291,35 @@ type strRef struct {
 func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	*out = attrs{spec: noRef, origin: noRef}
 	enc := u.hdr.Enc
+	if a.fixedOK && b.Len() >= a.fixed && !slowAttrs {
+		// Every value at a known offset: read the kept ones in place.
+		p := b.Bytes(uint64(a.fixed), "attribute value")
+		le := b.Order == binary.LittleEndian
+		for i := range a.fast {
+			f := &a.fast[i]
+			v := fixedUint(p[f.off:f.off+int32(f.size)], le)
+			var class byte
+			switch f.kind {
+			case kindConst:
+				class = 'c'
+				if f.size == 0 {
+					v = uint64(f.implicit)
+				}
+			case kindAddr:
+				class = 'a'
+			case kindStr:
+				class = 's'
+			case kindUnitRef:
+				v, class = u.hdr.Offset+v, 'r'
+			case kindInfoRef:
+				class = 'r'
+			case kindSecOffset:
+				class = 'o'
+			}
+			out.set(f.attr, class, f.form, v)
+		}
+		return
+	}
 	for i := range a.specs {
 		s := &a.specs[i]
 		if !s.want {
@@ -252,69 +373,76 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 		if b.Err() != nil {
 			return
 		}
-		switch s.attr {
-		case dwarf.DW_AT_low_pc:
-			if class == 'a' {
-				out.lowPC, out.hasLow = v, true
-			}
-		case dwarf.DW_AT_high_pc:
-			switch class {
-			case 'a':
-				out.highPC, out.hasHigh = v, true
-			case 'c':
-				out.highPC, out.hasHigh, out.highIsLen = v, true, true
-			}
-		case dwarf.DW_AT_ranges:
-			if class == 'o' {
-				out.ranges, out.hasRanges = v, true
-			}
-		case dwarf.DW_AT_stmt_list:
-			if class == 'o' || class == 'c' {
-				out.stmtList, out.hasStmt = v, true
-			}
-		case atGNUDwoID:
-			if class == 'c' {
-				out.dwoID, out.hasDwoID = v, true
-			}
-		case atGNURangesBase:
-			if class == 'o' || class == 'c' {
-				out.rangesBase = v
-			}
-		case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name, atGNUDwoName:
-			if class != 's' {
-				continue
-			}
-			r := strRef{form: form, val: v}
-			switch s.attr {
-			case dwarf.DW_AT_name:
-				out.name = r
-			case dwarf.DW_AT_comp_dir:
-				out.compDir = r
-			case dwarf.DW_AT_dwo_name, atGNUDwoName:
-				out.dwoName = r
-			default:
-				out.linkage = r
-			}
-		case dwarf.DW_AT_specification:
-			if class == 'r' {
-				out.spec = v
-			}
-		case dwarf.DW_AT_abstract_origin:
-			if class == 'r' {
-				out.origin = v
-			}
-		case dwarf.DW_AT_call_file:
-			if class == 'c' {
-				out.callFile = v
-			}
-		case dwarf.DW_AT_call_line:
-			if class == 'c' {
-				out.callLine = v
-			}
-		case dwarf.DW_AT_call_column:
-			if class == 'c' {
-				out.callCol = v
-			}
+		out.set(s.attr, class, form, v)
+	}
+}
+
+// set records the value v of attribute attr, of class class (c constant,
+// a address, s string, r reference, o section offset, 0 other) and form
+// form, when it is one symbolization reads in that class.
+func (out *attrs) set(attr dwarf.Attr, class byte, form dwarf.Form, v uint64) {
+	switch attr {
+	case dwarf.DW_AT_low_pc:
+		if class == 'a' {
+			out.lowPC, out.hasLow = v, true
+		}
+	case dwarf.DW_AT_high_pc:
+		switch class {
+		case 'a':
+			out.highPC, out.hasHigh = v, true
+		case 'c':
+			out.highPC, out.hasHigh, out.highIsLen = v, true, true
+		}
+	case dwarf.DW_AT_ranges:
+		if class == 'o' {
+			out.ranges, out.hasRanges = v, true
+		}
+	case dwarf.DW_AT_stmt_list:
+		if class == 'o' || class == 'c' {
+			out.stmtList, out.hasStmt = v, true
+		}
+	case atGNUDwoID:
+		if class == 'c' {
+			out.dwoID, out.hasDwoID = v, true
+		}
+	case atGNURangesBase:
+		if class == 'o' || class == 'c' {
+			out.rangesBase = v
+		}
+	case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name, atGNUDwoName:
+		if class != 's' {
+			return
+		}
+		r := strRef{form: form, val: v}
+		switch attr {
+		case dwarf.DW_AT_name:
+			out.name = r
+		case dwarf.DW_AT_comp_dir:
+			out.compDir = r
+		case dwarf.DW_AT_dwo_name, atGNUDwoName:
+			out.dwoName = r
+		default:
+			out.linkage = r
+		}
+	case dwarf.DW_AT_specification:
+		if class == 'r' {
+			out.spec = v
+		}
+	case dwarf.DW_AT_abstract_origin:
+		if class == 'r' {
+			out.origin = v
+		}
+	case dwarf.DW_AT_call_file:
+		if class == 'c' {
+			out.callFile = v
+		}
+	case dwarf.DW_AT_call_line:
+		if class == 'c' {
+			out.callLine = v
+		}
+	case dwarf.DW_AT_call_column:
+		if class == 'c' {
+			out.callCol = v
 		}
 	}
 }

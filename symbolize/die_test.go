@@ -41,20 +41,38 @@ func TestAttrsVsGo(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			ours, err := symbolize.ReadDIEs(func(name string) ([]byte, error) {
-				if s := f.Section(name); s != nil {
-					return s.Data()
-				}
-				return nil, nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			gd, err := f.DWARF()
 			if err != nil {
 				t.Fatal(err)
 			}
 			theirs := goDIEs(t, gd)
+			// Both of readAttrs' paths: in place for DIEs of fixed size,
+			// and form by form.
+			for _, slow := range []bool{false, true} {
+				ours, fixed, err := symbolize.ReadDIEsPath(func(name string) ([]byte, error) {
+					if s := f.Section(name); s != nil {
+						return s.Data()
+					}
+					return nil, nil
+				}, slow)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.name != "go" && fixed == 0 {
+					t.Errorf("no subroutine abbreviation is read in place")
+				}
+				compareDIEs(t, c.name, slow, ours, theirs)
+			}
+		})
+	}
+}
+
+// compareDIEs compares the DIEs ReadDIEsPath read (slow: form by form)
+// with debug/dwarf's.
+func compareDIEs(t *testing.T, name string, slow bool, ours, theirs []symbolize.DIEAttrs) {
+	t.Helper()
+	{
+		{
 			if len(ours) != len(theirs) || len(ours) < 10 {
 				t.Fatalf("%d DIEs read, debug/dwarf %d", len(ours), len(theirs))
 			}
@@ -65,18 +83,18 @@ func TestAttrsVsGo(t *testing.T) {
 				}
 				if ours[i] != theirs[i] {
 					if bad++; bad <= 5 {
-						t.Errorf("DIE %d:\n\tours        %+v\n\tdebug/dwarf %+v", i, ours[i], theirs[i])
+						t.Errorf("slow=%v: DIE %d:\n\tours        %+v\n\tdebug/dwarf %+v", slow, i, ours[i], theirs[i])
 					}
 				}
 			}
 			if bad > 0 {
 				t.Errorf("%d of %d DIEs differ", bad, len(ours))
 			}
-			if c.name != "go" && inlined == 0 {
+			if name != "go" && inlined == 0 {
 				t.Errorf("no inlined subroutine with a call site among %d DIEs", len(ours))
 			}
-			t.Logf("%d DIEs agree (%d inlined call sites)", len(ours), inlined)
-		})
+			t.Logf("slow=%v: %d DIEs agree (%d inlined call sites)", slow, len(ours), inlined)
+		}
 	}
 }
 

@@ -155,10 +155,15 @@ type scratch struct {
 	order   []int32
 	stack   []int32
 	keys    []uint64   // flattenSubrs' sort keys
+	keys2   []uint64   // and sortKeys' scratch for them
 	starts  []uint64   // flattenSubrs' segment starts, for the index
 	picks   []namePick // the names build copies
-	chain   []openSubr // scanFrames' chains
-	best    []openSubr
+	// groupPicks' table, groups and group of each pick, and build's
+	// arena offset of each group.
+	slots, longest, group []int32
+	offs                  []uint32
+	chain                 []openSubr // scanFrames' chains
+	best                  []openSubr
 	// The cache of build's name resolution, cleared after use (a cleared
 	// map keeps its table; the pool drops it at a garbage collection).
 	names map[uint64]nameResult
@@ -187,7 +192,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.starts), cap(sc.picks)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -669,19 +674,12 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		}
 		picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&link[len(link)-1])), name: link, subr: int32(i)})
 	}
-	// By last byte, longest first: each run of one last byte is the
-	// longest name and its suffixes.
-	slices.SortFunc(picks, func(a, b namePick) int {
-		if a.end != b.end {
-			return cmp(uint64(a.end), uint64(b.end))
-		}
-		return len(b.name) - len(a.name)
-	})
+	// Names grouped by last byte: each group is the longest name and its
+	// suffixes, copied once.
+	longest, group := groupPicks(picks, sc)
 	total := 0
-	for k, p := range picks {
-		if k == 0 || p.end != picks[k-1].end {
-			total += len(p.name)
-		}
+	for _, l := range longest {
+		total += len(picks[l].name)
 	}
 	if total > 1<<32-1 || d.nameBytes.Add(int64(total)) > nameBudget*int64(len(d.sec.Str)+len(d.sec.LineStr)+len(d.sec.Info))+1<<20 {
 		x.err = &formaterr.Error{Source: secInfo, Offset: u.hdr.Offset, Field: "DW_AT_name",
@@ -690,19 +688,64 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	var arena strings.Builder
 	arena.Grow(total)
-	var longest namePick // of the current run
-	var off int
+	// offs[g] is where group g's longest name starts in the arena.
+	offs := atLeast(sc.offs, uint64(len(longest)))
+	for _, l := range longest {
+		offs = append(offs, uint32(arena.Len()))
+		arena.Write(picks[l].name)
+	}
+	sc.offs = offs
 	for k, p := range picks {
-		if k == 0 || p.end != picks[k-1].end {
-			longest, off = p, arena.Len()
-			arena.Write(p.name)
-		}
+		g := group[k]
 		s := &x.subrs[p.subr]
-		s.name = uint32(off + len(longest.name) - len(p.name))
+		s.name = offs[g] + uint32(len(picks[longest[g]].name)-len(p.name))
 		s.nameLen = uint32(len(p.name))
 	}
 	x.names = arena.String()
 	return x
+}
+
+// groupPicks groups picks by last byte: it returns, for each distinct
+// last byte in order of first appearance, the index of its longest pick
+// (of equal lengths the first), and sets group[i] to the group of
+// picks[i]. Names that end at one byte are suffixes of that run's longest
+// (see build). An open-addressing table on the last byte's address
+// (sized to twice the picks, from sc) replaces a sort. Cost: O(n)
+// expected, no allocation once the scratch has grown.
+func groupPicks(picks []namePick, sc *scratch) (longest, group []int32) {
+	size := 1 << bits.Len(uint(2*len(picks)))
+	slots := sc.slots
+	if cap(slots) < size {
+		slots = make([]int32, size)
+	} else {
+		slots = slots[:size]
+		clear(slots)
+	}
+	longest, group = sc.longest[:0], atLeast(sc.group, uint64(len(picks)))
+	mask := uintptr(size - 1)
+	for i, p := range picks {
+		// Fibonacci hashing of the address; slots hold group+1.
+		h := uintptr(uint64(p.end)*0x9e3779b97f4a7c15>>32) & mask
+		for {
+			g := slots[h] - 1
+			if g < 0 {
+				slots[h] = int32(len(longest)) + 1
+				group = append(group, int32(len(longest)))
+				longest = append(longest, int32(i))
+				break
+			}
+			if l := longest[g]; picks[l].end == p.end {
+				if len(p.name) > len(picks[l].name) {
+					longest[g] = int32(i)
+				}
+				group = append(group, g)
+				break
+			}
+			h = (h + 1) & mask
+		}
+	}
+	sc.slots, sc.longest, sc.group = slots, longest, group
+	return longest, group
 }
 
 // rangeBudget is the most address ranges the subroutines of u may have
@@ -897,7 +940,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		for i, r := range rs {
 			keys = append(keys, (r.start-lo)<<idxBits|uint64(i))
 		}
-		slices.Sort(keys)
+		keys, sc.keys2 = sortKeys(keys, sc.keys2, bits.Len64(hi-lo)+idxBits)
 		for i, k := range keys {
 			order[i] = int32(k & (1<<idxBits - 1))
 		}

@@ -259,7 +259,7 @@ func (t *symtab) sort() {
 				packed = append(packed, (a-lo)<<idxBits|i)
 			}
 		}
-		slices.Sort(packed)
+		packed, _ = sortKeys(packed, nil, bits.Len64(hi-lo)+idxBits)
 		for _, k := range packed {
 			pick(k&(1<<idxBits-1), k>>idxBits+lo)
 		}

@@ -92,7 +92,16 @@ type Reader struct {
 	// line is the line register at full width; advance_line may take it
 	// outside uint32 in hostile input, Row.Line is its low 32 bits.
 	line  int64
-	lineS *Sections
+	lineS Sections
+	// opLens holds the header's standard_opcode_lengths when they fit
+	// (Header.StandardOpcodeLengths then points here: one allocation
+	// less per reader).
+	opLens [24]uint8
+	// rangeMul divides by line_range with a multiplication: for an
+	// adjusted opcode a < 256, a/line_range = a*rangeMul>>24 (rangeMul is
+	// 2^24/line_range + 1; the error is below 256/2^24, less than the
+	// 1/line_range a fraction can lack before the next integer).
+	rangeMul uint32
 }
 
 // NewReader decodes the header of the line program at offset off of
@@ -105,11 +114,12 @@ func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	if order == nil {
 		order = binary.LittleEndian
 	}
-	r := &Reader{lineS: &sec}
+	r := &Reader{lineS: sec}
 	r.b = dwarf.MakeBuf(secLine, order, sec.Line)
 	if err := r.header(off, compDir); err != nil {
 		return nil, err
 	}
+	r.rangeMul = 1<<24/uint32(r.hdr.LineRange) + 1
 	r.reset()
 	return r, nil
 }
@@ -200,7 +210,11 @@ func (r *Reader) header(off uint64, compDir string) error {
 	if n := int(h.OpcodeBase) - 1; n > 0 {
 		f = b.Off()
 		lens := b.Bytes(uint64(n), "standard_opcode_lengths")
-		h.StandardOpcodeLengths = slices.Clone(lens)
+		if len(lens) <= len(r.opLens) {
+			h.StandardOpcodeLengths = r.opLens[:copy(r.opLens[:], lens):len(lens)]
+		} else {
+			h.StandardOpcodeLengths = slices.Clone(lens)
+		}
 		for i, l := range h.StandardOpcodeLengths {
 			if i < len(standardOpcodeLengths) && l != standardOpcodeLengths[i] {
 				b.FailAt(f+uint64(i), "standard_opcode_lengths", fmt.Sprintf("opcode %d has %d operands, want %d", i+1, l, standardOpcodeLengths[i]))
@@ -261,14 +275,20 @@ type entryFormat struct {
 	form dwarf.Form
 }
 
-func (r *Reader) formats(field string) []entryFormat {
+// formats reads an entry format description into dst's backing array
+// when it has room (else a new one).
+func (r *Reader) formats(dst []entryFormat, field string) []entryFormat {
 	b := &r.b
 	n := int(b.U8(field))
 	if n > b.Len()/2 {
 		b.Fail(field, fmt.Sprintf("%d entry formats do not fit in the header", n))
 		return nil
 	}
-	fs := make([]entryFormat, n)
+	fs := dst[:0]
+	if cap(fs) < n {
+		fs = make([]entryFormat, n)
+	}
+	fs = fs[:n]
 	for i := range fs {
 		fs[i].lnct = dwarf.LNCT(b.Uleb("content type code"))
 		f := b.Off()
@@ -364,12 +384,13 @@ func (r *Reader) entries5(fs []entryFormat, what string) []FileEntry {
 
 // tables5 reads the directory and file name tables of version 5.
 func (r *Reader) tables5() {
-	dirs := r.entries5(r.formats("directory_entry_format"), "directories")
+	var buf [8]entryFormat // formats are a few pairs: usually no allocation
+	dirs := r.entries5(r.formats(buf[:0], "directory_entry_format"), "directories")
 	r.hdr.Dirs = make([]string, len(dirs))
 	for i := range dirs {
 		r.hdr.Dirs[i] = dirs[i].Name
 	}
-	r.files = r.entries5(r.formats("file_name_entry_format"), "file_names")
+	r.files = r.entries5(r.formats(buf[:0], "file_name_entry_format"), "file_names")
 }
 
 func isAbs(p string) bool { return len(p) > 0 && (p[0] == '/' || p[0] == '\\') }
@@ -424,6 +445,81 @@ func (r *Reader) advance(opAdv uint64) {
 func (r *Reader) Next(row *Row) error {
 	b := &r.b
 	h := &r.hdr
+	if h.MaxOpsPerInst == 1 && b.Err() == nil {
+		// The opcodes compilers emit for nearly every row, decoded from
+		// the bytes directly; anything else (and any operand that does
+		// not end before the unit does) goes to the loop below, from the
+		// opcode's first byte.
+		data, off, end := b.Data(), int(b.Off()), int(b.End())
+		if end > len(data) {
+			end = len(data)
+		}
+	fast:
+		for off < end {
+			op := data[off]
+			if op >= h.OpcodeBase {
+				adj := uint32(op - h.OpcodeBase)
+				q := adj * r.rangeMul >> 24
+				r.state.Address += uint64(h.MinInstLength) * uint64(q)
+				r.line += int64(h.LineBase) + int64(adj-q*uint32(h.LineRange))
+				b.Seek(uint64(off+1), "opcode")
+				r.emit(row)
+				return nil
+			}
+			switch dwarf.LNS(op) {
+			case dwarf.DW_LNS_copy:
+				b.Seek(uint64(off+1), "opcode")
+				r.emit(row)
+				return nil
+			case dwarf.DW_LNS_advance_pc:
+				v, n := dwarf.Uleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.state.Address += uint64(h.MinInstLength) * v
+				off += 1 + n
+			case dwarf.DW_LNS_advance_line:
+				v, n := dwarf.Sleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.line += v
+				off += 1 + n
+			case dwarf.DW_LNS_set_file:
+				v, n := dwarf.Uleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.state.File = v
+				off += 1 + n
+			case dwarf.DW_LNS_set_column:
+				v, n := dwarf.Uleb128(data[off+1 : end])
+				if n == 0 {
+					break fast
+				}
+				r.state.Column = uint32(v)
+				off += 1 + n
+			case dwarf.DW_LNS_negate_stmt:
+				r.state.IsStmt = !r.state.IsStmt
+				off++
+			case dwarf.DW_LNS_set_basic_block:
+				r.state.BasicBlock = true
+				off++
+			case dwarf.DW_LNS_set_prologue_end:
+				r.state.PrologueEnd = true
+				off++
+			case dwarf.DW_LNS_set_epilogue_begin:
+				r.state.EpilogueBegin = true
+				off++
+			case dwarf.DW_LNS_const_add_pc:
+				r.state.Address += uint64(h.MinInstLength) * uint64((255-uint32(h.OpcodeBase))*r.rangeMul>>24)
+				off++
+			default:
+				break fast
+			}
+		}
+		b.Seek(uint64(off), "opcode")
+	}
 	for {
 		if err := b.Err(); err != nil {
 			return err

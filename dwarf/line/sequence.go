@@ -39,7 +39,7 @@ func (r *Reader) SequenceRow(seqOff, addr uint64) (Row, error) {
 		return Row{}, &formaterr.Error{Source: secLine, Offset: seqOff, Field: "sequence offset", Msg: fmt.Sprintf("offset %#x outside the line program [%#x, %#x)", seqOff, h.ProgramOffset, h.End)}
 	}
 	var run Reader
-	run.hdr = r.hdr
+	run.hdr, run.rangeMul = r.hdr, r.rangeMul
 	run.lineS = r.lineS
 	order := r.lineS.Order
 	if order == nil {
