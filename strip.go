@@ -56,8 +56,10 @@ type StripOptions struct {
 // Sections the linker does not write (a .comment added by another
 // tool) stay in the stripped image only. Errors are *FormatError: data
 // that the loader refuses, that has no .debug_info (stripped already),
-// that already has a .gnu_debuglink, or whose loaded segments hold bytes
-// outside sections; and an opts.DebugLink with a '/'. Cost: two copies of
+// that already has a .gnu_debuglink, whose loaded segments hold bytes
+// outside sections, or with a section whose sh_addralign is not a power
+// of two, is more than a page (not loaded) or does not divide its
+// sh_offset (loaded); and an opts.DebugLink with a '/'. Cost: two copies of
 // data (at most), one pass over its sections and symbols, and a CRC-32 of
 // the debug file.
 func Strip(data []byte, opts StripOptions) (stripped, debug []byte, err error) {
@@ -147,6 +149,27 @@ func newStripper(data []byte) (*stripper, error) {
 	}
 	if f.Phoff != ehdrSize {
 		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x, want %d (right after the ELF header)", f.Phoff, ehdrSize)
+	}
+	// The writers lay each copied section out at a multiple of its
+	// sh_addralign, so the alignment bounds the output's size: a loaded
+	// section must already sit at a multiple of it (it keeps its offset),
+	// and a section that is not loaded needs none beyond the page. Either
+	// way the output is at most the input's size plus a page per section.
+	for i := 1; i < len(secs); i++ {
+		sec := &secs[i]
+		if i == int(f.Shstrndx) {
+			continue // not copied: both files get a new one
+		}
+		a := sec.Addralign
+		field := fmt.Sprintf("sh_addralign of section %d", i)
+		switch {
+		case a&(a-1) != 0:
+			return nil, d.errorf(f.SectionHeaderOffset(i)+48, field, "section %s: %d is not a power of two (gABI)", sec.Name, a)
+		case sec.Flags&elf.SHF_ALLOC == 0 && a > s.page:
+			return nil, d.errorf(f.SectionHeaderOffset(i)+48, field, "section %s is not loaded but aligned to %#x bytes, more than a page (%#x)", sec.Name, a, s.page)
+		case sec.Flags&elf.SHF_ALLOC != 0 && sec.Type != elf.SHT_NOBITS && a > 1 && sec.Offset%a != 0:
+			return nil, d.errorf(f.SectionHeaderOffset(i)+48, field, "loaded section %s at offset %#x, not a multiple of its alignment %#x", sec.Name, sec.Offset, a)
+		}
 	}
 	slices.SortStableFunc(s.alloc, func(i, j int) int { return cmp.Compare(secs[i].Offset, secs[j].Offset) })
 	prev := s.phEnd
