@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"bytes"
 	"cmp"
 	"debug/elf"
 	"fmt"
@@ -56,7 +57,8 @@ type StripOptions struct {
 // Sections the linker does not write (a .comment added by another
 // tool) stay in the stripped image only. Errors are *FormatError: data
 // that the loader refuses, that has no .debug_info (stripped already),
-// that already has a .gnu_debuglink, whose loaded segments hold bytes
+// that already has a .gnu_debuglink, whose note sections and PT_NOTE
+// segments give different build IDs, whose loaded segments hold bytes
 // outside sections, or with a section whose sh_addralign is not a power
 // of two, is more than a page (not loaded) or does not divide its
 // sh_offset (loaded); and an opts.DebugLink with a '/'. Cost: two copies of
@@ -146,6 +148,31 @@ func newStripper(data []byte) (*stripper, error) {
 	}
 	if !hasInfo {
 		return nil, d.errorf(h.Shoff, "section headers", "no .debug_info: the image is stripped already")
+	}
+	// The stripped image keeps its notes, the debug file its build-ID note
+	// section: the loader pairs them by the build ID of PT_NOTE, gdb,
+	// elfutils and debuginfod by that of the SHT_NOTE sections. An image
+	// on which the two disagree would give a pair that one side or the
+	// other does not match.
+	id, err := f.BuildID()
+	if err != nil {
+		return nil, objError("", err)
+	}
+	if !bytes.Equal(id, p.buildID) {
+		off, field := h.Shoff, "section headers"
+		for i := range f.Sections {
+			if f.Sections[i].Type == elf.SHT_NOTE {
+				off, field = f.SectionHeaderOffset(i), fmt.Sprintf("section %d (%s)", i, f.Sections[i].Name)
+				break
+			}
+		}
+		hex := func(b []byte) string {
+			if len(b) == 0 {
+				return "none"
+			}
+			return fmt.Sprintf("%x", b)
+		}
+		return nil, d.errorf(off, field, "the note sections give build ID %s, the PT_NOTE segments %s (not the linker's layout): the stripped image and its debug file would not pair", hex(id), hex(p.buildID))
 	}
 	if f.Phoff != ehdrSize {
 		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x, want %d (right after the ELF header)", f.Phoff, ehdrSize)

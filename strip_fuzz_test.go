@@ -2,8 +2,10 @@ package elfimage
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -119,4 +121,37 @@ func TestStripAlignment(t *testing.T) {
 	if _, _, err := Strip(in, StripOptions{}); err != nil {
 		t.Fatalf("the image itself: %v", err)
 	}
+}
+
+// TestStripBuildIDViews: an image whose PT_NOTE is gone but whose
+// .note.gnu.build-id section stays (FuzzStrip: p_type 0xfff) has no build
+// ID for the loader and one for gdb and debuginfod; Strip refuses it
+// rather than write a pair the two sides match differently.
+func TestStripBuildIDViews(t *testing.T) {
+	m := &Module{File: "f.scm", Procs: []*Proc{{Name: "f", Code: []byte{0xc3}}}}
+	in, err := Link(m, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := parseSectionTable("in", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.Clone(in)
+	n := 0
+	for i, p := range f.Progs {
+		if p.Type == elf.PT_NOTE {
+			le.PutUint32(b[f.ProgHeaderOffset(i):], 0xfff)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no PT_NOTE")
+	}
+	_, _, err = Strip(b, StripOptions{})
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Msg, "build ID") || !strings.HasPrefix(fe.Field, "section ") {
+		t.Fatalf("Strip of an image without PT_NOTE: %v; want a FormatError naming the note section and both build IDs", err)
+	}
+	t.Log(err)
 }
