@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"bytes"
 	"cmp"
 	"debug/elf"
 	"fmt"
@@ -56,8 +57,11 @@ type StripOptions struct {
 // Sections the linker does not write (a .comment added by another
 // tool) stay in the stripped image only. Errors are *FormatError: data
 // that the loader refuses, that has no .debug_info (stripped already),
-// that already has a .gnu_debuglink, or whose loaded segments hold bytes
-// outside sections; and an opts.DebugLink with a '/'. Cost: two copies of
+// that already has a .gnu_debuglink, whose note sections and PT_NOTE
+// segments give different build IDs, whose loaded segments hold bytes
+// outside sections, or with a section whose sh_addralign is not a power
+// of two, is more than a page (not loaded) or does not divide its
+// sh_offset (loaded); and an opts.DebugLink with a '/'. Cost: two copies of
 // data (at most), one pass over its sections and symbols, and a CRC-32 of
 // the debug file.
 func Strip(data []byte, opts StripOptions) (stripped, debug []byte, err error) {
@@ -145,8 +149,54 @@ func newStripper(data []byte) (*stripper, error) {
 	if !hasInfo {
 		return nil, d.errorf(h.Shoff, "section headers", "no .debug_info: the image is stripped already")
 	}
+	// The stripped image keeps its notes, the debug file its build-ID note
+	// section: the loader pairs them by the build ID of PT_NOTE, gdb,
+	// elfutils and debuginfod by that of the SHT_NOTE sections. An image
+	// on which the two disagree would give a pair that one side or the
+	// other does not match.
+	id, err := f.BuildID()
+	if err != nil {
+		return nil, objError("", err)
+	}
+	if !bytes.Equal(id, p.buildID) {
+		off, field := h.Shoff, "section headers"
+		for i := range f.Sections {
+			if f.Sections[i].Type == elf.SHT_NOTE {
+				off, field = f.SectionHeaderOffset(i), fmt.Sprintf("section %d (%s)", i, f.Sections[i].Name)
+				break
+			}
+		}
+		hex := func(b []byte) string {
+			if len(b) == 0 {
+				return "none"
+			}
+			return fmt.Sprintf("%x", b)
+		}
+		return nil, d.errorf(off, field, "the note sections give build ID %s, the PT_NOTE segments %s (not the linker's layout): the stripped image and its debug file would not pair", hex(id), hex(p.buildID))
+	}
 	if f.Phoff != ehdrSize {
 		return nil, d.errorf(offPhoff, "e_phoff", "program header table at %#x, want %d (right after the ELF header)", f.Phoff, ehdrSize)
+	}
+	// The writers lay each copied section out at a multiple of its
+	// sh_addralign, so the alignment bounds the output's size: a loaded
+	// section must already sit at a multiple of it (it keeps its offset),
+	// and a section that is not loaded needs none beyond the page. Either
+	// way the output is at most the input's size plus a page per section.
+	for i := 1; i < len(secs); i++ {
+		sec := &secs[i]
+		if i == int(f.Shstrndx) {
+			continue // not copied: both files get a new one
+		}
+		a := sec.Addralign
+		field := fmt.Sprintf("sh_addralign of section %d", i)
+		switch {
+		case a&(a-1) != 0:
+			return nil, d.errorf(f.SectionHeaderOffset(i)+48, field, "section %s: %d is not a power of two (gABI)", sec.Name, a)
+		case sec.Flags&elf.SHF_ALLOC == 0 && a > s.page:
+			return nil, d.errorf(f.SectionHeaderOffset(i)+48, field, "section %s is not loaded but aligned to %#x bytes, more than a page (%#x)", sec.Name, a, s.page)
+		case sec.Flags&elf.SHF_ALLOC != 0 && sec.Type != elf.SHT_NOBITS && a > 1 && sec.Offset%a != 0:
+			return nil, d.errorf(f.SectionHeaderOffset(i)+48, field, "loaded section %s at offset %#x, not a multiple of its alignment %#x", sec.Name, sec.Offset, a)
+		}
 	}
 	slices.SortStableFunc(s.alloc, func(i, j int) int { return cmp.Compare(secs[i].Offset, secs[j].Offset) })
 	prev := s.phEnd
