@@ -217,6 +217,9 @@ func (v *View) trampoline() (start, end uint64) {
 // isTrampolineReturn reports whether pc is a return address into the
 // trampoline (inside it, past its first byte).
 func (v *View) isTrampolineReturn(pc uint64) bool {
+	if v.Arch() != arch.X86_64 {
+		return false // the layout below is native/call_amd64.s's
+	}
 	s, e := v.trampoline()
 	return pc > s && pc <= e && s != e
 }
