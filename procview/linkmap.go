@@ -48,11 +48,15 @@ type LinkMapEntry struct {
 
 // cstring reads the NUL-terminated string at addr from the core's memory
 // (at most maxCString bytes).
-func (c *Core) cstring(addr uint64) (string, error) {
+func (c *Core) cstring(addr uint64) (string, error) { return cstring(c.read, addr) }
+
+// cstring reads the NUL-terminated string at addr with read (at most
+// maxCString bytes).
+func cstring(read func([]byte, uint64) (int, error), addr uint64) (string, error) {
 	var out []byte
 	var buf [64]byte
 	for len(out) < maxCString {
-		n, err := c.read(buf[:], addr+uint64(len(out)))
+		n, err := read(buf[:], addr+uint64(len(out)))
 		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
 			return string(append(out, buf[:i]...)), nil
 		}
@@ -65,7 +69,7 @@ func (c *Core) cstring(addr uint64) (string, error) {
 			// byte by byte from there.
 			var b [1]byte
 			for len(out) < maxCString {
-				if _, err := c.read(b[:], addr+uint64(len(out))); err != nil {
+				if _, err := read(b[:], addr+uint64(len(out))); err != nil {
 					return "", err
 				}
 				if b[0] == 0 {
@@ -90,6 +94,13 @@ func (c *Core) cstring(addr uint64) (string, error) {
 // MaxLinkMapEntries entries (a cycle), a name longer than 4096 bytes.
 // Cost: one read per dynamic entry and three per shared object.
 func (c *Core) LinkMap(dynamic uint64, dynamicSize uint64) ([]LinkMapEntry, error) {
+	return c.linkMap(dynamic, dynamicSize, c.read)
+}
+
+// linkMap is LinkMap reading the names with readName (the dynamic
+// linker's own name is in the executable's .interp, which a core may
+// leave out).
+func (c *Core) linkMap(dynamic uint64, dynamicSize uint64, readName func([]byte, uint64) (int, error)) ([]LinkMapEntry, error) {
 	le := binary.LittleEndian
 	size := min(dynamicSize, maxDynamic)
 	var rdebug uint64
@@ -125,7 +136,7 @@ func (c *Core) LinkMap(dynamic uint64, dynamicSize uint64) ([]LinkMapEntry, erro
 		}
 		e := LinkMapEntry{Bias: le.Uint64(b[linkAddr:])}
 		if p := le.Uint64(b[linkName:]); p != 0 {
-			name, err := c.cstring(p)
+			name, err := cstring(readName, p)
 			if err != nil {
 				return out, fmt.Errorf("reading l_name of the link_map at %#x: %w", lm, err)
 			}
@@ -239,7 +250,20 @@ func (v *View) linkMapFiles(c *Core, exe, sysroot string, open map[string]string
 	if dyn.Memsz == 0 {
 		return files, exePath // static: no shared objects
 	}
-	entries, err := c.LinkMap(bias+dyn.Vaddr, dyn.Memsz)
+	// Names the core did not dump (the dynamic linker's, in the
+	// executable's .interp) are read from the executable's file.
+	cr := &codeReader{c: c, mapped: files, opened: map[string]string{exePath: exePath}, files: map[string]*os.File{}}
+	defer cr.close()
+	readName := func(p []byte, addr uint64) (int, error) {
+		n, err := c.read(p, addr)
+		if err != nil && n == 0 {
+			if m := min(len(p), 8); cr.read(p[:m], addr) {
+				return m, nil
+			}
+		}
+		return n, err
+	}
+	entries, err := c.linkMap(bias+dyn.Vaddr, dyn.Memsz, readName)
 	if err != nil {
 		v.warn = append(v.warn, fmt.Errorf("procview: the dynamic linker's list of shared objects (the core has no NT_FILE note): %w", err))
 	}
