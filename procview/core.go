@@ -46,11 +46,11 @@ const (
 	prstatusPID         = 32  // pid_t pr_pid
 	prstatusReg         = 112 // elf_gregset_t pr_reg
 	prpsinfoSize        = 136 // struct elf_prpsinfo
-	prpsinfoUID    = 16  // __kernel_uid_t pr_uid (unsigned int)
-	prpsinfoPID    = 24  // pid_t pr_pid
-	prpsinfoFname  = 40  // char pr_fname[16]
-	prpsinfoArgs   = 56  // char pr_psargs[80]
-	siginfoSize    = 128 // siginfo_t
+	prpsinfoUID         = 16  // __kernel_uid_t pr_uid (unsigned int)
+	prpsinfoPID         = 24  // pid_t pr_pid
+	prpsinfoFname       = 40  // char pr_fname[16]
+	prpsinfoArgs        = 56  // char pr_psargs[80]
+	siginfoSize         = 128 // siginfo_t
 )
 
 // Bounds on what is read from a core file (its contents are untrusted).

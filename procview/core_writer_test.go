@@ -72,7 +72,7 @@ func (c *testCore) notes() []testNote {
 			le.PutUint32(d[384:], 1) // pr_fpvalid
 			ns = append(ns, testNote{"CORE", uint32(elf.NT_PRSTATUS), d})
 			ns = append(ns, testNote{"CORE", uint32(elf.NT_FPREGSET), make([]byte, 528)}) // user_fpsimd_state
-			ns = append(ns, testNote{"LINUX", 0x401, make([]byte, 8)})                   // NT_ARM_TLS
+			ns = append(ns, testNote{"LINUX", 0x401, make([]byte, 8)})                    // NT_ARM_TLS
 			continue
 		}
 		d := make([]byte, 336)
