@@ -125,7 +125,7 @@ type CoreThread struct {
 	Regs        UserRegs
 	AArch64Regs UserPtRegs
 
-	arch *arch.Arch
+	arch *arch.Arch // nil for x86-64
 }
 
 // Arch returns the ABI of the thread's registers (the Core's Arch).
@@ -435,13 +435,13 @@ func (c *Core) decodePRStatus(desc []byte, at uint64) error {
 		return coreErr("NT_PRSTATUS", at, "pr_pid", fmt.Sprintf("more than %d threads", MaxThreads))
 	}
 	le := binary.LittleEndian
-	t := CoreThread{TID: int(int32(le.Uint32(desc[prstatusPID:]))), Signal: int(int16(le.Uint16(desc[prstatusCursig:]))), arch: c.Arch}
+	t := CoreThread{TID: int(int32(le.Uint32(desc[prstatusPID:]))), Signal: int(int16(le.Uint16(desc[prstatusCursig:])))}
 	if t.TID <= 0 {
 		return coreErr("NT_PRSTATUS", at+prstatusPID, "pr_pid", fmt.Sprintf("thread id %d", t.TID))
 	}
 	var regs any = &t.Regs
 	if c.Arch == arch.AArch64 {
-		regs = &t.AArch64Regs
+		regs, t.arch = &t.AArch64Regs, arch.AArch64 // nil: x86-64
 	}
 	if _, err := binary.Decode(desc[prstatusReg:prstatusReg+regSize], le, regs); err != nil {
 		return coreErr("NT_PRSTATUS", at+prstatusReg, "pr_reg", err.Error())
