@@ -12,11 +12,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/formaterr"
+	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/procview"
 )
@@ -365,4 +368,138 @@ func slicesEqual(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestCoreStacksAArch64Scheme: the core qemu-aarch64 writes for the arm64
+// elfimage CLI running spin.scm's image, compiled for AArch64 and linked
+// in memory (-jit -gdb), when GOTRACEBACK=crash makes it abort on
+// SIGABRT: read on this host, the spinning thread's walk crosses Go's
+// signal handler (runtime.sigtramp, whose CFI ends the walk) and qemu's
+// signal return trampoline (no CFI: the registers come from the saved
+// sigcontext) into spin, with its argument, %start, the library's entry
+// frame and the Go frames of native.Call down to main.main. Every frame
+// gdb-multiarch shows for the same core (it stops at runtime.sigtramp)
+// has our pc and function.
+func TestCoreStacksAArch64Scheme(t *testing.T) {
+	qemu := tooltest.Require(t, "qemu-aarch64")
+	gdb := tooltest.Require(t, "gdb-multiarch")
+	work := t.TempDir()
+	cli := qemutest.BuildArm64(t, work, "../cmd/elfimage", "elfimage")
+	if err := os.WriteFile(filepath.Join(work, "spin.scm"), []byte(spinProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(work, "core"), 0o755) // no core of qemu itself
+	var c *procview.Core
+	var threads []procview.Thread
+	var view *procview.View
+	var core string
+	for try := 0; ; try++ {
+		old, _ := filepath.Glob(filepath.Join(work, "qemu_*.core"))
+		for _, o := range old {
+			os.Remove(o)
+		}
+		cmd := exec.Command("sh", "-c", `ulimit -c unlimited && exec "$@"`, "sh", qemu, cli, "run", "-jit", "-gdb", "spin.scm")
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GOTRACEBACK=crash", "GOMAXPROCS=1")
+		tooltest.StartReady(t, cmd)
+		if err := cmd.Process.Signal(syscall.SIGABRT); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		cores, _ := filepath.Glob(filepath.Join(work, "qemu_*.core"))
+		if len(cores) != 1 {
+			tooltest.Skip(t, "qemu-aarch64 wrote %d cores (ulimit -c refused?)", len(cores))
+		}
+		core = cores[0]
+		var err error
+		if c, err = procview.OpenCore(core); err != nil {
+			t.Fatal(err)
+		}
+		threads, view, err = procview.CoreStacks(c, &procview.CoreOptions{Exe: cli, Options: procview.Options{NoPerfMap: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if threadWith(threads, "spin") != nil {
+			break
+		}
+		view.Close()
+		c.Close()
+		if try == 3 {
+			t.Fatalf("no thread in spin:\n%s", dumpThreads(threads))
+		}
+	}
+	defer c.Close()
+	defer view.Close()
+	if c.Arch != arch.AArch64 || c.Threads[0].Signal != int(syscall.SIGABRT) || c.Command != "elfimage" {
+		t.Errorf("core: %s, signal %d, command %q", c.Arch.Name, c.Threads[0].Signal, c.Command)
+	}
+	th := threadWith(threads, "spin")
+	var names []string
+	for i, f := range th.Frames {
+		n := "??"
+		if len(f.Funcs) > 0 {
+			n = f.Funcs[len(f.Funcs)-1].Function
+		}
+		if n == "spin" && (len(f.Args) == 0 || len(f.Args[0]) != 1 || f.Args[0][0].Name != "n" || f.Args[0][0].Err != nil) {
+			t.Errorf("frame %d, spin: arguments %+v", i, f.Args)
+		}
+		names = append(names, n)
+	}
+	seq := strings.Join(names, " ")
+	t.Logf("spinning thread %d: %s", th.TID, seq)
+	if want := "runtime.sigtramp.abi0 ?? spin %start elfimage.entry github.com/elfimage/elfimage/native.trampoline.abi0 github.com/elfimage/elfimage/native.call"; !strings.Contains(seq, want) || !strings.HasSuffix(seq, "main.main runtime.main runtime.goexit.abi0") && !strings.Contains(seq, " main.main ") {
+		t.Errorf("spinning thread: %s\nwant it to contain %s ... main.main\n%v", seq, want, th.Err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, gdb, "-nx", "-batch", "-ex", "thread apply all bt", cli, core).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb-multiarch: %v\n%s", err, out)
+	}
+	compared := 0
+	for tid, block := range gdbtest.Threads(string(out)) {
+		var ours *procview.Thread
+		for i := range threads {
+			if threads[i].TID == tid {
+				ours = &threads[i]
+			}
+		}
+		if ours == nil {
+			t.Errorf("gdb-multiarch shows thread %d, we do not", tid)
+			continue
+		}
+		// Source frames, innermost first, as gdb numbers them.
+		type src struct {
+			pc uint64
+			fn string
+		}
+		var our []src
+		for _, f := range ours.Frames {
+			for _, fn := range f.Funcs {
+				our = append(our, src{f.PC, strings.TrimSuffix(fn.Function, ".abi0")})
+			}
+		}
+		i := 0
+		for _, line := range strings.Split(block, "\n") {
+			m := gdbBTRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			if i >= len(our) {
+				t.Errorf("thread %d: gdb-multiarch has more frames: %s", tid, line)
+				break
+			}
+			pc, _ := strconv.ParseUint(m[2], 16, 64)
+			if m[3] != our[i].fn || m[2] != "" && pc != our[i].pc {
+				t.Errorf("thread %d frame %d: %#x %s, gdb-multiarch %s", tid, i, our[i].pc, our[i].fn, line)
+			}
+			i++
+			compared++
+		}
+	}
+	t.Logf("%d frames compared with gdb-multiarch", compared)
+	if compared < 10 {
+		t.Errorf("only %d frames compared with gdb-multiarch:\n%s", compared, out)
+	}
 }
