@@ -110,7 +110,6 @@ func requireAmd64Stacks(t *testing.T) {
 	}
 }
 
-
 func selfView(t testing.TB) *procview.View {
 	t.Helper()
 	v, err := procview.Open(os.Getpid())
