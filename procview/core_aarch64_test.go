@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/procview"
+	"github.com/elfimage/elfimage/unwind"
 )
 
 func sampleRegsAArch64(base uint64) procview.UserPtRegs {
@@ -501,5 +503,63 @@ func TestCoreStacksAArch64Scheme(t *testing.T) {
 	t.Logf("%d frames compared with gdb-multiarch", compared)
 	if compared < 10 {
 		t.Errorf("only %d frames compared with gdb-multiarch:\n%s", compared, out)
+	}
+}
+
+// linkMapCore is an AArch64 core whose memory at 0x10000 holds an
+// executable's dynamic section (DT_DEBUG), the dynamic linker's r_debug
+// and a link_map chain of the executable (no name) and libc; cyclic makes
+// libc's l_next point back at the first entry.
+func linkMapCore(cyclic bool) *testCore {
+	le := binary.LittleEndian
+	mem := make([]byte, 0x1000)
+	put := func(off int, vs ...uint64) {
+		for i, v := range vs {
+			le.PutUint64(mem[off+8*i:], v)
+		}
+	}
+	const base = 0x10000
+	put(0, 1, 0x42, 21, base+0x100, 0, 0) // DT_NEEDED, DT_DEBUG, DT_NULL
+	put(0x100, 1, base+0x200)             // r_version, r_map
+	next := uint64(0)
+	if cyclic {
+		next = base + 0x200
+	}
+	put(0x200, 0, base+0x400, 0, base+0x300, 0)                          // the executable
+	put(0x300, 0x5500000000, base+0x410, 0x5500020000, next, base+0x200) // libc
+	copy(mem[0x410:], "/lib/libc.so.6\x00")
+	tc := sampleCoreAArch64()
+	tc.Segs = append(tc.Segs, testSeg{Addr: base, Data: mem, Flags: elf.PF_R | elf.PF_W})
+	return tc
+}
+
+// TestCoreLinkMap reads the dynamic linker's list from a core written by
+// the tests' encoder, and stops a cyclic one at MaxLinkMapEntries.
+func TestCoreLinkMap(t *testing.T) {
+	for _, cyclic := range []bool{false, true} {
+		b := writeCore(linkMapCore(cyclic))
+		c, err := procview.NewCore(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.LinkMap(0x10000, 0x30)
+		if cyclic {
+			if err == nil || !strings.Contains(err.Error(), "link_map entries") || len(got) != procview.MaxLinkMapEntries {
+				t.Errorf("cyclic list: %d entries, %v", len(got), err)
+			}
+			continue
+		}
+		want := []procview.LinkMapEntry{{}, {Bias: 0x5500000000, Path: "/lib/libc.so.6"}}
+		if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("list %+v, %v; want %+v", got, err, want)
+		}
+		// No DT_DEBUG within the section's size: no list.
+		if got, err := c.LinkMap(0x10000, 0x10); got != nil || err != nil {
+			t.Errorf("without DT_DEBUG: %+v, %v", got, err)
+		}
+		// The dynamic section outside the core's memory: an error.
+		if _, err := c.LinkMap(0x90000, 0x30); !errors.Is(err, unwind.ErrMemory) {
+			t.Errorf("dynamic section not in the core: %v", err)
+		}
 	}
 }

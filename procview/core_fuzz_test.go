@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -24,6 +25,7 @@ func FuzzCore(f *testing.F) {
 	f.Add(writeCore(sampleCore()))
 	f.Add(writeCore(&testCore{PID: 1, Threads: []procview.CoreThread{{TID: 1}}}))
 	f.Add(writeCore(sampleCoreAArch64()))
+	f.Add(writeCore(linkMapCore(false)))
 	trunc := writeCore(sampleCore())
 	f.Add(trunc[:len(trunc)-100])
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -70,6 +72,23 @@ func FuzzCore(f *testing.F) {
 		for _, m := range c.Files {
 			if m.End < m.Start {
 				t.Fatalf("file %+v", m)
+			}
+		}
+		// The dynamic linker's list, read from any segment taken as a
+		// dynamic section: bounded, names without NUL of at most 4096
+		// bytes.
+		for _, s := range c.Segments {
+			if s.Present >= 16 {
+				l, _ := c.LinkMap(s.Addr, s.Present)
+				if len(l) > procview.MaxLinkMapEntries {
+					t.Fatalf("%d link_map entries", len(l))
+				}
+				for _, e := range l {
+					if len(e.Path) > 4096 || strings.IndexByte(e.Path, 0) >= 0 {
+						t.Fatalf("link_map name %q", e.Path)
+					}
+				}
+				break
 			}
 		}
 		compareWithDebugELF(t, b, c)

@@ -21,6 +21,8 @@ const (
 	maxDynamic = 64 << 10
 	// maxCString bounds a string read from a core's memory.
 	maxCString = 4096
+	// maxLinkNames bounds the bytes of all the names of a link map.
+	maxLinkNames = 1 << 20
 )
 
 // Layouts of the dynamic linker's ELF64 structures (glibc <link.h>, the
@@ -62,21 +64,9 @@ func cstring(read func([]byte, uint64) (int, error), addr uint64) (string, error
 		}
 		out = append(out, buf[:n]...)
 		if err != nil {
-			if n == 0 {
-				return "", err
-			}
-			// The string may end just before unreadable memory: read
-			// byte by byte from there.
-			var b [1]byte
-			for len(out) < maxCString {
-				if _, err := read(b[:], addr+uint64(len(out))); err != nil {
-					return "", err
-				}
-				if b[0] == 0 {
-					return string(out), nil
-				}
-				out = append(out, b[0])
-			}
+			// read returns the bytes before the memory it cannot read:
+			// the string runs into it.
+			return "", err
 		}
 	}
 	return "", fmt.Errorf("string at %#x is longer than %d bytes", addr, maxCString)
@@ -91,7 +81,8 @@ func cstring(read func([]byte, uint64) (int, error), addr uint64) (string, error
 // executable first, with an empty Path). A static executable, or one that
 // died before the dynamic linker set DT_DEBUG, has no list: nil, nil.
 // Errors: unreadable memory (wrapping unwind.ErrMemory), more than
-// MaxLinkMapEntries entries (a cycle), a name longer than 4096 bytes.
+// MaxLinkMapEntries entries (a cycle), a name longer than 4096 bytes, names
+// of more than 1 MiB in all; the entries before the error are returned.
 // Cost: one read per dynamic entry and three per shared object.
 func (c *Core) LinkMap(dynamic uint64, dynamicSize uint64) ([]LinkMapEntry, error) {
 	return c.linkMap(dynamic, dynamicSize, c.read)
@@ -126,7 +117,11 @@ func (c *Core) linkMap(dynamic uint64, dynamicSize uint64, readName func([]byte,
 		return nil, fmt.Errorf("reading r_debug.r_map at %#x (DT_DEBUG): %w", rdebug+rDebugMap, err)
 	}
 	var out []LinkMapEntry
+	names := 0
 	for lm != 0 {
+		if names > maxLinkNames {
+			return out, fmt.Errorf("the names of the link_map entries exceed %d bytes", maxLinkNames)
+		}
 		if len(out) == MaxLinkMapEntries {
 			return out, fmt.Errorf("more than %d link_map entries (a cycle?)", MaxLinkMapEntries)
 		}
@@ -141,6 +136,7 @@ func (c *Core) linkMap(dynamic uint64, dynamicSize uint64, readName func([]byte,
 				return out, fmt.Errorf("reading l_name of the link_map at %#x: %w", lm, err)
 			}
 			e.Path = name
+			names += len(name) + 1
 		}
 		out = append(out, e)
 		lm = le.Uint64(b[linkNext:])
