@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/symbolize"
 	"github.com/elfimage/elfimage/unwind"
 )
@@ -96,7 +95,7 @@ func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Fra
 	if maxFrames <= 0 {
 		maxFrames = DefaultMaxFrames
 	}
-	u := unwind.New(arch.X86_64, v, mem)
+	u := unwind.New(v.Arch(), v, mem)
 	space := addressSpace{v}
 	cur := start
 	var caller unwind.Frame
@@ -130,7 +129,7 @@ func (v *View) walk(mem unwind.Memory, start unwind.Frame, maxFrames int) ([]Fra
 			// A signal frame without CFI (Go's sigreturn): whatever the
 			// step made of it is replaced by the registers it restores.
 			f.Signal, f.Exact = true, true
-			caller, err = sigreturnCaller(mem, f.SP)
+			caller, err = sigreturnCaller(v.Arch(), mem, f.SP)
 			f.CFA = caller.SP // as glibc's CFI for __restore_rt defines it
 		}
 		out = append(out, f)

@@ -31,19 +31,26 @@ const (
 	atSysinfoEHDR = 33
 )
 
-// Layouts of the x86-64 structures of core notes (include/linux/elfcore.h,
-// include/uapi/linux/elfcore.h), in bytes.
+// Layouts of the structures of core notes (include/linux/elfcore.h,
+// include/uapi/linux/elfcore.h), in bytes. struct elf_prstatus is
+// struct elf_prstatus_common (112 bytes on 64-bit Linux: the signal info,
+// pr_cursig, the signal masks, the ids and four struct timevals), then
+// pr_reg (elf_gregset_t: x86-64 struct user_regs_struct, 27 words;
+// AArch64 struct user_pt_regs, 34 words), then int pr_fpvalid, padded to
+// 8 bytes. struct elf_prpsinfo, siginfo_t, the auxiliary vector and NT_FILE
+// have the same layout on both (unsigned long, 32-bit uid_t and pid_t).
 const (
-	prstatusSize   = 336 // struct elf_prstatus
-	prstatusCursig = 12  // short pr_cursig
-	prstatusPID    = 32  // pid_t pr_pid
-	prstatusReg    = 112 // elf_gregset_t pr_reg (struct user_regs_struct)
-	prpsinfoSize   = 136 // struct elf_prpsinfo
-	prpsinfoUID    = 16  // __kernel_uid_t pr_uid (unsigned int)
-	prpsinfoPID    = 24  // pid_t pr_pid
-	prpsinfoFname  = 40  // char pr_fname[16]
-	prpsinfoArgs   = 56  // char pr_psargs[80]
-	siginfoSize    = 128 // siginfo_t
+	prstatusSize        = 336 // x86-64 struct elf_prstatus
+	prstatusSizeAArch64 = 392 // AArch64 struct elf_prstatus
+	prstatusCursig      = 12  // short pr_cursig
+	prstatusPID         = 32  // pid_t pr_pid
+	prstatusReg         = 112 // elf_gregset_t pr_reg
+	prpsinfoSize        = 136 // struct elf_prpsinfo
+	prpsinfoUID         = 16  // __kernel_uid_t pr_uid (unsigned int)
+	prpsinfoPID         = 24  // pid_t pr_pid
+	prpsinfoFname       = 40  // char pr_fname[16]
+	prpsinfoArgs        = 56  // char pr_psargs[80]
+	siginfoSize         = 128 // siginfo_t
 )
 
 // Bounds on what is read from a core file (its contents are untrusted).
@@ -62,8 +69,8 @@ const (
 // the file is truncated.
 var ErrNotDumped = errors.New("procview: memory not dumped in the core file")
 
-// Core is an ELF core file (gABI e_type ET_CORE) of an x86-64 Linux
-// process, as the kernel writes it on a fatal signal (core(5)) and gdb's
+// Core is an ELF core file (gABI e_type ET_CORE) of an x86-64 or AArch64
+// Linux process (read on any host), as the kernel writes it on a fatal signal (core(5)) and gdb's
 // gcore writes it from a live process: its threads, mapped files,
 // auxiliary vector and memory. It implements io.ReaderAt and
 // unwind.SizedMemory over the process's memory (the offset of ReadAt is a
@@ -71,6 +78,9 @@ var ErrNotDumped = errors.New("procview: memory not dumped in the core file")
 // concurrent use. NewCore and OpenCore decode it; Close releases the
 // file OpenCore opened.
 type Core struct {
+	// Arch is the ABI of the process: arch.X86_64 (e_machine EM_X86_64)
+	// or arch.AArch64 (EM_AARCH64).
+	Arch *arch.Arch
 	// PID is the process's id: NT_PRPSINFO's pr_pid, else the first
 	// thread's.
 	PID int
@@ -106,16 +116,42 @@ type Core struct {
 }
 
 // CoreThread is one thread of a core: NT_PRSTATUS's pr_pid, pr_cursig
-// (the signal the thread was handling, 0 for none) and pr_reg.
+// (the signal the thread was handling, 0 for none) and pr_reg, in Regs
+// for an x86-64 core and in AArch64Regs for an AArch64 one (the other is
+// zero).
 type CoreThread struct {
-	TID    int
-	Signal int
-	Regs   UserRegs
+	TID         int
+	Signal      int
+	Regs        UserRegs
+	AArch64Regs UserPtRegs
+
+	arch *arch.Arch // nil for x86-64
 }
 
-// Frame returns the thread's innermost frame for unwinding: its registers
-// in DWARF numbering (RegsFromUserRegs), pc rip. Cost: O(1).
+// Arch returns the ABI of the thread's registers (the Core's Arch).
+func (t *CoreThread) Arch() *arch.Arch {
+	if t.arch == nil {
+		return arch.X86_64
+	}
+	return t.arch
+}
+
+// PC returns the thread's pc: rip on x86-64, pc on AArch64.
+func (t *CoreThread) PC() uint64 {
+	if t.Arch() == arch.AArch64 {
+		return t.AArch64Regs.Pc
+	}
+	return t.Regs.Rip
+}
+
+// Frame returns the thread's innermost frame for unwinding with
+// unwind.New(t.Arch(), ...): its registers in DWARF numbering
+// (RegsFromUserRegs on x86-64, RegsFromUserPtRegs on AArch64) and its pc
+// (PC). Cost: O(1).
 func (t *CoreThread) Frame() unwind.Frame {
+	if t.Arch() == arch.AArch64 {
+		return unwind.FirstFrame(arch.AArch64, t.AArch64Regs.Pc, RegsFromUserPtRegs(&t.AArch64Regs))
+	}
 	return unwind.FirstFrame(arch.X86_64, t.Regs.Rip, RegsFromUserRegs(&t.Regs))
 }
 
@@ -217,11 +253,14 @@ func coreErr(section string, off uint64, field, msg string) error {
 }
 
 // NewCore decodes the core file r of size bytes: the ELF64 little-endian
-// header (gABI "ELF Header"; e_type ET_CORE, e_machine EM_X86_64), the
+// header (gABI "ELF Header"; e_type ET_CORE, e_machine EM_X86_64 or
+// EM_AARCH64, whatever the host's architecture), the
 // program headers (e_phnum PN_XNUM takes the count from section header
 // 0's sh_info, gABI "Extended Program Header Numbering"), the PT_LOAD
 // segments, and the notes of the PT_NOTE segments (gABI "Note Section"):
-// NT_PRSTATUS (one thread each: x86-64 struct elf_prstatus), NT_PRPSINFO,
+// NT_PRSTATUS (one thread each: the machine's struct elf_prstatus, whose
+// pr_reg is x86-64 struct user_regs_struct or AArch64 struct
+// user_pt_regs), NT_PRPSINFO,
 // NT_AUXV, NT_FILE (count, page size, count (start, end, page offset)
 // triples, then count NUL-terminated names) and NT_SIGINFO, all with
 // owner "CORE"; other notes (registers of other kinds, "LINUX" notes) are
@@ -247,8 +286,11 @@ func NewCore(r io.ReaderAt, size int64) (*Core, error) {
 	if h.Type != elf.ET_CORE {
 		return nil, coreErr("core header", 16, "e_type", fmt.Sprintf("%v, want ET_CORE: not a core file", h.Type))
 	}
-	if h.Machine != elf.EM_X86_64 {
-		return nil, coreErr("core header", 18, "e_machine", fmt.Sprintf("%v: only x86-64 cores are supported", h.Machine))
+	switch h.Machine {
+	case elf.EM_X86_64, elf.EM_AARCH64:
+		c.Arch = arch.ForMachine(h.Machine)
+	default:
+		return nil, coreErr("core header", 18, "e_machine", fmt.Sprintf("%v: only x86-64 and AArch64 cores are supported", h.Machine))
 	}
 	phdrs, err := h.ReadProgs(r, size, MaxCoreSegments)
 	if err != nil {
@@ -382,8 +424,12 @@ func (c *Core) decodeNotes(b []byte, base uint64, seen *noteSeen) error {
 }
 
 func (c *Core) decodePRStatus(desc []byte, at uint64) error {
-	if len(desc) != prstatusSize {
-		return coreErr("NT_PRSTATUS", at, "n_descsz", fmt.Sprintf("%d bytes, want %d (x86-64 struct elf_prstatus)", len(desc), prstatusSize))
+	want, regSize := prstatusSize, userRegsSize
+	if c.Arch == arch.AArch64 {
+		want, regSize = prstatusSizeAArch64, userPtRegsSize
+	}
+	if len(desc) != want {
+		return coreErr("NT_PRSTATUS", at, "n_descsz", fmt.Sprintf("%d bytes, want %d (%s struct elf_prstatus)", len(desc), want, c.Arch.Name))
 	}
 	if len(c.Threads) == MaxThreads {
 		return coreErr("NT_PRSTATUS", at, "pr_pid", fmt.Sprintf("more than %d threads", MaxThreads))
@@ -393,7 +439,11 @@ func (c *Core) decodePRStatus(desc []byte, at uint64) error {
 	if t.TID <= 0 {
 		return coreErr("NT_PRSTATUS", at+prstatusPID, "pr_pid", fmt.Sprintf("thread id %d", t.TID))
 	}
-	if _, err := binary.Decode(desc[prstatusReg:prstatusReg+userRegsSize], le, &t.Regs); err != nil {
+	var regs any = &t.Regs
+	if c.Arch == arch.AArch64 {
+		regs, t.arch = &t.AArch64Regs, arch.AArch64 // nil: x86-64
+	}
+	if _, err := binary.Decode(desc[prstatusReg:prstatusReg+regSize], le, regs); err != nil {
 		return coreErr("NT_PRSTATUS", at+prstatusReg, "pr_reg", err.Error())
 	}
 	c.Threads = append(c.Threads, t)
@@ -402,7 +452,7 @@ func (c *Core) decodePRStatus(desc []byte, at uint64) error {
 
 func (c *Core) decodePRPSInfo(desc []byte, at uint64) error {
 	if len(desc) < prpsinfoSize {
-		return coreErr("NT_PRPSINFO", at, "n_descsz", fmt.Sprintf("%d bytes, want %d (x86-64 struct elf_prpsinfo)", len(desc), prpsinfoSize))
+		return coreErr("NT_PRPSINFO", at, "n_descsz", fmt.Sprintf("%d bytes, want %d (struct elf_prpsinfo)", len(desc), prpsinfoSize))
 	}
 	cstr := func(b []byte) string {
 		if i := bytes.IndexByte(b, 0); i >= 0 {

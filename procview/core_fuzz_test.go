@@ -2,10 +2,14 @@ package procview_test
 
 import (
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/procview"
 )
@@ -20,6 +24,8 @@ import (
 func FuzzCore(f *testing.F) {
 	f.Add(writeCore(sampleCore()))
 	f.Add(writeCore(&testCore{PID: 1, Threads: []procview.CoreThread{{TID: 1}}}))
+	f.Add(writeCore(sampleCoreAArch64()))
+	f.Add(writeCore(linkMapCore(false)))
 	trunc := writeCore(sampleCore())
 	f.Add(trunc[:len(trunc)-100])
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -33,6 +39,18 @@ func FuzzCore(f *testing.F) {
 		}
 		if len(c.Threads) == 0 || len(c.Threads) > procview.MaxThreads || c.PID <= 0 {
 			t.Fatalf("%d threads, pid %d", len(c.Threads), c.PID)
+		}
+		if c.Arch.Machine != elf.Machine(binary.LittleEndian.Uint16(b[18:])) {
+			t.Fatalf("Arch %s for e_machine %d", c.Arch.Name, binary.LittleEndian.Uint16(b[18:]))
+		}
+		for _, th := range c.Threads {
+			// The registers are the ones of the core's machine only, and
+			// the frame's pc and sp are pr_reg's.
+			f := th.Frame()
+			if c.Arch == arch.AArch64 && (th.Regs != procview.UserRegs{} || f.PC != th.AArch64Regs.Pc || f.SP != th.AArch64Regs.Sp) ||
+				c.Arch == arch.X86_64 && (th.AArch64Regs != procview.UserPtRegs{} || f.PC != th.Regs.Rip || f.SP != th.Regs.Rsp) {
+				t.Fatalf("thread %d of a %s core: %+v, frame pc %#x sp %#x", th.TID, c.Arch.Name, th, f.PC, f.SP)
+			}
 		}
 		for i, s := range c.Segments {
 			if s.Size == 0 || s.FileSize > s.Size || s.Present > s.FileSize || s.End() < s.Addr || i > 0 && s.Addr < c.Segments[i-1].End() {
@@ -56,6 +74,23 @@ func FuzzCore(f *testing.F) {
 				t.Fatalf("file %+v", m)
 			}
 		}
+		// The dynamic linker's list, read from any segment taken as a
+		// dynamic section: bounded, names without NUL of at most 4096
+		// bytes.
+		for _, s := range c.Segments {
+			if s.Present >= 16 {
+				l, _ := c.LinkMap(s.Addr, s.Present)
+				if len(l) > procview.MaxLinkMapEntries {
+					t.Fatalf("%d link_map entries", len(l))
+				}
+				for _, e := range l {
+					if len(e.Path) > 4096 || strings.IndexByte(e.Path, 0) >= 0 {
+						t.Fatalf("link_map name %q", e.Path)
+					}
+				}
+				break
+			}
+		}
 		compareWithDebugELF(t, b, c)
 		if len(c.Warnings()) == 0 && len(c.Segments) < 1000 {
 			roundTrip(t, c)
@@ -67,7 +102,7 @@ func FuzzCore(f *testing.F) {
 // same core (segments' file offsets aside: the writer lays them out anew).
 func roundTrip(t *testing.T, c *procview.Core) {
 	t.Helper()
-	tc := &testCore{PID: c.PID, Command: c.Command, Args: c.Args, Threads: c.Threads, Files: c.Files, PageSize: c.PageSize, Auxv: c.Auxv, Siginfo: c.Siginfo}
+	tc := &testCore{Machine: c.Arch.Machine, PID: c.PID, Command: c.Command, Args: c.Args, Threads: c.Threads, Files: c.Files, PageSize: c.PageSize, Auxv: c.Auxv, Siginfo: c.Siginfo}
 	for _, s := range c.Segments {
 		data := make([]byte, s.FileSize)
 		if s.FileSize > 0 {

@@ -42,3 +42,37 @@ func RegsFromUserRegs(r *UserRegs) unwind.Regs {
 	}
 	return regs
 }
+
+// UserPtRegs is the AArch64 general-purpose register set in the kernel's
+// struct user_pt_regs order (arch/arm64/include/uapi/asm/ptrace.h): x0 to
+// x30, sp, pc and pstate, 34 little-endian 8-byte words (272 bytes), what
+// an AArch64 ELF core's NT_PRSTATUS note holds in elf_prstatus.pr_reg and
+// PTRACE_GETREGSET NT_PRSTATUS fills in. The field names are those of
+// golang.org/x/sys/unix.PtraceRegs on arm64, so that a *unix.PtraceRegs
+// converts to a *UserPtRegs there.
+type UserPtRegs struct {
+	Regs   [31]uint64 // x0..x30 (x29 the frame pointer, x30 the link register)
+	Sp     uint64
+	Pc     uint64
+	Pstate uint64 // the condition flags and modes, gdb's cpsr
+}
+
+// userPtRegsSize is the size of struct user_pt_regs in bytes.
+const userPtRegsSize = 34 * 8
+
+// RegsFromUserPtRegs converts an AArch64 user_pt_regs register set to
+// DWARF numbering (DWARF for the Arm 64-bit Architecture, section 4.1):
+// x0..x30 as 0..30 (x30, the link register, is the return-address column
+// arch.AArch64_LR: it holds the caller's return address only in a frame
+// that has not saved it yet, as the CFI says), sp as 31 and pc as 32
+// (arch.AArch64_PC). pstate has no DWARF column and is left out. Cost:
+// O(1).
+func RegsFromUserPtRegs(r *UserPtRegs) unwind.Regs {
+	var regs unwind.Regs
+	for i, v := range r.Regs {
+		regs.Set(arch.AArch64_X0+arch.Reg(i), v)
+	}
+	regs.Set(arch.AArch64_SP, r.Sp)
+	regs.Set(arch.AArch64_PC, r.Pc)
+	return regs
+}

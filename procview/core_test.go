@@ -323,7 +323,8 @@ func TestCoreMalformed(t *testing.T) {
 		{"ELF32", "e_ident", "ELF64", patch(4, 1)},
 		{"big-endian", "e_ident", "little-endian", patch(5, 2)},
 		{"executable", "e_type", "not a core file", patch(16, u16(uint16(elf.ET_EXEC))...)},
-		{"aarch64", "e_machine", "only x86-64", patch(18, u16(uint16(elf.EM_AARCH64))...)},
+		{"risc-v", "e_machine", "only x86-64 and AArch64", patch(18, u16(uint16(elf.EM_RISCV))...)},
+		{"x86-64 prstatus in an aarch64 core", "n_descsz", "want 392", patch(18, u16(uint16(elf.EM_AARCH64))...)},
 		{"phentsize", "e_phentsize", "want 56", patch(54, u16(32)...)},
 		{"phnum", "e_phoff", "truncated", patch(56, u16(5000)...)},
 		{"phoff", "e_phoff", "do not fit", patch(32, u64(1<<40)...)},
@@ -419,7 +420,28 @@ func TestCoreViewSynthetic(t *testing.T) {
 	if c, err = procview.NewCore(bytes.NewReader(b), int64(len(b))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := procview.NewCoreView(c, "/bin/true"); err == nil || !strings.Contains(err.Error(), "NT_FILE") {
-		t.Errorf("--exe without NT_FILE: %v", err)
+	// Without NT_FILE (qemu-user's cores) the executable is placed at the
+	// bias AT_ENTRY gives (this core has no AT_PHDR), and the dynamic
+	// linker's list, not in this core, is a warning.
+	v3, err := procview.NewCoreView(c, "/bin/true")
+	if err != nil {
+		t.Fatalf("--exe without NT_FILE: %v", err)
+	}
+	ef, err := elf.Open("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBias := tc.Auxv[0].Value - ef.Entry
+	ef.Close()
+	found := false
+	for _, m := range v3.Modules() {
+		found = found || m.Name == "/bin/true" && m.Bias == wantBias && m.Kind == procview.ModuleFile
+	}
+	if ws := fmt.Sprint(v3.Warnings()); !found || !strings.Contains(ws, "dynamic linker's list") {
+		t.Errorf("--exe without NT_FILE: modules %+v (want /bin/true at bias %#x), warnings %s", v3.Modules(), wantBias, ws)
+	}
+	v3.Close()
+	if _, err := procview.NewCoreView(c, "/nonexistent/exe"); err == nil || !strings.Contains(err.Error(), "NT_FILE") {
+		t.Errorf("--exe without NT_FILE, no such file: %v", err)
 	}
 }

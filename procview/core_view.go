@@ -44,6 +44,13 @@ type CoreOptions struct {
 	// problem with it is an error of CoreStacks. Options.NoPerfMap reads
 	// none.
 	PerfMap string
+	// Sysroot is the directory the files of the core's machine are under,
+	// as gdb's "set sysroot": an absolute path the core names (NT_FILE's,
+	// or the dynamic linker's list) is opened under it when the file is
+	// there (/usr/aarch64-linux-gnu for a core of qemu-aarch64 -L
+	// /usr/aarch64-linux-gnu, a copy of an arm64 machine's root). Empty:
+	// the paths as they are.
+	Sysroot string
 }
 
 // CoreStacks unwinds every thread of the core c as Stacks does for a live
@@ -69,7 +76,7 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 	if opts == nil {
 		opts = &CoreOptions{}
 	}
-	v, err := newCoreView(c, opts.Exe)
+	v, err := newCoreView(c, opts.Exe, opts.Sysroot)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,13 +145,19 @@ func (v *View) loadCorePerfMap(c *Core, path string) error {
 // NewCoreView builds the module View of the process core c was dumped
 // from, as Open does for a live one, with c as the View's memory:
 //
-//   - every executable file mapping of NT_FILE (executable when the
+//   - every executable file mapping of NT_FILE, or, for a core without
+//     NT_FILE (qemu-user's), of the executable (exe, else the path at
+//     AT_EXECFN) at the bias AT_PHDR gives and of the shared objects of
+//     the dynamic linker's list in the core's memory (Core.LinkMap), each
+//     PT_LOAD of the file a mapping (executable when the
 //     core's PT_LOAD segment at its start has PF_X, or, when the core has
 //     no segment there, when the file's PT_LOAD holding its offset has),
 //     opened by the path NT_FILE names, with its load bias from the file's
 //     program headers (LoadBias). The executable is the mapping holding
 //     AT_ENTRY (else AT_PHDR, else the first file whose name starts with
-//     c.Command); exe, when not empty, is opened in its place. A file whose
+//     c.Command); exe, when not empty, is opened in its place. A file for
+//     another machine than the core's is not used (a warning wrapping
+//     ErrMachine); neither is a file whose
 //     build ID (NT_GNU_BUILD_ID, or Go's "Go" note 4) differs from the one
 //     in the core's copy of its first page is not used (a warning), and
 //     neither is a file that cannot be opened;
@@ -156,50 +169,66 @@ func (v *View) loadCorePerfMap(c *Core, path string) error {
 //     addresses and frame records against, as /proc/PID/maps showed it
 //     (Core.Mappings).
 //
-// Errors: exe was given but the core names no executable mapping
-// (no NT_FILE, or none that AT_ENTRY points into), or exe's build ID
+// Errors: exe was given but the core's NT_FILE names no executable
+// mapping (none that AT_ENTRY points into), or exe's build ID
 // differs from the core's (wrapping ErrBuildIDMismatch); exe cannot be read.
 // Other problems are listed by View.Warnings, with c.Warnings. Cost:
 // reads the program headers and notes of every mapped file; module files
 // are opened for symbols and CFI on first use.
 func NewCoreView(c *Core, exe string) (*View, error) {
-	return newCoreView(c, exe)
+	return newCoreView(c, exe, "")
 }
 
-func newCoreView(c *Core, exe string) (*View, error) {
-	v := &View{PID: c.PID, Mem: c}
+// NewCoreViewSysroot is NewCoreView opening the files the core names
+// under sysroot (see CoreOptions.Sysroot).
+func NewCoreViewSysroot(c *Core, exe, sysroot string) (*View, error) {
+	return newCoreView(c, exe, sysroot)
+}
+
+func newCoreView(c *Core, exe, sysroot string) (*View, error) {
+	v := &View{PID: c.PID, Mem: c, arch: c.Arch}
 	v.warn = append(v.warn, c.Warnings()...)
-	exePath := c.exePath()
-	if exe != "" && exePath == "" {
-		if len(c.Files) == 0 {
-			return nil, fmt.Errorf("procview: the core has no NT_FILE note: where %s was mapped is unknown", exe)
+	files := c.Files
+	var exePath string
+	resolved := map[string]string{} // core path → file opened for it
+	if len(files) == 0 {
+		files, exePath = v.linkMapFiles(c, exe, sysroot, resolved)
+		if exe != "" && exePath == "" {
+			return nil, fmt.Errorf("procview: the core has no NT_FILE note, and %s could not be placed: %w", exe, errors.Join(v.warn...))
 		}
-		return nil, fmt.Errorf("procview: no mapping of the core holds the entry point (AT_ENTRY): which file is the executable is unknown")
+	} else {
+		exePath = c.exePath(files)
+		if exe != "" && exePath == "" {
+			return nil, fmt.Errorf("procview: no mapping of the core holds the entry point (AT_ENTRY): which file is the executable is unknown")
+		}
 	}
 	type fileInfo struct {
 		open  string
 		phdrs []ProgHeader
 		ok    bool
 	}
-	files := map[string]*fileInfo{}
+	infos := map[string]*fileInfo{}
 	info := func(path string) (*fileInfo, error) {
-		if fi := files[path]; fi != nil {
+		if fi := infos[path]; fi != nil {
 			return fi, nil
 		}
-		fi := &fileInfo{open: path}
-		files[path] = fi
+		fi := &fileInfo{open: sysrootPath(sysroot, path)}
+		if r, ok := resolved[path]; ok {
+			fi.open = r
+		}
+		infos[path] = fi
 		given := path == exePath && exe != ""
 		if given {
 			fi.open = exe
-		} else if _, err := os.Stat(path); err != nil && strings.HasSuffix(path, " (deleted)") {
-			fi.open = strings.TrimSuffix(path, " (deleted)")
+		} else if _, err := os.Stat(fi.open); err != nil && strings.HasSuffix(path, " (deleted)") {
+			fi.open = sysrootPath(sysroot, strings.TrimSuffix(path, " (deleted)"))
 		}
 		var err error
 		if st, serr := os.Stat(fi.open); serr == nil && !st.Mode().IsRegular() {
 			// A core names any path: never open a FIFO or a device.
 			err = fmt.Errorf("not a regular file (%v)", st.Mode().Type())
 		} else {
-			fi.phdrs, err = filePhdrs(fi.open)
+			fi.phdrs, err = filePhdrs(fi.open, c.Arch)
 		}
 		if err != nil {
 			if given {
@@ -208,7 +237,7 @@ func newCoreView(c *Core, exe string) (*View, error) {
 			v.warn = append(v.warn, fmt.Errorf("procview: %s (mapped in the core): %w", fi.open, err))
 			return fi, nil
 		}
-		if err := c.checkFile(path, fi.open, fi.phdrs); err != nil {
+		if err := c.checkFile(files, path, fi.open, fi.phdrs); err != nil {
 			if given {
 				return nil, err
 			}
@@ -225,7 +254,7 @@ func newCoreView(c *Core, exe string) (*View, error) {
 	objs := map[objKey]*object{}
 	var exeObj *object
 	var exeBias uint64
-	for _, m := range c.Files {
+	for _, m := range files {
 		if m.Start >= m.End || m.Path == "" {
 			continue
 		}
@@ -269,11 +298,11 @@ func newCoreView(c *Core, exe string) (*View, error) {
 	if exeObj != nil {
 		v.addJIT(exeObj, exeBias)
 	}
-	v.maps = c.mappings(v.mods)
+	v.maps = c.mappings(files, v.mods)
 	// Code for recognising signal frames: from the core, else from the
 	// files it could use, where it left their text out.
-	v.code = &codeReader{c: c, opened: map[string]string{}, files: map[string]*os.File{}}
-	for p, fi := range files {
+	v.code = &codeReader{c: c, mapped: files, opened: map[string]string{}, files: map[string]*os.File{}}
+	for p, fi := range infos {
 		if fi.ok {
 			v.code.opened[p] = fi.open
 		}
@@ -284,10 +313,10 @@ func newCoreView(c *Core, exe string) (*View, error) {
 // exePath returns the NT_FILE path of the process's executable: the
 // mapping holding AT_ENTRY, else AT_PHDR, else the first file whose base
 // name starts with the process's name; "" when none is found.
-func (c *Core) exePath() string {
+func (c *Core) exePath(files []CoreFile) string {
 	for _, at := range []uint64{atEntry, atPHDR} {
 		if a, ok := c.Aux(at); ok && a != 0 {
-			for _, m := range c.Files {
+			for _, m := range files {
 				if a >= m.Start && a < m.End {
 					return m.Path
 				}
@@ -295,7 +324,7 @@ func (c *Core) exePath() string {
 		}
 	}
 	if c.Command != "" {
-		for _, m := range c.Files {
+		for _, m := range files {
 			if strings.HasPrefix(filepath.Base(m.Path), c.Command) {
 				return m.Path
 			}
@@ -327,10 +356,10 @@ func (c *Core) executable(m CoreFile, phdrs []ProgHeader) bool {
 // ID in common, the program headers. Nothing to compare (the page was not
 // dumped) is no error; a difference is an error wrapping
 // ErrBuildIDMismatch.
-func (c *Core) checkFile(path, open string, phdrs []ProgHeader) error {
+func (c *Core) checkFile(files []CoreFile, path, open string, phdrs []ProgHeader) error {
 	var start, end uint64
 	found := false
-	for _, m := range c.Files {
+	for _, m := range files {
 		if m.Path == path && m.Offset == 0 && m.End > m.Start {
 			start, end, found = m.Start, m.End, true
 			break
@@ -425,14 +454,14 @@ func buildIDs(r io.ReaderAt, phdrs []ProgHeader) map[string]string {
 // reads as private) and, where an NT_FILE entry covers it, that file's
 // path and the offset in it. Device and inode are unknown (0). Cost:
 // O(segments log files); allocates the result.
-func (c *Core) Mappings() []Mapping { return c.mappings(nil) }
+func (c *Core) Mappings() []Mapping { return c.mappings(c.Files, nil) }
 
 // mappings is Mappings with, for code a module covers but no segment
 // does (a file mapping the core left out altogether), a mapping "r-xp"
 // named for the module, so that the address space agrees with the
 // modules on what is code.
-func (c *Core) mappings(mods []Module) []Mapping {
-	files := append([]CoreFile(nil), c.Files...)
+func (c *Core) mappings(mapped []CoreFile, mods []Module) []Mapping {
+	files := append([]CoreFile(nil), mapped...)
 	sort.SliceStable(files, func(i, j int) bool { return files[i].Start < files[j].Start })
 	out := make([]Mapping, 0, len(c.Segments))
 	for _, s := range c.Segments {

@@ -13,6 +13,9 @@ import (
 // (ELF header, program headers with PT_NOTE first, the notes, then the
 // segments' bytes).
 type testCore struct {
+	// Machine is e_machine: EM_X86_64 when 0, or EM_AARCH64 (the
+	// threads' AArch64Regs are written then).
+	Machine       elf.Machine
 	PID           int
 	UID           int
 	Command, Args string
@@ -55,6 +58,23 @@ func (c *testCore) notes() []testNote {
 		ns = append(ns, testNote{"CORE", uint32(elf.NT_PRPSINFO), d})
 	}
 	for i, t := range c.Threads {
+		if c.Machine == elf.EM_AARCH64 {
+			// struct elf_prstatus of arch/arm64: the common part (112
+			// bytes), user_pt_regs (34 words), pr_fpvalid, padding.
+			d := make([]byte, 392)
+			le.PutUint16(d[12:], uint16(t.Signal))
+			le.PutUint32(d[32:], uint32(t.TID))
+			le.PutUint32(d[36:], uint32(c.PID))
+			r := t.AArch64Regs
+			for j, v := range append(r.Regs[:], r.Sp, r.Pc, r.Pstate) {
+				le.PutUint64(d[112+8*j:], v)
+			}
+			le.PutUint32(d[384:], 1) // pr_fpvalid
+			ns = append(ns, testNote{"CORE", uint32(elf.NT_PRSTATUS), d})
+			ns = append(ns, testNote{"CORE", uint32(elf.NT_FPREGSET), make([]byte, 528)}) // user_fpsimd_state
+			ns = append(ns, testNote{"LINUX", 0x401, make([]byte, 8)})                    // NT_ARM_TLS
+			continue
+		}
 		d := make([]byte, 336)
 		le.PutUint16(d[12:], uint16(t.Signal))
 		le.PutUint32(d[32:], uint32(t.TID))
@@ -122,7 +142,7 @@ func encodeNotes(ns []testNote) []byte {
 	return b
 }
 
-// writeCore encodes c as an ELF64 x86-64 core file.
+// writeCore encodes c as an ELF64 x86-64 (or c.Machine) core file.
 func writeCore(c *testCore) []byte {
 	le := binary.LittleEndian
 	notes := encodeNotes(c.notes())
@@ -131,7 +151,11 @@ func writeCore(c *testCore) []byte {
 	copy(h, elf.ELFMAG)
 	h[elf.EI_CLASS], h[elf.EI_DATA], h[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), 1
 	le.PutUint16(h[16:], uint16(elf.ET_CORE))
-	le.PutUint16(h[18:], uint16(elf.EM_X86_64))
+	m := c.Machine
+	if m == 0 {
+		m = elf.EM_X86_64
+	}
+	le.PutUint16(h[18:], uint16(m))
 	le.PutUint32(h[20:], 1)
 	le.PutUint64(h[32:], 64) // e_phoff
 	le.PutUint16(h[52:], 64) // e_ehsize

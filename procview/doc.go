@@ -89,10 +89,12 @@
 // # Core files
 //
 // OpenCore (or NewCore over any io.ReaderAt) decodes an ELF core file of
-// an x86-64 Linux process, as the kernel writes it on a fatal signal
-// (core(5)) or gdb's gcore writes it of a live process: a thread per
+// an x86-64 or AArch64 Linux process, on any host, as the kernel writes it
+// on a fatal signal (core(5)), gdb's gcore writes it of a live process or
+// qemu-user writes it for a guest (qemu_PROG_DATE_PID.core): a thread per
 // NT_PRSTATUS note (struct elf_prstatus: pr_pid, pr_cursig, pr_reg in
-// struct user_regs_struct order, RegsFromUserRegs), the process from
+// struct user_regs_struct order, RegsFromUserRegs, or in AArch64 struct
+// user_pt_regs order, RegsFromUserPtRegs; Core.Arch says which), the process from
 // NT_PRPSINFO, the auxiliary vector (NT_AUXV), the mapped files
 // (NT_FILE), the signal (NT_SIGINFO), and the memory of the PT_LOAD
 // segments, read on demand: a Core is the io.ReaderAt and
@@ -101,9 +103,13 @@
 // text) or cut off by a truncated file fail that read with ErrNotDumped.
 //
 // CoreStacks unwinds every thread of a core as Stacks does a live process,
-// with the same walk, over a View that NewCoreView builds from it: the
-// executable mappings of NT_FILE, opened by path (the executable may be
-// given instead) and refused when their build ID differs from the core's
+// with the same walk and the core's ABI (View.Arch), over a View that
+// NewCoreView builds from it: the executable mappings of NT_FILE, or, in
+// a core without NT_FILE (qemu-user's), of the executable and of the
+// shared objects of the dynamic linker's list in the core's memory
+// (Core.LinkMap), opened by path, under a sysroot when one is given
+// (CoreOptions.Sysroot; the executable may be given instead), refused when
+// they are for another machine (ErrMachine) or their build ID differs from the core's
 // copy of their first page, the vDSO from AT_SYSINFO_EHDR, the GDB JIT
 // symbol files found through __jit_debug_descriptor in the core's memory,
 // and the address space of the PT_LOAD segments (Core.Mappings), against
@@ -111,7 +117,10 @@
 // records. The process's perf map, when /tmp/perf-PID.map is still there
 // or one is given, names code outside every module. Every thread of a
 // GOTRACEBACK=crash core is in a signal frame without CFI (Go's
-// runtime.sigreturn__sigaction), which the walk crosses as above.
+// runtime.sigreturn__sigaction on x86-64; on AArch64 the kernel's or
+// qemu's trampoline, mov x8, #139; svc #0, under Go's runtime.sigtramp,
+// whose CFI marks it outermost and which the walk steps from to that
+// trampoline), which the walk crosses as above.
 //
 // The process's memory and files are untrusted: the maps file, the JIT list
 // (at most MaxJITEntries entries of at most MaxSymfileSize bytes), the
@@ -121,7 +130,9 @@
 // malformed input yields errors (a *formaterr.Error where a decoder of
 // this package finds it), never a panic.
 //
-// Only x86-64 Linux is supported for thread stacks; Open and the module
+// Only x86-64 Linux hosts are supported for the thread stacks of live
+// processes (elsewhere Stacks fails with ErrLiveStacksArch; cores of both
+// machines are read on any host); Open and the module
 // view work on the calling process too (pid os.Getpid()), where a thread
 // cannot ptrace its own process: View.Backtrace with unwind.Local unwinds
 // a stack of the calling process from registers the caller captured.

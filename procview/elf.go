@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/elfobj"
 	"github.com/elfimage/elfimage/formaterr"
 )
@@ -47,24 +48,31 @@ func readHeader(r io.ReaderAt, section, what string) (elfobj.Header, error) {
 
 // ProgHeaders reads the ELF64 little-endian header and program headers
 // of the file (or memory image) r, with package elfobj (e_phnum PN_XNUM
-// takes the count from section header 0). Only x86-64 (EM_X86_64) is
-// accepted, the only machine Stacks unwinds. Errors are *formaterr.Error
+// takes the count from section header 0). x86-64 (EM_X86_64) and AArch64
+// (EM_AARCH64) files are accepted, the machines a View unwinds, whatever
+// the host's. Errors are *formaterr.Error
 // with Source "ELF header" naming the offset and field, or wrap r's
 // error. Cost: two reads (three for PN_XNUM); at most MaxProgramHeaders
 // headers are allocated.
 func ProgHeaders(r io.ReaderAt) ([]ProgHeader, error) {
+	_, phdrs, err := machineProgHeaders(r)
+	return phdrs, err
+}
+
+// machineProgHeaders is ProgHeaders that also returns the file's machine.
+func machineProgHeaders(r io.ReaderAt) (elf.Machine, []ProgHeader, error) {
 	h, err := readHeader(r, "ELF header", "files")
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	if h.Machine != elf.EM_X86_64 {
-		return nil, &formaterr.Error{Source: "ELF header", Offset: 18, Field: "e_machine", Msg: fmt.Sprintf("machine %v: only x86-64 is supported", h.Machine)}
+	if arch.ForMachine(h.Machine) == nil {
+		return 0, nil, &formaterr.Error{Source: "ELF header", Offset: 18, Field: "e_machine", Msg: fmt.Sprintf("machine %v: only x86-64 and AArch64 are supported", h.Machine)}
 	}
 	phdrs, err := h.ReadProgs(r, -1, MaxProgramHeaders)
 	if err != nil || len(phdrs) == 0 {
-		return nil, err
+		return h.Machine, nil, err
 	}
-	return progHeaders(phdrs), nil
+	return h.Machine, progHeaders(phdrs), nil
 }
 
 func progHeaders(phdrs []elf.ProgHeader) []ProgHeader {

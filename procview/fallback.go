@@ -217,6 +217,9 @@ func (v *View) trampoline() (start, end uint64) {
 // isTrampolineReturn reports whether pc is a return address into the
 // trampoline (inside it, past its first byte).
 func (v *View) isTrampolineReturn(pc uint64) bool {
+	if v.Arch() != arch.X86_64 {
+		return false // the layout below is native/call_amd64.s's
+	}
 	s, e := v.trampoline()
 	return pc > s && pc <= e && s != e
 }
@@ -292,6 +295,11 @@ func (v *View) step(u *unwind.Unwinder, cur, caller *unwind.Frame, lookup uint64
 		return nil
 	}
 	err := u.Step(cur, caller)
+	if errors.Is(err, unwind.ErrOutermost) && u.Arch == arch.AArch64 {
+		if ok := v.stepGoSigtramp(u, cur, caller); ok {
+			return nil
+		}
+	}
 	if err == nil || !errors.Is(err, unwind.ErrNoFDE) {
 		return err
 	}
@@ -311,6 +319,50 @@ func (v *View) step(u *unwind.Unwinder, cur, caller *unwind.Frame, lookup uint64
 		mod = m.Name
 	}
 	return &noCFIError{pc: cur.PC, module: mod, cfi: err, fp: ferr}
+}
+
+// goSigtramps are the names of Go's signal handlers on linux/arm64, which
+// the kernel (or qemu-user) calls with x30 holding the signal return
+// trampoline. Go marks them TOPFRAME: their CFI makes the return address
+// undefined, the outermost frame, and a walk would stop before the code
+// the signal interrupted.
+var goSigtramps = []string{"runtime.sigtramp.abi0", "runtime.sigtramp", "runtime.cgoSigtramp.abi0", "runtime.cgoSigtramp"}
+
+// stepGoSigtramp steps from a frame in one of Go's AArch64 signal handlers
+// (goSigtramps) whose CFI ended the walk: the return address is x30, or,
+// past the prologue (the stack pointer below the CFA), where Go's arm64
+// prologue saves it, at the stack pointer; the caller is the signal return
+// trampoline (recognised by its code, else no step), with the CFA as its
+// stack pointer and an exact pc (AfterSignal). ok is false when the frame is not such a handler.
+func (v *View) stepGoSigtramp(u *unwind.Unwinder, cur, caller *unwind.Frame) bool {
+	pc := cur.LookupPC()
+	m, err := v.Lookup(pc)
+	if err != nil || m.Kind != ModuleFile {
+		return false
+	}
+	o := m.obj.get()
+	if o.err != nil {
+		return false
+	}
+	s, ok := symbolAt(o.symbols(), pc-m.Bias)
+	if !ok || !slices.Contains(goSigtramps, s.name) || cur.CFA == 0 {
+		return false
+	}
+	ra, ok := cur.Regs.Get(arch.AArch64_LR)
+	if cur.SP < cur.CFA {
+		ra, err = u.Mem.ReadUint64(cur.SP)
+		ok = err == nil
+	}
+	if !ok || !v.isSigreturn(ra) {
+		return false
+	}
+	// The trampoline's pc is where the handler returns, its first
+	// instruction, not after a call: exact, as for the caller of a
+	// signal frame.
+	*caller = unwind.Frame{PC: ra, SP: cur.CFA, Regs: cur.Regs, Method: unwind.MethodCFI, AfterSignal: true}
+	caller.Regs.Set(arch.AArch64_SP, cur.CFA)
+	caller.Regs.Set(arch.AArch64_LR, ra)
+	return true
 }
 
 // noCFIError is why a frame without CFI could not be unwound: it wraps

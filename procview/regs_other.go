@@ -3,11 +3,11 @@
 package procview
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/elfimage/elfimage/unwind"
 )
 
 func threadRegs(tid int) (unwind.Frame, error) {
-	return unwind.Frame{}, errors.New("procview: thread registers are read on amd64 only")
+	return unwind.Frame{}, fmt.Errorf("%w: thread %d's registers (PTRACE_GETREGSET) are not read on this machine", ErrLiveStacksArch, tid)
 }

@@ -34,26 +34,60 @@ var sigcontextRegs = [...]arch.Reg{
 	arch.X86_64_RA, // rip
 }
 
+// rtSigreturnAArch64 is the AArch64 Linux signal return trampoline: mov
+// x8, #139 (__NR_rt_sigreturn); svc #0, little-endian. The kernel's vDSO
+// (__kernel_rt_sigreturn) and qemu-user's signal trampoline page are this
+// sequence; qemu's has no CFI, and neither does the vDSO's (its CFI is
+// gdb's aarch64_linux_sigtramp_p knowledge too).
+var rtSigreturnAArch64 = []byte{0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}
+
+// Layout of the kernel's AArch64 struct rt_sigframe (arch/arm64/kernel/
+// signal.c) at the trampoline's stack pointer: siginfo_t (128 bytes), then
+// struct ucontext, whose uc_mcontext (struct sigcontext, 16-byte aligned)
+// is at byte 176 and holds fault_address, then x0..x30, sp and pc, 8 bytes
+// each (arch/arm64/include/uapi/asm/sigcontext.h). qemu-user's
+// target_rt_sigframe has the same layout.
+const sigcontextRegsAArch64 = 128 + 176 + 8
+
 // isSigreturn reports whether the code at pc is the signal return
-// trampoline, read through the View's code reader: the process's memory,
-// and for a core also the files mapped where it left out their text.
+// trampoline of the View's ABI, read through the View's code reader: the
+// process's memory, and for a core also the files mapped where it left out
+// their text.
 func (v *View) isSigreturn(pc uint64) bool {
-	var b [9]byte // len(rtSigreturn)
+	want := rtSigreturn
+	if v.Arch() == arch.AArch64 {
+		want = rtSigreturnAArch64
+	}
+	b := make([]byte, len(want))
 	if v.code != nil {
-		return v.code.read(b[:], pc) && bytes.Equal(b[:], rtSigreturn)
+		return v.code.read(b, pc) && bytes.Equal(b, want)
 	}
 	if pc >= 1<<63 {
 		return false
 	}
-	n, err := v.Mem.ReadAt(b[:], int64(pc))
-	return err == nil && n == len(b) && bytes.Equal(b[:], rtSigreturn)
+	n, err := v.Mem.ReadAt(b, int64(pc))
+	return err == nil && n == len(b) && bytes.Equal(b, want)
 }
 
 // sigreturnCaller returns the frame a signal interrupted, from the
 // registers the kernel saved in the struct rt_sigframe at sp, the stack
-// pointer of the signal return trampoline's frame: its pc is exact
-// (unwind.Frame.AfterSignal), found by MethodSignal.
-func sigreturnCaller(mem unwind.Memory, sp uint64) (unwind.Frame, error) {
+// pointer of the signal return trampoline's frame, for ABI a: its pc is
+// exact (unwind.Frame.AfterSignal), found by MethodSignal.
+func sigreturnCaller(a *arch.Arch, mem unwind.Memory, sp uint64) (unwind.Frame, error) {
+	if a == arch.AArch64 {
+		var regs unwind.Regs
+		for i := range 33 { // x0..x30, sp, pc: DWARF 0..32
+			val, err := mem.ReadUint64(sp + sigcontextRegsAArch64 + uint64(i)*8)
+			if err != nil {
+				return unwind.Frame{}, fmt.Errorf("reading the registers saved by the signal frame at %#x: %w", sp, err)
+			}
+			regs.Set(arch.Reg(i), val)
+		}
+		pc, _ := regs.Get(arch.AArch64_PC)
+		f := unwind.FirstFrame(arch.AArch64, pc, regs)
+		f.First, f.AfterSignal, f.Method = false, true, unwind.MethodSignal
+		return f, nil
+	}
 	var regs unwind.Regs
 	for i, reg := range sigcontextRegs {
 		val, err := mem.ReadUint64(sp + ucMcontext + uint64(i)*8)
@@ -75,6 +109,7 @@ func sigreturnCaller(mem unwind.Memory, sp uint64) (unwind.Frame, error) {
 // use.
 type codeReader struct {
 	c      *Core
+	mapped []CoreFile        // the core's file mappings (NT_FILE's, or from its link map)
 	opened map[string]string // NT_FILE path → the file opened for it
 
 	mu    sync.Mutex
@@ -85,7 +120,7 @@ func (r *codeReader) read(p []byte, addr uint64) bool {
 	if n, err := r.c.read(p, addr); err == nil && n == len(p) {
 		return true
 	}
-	for _, m := range r.c.Files {
+	for _, m := range r.mapped {
 		if addr < m.Start || addr >= m.End || m.End-addr < uint64(len(p)) {
 			continue
 		}

@@ -18,6 +18,11 @@ import (
 	"github.com/elfimage/elfimage/unwind"
 )
 
+// ErrLiveStacksArch is wrapped by the error of Stacks on a host other
+// than amd64: the thread stacks of a live process are read on x86-64
+// only.
+var ErrLiveStacksArch = errors.New("procview: thread stacks of a live process are read on amd64 only")
+
 // MaxThreads bounds the threads Stacks stops.
 const MaxThreads = 1 << 16
 
@@ -75,9 +80,9 @@ type Thread struct {
 // Errors: ErrSelf for the calling process; the errno of PTRACE_SEIZE
 // (EPERM without ptrace access: another user, Yama ptrace_scope, or a
 // process already traced), wrapped with the thread id; those of Open.
-// Problems with one thread are in its Thread.Err. Only x86-64 is
-// supported. Cost: the process stays stopped for the attach, the module
-// snapshot (which reads JIT symbol files) and the unwinding of every
+// Problems with one thread are in its Thread.Err. Only x86-64 hosts are
+// supported (elsewhere an error wrapping ErrLiveStacksArch). Cost: the
+// process stays stopped for the attach, the module snapshot (which reads JIT symbol files) and the unwinding of every
 // thread; symbolization runs after it resumes.
 func Stacks(pid int, opts *Options) ([]Thread, *View, error) {
 	if opts == nil {
@@ -87,7 +92,7 @@ func Stacks(pid int, opts *Options) ([]Thread, *View, error) {
 		return nil, nil, ErrSelf
 	}
 	if runtime.GOARCH != "amd64" {
-		return nil, nil, fmt.Errorf("procview: thread stacks are supported on amd64 only, not %s", runtime.GOARCH)
+		return nil, nil, fmt.Errorf("%w, not %s: reading another architecture's thread registers with ptrace is not implemented (under qemu-user, which runs arm64 programs on other hosts, there is no ptrace of emulated processes at all); a core file of the process (CoreStacks) is read on any host, x86-64 and AArch64 alike", ErrLiveStacksArch, runtime.GOARCH)
 	}
 	type result struct {
 		threads []Thread

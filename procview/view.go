@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/formaterr"
@@ -40,6 +42,11 @@ var (
 	// ErrSelf is returned by Stacks for the calling process, whose
 	// threads it cannot stop with ptrace.
 	ErrSelf = errors.New("procview: cannot ptrace the calling process")
+	// ErrMachine is wrapped by the warning about a module file (or memory
+	// image) for another machine than the process's (View.Arch): an
+	// x86-64 library found for an AArch64 core when no sysroot says where
+	// the core's files are (CoreOptions.Sysroot).
+	ErrMachine = errors.New("procview: ELF file for another machine")
 )
 
 // ModuleKind says where a module comes from.
@@ -257,6 +264,8 @@ type View struct {
 	// code reads code for recognising signal frames (sigreturn.go):
 	// nil reads Mem; for a core, also the mapped files.
 	code *codeReader
+	// arch is the ABI of the process's code (Arch).
+	arch *arch.Arch
 	// DebugFiles finds the separate debug file of a module whose file
 	// has no DWARF, when the module's debug information is first used
 	// (nil: DefaultDebugFiles). Set it before the first query.
@@ -287,9 +296,29 @@ func Open(pid int) (*View, error) {
 	return newView(pid, maps), nil
 }
 
+// Arch returns the ABI of the process's code, which its modules must
+// have and Backtrace unwinds: a core's (Core.Arch), or for a live
+// process its executable's (e_machine of /proc/PID/exe), else the
+// host's.
+func (v *View) Arch() *arch.Arch {
+	if v.arch == nil {
+		if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
+			return a
+		}
+		return arch.X86_64
+	}
+	return v.arch
+}
+
 func newView(pid int, maps []Mapping) *View {
 	v := &View{PID: pid, Mem: Memory{PID: pid}, maps: maps}
 	exe := fmt.Sprintf("/proc/%d/exe", pid)
+	if f, err := os.Open(exe); err == nil {
+		if m, _, err := machineProgHeaders(f); err == nil {
+			v.arch = arch.ForMachine(m)
+		}
+		f.Close()
+	}
 	var exeIno uint64
 	var exeDev uint64
 	haveExe := false
@@ -329,7 +358,7 @@ func newView(pid int, maps []Mapping) *View {
 		phdrs, ok := phdrCache[open]
 		if !ok {
 			var err error
-			if phdrs, err = filePhdrs(open); err != nil {
+			if phdrs, err = filePhdrs(open, v.Arch()); err != nil {
 				v.warn = append(v.warn, fmt.Errorf("procview: %s: %w", m.Path, err))
 			}
 			phdrCache[open] = phdrs
@@ -359,14 +388,22 @@ func newView(pid int, maps []Mapping) *View {
 	return v
 }
 
-// filePhdrs reads the program headers of the file at path.
-func filePhdrs(path string) ([]ProgHeader, error) {
+// filePhdrs reads the program headers of the file at path, which must be
+// for ABI a.
+func filePhdrs(path string, a *arch.Arch) ([]ProgHeader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ProgHeaders(f)
+	m, phdrs, err := machineProgHeaders(f)
+	if err != nil {
+		return nil, err
+	}
+	if m != a.Machine {
+		return nil, fmt.Errorf("%w: its machine is %v, the process's %v", ErrMachine, m, a.Machine)
+	}
+	return phdrs, nil
 }
 
 // dropOverlaps keeps, of modules sorted by Start, those that do not
@@ -393,7 +430,10 @@ func (v *View) addMemModule(name string, kind ModuleKind, addr, size, lo, hi uin
 		return
 	}
 	img := sectionReader{v.Mem, addr, size}
-	phdrs, err := ProgHeaders(img)
+	m, phdrs, err := machineProgHeaders(img)
+	if err == nil && m != v.Arch().Machine {
+		err = fmt.Errorf("%w: its machine is %v, the process's %v", ErrMachine, m, v.Arch().Machine)
+	}
 	if err != nil {
 		v.warn = append(v.warn, fmt.Errorf("procview: %s: %w", name, err))
 		return

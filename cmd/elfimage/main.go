@@ -43,7 +43,7 @@ func init() {
 		{"symbolize", "-e FILE [-debug-file F] [-debug-dir DIRS] [-C] [-a] [-p] [-s] [-f] [-i[=false]] [--addr2line] [--output-style=GNU|LLVM|JSON] [--json] [-columns] [ADDR...]", "print the function, file:line and inlined frames of addresses in any ELF file, like addr2line -f -i (with addr2line's and llvm-symbolizer's flags; --addr2line: addr2line's defaults; --output-style=LLVM or JSON: llvm-symbolizer's output; addresses from stdin when none are given)", runSymbolize},
 		{"cache", "[-list|-clear|-dir]", "list the compile cache's images (size, last use, whether current, source), remove them all, or print the cache directory", runCacheCmd},
 		{"strip", "[-o OUT] [-debug-file FILE] [-procs=false] prog.elf", "remove the symbols, DWARF and rebase table from an image (in place, or into OUT), writing them to a separate debug FILE that gdb, lldb, debuginfod and the runtime find through the image's build ID and .gnu_debuglink", runStrip},
-		{"stack", "[--json] [-max N] [-debug-dir DIRS] PID | --core CORE [--exe BINARY] [--perf-map FILE]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
+		{"stack", "[--json] [-max N] [-debug-dir DIRS] PID | --core CORE [--exe BINARY] [--perf-map FILE] [--sysroot DIR]", "print the symbolized backtrace of every thread of a live process or of a core file, across elfimage images (files and GDB JIT symbol files), Go frames and C libraries, like gdb's thread apply all bt", runStack},
 	}
 }
 

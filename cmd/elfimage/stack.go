@@ -63,7 +63,7 @@ func runStack(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cf.core != "" || cf.exe != "" || cf.perfMap != "" {
+	if cf.core != "" || cf.exe != "" || cf.perfMap != "" || cf.sysroot != "" {
 		return runStackCore(cf, fs.Args(), *asJSON, *maxFrames, finder, stdout, stderr)
 	}
 	if fs.NArg() != 1 {

@@ -60,7 +60,7 @@ func stackJSONOf(t *testing.T, pid int) (stackJSON, string) {
 func skipStacks(t *testing.T) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
-		t.Skipf("procview: thread stacks are supported on amd64 only, not %s", runtime.GOARCH)
+		t.Skipf("procview: the thread stacks of a live process are read on amd64 only (ptrace of the thread's registers); this test binary is %s (under qemu-user there is no ptrace of emulated processes); stack --core of AArch64 cores is tested", runtime.GOARCH)
 	}
 }
 

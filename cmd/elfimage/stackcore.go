@@ -18,7 +18,7 @@ import (
 // coreFlags are the flags of `elfimage stack --core CORE [--exe BINARY]
 // [--perf-map FILE]`.
 type coreFlags struct {
-	core, exe, perfMap string
+	core, exe, perfMap, sysroot string
 }
 
 // addCoreFlags defines --core and --exe on the stack command's flags.
@@ -27,17 +27,21 @@ func addCoreFlags(fs *flag.FlagSet) *coreFlags {
 	fs.StringVar(&cf.core, "core", "", "read the threads of the ELF core file `CORE` (from a crash, or gdb's gcore) instead of a live process")
 	fs.StringVar(&cf.exe, "exe", "", "with --core: the process's executable `BINARY` (default: the path the core names for it)")
 	fs.StringVar(&cf.perfMap, "perf-map", "", "with --core: the process's perf map `FILE`, which names code outside every module (default: /tmp/perf-PID.map when it is still there, owned by the process's user or root, and describes the core's code)")
+	fs.StringVar(&cf.sysroot, "sysroot", "", "with --core: open the files the core names under `DIR` (as gdb's set sysroot), for a core of another machine: /usr/aarch64-linux-gnu for one of qemu-aarch64 -L /usr/aarch64-linux-gnu")
 	return cf
 }
 
 // runStackCore is `elfimage stack --core CORE [--exe BINARY] [--perf-map
-// FILE] [--json] [-max N]`: every thread's backtrace from a core file, as gdb's `thread
+// FILE] [--sysroot DIR] [--json] [-max N]`: every thread's backtrace from a core file, as gdb's `thread
 // apply all bt` on `gdb BINARY CORE` shows it, through
 // procview.CoreStacks. Warnings about modules it could not use (missing
 // or mismatched files, a truncated core) go to stderr.
 func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, finder *debugfile.Finder, stdout, stderr io.Writer) error {
 	if cf.core == "" && cf.exe != "" {
 		return fmt.Errorf("%w: --exe needs --core", errUsage)
+	}
+	if cf.core == "" && cf.sysroot != "" {
+		return fmt.Errorf("%w: --sysroot needs --core", errUsage)
 	}
 	if cf.core == "" {
 		return fmt.Errorf("%w: --perf-map needs --core", errUsage)
@@ -50,7 +54,7 @@ func runStackCore(cf *coreFlags, args []string, asJSON bool, maxFrames int, find
 		return err
 	}
 	defer c.Close()
-	threads, view, err := procview.CoreStacks(c, &procview.CoreOptions{Options: procview.Options{MaxFrames: maxFrames, DebugFiles: finder}, Exe: cf.exe, PerfMap: cf.perfMap})
+	threads, view, err := procview.CoreStacks(c, &procview.CoreOptions{Options: procview.Options{MaxFrames: maxFrames, DebugFiles: finder}, Exe: cf.exe, PerfMap: cf.perfMap, Sysroot: cf.sysroot})
 	if err != nil {
 		return err
 	}
