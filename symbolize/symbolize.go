@@ -182,8 +182,8 @@ type Symbolizer struct {
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
 // only the ELF header and the section table. Close unmaps it. Errors wrap
-// ErrNotELF, a *formaterr.Error for a malformed section table, or the
-// *os.PathError of opening the file.
+// ErrNotELF or a *formaterr.Error for a malformed section table, prefixed
+// with path, or are the *os.PathError of opening the file.
 func Open(path string) (*Symbolizer, error) {
 	file, err := os.Open(path)
 	if err != nil {
@@ -202,7 +202,7 @@ func Open(path string) (*Symbolizer, error) {
 	s, err := newSymbolizer(data, nil, 0)
 	if err != nil {
 		unmap()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.unmap, s.mapped = unmap, true
 	s.path = path

@@ -29,7 +29,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	dwarf64 := fs.Bool("dwarf64", false, "write the 64-bit DWARF format")
 	debugFrame := fs.Bool("debug-frame", false, "also write .debug_frame")
 	debugFile := fs.String("debug-file", "", "write the image stripped, with a .gnu_debuglink to its debug `file`, written too (as elfimage strip -debug-file)")
-	archName := fs.String("arch", "", "target `architecture`: x86-64 or aarch64 (default: the host's, for images and objects)")
+	archName := fs.String("arch", "", "target `architecture`: x86-64 (or amd64, x86_64) or aarch64 (or arm64) (default: the host's, for images and objects)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

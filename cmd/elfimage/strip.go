@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +41,10 @@ func runStrip(args []string, stdout, stderr io.Writer) error {
 	}
 	img, dbg, err := elfimage.Strip(data, elfimage.StripOptions{DebugLink: link, DropProcTable: !*procs})
 	if err != nil {
+		// Strip decodes bytes and has no file name: name the file here.
+		if fe := (*elfimage.FormatError)(nil); errors.As(err, &fe) && fe.Source == "" {
+			fe.Source = in
+		}
 		return err
 	}
 	if *debugFile == "" {
