@@ -22,7 +22,7 @@ const objectOutput = "fib(20) = 6765\nfib 15 = 610\neven? 4: 1, even? 7: 0\nfib 
 func buildObject(t *testing.T, dir string) string {
 	t.Helper()
 	obj := filepath.Join(dir, "fib.o")
-	if code, _, stderr := runCLI(t, "build", "-c", "-o", obj, "../../examples/cobj/fib.scm"); code != 0 {
+	if code, _, stderr := runCLI(t, "build", "-c", "-arch", "x86-64", "-o", obj, "../../examples/cobj/fib.scm"); code != 0 {
 		t.Fatalf("build -c: exit %d: %s", code, stderr)
 	}
 	return obj
@@ -209,7 +209,7 @@ func TestObjectCxx(t *testing.T) {
 	gxx := tooltest.Require(t, "g++")
 	dir := t.TempDir()
 	obj := filepath.Join(dir, "extern.o")
-	if code, _, stderr := runCLI(t, "build", "-c", "-o", obj, "../../examples/cobj/extern.scm"); code != 0 {
+	if code, _, stderr := runCLI(t, "build", "-c", "-arch", "x86-64", "-o", obj, "../../examples/cobj/extern.scm"); code != 0 {
 		t.Fatalf("build -c: exit %d: %s", code, stderr)
 	}
 	rel := tool(t, tooltest.Require(t, "readelf"), "-W", "-r", "-s", obj)
