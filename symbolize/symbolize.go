@@ -125,7 +125,7 @@ var (
 	ErrNoInfo = errors.New("symbolize: no information for the address")
 	// ErrNotELF is wrapped by Open and New for input that is not an
 	// ELF32 or ELF64 file of either byte order.
-	ErrNotELF = errors.New("symbolize: not an ELF file")
+	ErrNotELF = errors.New("not an ELF file")
 	// ErrClosed is returned by Symbolize after Close.
 	ErrClosed = errors.New("symbolize: symbolizer closed")
 	// ErrFault is returned when the mapped file could not be read (it
