@@ -32,7 +32,7 @@
 // and tables with pread (no page of the file is faulted in at load but the
 // data pages the relocations write), mprotects the segments that need
 // write or execute (never both), applies the
-// R_X86_64_RELATIVE relocations and registers the image's range; [Load]
+// R_X86_64_RELATIVE (R_AARCH64_RELATIVE) relocations and registers the image's range; [Load]
 // does the same from bytes in memory (the JIT path). Debug information is
 // never parsed at load: queries ([Image.Procedure], [Image.PositionAt],
 // [Image.Locals], [Image.SubprogramAt]) read the mapped tail lazily. Any

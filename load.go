@@ -97,8 +97,8 @@ func Images() []*Image {
 // mmap(PROT_READ, MAP_PRIVATE) of the whole file (the file descriptor is
 // closed before Open returns), validation of every ELF header and program
 // header field the loader relies on, then mprotect of the R+W segments to
-// PROT_READ|PROT_WRITE, application of the R_X86_64_RELATIVE (arch
-// RelocRelative) relocations found through PT_DYNAMIC (DT_RELA, DT_RELASZ,
+// PROT_READ|PROT_WRITE, application of the R_X86_64_RELATIVE or
+// R_AARCH64_RELATIVE (arch RelocRelative) relocations found through PT_DYNAMIC (DT_RELA, DT_RELASZ,
 // DT_RELAENT), mprotect of the R+X segments to PROT_READ|PROT_EXEC, and
 // registration of [Base, Base+Size) for [Lookup]. No page is ever writable
 // and executable at once. What the loader validates (the ELF and program
