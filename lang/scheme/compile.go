@@ -355,6 +355,10 @@ func (c *compiler) declare(d *datum) {
 	}
 	p.body = d.list[2:]
 	if len(p.body) > 1 && p.body[0].kind == kString {
+		if strings.IndexByte(p.body[0].str, 0) >= 0 {
+			// DWARF strings (DW_AT_description) end at the first NUL.
+			c.errorf(p.body[0].pos, "the docstring of %s contains a NUL character, which debug information cannot hold", name)
+		}
 		p.doc = p.body[0].str
 		p.body = p.body[1:]
 	}
@@ -416,7 +420,11 @@ func (c *compiler) properties(d *datum) []elfimage.Property {
 			c.errorf(cl.pos, "property %s declared twice", n)
 		}
 		seen[n] = true
-		props = append(props, elfimage.Property{Name: n, Value: c.text(&cl.list[1])})
+		v := c.text(&cl.list[1])
+		if strings.IndexByte(v, 0) >= 0 {
+			c.errorf(cl.list[1].pos, "property %s's value contains a NUL character, which the procedure table cannot hold", n)
+		}
+		props = append(props, elfimage.Property{Name: n, Value: v})
 	}
 	return props
 }

@@ -87,6 +87,8 @@ func TestOptionalErrors(t *testing.T) {
 		{"(define (f) \"doc\" (declare (inline #f)))\n(define (main) 0)", "prog.scm:1:19: f has no body after its declare"},
 		{"(define (f) (declare (inline)) 1)\n(define (main) 0)", "prog.scm:1:22: declare clause must be (name value)"},
 		{"(define (f) (declare (a 1) (a 2)) 1)\n(define (main) 0)", "prog.scm:1:28: property a declared twice"},
+		{"(define (f) \"a\x00b\" 1)\n(define (main) 0)", "prog.scm:1:13: the docstring of f contains a NUL character, which debug information cannot hold"},
+		{"(define (f) (declare (a \"\x00\")) 1)\n(define (main) 0)", "prog.scm:1:25: property a's value contains a NUL character, which the procedure table cannot hold"},
 		{"(define (main) 1 (declare (a 1)))", "prog.scm:1:18: declare is only allowed first"},
 		{"(define (main) (let ((#:x 1)) 0))", "prog.scm:1:23: #:x is a keyword"},
 	} {
