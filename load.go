@@ -640,6 +640,10 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	case h.Type != elf.ET_DYN:
 		return d.errorf(offType, "e_type", "type %v, want ET_DYN", h.Type)
 	case h.Machine != a.Machine:
+		if arch.ForMachine(h.Machine) != nil {
+			// An image of ours for the other architecture: say how it runs.
+			return d.errorf(offMachine, "e_machine", "machine %v, want %v (an image for another architecture: it loads in a process of that architecture, such as a GOARCH=arm64 or amd64 build of the program, or one run under qemu-user)", h.Machine, a.Machine)
+		}
 		return d.errorf(offMachine, "e_machine", "machine %v, want %v", h.Machine, a.Machine)
 	case h.ObjectVersion != uint32(elf.EV_CURRENT):
 		return d.errorf(offVersion, "e_version", "version %d, want 1", h.ObjectVersion)

@@ -271,3 +271,23 @@ func unterminateShstrtab(b []byte) []byte {
 	b[off+size-1] = 'x'
 	return b
 }
+
+// TestOtherMachineHint: an image of ours for the other architecture is
+// refused with a message that says how it would run; an e_machine that no
+// architecture of ours has gets the plain message.
+func TestOtherMachineHint(t *testing.T) {
+	for _, c := range []struct {
+		m    elf.Machine
+		hint bool
+	}{{otherMachine(), true}, {elf.EM_RISCV, false}} {
+		b := buildTestImage()
+		binary.LittleEndian.PutUint16(b[offMachine:], uint16(c.m))
+		_, err := Load("x.elf", b, nil)
+		if err == nil {
+			t.Fatalf("%v: loaded", c.m)
+		}
+		if got := strings.Contains(err.Error(), "another architecture"); got != c.hint || !strings.Contains(err.Error(), c.m.String()) {
+			t.Errorf("%v: err = %v; want the machine named, hint %v", c.m, err, c.hint)
+		}
+	}
+}
