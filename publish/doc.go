@@ -1,8 +1,9 @@
 // Package publish shows loaded images to debuggers and profilers: gdb
 // through the GDB JIT interface ([GDB], [UnpublishGDB]; package
-// jit/gdbjit), perf through perf maps ([PerfMapEntries] for
-// jit/perfmap.Writer) and jitdump files ([JitdumpFunctions] for
-// jit/jitdump.Writer, then `perf inject --jit`).
+// jit/gdbjit), perf through perf maps ([PerfMap] in one call, or
+// [PerfMapEntries] for a jit/perfmap.Writer of one's own) and jitdump files
+// ([Jitdump] in one call, or [JitdumpFunctions] for a jit/jitdump.Writer of
+// one's own; then `perf inject --jit`).
 //
 // Dependencies point one way: publishers depend on images, images know
 // nothing of publishers. The root package loads, queries and closes an

@@ -221,3 +221,63 @@ func (c *cieCache) semantic(fde *frame.ParsedFDE) (*frame.CIE, []frame.Insn, err
 	}
 	return cie, insns, nil
 }
+
+// PerfMap announces the images to perf through the process's perf map,
+// /tmp/perf-PID.map ([perfmap.Default]): the entries of [PerfMapEntries]
+// for each image, in one batch per image, in the order given. Call it after
+// the images are loaded and before their code runs under `perf record`.
+//
+// Errors: those of [perfmap.Default], [PerfMapEntries] and
+// [perfmap.Writer.AddBatch]; the images before the failing one stay
+// announced. Cost: one pass over each image's procedure table and
+// O(entries) bytes written.
+func PerfMap(images ...*elfimage.Image) error {
+	w, err := perfmap.Default()
+	if err != nil {
+		return err
+	}
+	for _, im := range images {
+		entries, err := PerfMapEntries(im)
+		if err != nil {
+			return err
+		}
+		if err := w.AddBatch(entries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Jitdump creates dir/jit-PID.dump ([jitdump.Open]; dir "" means
+// [jitdump.DefaultDir]) and loads the functions of [JitdumpFunctions] of
+// each image into it, with code, line rows and unwinding information, in
+// address order per image. The returned writer must stay open (its first
+// page stays mapped) while perf records: close it when the process is done
+// with the images. `perf inject --jit` then turns the dump into per-function
+// ELF files perf report reads.
+//
+// Errors: those of [jitdump.Open], [JitdumpFunctions] and
+// [jitdump.Writer.Load]; on error the file is closed and nothing is
+// returned. Cost: linear in the images' procedures, rows and CFI, plus the
+// code copied into the file.
+func Jitdump(dir string, images ...*elfimage.Image) (*jitdump.Writer, error) {
+	w, err := jitdump.Open(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, im := range images {
+		fns, err := JitdumpFunctions(im)
+		if err == nil {
+			for i := range fns {
+				if _, err = w.Load(&fns[i]); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}

@@ -15,8 +15,6 @@ import (
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/internal/atomicfile"
 	"github.com/elfimage/elfimage/internal/cleanup"
-	"github.com/elfimage/elfimage/jit/jitdump"
-	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/lang/scheme"
 	"github.com/elfimage/elfimage/publish"
 )
@@ -225,12 +223,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *perfMap {
-		if err := announcePerfMap(img); err != nil {
+		if err := publish.PerfMap(img); err != nil {
 			return err
 		}
 	}
 	if dump.set {
-		w, err := announceJitdump(img, dump.dir)
+		w, err := publish.Jitdump(dump.dir, img)
 		if err != nil {
 			return err
 		}
@@ -372,38 +370,4 @@ func fileFor(w io.Writer) (f *os.File, wait func() error, err error) {
 		pw.Close()
 		return <-done
 	}, nil
-}
-
-// announcePerfMap writes one perf map line per procedure of img at its
-// run-time address.
-func announcePerfMap(img *elfimage.Image) error {
-	w, err := perfmap.Default()
-	if err != nil {
-		return err
-	}
-	entries, err := publish.PerfMapEntries(img)
-	if err != nil {
-		return err
-	}
-	return w.AddBatch(entries)
-}
-
-// announceJitdump opens dir/jit-PID.dump and loads every procedure of img
-// into it, with lines and unwinding information, in address order.
-func announceJitdump(img *elfimage.Image, dir string) (*jitdump.Writer, error) {
-	fns, err := publish.JitdumpFunctions(img)
-	if err != nil {
-		return nil, err
-	}
-	w, err := jitdump.Open(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i := range fns {
-		if _, err := w.Load(&fns[i]); err != nil {
-			w.Close()
-			return nil, err
-		}
-	}
-	return w, nil
 }

@@ -134,8 +134,6 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/jit/jitdump"
-	"github.com/elfimage/elfimage/jit/perfmap"
 	"github.com/elfimage/elfimage/native"
 	"github.com/elfimage/elfimage/publish"
 )
@@ -228,53 +226,18 @@ func run(path string, opts Options, out string, gdb, perfMap bool, dump string) 
 		}
 	}
 	if perfMap {
-		if err := announcePerfMap(img); err != nil {
+		if err := publish.PerfMap(img); err != nil {
 			return err
 		}
 	}
 	if dump != "" {
-		w, err := announceJitdump(img, dump)
+		w, err := publish.Jitdump(dump, img)
 		if err != nil {
 			return err
 		}
 		defer w.Close()
 	}
 	return Execute(img, path, src, 0, 1)
-}
-
-// announcePerfMap adds the image's procedures (and the library's entry
-// routine) to /tmp/perf-PID.map.
-func announcePerfMap(img *elfimage.Image) error {
-	w, err := perfmap.Default()
-	if err != nil {
-		return err
-	}
-	entries, err := publish.PerfMapEntries(img)
-	if err != nil {
-		return err
-	}
-	return w.AddBatch(entries)
-}
-
-// announceJitdump writes the image's procedures, with their code, line
-// rows and unwinding information, to dir/jit-PID.dump; the file must stay
-// open (mapped) while perf records.
-func announceJitdump(img *elfimage.Image, dir string) (*jitdump.Writer, error) {
-	fns, err := publish.JitdumpFunctions(img)
-	if err != nil {
-		return nil, err
-	}
-	w, err := jitdump.Open(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i := range fns {
-		if _, err := w.Load(&fns[i]); err != nil {
-			w.Close()
-			return nil, err
-		}
-	}
-	return w, nil
 }
 
 // Execute runs the compiled program of img (src is its source, read from
