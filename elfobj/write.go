@@ -22,6 +22,13 @@ var ErrLayout = errors.New("elfobj: layout")
 // index or type wider than ELF32's r_info, a string table past 4 GiB.
 var ErrRange = errors.New("elfobj: value out of range")
 
+// MaxFileSize is the largest file a [Writer] builds, in bytes (1 TiB): the
+// output is one slice in memory, allocated when the write phase begins. A
+// larger reservation is an error wrapping [ErrRange] at the first write,
+// not an allocation the Go runtime would refuse with a panic or a fatal
+// out-of-memory error.
+const MaxFileSize = 1 << 40
+
 // SectionIndex is the index of an entry of the section header table
 // (gABI "Sections"): 0 is the null section (SHN_UNDEF); a writer gives
 // out 1, 2, ... in the order sections are added.

@@ -40,8 +40,8 @@ func (w *Writer) beginWrite() bool {
 		}
 		w.strtabN = uint64(len(w.sections[link-1].tab.data))
 	}
-	if w.size > uint64(math.MaxInt) {
-		w.fail(ErrRange, "file of %d bytes", w.size)
+	if w.size > MaxFileSize || w.size > uint64(math.MaxInt) {
+		w.fail(ErrRange, "file of %d bytes is larger than a Writer builds in memory (MaxFileSize, %d bytes)", w.size, uint64(MaxFileSize))
 		return false
 	}
 	w.phase = writing

@@ -722,3 +722,20 @@ func TestSectionLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLarge: a reservation past MaxFileSize is an ErrRange at the first
+// write, naming the size, and no output is allocated.
+func TestTooLarge(t *testing.T) {
+	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
+	text := w.AddSection(elf.SectionHeader{Name: ".text", Type: elf.SHT_PROGBITS, Addralign: 1})
+	w.ReserveFileHeader()
+	w.ReserveSectionData(text, elfobj.MaxFileSize)
+	w.WriteFileHeader(elfobj.FileHeader{Type: elf.ET_REL, Machine: elf.EM_X86_64})
+	err := w.Err()
+	if !errors.Is(err, elfobj.ErrRange) || !strings.Contains(err.Error(), fmt.Sprint(elfobj.MaxFileSize+64)) {
+		t.Fatalf("err = %v, want ErrRange naming the file's %d bytes", err, elfobj.MaxFileSize+64)
+	}
+	if b, err := w.Finish(); b != nil || err == nil {
+		t.Errorf("Finish = %d bytes, %v", len(b), err)
+	}
+}
