@@ -70,7 +70,8 @@ type debugState struct {
 	types  typeState
 
 	metaOnce sync.Once
-	meta     *meta.Table
+	meta     *meta.Table // &metaT once checked
+	metaT    meta.Table
 	metaErr  error
 
 	namesOnce sync.Once
@@ -78,10 +79,14 @@ type debugState struct {
 	namesErr  error
 
 	seqMu   sync.Mutex
-	seq0    *line.Reader            // the first line unit parsed (images Link writes have one), at seq0Off
+	seq0    *line.Reader            // the first line unit parsed (images Link writes have one), at seq0Off: &seq0R
+	seq0R   line.Reader             //
 	seq0Off uint64                  //
 	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs, after seq0
 	seqErrs map[uint64]error
+	// lastFile is the last file name positionFromTable resolved (the
+	// readers resolve each in the header's bytes), under seqMu.
+	lastFile fileMemo
 
 	answers answerCache // recent answers of Procedure and PositionAt
 }
@@ -203,13 +208,15 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // PositionAt returns the source position of the link-time address addr
 // from the image's .debug_line. When the image has a procedure table
 // (.elfimage.procs, written by Link), it finds the procedure's line
-// sequence there and runs that one sequence: the first call parses only
-// the line program's header, and no call decodes the whole program (cost:
-// O(log n) plus one sequence; no allocation but the line unit's header
-// on the first call and a 1.5 KiB chunk of remembered answers on the
-// first answer that falls in it; an address answered recently, of the 256
-// remembered two-way set-associative by address, costs one uncontended
-// lock). Otherwise the first call
+// sequence there and runs that one sequence: the first call checks the
+// line program's header (its file table is left in place, the one file
+// name asked is resolved there), and no call decodes the whole program
+// (cost: O(log n) plus one sequence; allocations: on the image's first
+// debug query its query state, on a file name not asked just before its
+// string, and from the second answer on a 1.5 KiB chunk of remembered
+// answers on the first answer that falls in it; an address answered
+// recently, of the 256 remembered two-way set-associative by address,
+// costs one uncontended lock). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
@@ -703,7 +710,9 @@ func (im *Image) procTable() (*meta.Table, error) {
 				return
 			}
 		}
-		d.meta, d.metaErr = meta.NewTable(sec, strs)
+		if d.metaErr = d.metaT.Init(sec, strs); d.metaErr == nil {
+			d.meta = &d.metaT
+		}
 	})
 	return d.meta, d.metaErr
 }
@@ -765,11 +774,32 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 	if err != nil {
 		return Position{}, err
 	}
-	var file string
-	if files := r.Files(); row.File < uint64(len(files)) {
-		file = files[row.File].Path
+	return Position{File: im.filePath(e.LineUnit, r, row.File), Line: int(row.Line), Column: int(row.Column)}, nil
+}
+
+// filePath returns the path of file i of the line unit at off (reader
+// r), "" when out of range; the last one asked is remembered, so that
+// the queries of one file's procedures share its string.
+func (im *Image) filePath(off uint64, r *line.Reader, i uint64) string {
+	d := im.dbg()
+	d.seqMu.Lock()
+	if m := d.lastFile; m.ok && m.unit == off && m.index == i {
+		d.seqMu.Unlock()
+		return m.path
 	}
-	return Position{File: file, Line: int(row.Line), Column: int(row.Column)}, nil
+	d.seqMu.Unlock()
+	p, _ := r.FilePath(i)
+	d.seqMu.Lock()
+	d.lastFile = fileMemo{ok: true, unit: off, index: i, path: p}
+	d.seqMu.Unlock()
+	return p
+}
+
+// fileMemo is the last file path [Image.filePath] resolved.
+type fileMemo struct {
+	ok          bool
+	unit, index uint64
+	path        string
 }
 
 // lineUnit returns the reader of the line program unit at off of
@@ -787,10 +817,16 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 	if err, ok := d.seqErrs[off]; ok {
 		return nil, err
 	}
-	r, err := im.newLineUnit(off)
-	if err == nil && d.seq0 == nil {
-		d.seq0, d.seq0Off = r, off
-		return r, nil
+	var r *line.Reader
+	var err error
+	if d.seq0 == nil { // the first unit read: into seq0R, no allocation
+		if err = im.initLineUnit(&d.seq0R, off); err == nil {
+			d.seq0, d.seq0Off = &d.seq0R, off
+			return d.seq0, nil
+		}
+	} else {
+		r = new(line.Reader)
+		err = im.initLineUnit(r, off)
 	}
 	if d.seqs == nil {
 		d.seqs, d.seqErrs = map[uint64]*line.Reader{}, map[uint64]error{}
@@ -803,21 +839,25 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 	return r, nil
 }
 
-func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
+// initLineUnit sets *r to a reader of the line program unit at off of
+// .debug_line.
+func (im *Image) initLineUnit(r *line.Reader, off uint64) error {
 	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail.get(PTLineProgram), LineStr: im.tail.get(PTLineStrings)}
 	if sec.Line == nil { // no program header: through the section headers
 		var err error
 		if sec.Line, err = im.debugSection(".debug_line"); err != nil {
-			return nil, err
+			return err
 		}
 		sec.Str, _ = im.debugSection(".debug_str")
 		sec.LineStr, _ = im.debugSection(".debug_line_str")
 	}
 	compDir, err := im.lineCompDir(sec.Line, off)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return line.NewReader(sec, off, compDir)
+	// One sequence is run per query and one file named: the directory and
+	// file tables are checked but left in the header.
+	return r.InitSequence(sec, off, compDir)
 }
 
 // lineCompDir returns the compilation directory the line program unit at
