@@ -149,15 +149,6 @@ func NewSequenceReader(sec Sections, off uint64, compDir string) (*Reader, error
 	return r, nil
 }
 
-// InitSequence sets *r to the reader [NewSequenceReader] would return,
-// with the same errors (r is then unusable), without allocating: for a
-// Reader kept inside a longer-lived value. Cost: linear in the header
-// size, no allocation.
-func (r *Reader) InitSequence(sec Sections, off uint64, compDir string) error {
-	*r = Reader{}
-	return r.init(sec, off, compDir, true)
-}
-
 func (r *Reader) init(sec Sections, off uint64, compDir string, lazy bool) error {
 	order := sec.Order
 	if order == nil {
