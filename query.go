@@ -70,7 +70,8 @@ type debugState struct {
 	types  typeState
 
 	metaOnce sync.Once
-	meta     *meta.Table
+	meta     *meta.Table // &metaT once checked
+	metaT    meta.Table
 	metaErr  error
 
 	namesOnce sync.Once
@@ -82,6 +83,9 @@ type debugState struct {
 	seq0Off uint64                  //
 	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs, after seq0
 	seqErrs map[uint64]error
+	// lastFile is the last file name positionFromTable resolved (the
+	// readers resolve each in the header's bytes), under seqMu.
+	lastFile fileMemo
 
 	answers answerCache // recent answers of Procedure and PositionAt
 }
@@ -203,13 +207,16 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // PositionAt returns the source position of the link-time address addr
 // from the image's .debug_line. When the image has a procedure table
 // (.elfimage.procs, written by Link), it finds the procedure's line
-// sequence there and runs that one sequence: the first call parses only
-// the line program's header, and no call decodes the whole program (cost:
-// O(log n) plus one sequence; no allocation but the line unit's header
-// on the first call and a 1.5 KiB chunk of remembered answers on the
-// first answer that falls in it; an address answered recently, of the 256
-// remembered two-way set-associative by address, costs one uncontended
-// lock). Otherwise the first call
+// sequence there and runs that one sequence: the first call checks the
+// line program's header (its file table is left in place, the one file
+// name asked is resolved there), and no call decodes the whole program
+// (cost: O(log n) plus one sequence; allocations: on the image's first
+// debug query its query state, on the first call the line unit's reader,
+// on a file name not asked just before its string, and from the second
+// answer on a 1.5 KiB chunk of remembered
+// answers on the first answer that falls in it; an address answered
+// recently, of the 256 remembered two-way set-associative by address,
+// costs one uncontended lock). Otherwise the first call
 // decodes the whole line program and later calls bisect it. It returns an
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
@@ -703,7 +710,9 @@ func (im *Image) procTable() (*meta.Table, error) {
 				return
 			}
 		}
-		d.meta, d.metaErr = meta.NewTable(sec, strs)
+		if d.metaErr = d.metaT.Init(sec, strs); d.metaErr == nil {
+			d.meta = &d.metaT
+		}
 	})
 	return d.meta, d.metaErr
 }
@@ -765,11 +774,32 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 	if err != nil {
 		return Position{}, err
 	}
-	var file string
-	if files := r.Files(); row.File < uint64(len(files)) {
-		file = files[row.File].Path
+	return Position{File: im.filePath(e.LineUnit, r, row.File), Line: int(row.Line), Column: int(row.Column)}, nil
+}
+
+// filePath returns the path of file i of the line unit at off (reader
+// r), "" when out of range; the last one asked is remembered, so that
+// the queries of one file's procedures share its string.
+func (im *Image) filePath(off uint64, r *line.Reader, i uint64) string {
+	d := im.dbg()
+	d.seqMu.Lock()
+	if m := d.lastFile; m.ok && m.unit == off && m.index == i {
+		d.seqMu.Unlock()
+		return m.path
 	}
-	return Position{File: file, Line: int(row.Line), Column: int(row.Column)}, nil
+	d.seqMu.Unlock()
+	p, _ := r.FilePath(i)
+	d.seqMu.Lock()
+	d.lastFile = fileMemo{ok: true, unit: off, index: i, path: p}
+	d.seqMu.Unlock()
+	return p
+}
+
+// fileMemo is the last file path [Image.filePath] resolved.
+type fileMemo struct {
+	ok          bool
+	unit, index uint64
+	path        string
 }
 
 // lineUnit returns the reader of the line program unit at off of
@@ -787,6 +817,8 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 	if err, ok := d.seqErrs[off]; ok {
 		return nil, err
 	}
+	// The reader is not in debugState: the queries that read no line
+	// program do not pay for zeroing it (measured on Procedure).
 	r, err := im.newLineUnit(off)
 	if err == nil && d.seq0 == nil {
 		d.seq0, d.seq0Off = r, off
@@ -817,7 +849,9 @@ func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return line.NewReader(sec, off, compDir)
+	// One sequence is run per query and one file named: the directory and
+	// file tables are checked but left in the header.
+	return line.NewSequenceReader(sec, off, compDir)
 }
 
 // lineCompDir returns the compilation directory the line program unit at

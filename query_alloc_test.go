@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/elfimage/elfimage/arch"
@@ -60,4 +61,59 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		return err
 	})
 	check("FindFDE through the registry", func() error { return finder.FindFDE(uint64(pc), &fde) })
+}
+
+// TestFirstPositionAllocations: the first PositionAt on a freshly loaded
+// image allocates its query state, the line unit's reader and the file
+// name's string, nothing else (no line header tables, no
+// remembered-answers chunk), and a
+// second address in the same file allocates nothing but the chunks of
+// remembered answers the two answers then go to (one or two).
+func TestFirstPositionAllocations(t *testing.T) {
+	m := &Module{File: "first.s"}
+	for _, name := range []string{"f", "g"} {
+		m.Procs = append(m.Procs, &Proc{
+			Name:  name,
+			Code:  []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
+			Lines: []LineRow{{Offset: 0, Line: 1, Column: 1, IsStmt: true}, {Offset: 4, Line: 2, Column: 3}},
+		})
+	}
+	b, err := Link(m, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallocs := func(f func()) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		f()
+		runtime.ReadMemStats(&m1)
+		return m1.Mallocs - m0.Mallocs
+	}
+	best := [2]uint64{1 << 62, 1 << 62} // the least of a few runs: the runtime may allocate meanwhile
+	for range 5 {
+		im, err := Load("first.elf", b, &LoadOptions{Arch: arch.X86_64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs, err := im.Procedures()
+		if err != nil || len(procs) != 2 {
+			t.Fatalf("Procedures = %v, %v", procs, err)
+		}
+		im.Close()
+		if im, err = Load("first.elf", b, &LoadOptions{Arch: arch.X86_64}); err != nil {
+			t.Fatal(err)
+		}
+		var p [2]Position
+		for i := range 2 {
+			n := mallocs(func() { p[i], err = im.PositionAt(procs[i].Start + 4) })
+			if err != nil || p[i].Line != 2 || p[i].Column != 3 || p[i].File != "first.s" {
+				t.Fatalf("PositionAt(%s+4) = %v, %v", procs[i].Name, p[i], err)
+			}
+			best[i] = min(best[i], n)
+		}
+		im.Close()
+	}
+	if best[0] > 3 || best[1] > 2 {
+		t.Errorf("first PositionAt allocates %d times, the second %d; want at most 3 and 2", best[0], best[1])
+	}
 }

@@ -19,11 +19,15 @@ const answerChunk = 32
 // of the mapped file), so they stay valid after Close. The slots are
 // allocated in chunks of answerChunk (16 sets) on the first answer that
 // falls in each (256 bytes and 1.5 KiB), so that a first query does not
-// pay for zeroing the whole cache (2 KiB and 12 KiB).
+// pay for zeroing the whole cache (2 KiB and 12 KiB); the first position
+// answered is kept in pos1, without a chunk, until a second comes and both
+// go to their slots (the same slots as if the chunks had been there).
 type answerCache struct {
 	mu    sync.Mutex
 	procs [answerSlots / answerChunk]*[answerChunk]*Procedure // hit: Start <= addr < Start+Size
 	pos   [answerSlots / answerChunk]*[answerChunk]posAnswer
+	pos1  posAnswer // the only position answered, until a second (posN)
+	posN  bool      // a second position was answered: pos holds them all
 	// older has bit i set when slot 2i+1 of procs (bit i+128: of pos)
 	// holds the older answer of its set.
 	older [answerSlots / 32]uint64
@@ -93,6 +97,12 @@ func (c *answerCache) putProcedure(addr uint64, p Procedure) {
 func (c *answerCache) position(addr uint64) (Position, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.posN {
+		if c.pos1.ok && c.pos1.addr == addr {
+			return c.pos1.pos, true
+		}
+		return Position{}, false
+	}
 	set := answerSet(addr)
 	ch := c.pos[2*set/answerChunk]
 	if ch == nil {
@@ -110,6 +120,20 @@ func (c *answerCache) position(addr uint64) (Position, bool) {
 func (c *answerCache) putPosition(addr uint64, p Position) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.posN {
+		if !c.pos1.ok || c.pos1.addr == addr {
+			c.pos1 = posAnswer{ok: true, addr: addr, pos: p}
+			return
+		}
+		c.posN = true
+		c.putPositionSlot(c.pos1.addr, c.pos1.pos)
+		c.pos1 = posAnswer{}
+	}
+	c.putPositionSlot(addr, p)
+}
+
+// putPositionSlot puts p for addr in its set's slot (c.mu held).
+func (c *answerCache) putPositionSlot(addr uint64, p Position) {
 	set := answerSet(addr)
 	ch := c.pos[2*set/answerChunk]
 	if ch == nil {

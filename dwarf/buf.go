@@ -274,12 +274,20 @@ func (b *Buf) Skip(n uint64, field string) {
 // naming section and field when off is out of range or the string is not
 // terminated.
 func CStringAt(section string, data []byte, off uint64, field string) (string, error) {
+	s, err := CStringBytesAt(section, data, off, field)
+	return string(s), err
+}
+
+// CStringBytesAt is [CStringAt] without the copy: the string's bytes, a
+// subslice of data without its NUL (nil on error), with the same errors.
+// Cost: a scan for the NUL, no allocation but the error's.
+func CStringBytesAt(section string, data []byte, off uint64, field string) ([]byte, error) {
 	if off >= uint64(len(data)) {
-		return "", &FormatError{Source: section, Offset: off, Field: field, Msg: fmt.Sprintf("string offset %#x outside section of %#x bytes", off, len(data))}
+		return nil, &FormatError{Source: section, Offset: off, Field: field, Msg: fmt.Sprintf("string offset %#x outside section of %#x bytes", off, len(data))}
 	}
 	i := bytes.IndexByte(data[off:], 0)
 	if i < 0 {
-		return "", &FormatError{Source: section, Offset: off, Field: field, Msg: "unterminated string"}
+		return nil, &FormatError{Source: section, Offset: off, Field: field, Msg: "unterminated string"}
 	}
-	return string(data[off : off+uint64(i)]), nil
+	return data[off : off+uint64(i) : off+uint64(i)], nil
 }

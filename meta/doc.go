@@ -16,7 +16,7 @@
 // # Reading
 //
 // [NewTable] checks only the 24-byte header (O(1), one allocation for the
-// *Table). [Table.Lookup] bisects the fixed-width records in place and
+// *Table; [Table.Init] checks it into a Table the caller holds). [Table.Lookup] bisects the fixed-width records in place and
 // decodes four or five LEB128 numbers of the one procedure found: no
 // allocation, O(log n). [Table.Describe] decodes the rest of that one
 // procedure's info entry (allocating its strings). The first query on a

@@ -68,33 +68,44 @@ func ExternalStrings(sec []byte) bool {
 // entries are checked when a query reads them. Errors are
 // *formaterr.Error. Cost: O(1), one allocation (the *Table).
 func NewTable(sec, strs []byte) (*Table, error) {
+	t := new(Table)
+	if err := t.Init(sec, strs); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Init sets *t to the reader [NewTable] would return for sec and strs,
+// with the same errors (t is then unusable), without allocating: for a
+// Table kept inside a longer-lived value. Cost: O(1).
+func (t *Table) Init(sec, strs []byte) error {
 	if len(sec) < HeaderSize {
-		return nil, fail(0, "header", fmt.Sprintf("section of %d bytes is shorter than the %d-byte header", len(sec), HeaderSize))
+		return fail(0, "header", fmt.Sprintf("section of %d bytes is shorter than the %d-byte header", len(sec), HeaderSize))
 	}
 	if !bytes.Equal(sec[:4], magic[:]) {
-		return nil, fail(0, "magic", fmt.Sprintf("%q is not %q", sec[:4], magic[:]))
+		return fail(0, "magic", fmt.Sprintf("%q is not %q", sec[:4], magic[:]))
 	}
 	if sec[4] != Version {
-		return nil, fail(4, "version", fmt.Sprintf("unsupported version %d", sec[4]))
+		return fail(4, "version", fmt.Sprintf("unsupported version %d", sec[4]))
 	}
 	ss, is := int(sec[5]), int(sec[6])
 	if ss < 1 || ss > 4 {
-		return nil, fail(5, "start size", fmt.Sprintf("%d not in [1, 4]", ss))
+		return fail(5, "start size", fmt.Sprintf("%d not in [1, 4]", ss))
 	}
 	if is < 1 || is > 4 {
-		return nil, fail(6, "info size", fmt.Sprintf("%d not in [1, 4]", is))
+		return fail(6, "info size", fmt.Sprintf("%d not in [1, 4]", is))
 	}
 	if sec[7]&^FlagInlineStrings != 0 {
-		return nil, fail(7, "flags", fmt.Sprintf("unknown flags %#x", sec[7]))
+		return fail(7, "flags", fmt.Sprintf("unknown flags %#x", sec[7]))
 	}
 	le := binary.LittleEndian
 	n := uint64(le.Uint32(sec[8:]))
 	l := uint64(le.Uint32(sec[12:]))
 	rec := uint64(ss + is)
 	if want := HeaderSize + n*rec + l; want != uint64(len(sec)) {
-		return nil, fail(8, "count", fmt.Sprintf("%d records of %d bytes and %d bytes of info need a %d-byte section, have %d", n, rec, l, want, len(sec)))
+		return fail(8, "count", fmt.Sprintf("%d records of %d bytes and %d bytes of info need a %d-byte section, have %d", n, rec, l, want, len(sec)))
 	}
-	t := &Table{
+	*t = Table{
 		sec: sec, strs: strs,
 		n: int(n), ss: ss, rec: int(rec),
 		base:    le.Uint64(sec[16:]),
@@ -103,7 +114,7 @@ func NewTable(sec, strs []byte) (*Table, error) {
 	if sec[7]&FlagInlineStrings != 0 {
 		t.strs = sec[t.infoOff:]
 	}
-	return t, nil
+	return nil
 }
 
 // Len returns the number of procedures in the table.

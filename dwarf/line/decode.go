@@ -102,6 +102,21 @@ type Reader struct {
 	// 2^24/line_range + 1; the error is below 256/2^24, less than the
 	// 1/line_range a fraction can lack before the next integer).
 	rangeMul uint32
+	// tabs locates the directory and file tables that a reader from
+	// [NewSequenceReader] checked but did not build.
+	tabs lazyTables
+}
+
+// lazyTables locates a version 5 header's directory ([0]) and file ([1])
+// tables, checked but not built (Reader.files and Header.Dirs are nil)
+// when on is set.
+type lazyTables struct {
+	on    bool
+	start uint64            // offset of directory_entry_format_count
+	off   [2]uint64         // offsets of directories_count and file_names_count
+	n     [2]uint64         // the counts
+	nFmt  [2]uint8          // entry formats in fmts
+	fmts  [2][8]entryFormat // the entry formats
 }
 
 // NewReader decodes the header of the line program at offset off of
@@ -110,18 +125,44 @@ type Reader struct {
 // of relative directories. Errors are *formaterr.Error. Cost: linear in
 // the header size.
 func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
+	r := &Reader{}
+	if err := r.init(sec, off, compDir, false); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewSequenceReader is [NewReader] for a reader that runs single sequences
+// ([Reader.SequenceRow]) and names single files ([Reader.FilePath]): it
+// checks the header as NewReader does and fails with the same errors, but
+// a version 5 header's directory and file tables (whose entry formats have
+// at most 8 fields each) are not built into Go values: [Reader.Files]
+// returns nil and Header.Dirs is nil, and [Reader.FilePath] finds the one
+// entry asked in the header's bytes. (A DW_LNE_define_file run by
+// [Reader.Next] builds them.) Versions 2 to 4 are read as NewReader reads
+// them. Cost: linear in the header size; one allocation, the reader.
+func NewSequenceReader(sec Sections, off uint64, compDir string) (*Reader, error) {
+	r := &Reader{}
+	if err := r.init(sec, off, compDir, true); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) init(sec Sections, off uint64, compDir string, lazy bool) error {
 	order := sec.Order
 	if order == nil {
 		order = binary.LittleEndian
 	}
-	r := &Reader{lineS: sec}
+	r.lineS = sec
 	r.b = dwarf.MakeBuf(secLine, order, sec.Line)
+	r.tabs.on = lazy
 	if err := r.header(off, compDir); err != nil {
-		return nil, err
+		return err
 	}
 	r.rangeMul = 1<<24/uint32(r.hdr.LineRange) + 1
 	r.reset()
-	return r, nil
+	return nil
 }
 
 // Version returns the version of the line program unit at offset off of
@@ -222,13 +263,27 @@ func (r *Reader) header(off uint64, compDir string) error {
 			}
 		}
 	}
-	if h.Version >= 5 {
+	var lazyErr error
+	switch {
+	case h.Version >= 5 && r.tabs.on:
+		at := b.Off()
+		var ok bool
+		if ok, lazyErr = r.tables5Lazy(); !ok {
+			r.tabs.on = false
+			b.Seek(at, "directory_entry_format_count")
+			r.tables5()
+		}
+	case h.Version >= 5:
 		r.tables5()
-	} else {
+	default:
+		r.tabs.on = false
 		r.tables4(compDir)
 	}
 	if b.Err() != nil {
 		return b.Err()
+	}
+	if lazyErr != nil {
+		return lazyErr
 	}
 	// The directory of every file must exist; resolve paths.
 	for i := range r.files {
@@ -306,91 +361,249 @@ func (r *Reader) formats(dst []entryFormat, field string) []entryFormat {
 	return fs
 }
 
-// entries5 reads count-prefixed directory or file entries (version 5).
-func (r *Reader) entries5(fs []entryFormat, what string) []FileEntry {
-	b := &r.b
+// count5 reads a version 5 directories_count or file_names_count (field)
+// and checks it against the formats fs and the bytes left; false when b
+// failed.
+func count5(b *dwarf.Buf, fs []entryFormat, field string) (uint64, bool) {
 	f := b.Off()
-	n := b.Uleb(what + "_count")
+	n := b.Uleb(field)
 	if b.Err() != nil {
-		return nil
+		return 0, false
 	}
 	if n > 0 && len(fs) == 0 {
-		b.FailAt(f, what+"_count", fmt.Sprintf("%d entries without entry format", n))
-		return nil
+		b.FailAt(f, field, fmt.Sprintf("%d entries without entry format", n))
+		return 0, false
 	}
 	// Every entry takes at least one byte.
 	if n > uint64(b.Len()) {
-		b.FailAt(f, what+"_count", fmt.Sprintf("%d entries do not fit in %d bytes", n, b.Len()))
+		b.FailAt(f, field, fmt.Sprintf("%d entries do not fit in %d bytes", n, b.Len()))
+		return 0, false
+	}
+	return n, true
+}
+
+func (r *Reader) enc() dwarf.Encoding {
+	return dwarf.Encoding{Version: r.hdr.Version, Format: r.hdr.Format, AddrSize: r.hdr.AddrSize}
+}
+
+// entries5 reads count-prefixed directory or file entries (version 5);
+// field names the count.
+func (r *Reader) entries5(fs []entryFormat, field string) []FileEntry {
+	b := &r.b
+	n, ok := count5(b, fs, field)
+	if !ok {
 		return nil
 	}
-	enc := dwarf.Encoding{Version: r.hdr.Version, Format: r.hdr.Format, AddrSize: r.hdr.AddrSize}
+	enc := r.enc()
 	es := make([]FileEntry, n)
 	for i := range es {
-		e := &es[i]
-		for _, ef := range fs {
-			at := b.Off()
-			// formats let only forms through that need no unit: inline
-			// data, or an offset in a string section.
-			spec, _ := ef.form.Spec()
-			v, p := b.FormValue(&spec, enc, ef.lnct.String())
-			if b.Err() != nil {
-				return nil
-			}
-			var s string
-			var blk []byte
-			isStr := spec.Classes&dwarf.ClassString != 0
-			switch spec.Target {
-			case dwarf.TargetStr, dwarf.TargetLineStr:
-				sec, data := ".debug_line_str", r.lineS.LineStr
-				if spec.Target == dwarf.TargetStr {
-					sec, data = ".debug_str", r.lineS.Str
-				}
-				str, err := dwarf.CStringAt(sec, data, v, ef.lnct.String())
-				if err != nil {
-					b.FailAt(at, ef.lnct.String(), err.Error())
-					return nil
-				}
-				s = str
-			default:
-				if isStr {
-					s = string(p)
-				} else if p != nil { // data16, block: no integer
-					blk, v = p, 0
-				}
-			}
-			switch ef.lnct {
-			case dwarf.DW_LNCT_path:
-				if !isStr {
-					b.FailAt(at, "DW_LNCT_path", fmt.Sprintf("form %v is not a string form", ef.form))
-					return nil
-				}
-				e.Name = s
-			case dwarf.DW_LNCT_directory_index:
-				e.Dir = v
-			case dwarf.DW_LNCT_timestamp:
-				e.MTime = v
-			case dwarf.DW_LNCT_size:
-				e.Size = v
-			case dwarf.DW_LNCT_MD5:
-				if len(blk) == 16 {
-					copy(e.MD5[:], blk)
-					e.HasMD5 = true
-				}
-			}
+		if !r.entry5(b, fs, enc, &es[i], nil) {
+			return nil
 		}
 	}
 	return es
 }
 
+// entry5 reads one directory or file entry of formats fs from b into e.
+// With name nil the path goes to e.Name (a copy); otherwise *name is set
+// to its bytes in the section and e.Name is left alone. It reports false
+// when b failed.
+func (r *Reader) entry5(b *dwarf.Buf, fs []entryFormat, enc dwarf.Encoding, e *FileEntry, name *[]byte) bool {
+	for _, ef := range fs {
+		at := b.Off()
+		// formats let only forms through that need no unit: inline
+		// data, or an offset in a string section.
+		spec, _ := ef.form.Spec()
+		v, p := b.FormValue(&spec, enc, ef.lnct.String())
+		if b.Err() != nil {
+			return false
+		}
+		var s, blk []byte
+		isStr := spec.Classes&dwarf.ClassString != 0
+		switch spec.Target {
+		case dwarf.TargetStr, dwarf.TargetLineStr:
+			sec, data := ".debug_line_str", r.lineS.LineStr
+			if spec.Target == dwarf.TargetStr {
+				sec, data = ".debug_str", r.lineS.Str
+			}
+			str, err := dwarf.CStringBytesAt(sec, data, v, ef.lnct.String())
+			if err != nil {
+				b.FailAt(at, ef.lnct.String(), err.Error())
+				return false
+			}
+			s = str
+		default:
+			if isStr {
+				s = p
+			} else if p != nil { // data16, block: no integer
+				blk, v = p, 0
+			}
+		}
+		switch ef.lnct {
+		case dwarf.DW_LNCT_path:
+			if !isStr {
+				b.FailAt(at, "DW_LNCT_path", fmt.Sprintf("form %v is not a string form", ef.form))
+				return false
+			}
+			if name != nil {
+				*name = s
+			} else {
+				e.Name = string(s)
+			}
+		case dwarf.DW_LNCT_directory_index:
+			e.Dir = v
+		case dwarf.DW_LNCT_timestamp:
+			e.MTime = v
+		case dwarf.DW_LNCT_size:
+			e.Size = v
+		case dwarf.DW_LNCT_MD5:
+			if len(blk) == 16 {
+				copy(e.MD5[:], blk)
+				e.HasMD5 = true
+			}
+		}
+	}
+	return true
+}
+
+// tables5Lazy checks the directory and file tables of version 5 as
+// tables5 and resolve would (the same errors: those of reading, then the
+// first directory index out of range, which it returns) and records where
+// they are in r.tabs, building neither. It reports false, with b past
+// some entry formats, when a format list does not fit r.tabs.fmts: the
+// caller then seeks back and builds the tables.
+func (r *Reader) tables5Lazy() (bool, error) {
+	b := &r.b
+	t := &r.tabs
+	t.start = b.Off()
+	enc := r.enc()
+	var resolveErr error
+	for k, field := range [2]string{"directory_entry_format", "file_name_entry_format"} {
+		fs := r.formats(t.fmts[k][:0], field)
+		if len(fs) > len(t.fmts[k]) {
+			return false, nil
+		}
+		t.nFmt[k] = uint8(len(fs))
+		t.off[k] = b.Off()
+		n, ok := count5(b, fs, count5Fields[k])
+		if !ok {
+			return true, nil
+		}
+		t.n[k] = n
+		for range n {
+			var e FileEntry
+			var name []byte
+			if !r.entry5(b, fs, enc, &e, &name) {
+				return true, nil
+			}
+			if k == 1 && resolveErr == nil && e.Dir >= t.n[0] {
+				resolveErr = r.dirRangeError(string(name), e.Dir, t.n[0])
+			}
+		}
+	}
+	return true, resolveErr
+}
+
+var count5Fields = [2]string{"directories_count", "file_names_count"}
+
+func (r *Reader) dirRangeError(name string, dir, n uint64) error {
+	return &formaterr.Error{Source: secLine, Offset: r.hdr.Offset, Field: "directory index", Msg: fmt.Sprintf("file %q: directory %d out of range [0, %d)", name, dir, n)}
+}
+
+// buildTables builds the tables of a reader from NewSequenceReader that
+// left them in the header (they were checked then).
+func (r *Reader) buildTables() {
+	if !r.tabs.on {
+		return
+	}
+	saved := r.b
+	r.b = dwarf.MakeBuf(secLine, saved.Order, r.lineS.Line)
+	r.b.SetEnd(int(r.hdr.ProgramOffset))
+	r.b.Seek(r.tabs.start, "directory_entry_format_count")
+	r.tables5()
+	for i := range r.files {
+		r.resolve(&r.files[i])
+	}
+	r.b = saved
+	r.tabs.on = false
+}
+
+// FilePath returns the path of file entry i, Files()[i].Path (see
+// [FileEntry.Path]), or false when i is out of range of the file table
+// (DW_LNE_define_file entries count only once [Reader.Next] ran them).
+// On a reader from [NewSequenceReader] it walks the header's file table
+// to entry i and the directory table to that entry's directory, in place,
+// and allocates the one string (a name that needs no cleaning: one
+// allocation); otherwise it costs nothing. It does not modify r: it may
+// be called concurrently with itself and [Reader.SequenceRow].
+func (r *Reader) FilePath(i uint64) (string, bool) {
+	t := &r.tabs
+	if !t.on {
+		if i < uint64(len(r.files)) {
+			return r.files[i].Path, true
+		}
+		return "", false
+	}
+	if i >= t.n[1] {
+		return "", false
+	}
+	b := dwarf.MakeBuf(secLine, r.b.Order, r.lineS.Line)
+	b.SetEnd(int(r.hdr.ProgramOffset))
+	enc := r.enc()
+	var e FileEntry
+	var name []byte
+	b.Seek(t.off[1], "file_names_count")
+	b.Uleb("file_names_count")
+	for range i + 1 {
+		e, name = FileEntry{}, nil
+		if !r.entry5(&b, t.fmts[1][:t.nFmt[1]], enc, &e, &name) {
+			return "", false // checked by NewSequenceReader: a changed mapping
+		}
+	}
+	var dir0, dir []byte
+	b.Seek(t.off[0], "directories_count")
+	b.Uleb("directories_count")
+	for j := range e.Dir + 1 {
+		var de FileEntry
+		dir = nil
+		if !r.entry5(&b, t.fmts[0][:t.nFmt[0]], enc, &de, &dir) {
+			return "", false
+		}
+		if j == 0 {
+			dir0 = dir
+		}
+	}
+	return joinPath(dir0, dir, e.Dir, name), true
+}
+
+// joinPath is resolve on bytes: name resolved against directory dirIdx
+// (dir) and directory 0 (dir0), in one string.
+func joinPath(dir0, dir []byte, dirIdx uint64, name []byte) string {
+	if len(name) == 0 || isAbsBytes(name) || len(dir) == 0 {
+		return string(name)
+	}
+	var buf [256]byte
+	p := buf[:0]
+	if dirIdx != 0 && !isAbsBytes(dir) && len(dir0) > 0 {
+		// path.Join(path.Join(dir0, dir), name) is
+		// path.Clean(dir0 + "/" + dir + "/" + name): Clean is lexical.
+		p = append(append(p, dir0...), '/')
+	}
+	p = append(append(append(p, dir...), '/'), name...)
+	return path.Clean(string(p))
+}
+
+func isAbsBytes(p []byte) bool { return len(p) > 0 && (p[0] == '/' || p[0] == '\\') }
+
 // tables5 reads the directory and file name tables of version 5.
 func (r *Reader) tables5() {
 	var buf [8]entryFormat // formats are a few pairs: usually no allocation
-	dirs := r.entries5(r.formats(buf[:0], "directory_entry_format"), "directories")
+	dirs := r.entries5(r.formats(buf[:0], "directory_entry_format"), "directories_count")
 	r.hdr.Dirs = make([]string, len(dirs))
 	for i := range dirs {
 		r.hdr.Dirs[i] = dirs[i].Name
 	}
-	r.files = r.entries5(r.formats(buf[:0], "file_name_entry_format"), "file_names")
+	r.files = r.entries5(r.formats(buf[:0], "file_name_entry_format"), "file_names_count")
 }
 
 func isAbs(p string) bool { return len(p) > 0 && (p[0] == '/' || p[0] == '\\') }
@@ -567,6 +780,7 @@ func (r *Reader) Next(row *Row) error {
 				name := b.CString("DW_LNE_define_file")
 				e := FileEntry{Name: string(name), Dir: b.Uleb("directory index"), MTime: b.Uleb("modification time"), Size: b.Uleb("file length")}
 				if b.Err() == nil {
+					r.buildTables()
 					if err := r.resolve(&e); err != nil {
 						b.FailAt(at, "DW_LNE_define_file", err.Error())
 					}

@@ -142,3 +142,55 @@ func goNext(g *dwarf.LineReader, e *goEntry) (err error) {
 	}()
 	return g.Next(e)
 }
+
+// FuzzSequenceReader compares NewSequenceReader with NewReader on
+// arbitrary .debug_line bytes: the same error or none, the same header
+// but for Dirs, FilePath equal to Files' paths, and the same rows and
+// (after a DW_LNE_define_file) files from Next.
+func FuzzSequenceReader(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sec := Sections{Line: data, Str: data, LineStr: data}
+		full, err := NewReader(sec, 0, "/cd")
+		lazy, lerr := NewSequenceReader(sec, 0, "/cd")
+		if (err == nil) != (lerr == nil) || (err != nil && err.Error() != lerr.Error()) {
+			t.Fatalf("NewReader: %v; NewSequenceReader: %v", err, lerr)
+		}
+		if err != nil {
+			return
+		}
+		fh, lh := *full.Header(), *lazy.Header()
+		if lazy.tabs.on {
+			if lh.Dirs != nil || lazy.Files() != nil {
+				t.Fatalf("lazy reader built its tables: %q, %d files", lh.Dirs, len(lazy.Files()))
+			}
+			lh.Dirs = fh.Dirs
+		}
+		if fmt.Sprint(fh) != fmt.Sprint(lh) {
+			t.Fatalf("header %+v; lazy %+v", fh, lh)
+		}
+		files := full.Files()
+		for i := range uint64(len(files)) + 2 {
+			want, wok := "", i < uint64(len(files))
+			if wok {
+				want = files[i].Path
+			}
+			if got, ok := lazy.FilePath(i); got != want || ok != wok {
+				t.Fatalf("FilePath(%d) = %q, %v; want %q, %v", i, got, ok, want, wok)
+			}
+		}
+		var fr, lr Row
+		for range 1 << 12 {
+			ferr, lerr := full.Next(&fr), lazy.Next(&lr)
+			if (ferr == nil) != (lerr == nil) || (ferr != nil && ferr.Error() != lerr.Error()) || fr != lr {
+				t.Fatalf("Next: %+v, %v; lazy %+v, %v", fr, ferr, lr, lerr)
+			}
+			if ferr != nil {
+				break
+			}
+		}
+		if !lazy.tabs.on && fmt.Sprint(full.Files()) != fmt.Sprint(lazy.Files()) {
+			t.Fatalf("files %+v; lazy %+v", full.Files(), lazy.Files())
+		}
+	})
+}

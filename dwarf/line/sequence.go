@@ -41,6 +41,7 @@ func (r *Reader) SequenceRow(seqOff, addr uint64) (Row, error) {
 	var run Reader
 	run.hdr, run.rangeMul = r.hdr, r.rangeMul
 	run.lineS = r.lineS
+	run.tabs = r.tabs // a DW_LNE_define_file builds run's tables, not r's
 	order := r.lineS.Order
 	if order == nil {
 		order = binary.LittleEndian
