@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
@@ -324,6 +325,33 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 	}
 	if want := "f0\n??:?\n??\n??:0\n"; out != want {
 		t.Errorf("output %q, want %q", out, want)
+	}
+
+	// A batch large enough to be answered in address order (flushSorted)
+	// and printed in input order: good, malformed-unit, unknown and
+	// malformed words mixed, each answered as when asked alone, the
+	// failures counted and the malformed word named.
+	answers := map[string]string{args[0]: "f0\n??:?\n", args[1]: "??\n??:0\n", "0x1": "??\n??:0\n"}
+	var batch []string
+	var want strings.Builder
+	failed := 0
+	for i := range 3 * sortedMin {
+		a := []string{args[1], args[0], "0x1", args[0]}[i*7%4]
+		if i == sortedMin {
+			a = "zz"
+		}
+		batch = append(batch, a)
+		want.WriteString(cmp.Or(answers[a], "??\n??:0\n"))
+		if a == args[1] {
+			failed++
+		}
+	}
+	code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
+	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz"]`) {
+		t.Errorf("batch: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the word zz", code, errOut, failed)
+	}
+	if out != want.String() {
+		t.Errorf("batch output differs from the addresses' answers one at a time:\n%s", out)
 	}
 }
 
