@@ -171,7 +171,11 @@ func isMarker(m elf.Machine, name []byte) bool {
 
 // raw decodes symbol i without its name.
 func (t *symtab) raw(i uint64) (addr, size uint64, name uint32, ok bool) {
-	s := t.tab.Sym(int(i))
+	return t.rawSym(i, t.tab.Sym(int(i)))
+}
+
+// rawSym is raw for symbol i, decoded as s.
+func (t *symtab) rawSym(i uint64, s elfobj.Sym) (addr, size uint64, name uint32, ok bool) {
 	switch s.Type() {
 	case elf.STT_NOTYPE, elf.STT_OBJECT, elf.STT_FUNC, elf.STT_GNU_IFUNC:
 	default:
@@ -219,16 +223,28 @@ var packedSortBits = 64
 // ordered by address, then table order; when address offsets and symbol
 // indexes fit together in 64 bits (they do in any real file) the keys are
 // packed into one uint64 each and sorted as integers, which is several
-// times faster than comparing pairs. Cost: O(n log n), four allocations.
+// times faster than comparing pairs. Each symbol is decoded twice: once
+// for its address (and the packed key, when the address fits unshifted),
+// once for its size, name and binding when picked. Cost: O(n log n),
+// four allocations.
 func (t *symtab) sort() {
 	n := t.count()
+	idxBits := bits.Len64(n)
 	lo, hi := ^uint64(0), uint64(0)
 	m := 0
 	files := []uint64{}
+	// Keys of the packed sort made on the way, the address not yet
+	// offset by lo: abs stays true while every address fits so.
+	keys := make([]uint64, 0, n)
+	abs := true
 	for i := uint64(1); i < n; i++ {
-		if a, _, _, ok := t.raw(i); ok {
+		s := t.tab.Sym(int(i))
+		if a, _, _, ok := t.rawSym(i, s); ok {
 			lo, hi, m = min(lo, a), max(hi, a), m+1
-		} else if t.tab.Sym(int(i)).Type() == elf.STT_FILE {
+			if abs = abs && bits.Len64(a)+idxBits <= 64; abs {
+				keys = append(keys, a<<idxBits|i)
+			}
+		} else if s.Type() == elf.STT_FILE {
 			files = append(files, i)
 		}
 	}
@@ -241,8 +257,14 @@ func (t *symtab) sort() {
 	addrs := make([]uint64, 0, m)
 	syms := make([]symbol, 0, m)
 	pick := func(idx, addr uint64) {
-		_, s, _ := t.entry(idx)
-		t.fileOf(idx, &s, files)
+		e := t.tab.Sym(int(idx))
+		s := symbol{size: e.Size}
+		s.name, s.nameLen = t.str(e.Name)
+		if e.Bind() == elf.STB_LOCAL {
+			if k, _ := slices.BinarySearch(files, idx); k > 0 {
+				s.file, s.fileLen = t.str(t.tab.Sym(int(files[k-1])).Name)
+			}
+		}
 		if k := len(addrs) - 1; k >= 0 && addrs[k] == addr {
 			if s.size >= syms[k].size {
 				syms[k] = s
@@ -252,11 +274,18 @@ func (t *symtab) sort() {
 		addrs = append(addrs, addr)
 		syms = append(syms, s)
 	}
-	if idxBits := bits.Len64(n); m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
-		packed := make([]uint64, 0, m)
-		for i := uint64(1); i < n; i++ {
-			if a, _, _, ok := t.raw(i); ok {
-				packed = append(packed, (a-lo)<<idxBits|i)
+	if m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
+		packed := keys
+		if abs {
+			for j := range packed {
+				packed[j] -= lo << idxBits
+			}
+		} else {
+			packed = packed[:0]
+			for i := uint64(1); i < n; i++ {
+				if a, _, _, ok := t.raw(i); ok {
+					packed = append(packed, (a-lo)<<idxBits|i)
+				}
 			}
 		}
 		packed, _ = sortKeys(packed, nil, bits.Len64(hi-lo)+idxBits)

@@ -12,10 +12,12 @@ import (
 // and with pairs (the path for address spans too wide to pack), equals a
 // brute-force reading of the rule: per address the largest symbol, the
 // last in table order among equal sizes; symbols of other types or
-// without a section are left out.
+// without a section are left out. high puts every address above 2^63 (a
+// narrow span that packs only once offset by the lowest address).
 func TestSymtabSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, wide := range []bool{false, true} {
+	for _, mode := range []string{"narrow", "wide", "high"} {
+		wide, high := mode == "wide", mode == "high"
 		// 2,000 symbols at 300 addresses (so many share one), sizes 0-3.
 		var data []byte
 		var names []byte
@@ -27,7 +29,7 @@ func TestSymtabSort(t *testing.T) {
 		ref := map[uint64]want{}
 		for i := 1; i < 2000; i++ {
 			addr := 0x401000 + uint64(rng.IntN(300))*16
-			if wide && i%2 == 0 {
+			if wide && i%2 == 0 || high {
 				addr = 1<<63 + uint64(rng.IntN(300))*16
 			}
 			size := uint64(rng.IntN(4))
@@ -63,12 +65,12 @@ func TestSymtabSort(t *testing.T) {
 			}
 			slices.Sort(addrs)
 			if !slices.Equal(st.addrs, addrs) {
-				t.Fatalf("wide %v, key bits %d: %d addresses, want %d", wide, bits, len(st.addrs), len(addrs))
+				t.Fatalf("%s, key bits %d: %d addresses, want %d", mode, bits, len(st.addrs), len(addrs))
 			}
 			for i, a := range st.addrs {
 				s := &st.syms[i]
 				if got := st.names[s.name : s.name+s.nameLen]; got != ref[a].name || s.size != ref[a].size {
-					t.Fatalf("wide %v, key bits %d: at %#x %s (size %d), want %s (size %d)", wide, bits, a, got, s.size, ref[a].name, ref[a].size)
+					t.Fatalf("%s, key bits %d: at %#x %s (size %d), want %s (size %d)", mode, bits, a, got, s.size, ref[a].name, ref[a].size)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
@@ -325,6 +326,33 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 	if want := "f0\n??:?\n??\n??:0\n"; out != want {
 		t.Errorf("output %q, want %q", out, want)
 	}
+
+	// A batch large enough to be answered in address order (flushSorted)
+	// and printed in input order: good, malformed-unit, unknown and
+	// malformed words mixed, each answered as when asked alone, the
+	// failures counted and the malformed word named.
+	answers := map[string]string{args[0]: "f0\n??:?\n", args[1]: "??\n??:0\n", "0x1": "??\n??:0\n"}
+	var batch []string
+	var want strings.Builder
+	failed := 0
+	for i := range 3 * sortedMin {
+		a := []string{args[1], args[0], "0x1", args[0]}[i*7%4]
+		if i == sortedMin {
+			a = "zz"
+		}
+		batch = append(batch, a)
+		want.WriteString(cmp.Or(answers[a], "??\n??:0\n"))
+		if a == args[1] {
+			failed++
+		}
+	}
+	code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
+	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz"]`) {
+		t.Errorf("batch: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the word zz", code, errOut, failed)
+	}
+	if out != want.String() {
+		t.Errorf("batch output differs from the addresses' answers one at a time:\n%s", out)
+	}
 }
 
 // TestSymbolizeWordSplit: a line of standard input splits into the words
@@ -361,4 +389,49 @@ func TestSymbolizeWordSplit(t *testing.T) {
 			t.Fatalf("line %q: words %q, strings.Fields %q", line, got, want)
 		}
 	}
+}
+
+// TestRadixSort: radixSort orders keys as slices.Sort does, for short and
+// long inputs, keys whose high digits all match, and duplicates.
+func TestRadixSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var tmp []uint64
+	for _, c := range []struct{ n, bits int }{{0, 8}, {1, 8}, {255, 37}, {256, 37}, {10000, 37}, {3000, 64}, {5000, 9}, {4096, 20}} {
+		keys := make([]uint64, c.n)
+		for i := range keys {
+			keys[i] = rng.Uint64() >> (64 - c.bits)
+			if c.bits > 20 {
+				keys[i] |= 0x5a << (c.bits - 8) // a shared top digit
+				keys[i] &= 1<<c.bits - 1
+			}
+		}
+		want := slices.Sorted(slices.Values(keys))
+		var got []uint64
+		got, tmp = radixSort(slices.Clone(keys), tmp, c.bits)
+		if !slices.Equal(got, want) {
+			t.Errorf("%d keys of %d bits: not sorted as slices.Sort sorts them", c.n, c.bits)
+		}
+	}
+}
+
+func BenchmarkBatchOrder(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	keys := make([]uint64, 10000)
+	for i := range keys {
+		keys[i] = rng.Uint64N(1<<23)<<14 | uint64(i)
+	}
+	work := make([]uint64, len(keys))
+	b.Run("radix", func(b *testing.B) {
+		w, tmp := work, []uint64(nil)
+		for b.Loop() {
+			copy(w, keys)
+			w, tmp = radixSort(w, tmp, 37) // the two arrays, as flushSorted keeps them
+		}
+	})
+	b.Run("slices.Sort", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, keys)
+			slices.Sort(work)
+		}
+	})
 }
