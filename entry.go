@@ -111,15 +111,19 @@ func entryArch() *arch.Arch {
 	return &a
 }
 
-// entryModule is the entry image's Module.
-// On arm64 it holds the AArch64 routine (entry_aarch64.go).
-func entryModule() *Module {
+// entryModule is the entry image's Module for the running program
+// (entryModuleFor(entryArch())).
+func entryModule() *Module { return entryModuleFor(entryArch()) }
+
+// entryModuleFor is the entry image's Module for a, x86-64 or AArch64
+// (entry_aarch64.go); the tests link the AArch64 one on any host.
+func entryModuleFor(a *arch.Arch) *Module {
 	code, cfi := entryCode, entryCFI()
-	if hostArch == arch.AArch64 {
+	if a.Machine == arch.AArch64.Machine {
 		code, cfi = entryCodeAArch64, entryCFIAArch64()
 	}
 	return &Module{
-		Arch:     entryArch(),
+		Arch:     a,
 		File:     entryFile,
 		Producer: "elfimage entry image",
 		Entry:    EntryName,
