@@ -8,52 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/dwarf/frame"
 	"github.com/elfimage/elfimage/native"
 	"github.com/elfimage/elfimage/unwind"
 )
-
-// a64Code encodes AArch64 instruction words little-endian.
-func a64Code(words ...uint32) []byte {
-	var b []byte
-	for _, w := range words {
-		b = binary.LittleEndian.AppendUint32(b, w)
-	}
-	return b
-}
-
-// captureModuleAArch64 is captureModule in AArch64 code (assembled with
-// aarch64-linux-gnu-as, checked with aarch64-linux-gnu-objdump -d): outer(buf)
-// pushes a frame record and calls capture(buf), which stores x29 (outer's
-// frame pointer), sp and x30 (the return address into outer) at buf,
-// buf+8 and buf+16.
-func captureModuleAArch64() *Module {
-	return &Module{Arch: arch.AArch64, File: "capture.s", Entry: "outer", Procs: []*Proc{
-		{Name: "capture", Code: a64Code(
-			0xf900001d, // str x29, [x0]
-			0x910003e1, // mov x1, sp
-			0xf9000401, // str x1, [x0, #8]
-			0xf900081e, // str x30, [x0, #16]
-			0xd65f03c0, // ret
-		), Lines: []LineRow{{Offset: 0, Line: 1}}},
-		{Name: "outer", Code: a64Code(
-			0xa9bf7bfd, // stp x29, x30, [sp, #-16]!
-			0x910003fd, // mov x29, sp
-			0x94000000, // bl capture
-			0xa8c17bfd, // ldp x29, x30, [sp], #16
-			0xd65f03c0, // ret
-		), Lines: []LineRow{{Offset: 0, Line: 3}, {Offset: 8, Line: 4}, {Offset: 12, Line: 5}},
-			CFI: []frame.Insn{
-				{PC: 4, Op: frame.OpDefCFAOffset, Reg: arch.AArch64_SP, Offset: 16},
-				{PC: 4, Op: frame.OpOffset, Reg: arch.AArch64_FP, Offset: -16},
-				{PC: 4, Op: frame.OpOffset, Reg: arch.AArch64_LR, Offset: -8},
-				{PC: 16, Op: frame.OpDefCFAOffset, Reg: arch.AArch64_SP, Offset: 0},
-				{PC: 16, Op: frame.OpRestore, Reg: arch.AArch64_FP},
-				{PC: 16, Op: frame.OpRestore, Reg: arch.AArch64_LR},
-			},
-			Relocs: []Reloc{{Offset: 8, Type: RelocAArch64Call26, Symbol: "capture"}}},
-	}}
-}
 
 // TestEntryBacktraceAArch64 is TestEntryBacktrace on arm64 (under
 // qemu-user in CI): registers captured inside code called through

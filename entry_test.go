@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf/frame"
+	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/native"
 	"github.com/elfimage/elfimage/unwind"
@@ -190,6 +192,48 @@ func frameCFI() []frame.Insn {
 	}
 }
 
+// a64Code encodes AArch64 instruction words little-endian.
+func a64Code(words ...uint32) []byte {
+	var b []byte
+	for _, w := range words {
+		b = binary.LittleEndian.AppendUint32(b, w)
+	}
+	return b
+}
+
+// captureModuleAArch64 is captureModule in AArch64 code (assembled with
+// aarch64-linux-gnu-as, checked with aarch64-linux-gnu-objdump -d): outer(buf)
+// pushes a frame record and calls capture(buf), which stores x29 (outer's
+// frame pointer), sp and x30 (the return address into outer) at buf,
+// buf+8 and buf+16.
+func captureModuleAArch64() *Module {
+	return &Module{Arch: arch.AArch64, File: "capture.s", Entry: "outer", Procs: []*Proc{
+		{Name: "capture", Code: a64Code(
+			0xf900001d, // str x29, [x0]
+			0x910003e1, // mov x1, sp
+			0xf9000401, // str x1, [x0, #8]
+			0xf900081e, // str x30, [x0, #16]
+			0xd65f03c0, // ret
+		), Lines: []LineRow{{Offset: 0, Line: 1}}},
+		{Name: "outer", Code: a64Code(
+			0xa9bf7bfd, // stp x29, x30, [sp, #-16]!
+			0x910003fd, // mov x29, sp
+			0x94000000, // bl capture
+			0xa8c17bfd, // ldp x29, x30, [sp], #16
+			0xd65f03c0, // ret
+		), Lines: []LineRow{{Offset: 0, Line: 3}, {Offset: 8, Line: 4}, {Offset: 12, Line: 5}},
+			CFI: []frame.Insn{
+				{PC: 4, Op: frame.OpDefCFAOffset, Reg: arch.AArch64_SP, Offset: 16},
+				{PC: 4, Op: frame.OpOffset, Reg: arch.AArch64_FP, Offset: -16},
+				{PC: 4, Op: frame.OpOffset, Reg: arch.AArch64_LR, Offset: -8},
+				{PC: 16, Op: frame.OpDefCFAOffset, Reg: arch.AArch64_SP, Offset: 0},
+				{PC: 16, Op: frame.OpRestore, Reg: arch.AArch64_FP},
+				{PC: 16, Op: frame.OpRestore, Reg: arch.AArch64_LR},
+			},
+			Relocs: []Reloc{{Offset: 8, Type: RelocAArch64Call26, Symbol: "capture"}}},
+	}}
+}
+
 // TestEntryBacktrace: registers captured inside code called through
 // native.Call unwind with Backtrace through the image's frames and the
 // library's entry frame into the Go frame that called it
@@ -251,35 +295,44 @@ func TestEntryBacktrace(t *testing.T) {
 // image, and EntryImage says why. Runs in a child process (an entry
 // routine is installed once per process).
 func TestEntryOwnRoutine(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("entry routines need amd64")
+	// The program's own routine is a copy of the library's, and capture's
+	// return address is into outer after its call (x86-64: outer+9,
+	// after CALL; AArch64: outer+12, after BL).
+	code, mod, raOff := entryCode, captureModule(), uintptr(9)
+	switch runtime.GOARCH {
+	case "amd64":
+	case "arm64":
+		code, mod, raOff = entryCodeAArch64, captureModuleAArch64(), 12
+	default:
+		t.Skipf("no entry routine on %s", runtime.GOARCH)
 	}
 	if os.Getenv("ELFIMAGE_TEST_OWN_ENTRY") != "1" {
 		exe, err := os.Executable()
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exe, "-test.run=^TestEntryOwnRoutine$", "-test.v")
+		// Under qemu-user the child runs under qemu-aarch64 too.
+		cmd := qemutest.Command(context.Background(), t, exe, "-test.run=^TestEntryOwnRoutine$", "-test.v")
 		cmd.Env = append(os.Environ(), "ELFIMAGE_TEST_OWN_ENTRY=1")
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestEntryOwnRoutine") {
 			t.Fatalf("child: %v\n%s", err, out)
 		}
 		return
 	}
-	code := append([]byte(nil), entryCode...)
 	mem, err := unix.Mmap(-1, 0, len(code), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	copy(mem, code)
+	own := uintptr(unsafe.Pointer(&mem[0]))
+	native.SyncInstructionCache(own, len(code))
 	if err := unix.Mprotect(mem, unix.PROT_READ|unix.PROT_EXEC); err != nil {
 		t.Fatal(err)
 	}
-	own := uintptr(unsafe.Pointer(&mem[0]))
 	if err := native.SetEntry(own); err != nil {
 		t.Fatal(err)
 	}
-	b, err := Link(captureModule(), LinkOptions{})
+	b, err := Link(mod, LinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,8 +358,8 @@ func TestEntryOwnRoutine(t *testing.T) {
 	}
 	defer native.Free(buf)
 	native.Call(im.Entry(), s, uintptr(unsafe.Pointer(&buf[0])))
-	if ra := binary.LittleEndian.Uint64(buf[16:]); ra != uint64(im.Entry())+9 {
-		t.Errorf("capture's return address %#x, want outer+9 %#x", ra, im.Entry()+9)
+	if ra := binary.LittleEndian.Uint64(buf[16:]); ra != uint64(im.Entry()+raOff) {
+		t.Errorf("capture's return address %#x, want outer+%d %#x", ra, raOff, im.Entry()+raOff)
 	}
 }
 
