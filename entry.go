@@ -3,6 +3,7 @@ package elfimage
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -95,15 +96,34 @@ func entryCFI() []frame.Insn {
 	}
 }
 
-// entryModule is the entry image's Module.
-// On arm64 it holds the AArch64 routine (entry_aarch64.go).
-func entryModule() *Module {
+// entryArch is the ABI the entry image is linked for: hostArch, or on a
+// kernel whose pages are larger than hostArch.PageSize (AArch64 Linux
+// built with 16 KiB or 64 KiB pages) a copy of it whose PageSize is the
+// kernel's, since the loader refuses segments not aligned to the running
+// kernel's page size (see arch.AArch64).
+func entryArch() *arch.Arch {
+	ps := uint64(os.Getpagesize())
+	if ps <= hostArch.PageSize {
+		return hostArch
+	}
+	a := *hostArch
+	a.PageSize = ps
+	return &a
+}
+
+// entryModule is the entry image's Module for the running program
+// (entryModuleFor(entryArch())).
+func entryModule() *Module { return entryModuleFor(entryArch()) }
+
+// entryModuleFor is the entry image's Module for a, x86-64 or AArch64
+// (entry_aarch64.go); the tests link the AArch64 one on any host.
+func entryModuleFor(a *arch.Arch) *Module {
 	code, cfi := entryCode, entryCFI()
-	if hostArch == arch.AArch64 {
+	if a.Machine == arch.AArch64.Machine {
 		code, cfi = entryCodeAArch64, entryCFIAArch64()
 	}
 	return &Module{
-		Arch:     hostArch,
+		Arch:     a,
 		File:     entryFile,
 		Producer: "elfimage entry image",
 		Entry:    EntryName,

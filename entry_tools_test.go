@@ -58,10 +58,15 @@ func handcall(t *testing.T) string {
 // qemu-user (qemutest.Emulated) the reason is said too: tool, a debugger
 // or profiler of the host, could not run or trace handcall, an arm64
 // program the host's kernel cannot execute (gdb and lldb start it with
-// ptrace, perf with perf_event_open, none through qemu). The AArch64 JIT
-// frames under gdb-multiarch and lldb attached to qemu-aarch64 -g are the
-// tests of publish, examples/bf and cmd/elfimage (gdb_aarch64_test.go,
-// tools_aarch64_test.go).
+// ptrace, perf with perf_event_open, none through qemu). The AArch64
+// entry frame under gdb-multiarch and lldb attached to qemu-aarch64 -g is
+// checked by publish's TestGDBMultiarchAArch64 and TestLLDBAArch64 (a
+// hand-built module, as here) and by cmd/elfimage's
+// TestGDBMultiarchSchemeAArch64 and TestLLDBSchemeAArch64
+// (checkEntryFrames: a Scheme program under `elfimage run`): each bt goes
+// from the JIT code through the entry frame into the Go callers of
+// native.Call. perf has no AArch64 counterpart: qemu-user emulates no
+// perf_event_open.
 func skipEmulated(t *testing.T, tool string) {
 	t.Helper()
 	if why := qemutest.Emulated(); why != "" {

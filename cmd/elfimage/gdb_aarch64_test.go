@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +29,8 @@ import (
 // Scheme procedure tak resolves through the GDB JIT interface, the
 // second stop (the inner, non-tail call) shows tak called from tak called
 // from main with their lines and arguments in bt (the CFI's frame
-// records), info args and info locals read the DWARF locations (frame
+// records), bt going on through the library's entry frame into the Go
+// callers of native.Call down to main.main (checkEntryFrames), info args and info locals read the DWARF locations (frame
 // slots, x19 for a let binding), and the program runs to its normal end
 // with the output it has on x86-64.
 func TestGDBMultiarchSchemeAArch64(t *testing.T) {
@@ -62,6 +65,20 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
 	}
 	checkTakFrames(t, got, r.Blocks[4])
+	// Past main and the image's %start, gdb crosses the library's entry
+	// frame (a signal frame to gdb: "<signal handler called>", see
+	// elfimage.EntryImage) into the Go code that called native.Call.
+	var names []string
+	for _, f := range gdbtest.Frames(r.Blocks[4]) {
+		names = append(names, f.Func)
+	}
+	checkEntryFrames(t, names, r.Blocks[4], false, "main.main")
+	if !regexp.MustCompile(`(?m)^#\d+ +0x[0-9a-f]+ in %start \(\)\n#\d+ +<signal handler called>\n#\d+ +github\.com/elfimage/elfimage/native\.trampoline \(\) at \S+/native/call_arm64\.s:\d+\n`).MatchString(r.Blocks[4]) {
+		t.Errorf("bt: no %%start, <signal handler called>, native.trampoline at call_arm64.s in a row:\n%s", r.Blocks[4])
+	}
+	if strings.Contains(r.Blocks[4], "??") || strings.Contains(r.Blocks[4], "Backtrace stopped") {
+		t.Errorf("bt has an unnamed frame or stopped:\n%s", r.Blocks[4])
+	}
 	if args := gdbtest.Vars(r.Blocks[5]); args["x"] != "17" || args["y"] != "12" || args["z"] != "6" {
 		t.Errorf("info args %v, want x = 17, y = 12, z = 6:\n%s", args, r.Blocks[5])
 	}
@@ -105,7 +122,9 @@ func schemeAArch64Debugger(t *testing.T, debugger string) (dir, bin, src, wrappe
 // TestLLDBSchemeAArch64 is TestGDBMultiarchSchemeAArch64 with lldb-19
 // (gdb-remote to qemu's stub, its GDB JIT loader enabled): it stops at
 // the second call of tak, whose backtrace shows tak called from tak
-// called from main with their arguments and lines, frame variable shows
+// called from main with their arguments and lines, then elfimage.entry
+// and the Go callers of native.Call down to runtime.goexit
+// (checkEntryFrames), frame variable shows
 // the arguments, and the program ends normally with its x86-64 output
 // (LLDB may lose the connection as it exits: checkExit).
 func TestLLDBSchemeAArch64(t *testing.T) {
@@ -130,12 +149,48 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s(%s):%d", f.Func, f.Args, f.Line))
 	}
 	checkTakFrames(t, got, r.Blocks[7])
+	// lldb names the entry frame (it needs no signal frame) and goes on
+	// through the Go callers of native.Call to runtime.goexit.
+	var names []string
+	for _, f := range lldbtest.Frames(r.Blocks[7]) {
+		names = append(names, strings.TrimSuffix(f.Func, ".abi0"))
+	}
+	checkEntryFrames(t, names, r.Blocks[7], true, "runtime.goexit")
 	if v := lldbtest.Vars(r.Blocks[8]); v["x"].Value != "17" || v["y"].Value != "12" || v["z"].Value != "6" {
 		t.Errorf("frame variable %v, want x = 17, y = 12, z = 6:\n%s", v, r.Blocks[8])
 	}
 	checkExit(t, r.Blocks[10])
 	if out, err := os.ReadFile(progOut); err != nil || string(out) != gdbProgOutput {
 		t.Errorf("program output %q (%v), want %q", out, err, gdbProgOutput)
+	}
+}
+
+// checkEntryFrames checks the frames of the backtrace at gdbProg's second
+// stop in tak below main (names, parsed from block, ".abi0" suffixes
+// removed): the image's %start, then the library's entry frame (named
+// elfimage.EntryName when named is set, as lldb shows it; gdb shows it as
+// "<signal handler called>", which gdbtest.Frames skips), then the Go callers of native.Call,
+// native.trampoline, native.call and native.CallErr, and on down to
+// main.main, with last the outermost frame and no frame without a name:
+// the AArch64 counterpart of TestEntryGDB and TestEntryLLDB of package
+// elfimage, through the runtime of `elfimage run`.
+func checkEntryFrames(t *testing.T, names []string, block string, named bool, last string) {
+	t.Helper()
+	want := []string{"%start", "github.com/elfimage/elfimage/native.trampoline",
+		"github.com/elfimage/elfimage/native.call", "github.com/elfimage/elfimage/native.CallErr"}
+	if named {
+		want = slices.Insert(want, 1, elfimage.EntryName)
+	}
+	if len(names) < 3+len(want) || strings.Join(names[3:3+len(want)], " ") != strings.Join(want, " ") {
+		t.Errorf("bt frames %q: want %q after tak, tak, main:\n%s", names, want, block)
+	}
+	if len(names) == 0 || names[len(names)-1] != last || !slices.Contains(names, "main.main") {
+		t.Errorf("bt frames %q do not reach main.main and end at %s:\n%s", names, last, block)
+	}
+	for i, n := range names {
+		if n == "" || n == "??" {
+			t.Errorf("bt frame %d has no name:\n%s", i, block)
+		}
 	}
 }
 

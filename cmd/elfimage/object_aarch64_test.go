@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -426,5 +427,57 @@ func TestObjectProgramsAArch64(t *testing.T) {
 				t.Errorf("%s prints nothing", name)
 			}
 		})
+	}
+}
+
+// TestObjectLLDBAArch64 is TestObjectGDBMultiarchAArch64 with lldb-19
+// (gdb-remote to qemu's stub; the C library's symbols found under
+// aarch64Sysroot through target.exec-search-paths):
+// it stops at fib with its argument and line, its backtrace goes through
+// the Scheme frames of the linked object to the C main with file:line in
+// each frame, and the program ends with its usual output.
+func TestObjectLLDBAArch64(t *testing.T) {
+	lldb := tooltest.Require(t, "lldb-19", "lldb")
+	dir := t.TempDir()
+	obj := buildObjectAArch64(t, dir, "../../examples/cobj/fib.scm", "fib.o")
+	exe := filepath.Join(dir, "fibc")
+	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
+	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
+	wrapper, progOut := qemutest.Wrapper(t, dir, lldb, exe)
+	s := &lldbtest.Session{LLDB: wrapper, Program: exe, Dir: dir, Timeout: 5 * time.Minute, Cmds: append(
+		[]string{"settings set target.exec-search-paths " + aarch64Sysroot + "/lib"}, append(qemutest.LLDBConnect(),
+			"breakpoint set -n fib",
+			"continue",
+			"continue",
+			"bt",
+			"frame variable",
+			"breakpoint delete -f",
+			"continue",
+		)...)}
+	r, err := qemutest.RunLLDBStops(t, s, 2)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	t.Logf("lldb:\n%s", r.Output)
+	src := "fib.scm"
+	if want := "fibc`fib(n=20) at " + src + ":2:3"; !strings.Contains(r.Blocks[6], want) {
+		t.Errorf("first continue: no stop at %q:\n%s", want, r.Blocks[6])
+	}
+	frames := lldbtest.Frames(r.Blocks[8])
+	if len(frames) < 3 {
+		t.Fatalf("bt: %d frames, want fib, fib, main first:\n%s", len(frames), r.Blocks[8])
+	}
+	for i, want := range []struct{ fn, args, at string }{{"fib", "n=19", src + ":2"}, {"fib", "n=20", src + ":4"}, {"main", "", "main.c:13"}} {
+		f := frames[i]
+		if f.Func != want.fn || f.Args != want.args || f.File+":"+strconv.Itoa(f.Line) != want.at {
+			t.Errorf("bt frame %d: %+v, want %s(%s) at %s:\n%s", i, f, want.fn, want.args, want.at, r.Blocks[8])
+		}
+	}
+	if v := lldbtest.Vars(r.Blocks[9]); v["n"].Value != "19" {
+		t.Errorf("frame variable %v, want n = 19:\n%s", v, r.Blocks[9])
+	}
+	checkExit(t, r.Blocks[11])
+	if out, err := os.ReadFile(progOut); err != nil || string(out) != objectOutput {
+		t.Errorf("program output %q (%v), want %q", out, err, objectOutput)
 	}
 }
