@@ -102,9 +102,10 @@ func mapFileAnchored(fd, size int) ([]byte, unsafe.Pointer, error) {
 			liveMappings.Add(1)
 			return unsafe.Slice((*byte)(p), size), a, nil
 		case err == nil:
-			// A kernel before Linux 4.17 takes MAP_FIXED_NOREPLACE
-			// for a hint: the mapping is elsewhere, and good.
-			putAnchor(a)
+			// A kernel before Linux 4.17 (and qemu-user) takes
+			// MAP_FIXED_NOREPLACE for a hint: the room above the
+			// anchor is taken, and the mapping elsewhere is good.
+			dropAnchor(a)
 			liveMappings.Add(1)
 			return unsafe.Slice((*byte)(p), size), nil, nil
 		}
