@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/elfimage/elfimage/formaterr"
 
@@ -73,6 +74,7 @@ type Image struct {
 	mem        []byte // the whole mapping (whole pages)
 	data       []byte // mem[:file size]
 	mapped     bool
+	anchor     unsafe.Pointer    // the page-table anchor below mem (place.go), or nil
 	plan                         // what the loader validated: segments, tables, tail sections, notes
 	debugFiles *debugfile.Finder // where a stripped image's debug file is looked for
 
@@ -178,7 +180,7 @@ func (im *Image) Close() error {
 	switch removed, freed := registry.RemoveFunc(im.Base(), freeImage); {
 	case !removed: // not registered
 		im.closeDebugFile()
-		return errors.Join(hookErr, unmap(im.mem))
+		return errors.Join(hookErr, im.unmap())
 	case freed:
 		return errors.Join(hookErr, im.unmapErr)
 	default: // a reader holds the image: its last Release unmaps it
@@ -190,7 +192,17 @@ func (im *Image) Close() error {
 // holds it (a function, not a closure: Close allocates nothing).
 func freeImage(im *Image) {
 	im.closeDebugFile()
-	im.unmapErr = unmap(im.mem)
+	im.unmapErr = im.unmap()
+}
+
+// unmap unmaps the image and gives its page-table anchor back for the
+// next Open (not after a failed munmap: the image may still be there).
+func (im *Image) unmap() error {
+	err := unmap(im.mem)
+	if err == nil {
+		putAnchor(im.anchor)
+	}
+	return err
 }
 
 // ErrClosed is returned by [Image.OnClose] for an image already closed.

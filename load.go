@@ -109,6 +109,11 @@ func Images() []*Image {
 // up to 16 neighbouring pages, which munmap must tear down and which count
 // in the process's RSS). The non-loaded tail (symbols, DWARF, section
 // headers) is not read: the kernel pages it in when a query touches it.
+// The file is mapped one page above a page-table anchor when one is free
+// (a PROT_NONE page that outlives the image, at most 16 of them; see
+// place.go), so that the page-table pages the copy-on-write store needs
+// are still there from the previous image instead of being allocated at
+// load and freed, with a flush of the whole TLB, at Close.
 //
 // When mmap of the file fails, when the kernel refuses PROT_EXEC on the
 // file mapping (a noexec mount), or when opts.ForceRead is set, Open falls
@@ -135,7 +140,8 @@ func Images() []*Image {
 //
 // Errors: a malformed image gives a *FormatError naming the file offset and
 // field; system call failures are returned wrapped with the path. On any
-// error nothing stays mapped. Cost: open, fstat, mmap, one pread (two when
+// error nothing stays mapped (but for an anchor page). Cost: open, fstat,
+// mmap (plus an mmap and up to two munmaps when it makes an anchor), one pread (two when
 // the notes lie past the first 4 KiB, which in the images Link writes
 // happens only when .rodata and .rela.dyn are large; more for tables
 // elsewhere), one mprotect per writable and per executable
@@ -183,15 +189,18 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
 	}
 	if opts == nil || !opts.ForceRead {
-		if mem, err := mapFile(fd, int(size)); err == nil {
+		if mem, anchor, err := mapFileAnchored(fd, int(size)); err == nil {
 			// The headers and the tables they point to are read with
 			// pread, not through the mapping: a read fault would map up
 			// to 16 pages around it (fault-around) that munmap must
 			// tear down again and that count in the process's RSS.
 			buf := ioBufs.Get().(*ioBuf)
-			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:]}
+			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:], anchor: anchor}
 			im, err := finish(path, mem, &src, true, a, pageSize, opts)
 			ioBufs.Put(buf)
+			if err != nil {
+				putAnchor(anchor) // finish unmapped mem
+			}
 			if err == nil || !errors.Is(err, errExecDenied) {
 				return im, err
 			}
@@ -357,7 +366,7 @@ func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pag
 	data := src.data
 	// The Image is allocated first so that the plan (segments, tail
 	// sections) is written straight into what the image keeps.
-	im = &Image{path: path, arch: a, mem: mem, data: data, mapped: mapped, debugFiles: debugFinder(opts)}
+	im = &Image{path: path, arch: a, mem: mem, data: data, mapped: mapped, anchor: src.anchor, debugFiles: debugFinder(opts)}
 	p := &im.plan
 	if err := parseFrom(src, a, pageSize, p); err != nil {
 		return nil, err
@@ -521,6 +530,7 @@ type source struct {
 	head    []byte // data[:len(head)] as read from the file, once read
 	nhead   int    // bytes of head read (0: not read yet)
 	scratch []byte
+	anchor  unsafe.Pointer // the page-table anchor below data (place.go), or nil
 }
 
 // memSource reads the image data in memory.

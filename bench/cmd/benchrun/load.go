@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -269,12 +270,36 @@ func warmFile(path string) {
 // mmap of the whole file, mprotect of the R+X and R+W segments, munmap and
 // close, with the size and segments learned beforehand; with limit set, also
 // what a relocating loader cannot do without (bench/c/load.c mode limit):
-// fstat, a pread of the first 4 KiB and a store to each writable segment.
+// fstat, a pread of the first 4 KiB and a store to each writable segment,
+// the file mapped one page above a page-table anchor as elfimage.Open maps
+// it (place.go), so that the store's fault finds the page-table pages of
+// the previous round.
 type goFloor struct {
-	path  string
-	size  int
-	segs  [][3]int // offset, length, protection
-	limit bool
+	path   string
+	size   int
+	segs   [][3]int // offset, length, protection
+	limit  bool
+	anchor unsafe.Pointer // the page above it is where limit maps the file; nil: anywhere
+}
+
+// makeAnchor reserves room for the file above a page-table boundary (2 MiB
+// with 4 KiB pages) and keeps the boundary's first page as g's anchor, for
+// the whole run.
+func (g *goFloor) makeAnchor() {
+	page := uintptr(os.Getpagesize())
+	span := page * (page / 8)
+	n := (uintptr(g.size) + page - 1) &^ (page - 1)
+	resv := n + span
+	r, err := unix.MmapPtr(-1, 0, nil, resv, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		return
+	}
+	lead := (uintptr(r)+span-1)&^(span-1) - uintptr(r)
+	if lead > 0 {
+		unix.MunmapPtr(r, lead)
+	}
+	unix.MunmapPtr(unsafe.Add(r, lead+page), resv-lead-page)
+	g.anchor = unsafe.Add(r, lead)
 }
 
 func newGoFloor(path string) (*goFloor, error) {
@@ -324,10 +349,18 @@ func (g *goFloor) time(iters int) (float64, error) {
 				return 0, err
 			}
 		}
-		mem, err := unix.Mmap(fd, 0, g.size, unix.PROT_READ, unix.MAP_PRIVATE)
-		if err != nil {
-			return 0, err
+		var p unsafe.Pointer
+		if g.limit && g.anchor != nil {
+			if p, err = unix.MmapPtr(fd, 0, unsafe.Add(g.anchor, os.Getpagesize()), uintptr(g.size), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_FIXED_NOREPLACE); err != nil {
+				g.anchor = nil // something else is mapped there now
+			}
 		}
+		if p == nil {
+			if p, err = unix.MmapPtr(fd, 0, nil, uintptr(g.size), unix.PROT_READ, unix.MAP_PRIVATE); err != nil {
+				return 0, err
+			}
+		}
+		mem := unsafe.Slice((*byte)(p), g.size)
 		for _, s := range g.segs {
 			if err := unix.Mprotect(mem[s[0]:s[0]+s[1]], s[2]); err != nil {
 				return 0, err
@@ -340,7 +373,7 @@ func (g *goFloor) time(iters int) (float64, error) {
 				}
 			}
 		}
-		if err := unix.Munmap(mem); err != nil {
+		if err := unix.MunmapPtr(p, uintptr(g.size)); err != nil {
 			return 0, err
 		}
 		unix.Close(fd)
@@ -388,7 +421,7 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 			"any one-`mmap` loader makes (`open` + `mmap` of the whole file + `mprotect` of the R+X and R+W segments + `munmap` + `close`, " +
 			"in C; the file size and program headers read once before timing, so no `fstat`); the limit, what a relocating loader cannot do without on top of the floor " +
 			"(`fstat` for the size to map, one `pread` of the file's first 4 KiB for the ELF and program headers, `.dynamic` and the relocations, and a store to each writable segment: " +
-			"the copy-on-write fault where the relocations go, one when the image has data), in C and, in a process with the Go runtime's threads (whose `munmap` of a written page " +
+			"the copy-on-write fault where the relocations go, one when the image has data; the file mapped one page above a `PROT_NONE` page kept at a 2 MiB boundary, as `elfimage.Open` maps it, so that the fault finds the page-table pages of the previous round), in C and, in a process with the Go runtime's threads (whose `munmap` of a written page " +
 			"sends a TLB-shootdown interrupt to the other core), in Go with `x/sys/unix`; and " +
 			"`dlopen(RTLD_NOW)` + `dlclose` of a `gcc -O2 -g -shared` object with the same procedure count (C: `bench/c/load.c`). " +
 			"The images are Scheme programs shaped like `query_bench_test.go`'s (a docstring, an optional argument, nested `let`s per procedure); " +
@@ -436,6 +469,7 @@ func loadSection(cfg *config, t *toolset) (section, error) {
 			return s, err
 		}
 		pl.gf.limit = true
+		pl.gf.makeAnchor()
 		if ns, err = pl.gf.time(20); err != nil {
 			return s, err
 		}
