@@ -1,20 +1,13 @@
 package elfimage
 
 import (
-	"runtime"
-
 	"github.com/elfimage/elfimage/arch"
 )
 
 // hostArch is the ABI of the running program's own code, the default of
-// LoadOptions.Arch: arch.ForGOARCH(runtime.GOARCH), or arch.X86_64 on a
-// GOARCH package arch does not know.
-var hostArch = func() *arch.Arch {
-	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
-		return a
-	}
-	return arch.X86_64
-}()
+// LoadOptions.Arch and the ABI of the entry image: arch.Host(), whose
+// PageSize is the running kernel's when that is larger than the ABI's.
+var hostArch = arch.Host()
 
 // textFill is the byte that fills the alignment gaps between procedures in
 // .text so that a stray jump traps: int3 (0xcc) on x86-64; on AArch64 zero,

@@ -3,7 +3,6 @@ package elfimage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -96,24 +95,12 @@ func entryCFI() []frame.Insn {
 	}
 }
 
-// entryArch is the ABI the entry image is linked for: hostArch, or on a
-// kernel whose pages are larger than hostArch.PageSize (AArch64 Linux
-// built with 16 KiB or 64 KiB pages) a copy of it whose PageSize is the
-// kernel's, since the loader refuses segments not aligned to the running
+// entryModule is the entry image's Module for the running program:
+// entryModuleFor(hostArch), whose PageSize is the running kernel's when
+// that is larger than the ABI's (AArch64 Linux built with 16 KiB or 64 KiB
+// pages), since the loader refuses segments not aligned to the running
 // kernel's page size (see arch.AArch64).
-func entryArch() *arch.Arch {
-	ps := uint64(os.Getpagesize())
-	if ps <= hostArch.PageSize {
-		return hostArch
-	}
-	a := *hostArch
-	a.PageSize = ps
-	return &a
-}
-
-// entryModule is the entry image's Module for the running program
-// (entryModuleFor(entryArch())).
-func entryModule() *Module { return entryModuleFor(entryArch()) }
+func entryModule() *Module { return entryModuleFor(hostArch) }
 
 // entryModuleFor is the entry image's Module for a, x86-64 or AArch64
 // (entry_aarch64.go); the tests link the AArch64 one on any host.

@@ -131,8 +131,9 @@ func x86_64Names() []string {
 // 16 KiB or 64 KiB kernels link with a copy of AArch64 whose PageSize is
 // that size (65536 serves all three, as GNU ld's -z max-page-size=0x10000
 // default for AArch64 does), at the cost of up to that much padding per
-// segment in the file; the library's own entry image is linked with the
-// running kernel's page size. TestLoadPageSizeAArch64 of package elfimage
+// segment in the file; [Host] is such a copy for the running kernel, and
+// what the library links to run in this process (its entry image,
+// scheme.Compile's modules) uses it. TestLoadPageSizeAArch64 of package elfimage
 // checks both under qemu-aarch64 -p 16384 and -p 65536.
 var AArch64 = &Arch{
 	Name:          "aarch64",

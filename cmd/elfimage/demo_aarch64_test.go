@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -164,5 +165,52 @@ func TestBuildAndDumpAArch64(t *testing.T) {
 		if code, _, errOut := runCLI(t, tc...); code != 2 || !strings.Contains(errOut, "-arch") {
 			t.Errorf("%q: exit %d, %s; want a usage error naming -arch", tc, code, errOut)
 		}
+	}
+}
+
+// TestRunPageSizeAArch64: on AArch64 kernels with 16 KiB and 64 KiB pages
+// (qemu-aarch64 -p), `elfimage run` compiles and links for the running
+// kernel's page size and prints what it prints with 4 KiB pages, `build`
+// writes segments aligned to that page size, and one compile cache serves
+// both page sizes with an image for each.
+func TestRunPageSizeAArch64(t *testing.T) {
+	qemu := tooltest.Require(t, "qemu-aarch64")
+	dir := t.TempDir()
+	bin := qemutest.BuildArm64(t, dir, ".", "elfimage")
+	src := filepath.Join(dir, "prog.scm")
+	if err := os.WriteFile(src, []byte(gdbProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	run := func(page string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(qemu, append([]string{"-p", page, bin}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("qemu-aarch64 -p %s elfimage %s: %v\n%s", page, strings.Join(args, " "), err, out)
+		}
+		return strings.ReplaceAll(string(out), dir, "DIR")
+	}
+	want := run("4096", "run", "-cache", cache, src)
+	for _, page := range []string{"16384", "65536", "4096"} {
+		if got := run(page, "run", "-cache", cache, src); got != want {
+			t.Errorf("page size %s: run prints\n%s\nwant (4 KiB pages)\n%s", page, got, want)
+		}
+		out := filepath.Join(dir, "prog-"+page+".elf")
+		run(page, "build", "-o", out, src)
+		f, err := elf.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && (fmt.Sprint(p.Align) != page || fmt.Sprint(p.Off%p.Align) != "0") {
+				t.Errorf("page size %s: built PT_LOAD at offset %#x, p_align %#x", page, p.Off, p.Align)
+			}
+		}
+		f.Close()
+	}
+	entries, err := filepath.Glob(filepath.Join(cache, "*.elf"))
+	if err != nil || len(entries) != 3 {
+		t.Errorf("compile cache holds %v (%v), want one image per page size", entries, err)
 	}
 }

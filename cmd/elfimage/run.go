@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/elfimage/elfimage"
@@ -65,7 +64,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if target == nil {
-			target = hostArch()
+			target = arch.Host()
 		}
 		mod, err := scheme.CompileObjectFor(target, src, b)
 		if err != nil {
@@ -120,17 +119,18 @@ func linkOptions(version int, dwarf64, debugFrame bool) (elfimage.LinkOptions, e
 	return elfimage.LinkOptions{DWARF: enc, DebugFrame: debugFrame}, nil
 }
 
-func compileFile(path string) (*elfimage.Module, error) { return compileFileFor(nil, path) }
-
-// hostArch is the architecture build compiles for without -arch: the
-// running program's, or x86-64 on a host that is neither (as
-// scheme.Compile).
-func hostArch() *arch.Arch {
-	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
-		return a
+// pageSizeKey is the cache key's extra part: "" on kernels whose page size
+// is the ABI's, else the page size the images are linked with (arch.Host),
+// so that a cache shared by machines of different page sizes keeps one
+// image for each.
+func pageSizeKey() string {
+	if h := arch.Host(); h.PageSize != arch.ForMachine(h.Machine).PageSize {
+		return fmt.Sprintf("page size %d", h.PageSize)
 	}
-	return arch.X86_64
+	return ""
 }
+
+func compileFile(path string) (*elfimage.Module, error) { return compileFileFor(nil, path) }
 
 // compileFileFor compiles the Scheme file at path for a (nil: the host).
 func compileFileFor(a *arch.Arch, path string) (*elfimage.Module, error) {
@@ -204,7 +204,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		res, err := c.Load(ccache.Source{Path: path, Compile: compileAs(path), Link: opts}, lopts)
+		res, err := c.Load(ccache.Source{Path: path, Compile: compileAs(path), Link: opts, Extra: pageSizeKey()}, lopts)
 		if err != nil {
 			return err
 		}

@@ -160,7 +160,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bf: -arch %q: want amd64 (x86-64) or arm64 (aarch64)\n", *archName)
 		os.Exit(2)
 	}
-	if host := arch.ForGOARCH(runtime.GOARCH); opts.Arch != host && *out == "" {
+	switch host := arch.Host(); {
+	case opts.Arch.Machine == host.Machine:
+		opts.Arch = host // with the running kernel's page size
+	case *out == "":
 		fmt.Fprintf(os.Stderr, "bf: -arch %s: code for another machine than this one (%v) can only be written to an image (-o)\n", *archName, host.Name)
 		os.Exit(2)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -16,11 +15,11 @@ import (
 // Producer is the DW_AT_producer of modules this package compiles.
 const Producer = "elfimage lang/scheme"
 
-// Compile is [CompileFor] for the architecture of the running program
-// (arch.ForGOARCH(runtime.GOARCH)), or x86-64 on a host that is neither
-// x86-64 nor AArch64: the module [Run] can run here.
+// Compile is [CompileFor] for the architecture of the running program and
+// the running kernel's page size ([arch.Host]), or x86-64 on a host that is
+// neither x86-64 nor AArch64: the module [Run] can run here.
 func Compile(filename string, src []byte) (*elfimage.Module, error) {
-	return CompileFor(hostArch(), filename, src)
+	return CompileFor(arch.Host(), filename, src)
 }
 
 // CompileFor reads and compiles the Scheme program src, naming it
@@ -38,14 +37,6 @@ func Compile(filename string, src []byte) (*elfimage.Module, error) {
 func CompileFor(a *arch.Arch, filename string, src []byte) (*elfimage.Module, error) {
 	m, _, err := compile(a, filename, src, false)
 	return m, err
-}
-
-// hostArch is the architecture Compile compiles for.
-func hostArch() *arch.Arch {
-	if a := arch.ForGOARCH(runtime.GOARCH); a != nil {
-		return a
-	}
-	return arch.X86_64
 }
 
 // CompileObject is [CompileObjectFor] for x86-64, whatever the host.

@@ -117,7 +117,7 @@ func TestLinkedTools(t *testing.T) {
 	readelf := tooltest.Require(t, "readelf")
 	out, err := exec.Command(readelf, "--debug-dump=frames-interp", path).CombinedOutput()
 	cfa := "rbp+16"
-	if hostArch() == arch.AArch64 {
+	if arch.Host().Machine == arch.AArch64.Machine {
 		cfa = "x29+16"
 	}
 	if err != nil || !strings.Contains(string(out), cfa) {

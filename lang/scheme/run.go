@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/elfimage/elfimage"
+	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/native"
 )
 
@@ -156,7 +157,7 @@ func runEntry(entry uintptr, opts RunOptions, inImage func(addr, n uint64) bool)
 // bytes into Go memory. Lengths are clamped to the record.
 func readCapture(rec []byte) Capture {
 	le := binary.LittleEndian
-	c := Capture{Kind: CaptureKind(le.Uint64(rec[recKind:])), Arch: hostArch()}
+	c := Capture{Kind: CaptureKind(le.Uint64(rec[recKind:])), Arch: arch.Host()}
 	for i := range c.Regs {
 		c.Regs[i] = le.Uint64(rec[recRegs+8*i:])
 	}

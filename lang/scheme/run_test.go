@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/elfimage/elfimage/arch"
 )
 
 // kernelSrc is the kernels file with main replaced by body.
@@ -167,7 +169,7 @@ func TestErrorAndBacktrace(t *testing.T) {
 			t.Errorf("%s: Error() = %q", rname, se.Error())
 		}
 		c := se.Capture
-		if c == nil || c.Kind != KindError || c.Arch != hostArch() || c.Regs[c.Arch.SP] != c.StackAddr || c.PC() == 0 {
+		if c == nil || c.Kind != KindError || c.Arch != arch.Host() || c.Regs[c.Arch.SP] != c.StackAddr || c.PC() == 0 {
 			t.Fatalf("%s: capture %+v", rname, c)
 		}
 		// The saved frame pointer chain is inside the copied stack:
