@@ -6,7 +6,6 @@ import (
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/frame"
-	"github.com/elfimage/elfimage/native"
 )
 
 // entryCodeAArch64 is the AArch64 entry routine (native.SetEntry's arm64
@@ -25,9 +24,15 @@ var entryCodeAArch64 = func() []byte {
 	return b
 }()
 
+// native.EntryRoutineSPOffset and native.SavedSPOffset as they are on
+// arm64 (see entryRoutineSPOffsetX86_64).
+const (
+	entryRoutineSPOffsetAArch64 = 32
+	savedSPOffsetAArch64        = 16
+)
+
 // entryCFIAArch64 returns the AArch64 entry routine's call frame
-// information; it is used on arm64 only, where the native offsets are
-// AArch64's. At its entry SP is Top-32 (Top-native.EntryRoutineSPOffset)
+// information. At its entry SP is Top-32 (Top-native.EntryRoutineSPOffset)
 // and X30 holds the return address into the trampoline; with d the bytes
 // pushed since then, every row says: CFA = sp+d (Top-32, the trampoline's
 // SP when it called), the caller's sp = [sp+d+16], the word at
@@ -36,7 +41,7 @@ var entryCodeAArch64 = func() []byte {
 // CFA-8, before and after it they are in their registers.
 func entryCFIAArch64() []frame.Insn {
 	savedSP := func(pc uint64, d int64) frame.Insn {
-		off := d + native.EntryRoutineSPOffset - native.SavedSPOffset
+		off := d + entryRoutineSPOffsetAArch64 - savedSPOffsetAArch64
 		e := dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_breg0) + byte(arch.AArch64_SP)}, off)
 		return frame.Insn{PC: pc, Op: frame.OpValExpression, Reg: arch.AArch64_SP, Expr: append(e, byte(dwarf.DW_OP_deref))}
 	}
