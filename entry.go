@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"runtime"
@@ -26,8 +27,9 @@ import (
 // describes its caller, the trampoline, through the words the trampoline
 // saved: its SP (the Go one), its BP and its return address. From there
 // Go's own CFI and frame pointers go on into the Go code that called
-// native.Call. The image is linked, loaded and registered like a user's
-// image the first time any image is loaded ([Open], [Load]), then
+// native.Call. The image is linked like a user's image (beforehand, see
+// entryImageFor), loaded and registered the first time any image is
+// loaded ([Open], [Load]), then
 // installed with native.SetEntry; publish.GDB publishes it with the
 // first image it publishes, and publish.PerfMapEntries and
 // publish.JitdumpFunctions list its procedure with every image's, so gdb,
@@ -69,6 +71,15 @@ const (
 //	8: c3        ret             to the trampoline, RAX untouched
 var entryCode = []byte{0x55, 0x48, 0x89, 0xe5, 0x41, 0xff, 0xd3, 0x5d, 0xc3}
 
+// native.EntryRoutineSPOffset and native.SavedSPOffset as they are on
+// amd64, so that the x86-64 entry image links the same on every host
+// (package native has the running GOARCH's only; TestEntrySPOffsets checks
+// these against it on amd64, entry_aarch64.go's on arm64).
+const (
+	entryRoutineSPOffsetX86_64 = 40
+	savedSPOffsetX86_64        = 16
+)
+
 // entryCFI returns the entry routine's call frame information. At its
 // entry RSP is Top-40 (Top-native.EntryRoutineSPOffset), so with d the
 // bytes pushed since then, every row says: CFA = rsp+8+d (Top-32, where
@@ -80,7 +91,7 @@ var entryCode = []byte{0x55, 0x48, 0x89, 0xe5, 0x41, 0xff, 0xd3, 0x5d, 0xc3}
 // may not describe.
 func entryCFI() []frame.Insn {
 	savedSP := func(pc uint64, d int64) frame.Insn {
-		off := d + native.EntryRoutineSPOffset - native.SavedSPOffset
+		off := d + entryRoutineSPOffsetX86_64 - savedSPOffsetX86_64
 		e := dwarf.AppendSleb128([]byte{byte(dwarf.DW_OP_breg0) + byte(arch.X86_64_RSP)}, off)
 		return frame.Insn{PC: pc, Op: frame.OpValExpression, Reg: arch.X86_64_RSP, Expr: append(e, byte(dwarf.DW_OP_deref))}
 	}
@@ -125,6 +136,34 @@ func entryModuleFor(a *arch.Arch) *Module {
 	}
 }
 
+// The entry image as Link(entryModuleFor(a), LinkOptions{}) writes it for
+// x86-64 and AArch64, linked beforehand (TestEntryImageLinked checks them
+// against this tree's Link and rewrites them with -update-entry-images):
+// the first Open loads these bytes instead of linking, so that a program
+// that only loads images does not page in the linker's code (about 250
+// KiB of its text in the process's RSS) nor keep the linker's pooled
+// buffers (about 170 KiB of heap until two collections have passed).
+var (
+	//go:embed entry_x86_64.elf
+	entryImageX86_64 []byte
+	//go:embed entry_aarch64.elf
+	entryImageAArch64 []byte
+)
+
+// entryImageFor returns the prelinked entry image for a (arch.X86_64 or
+// arch.AArch64 themselves, with their 4 KiB pages), nil for another Arch,
+// such as the copy of arch.AArch64 that arch.Host returns on a kernel of
+// 16 KiB or 64 KiB pages. The slice is shared: not to be written.
+func entryImageFor(a *arch.Arch) []byte {
+	switch a {
+	case arch.X86_64:
+		return entryImageX86_64
+	case arch.AArch64:
+		return entryImageAArch64
+	}
+	return nil
+}
+
 // entryImg is the loaded entry image, nil until EntryImage succeeds;
 // entryMu serializes its loading; entryErr, under entryMu, is a failure
 // that no retry can mend (another entry routine is installed).
@@ -152,9 +191,10 @@ var (
 // native.ErrEntrySet (wrapped, returned by every later call) when the
 // program installed an entry routine of its own with native.SetEntry
 // before: that one stays, and [Open] and [Load] go on without the entry
-// image. Cost: the first call links and loads a one-procedure image (tens
-// of microseconds, a few pages of memory); later calls cost one atomic
-// load.
+// image. Cost: the first call loads a one-procedure image linked
+// beforehand (a copy into three pages of anonymous memory, microseconds;
+// on a kernel of 16 KiB or 64 KiB pages, linked then, about 0.3 ms);
+// later calls cost one atomic load.
 func EntryImage() (*Image, error) {
 	if im := entryImg.Load(); im != nil {
 		return im, nil
@@ -170,9 +210,15 @@ func EntryImage() (*Image, error) {
 	if entryErr != nil {
 		return nil, entryErr
 	}
-	b, err := Link(entryModule(), LinkOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("elfimage: entry image: %w", err)
+	// Not Link(entryModule(), ...) on 4 KiB kernels: a program that never
+	// links does not page in the linker (see entryImageFor). On kernels
+	// of larger pages the image is linked for their page size.
+	b := entryImageFor(hostArch)
+	if b == nil {
+		var err error
+		if b, err = Link(entryModule(), LinkOptions{}); err != nil {
+			return nil, fmt.Errorf("elfimage: entry image for %s with %d-byte pages: %w", hostArch.Name, hostArch.PageSize, err)
+		}
 	}
 	im, err := loadImage(entryPath, b, nil)
 	if err != nil {
