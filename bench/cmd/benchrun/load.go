@@ -352,7 +352,7 @@ func (g *goFloor) time(iters int) (float64, error) {
 		var p unsafe.Pointer
 		if g.limit && g.anchor != nil {
 			if p, err = unix.MmapPtr(fd, 0, unsafe.Add(g.anchor, os.Getpagesize()), uintptr(g.size), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_FIXED_NOREPLACE); err != nil {
-				g.anchor = nil // something else is mapped there now
+				p, g.anchor = nil, nil // something else is mapped there now (p is MAP_FAILED)
 			}
 		}
 		if p == nil {
