@@ -77,6 +77,14 @@ BenchmarkFirstTouchPosition-2   	 1000	 5000 ns/query`)
 	check("repeated", ts[1], "describe/repeated", false, "51 / 133 ns")
 	check("first", ts[2], "describe/first-position", true, "1.91×")
 	check("first, pages", ts[2], "describe/first-position", true, "alone costs 1.47× the one page, the query 1.30× those touches")
+	// A query above 2× the one page: missed while its pages alone are
+	// within the target; judged against them (1.2×) when they are not.
+	res["BenchmarkFirstPosition"]["ns/query"] = []float64{8000}
+	check("first missed", goBenchTargets(res)[2], "describe/first-position", false, "2.35×")
+	res["BenchmarkFirstTouchPosition"]["ns/query"] = []float64{7000}
+	check("first at its pages", goBenchTargets(res)[2], "describe/first-position", true, "judged against them")
+	res["BenchmarkFirstPosition"]["ns/query"] = []float64{9000}
+	check("first above its pages", goBenchTargets(res)[2], "describe/first-position", false, "the query 1.29× those touches")
 	res["BenchmarkUnwindSteps"]["allocs/op"][2] = 1
 	if ts := goBenchTargets(res); ts[0].met {
 		t.Errorf("unwind with an allocation in one round: %+v", ts[0])
