@@ -15,6 +15,7 @@ import (
 	"github.com/elfimage/elfimage/dwarf/info"
 	"github.com/elfimage/elfimage/dwarf/loc"
 	"github.com/elfimage/elfimage/formaterr"
+	"github.com/elfimage/elfimage/internal/radix"
 )
 
 // dwarfData is the DWARF of one file: sections, unit headers, the map
@@ -155,7 +156,7 @@ type scratch struct {
 	order   []int32
 	stack   []int32
 	keys    []uint64   // flattenSubrs' sort keys
-	keys2   []uint64   // and sortKeys' scratch for them
+	keys2   []uint64   // and radix.Sort's scratch for them
 	starts  []uint64   // flattenSubrs' segment starts, for the index
 	picks   []namePick // the names build copies
 	// groupPicks' table, groups and group of each pick, and build's
@@ -940,7 +941,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		for i, r := range rs {
 			keys = append(keys, (r.start-lo)<<idxBits|uint64(i))
 		}
-		keys, sc.keys2 = sortKeys(keys, sc.keys2, bits.Len64(hi-lo)+idxBits)
+		keys, sc.keys2 = radix.Sort(keys, sc.keys2, bits.Len64(hi-lo)+idxBits)
 		for i, k := range keys {
 			order[i] = int32(k & (1<<idxBits - 1))
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/internal/radix"
 )
 
 // symbol is one function or data symbol of the symbol table; its name is
@@ -288,7 +289,7 @@ func (t *symtab) sort() {
 				}
 			}
 		}
-		packed, _ = sortKeys(packed, nil, bits.Len64(hi-lo)+idxBits)
+		packed, _ = radix.Sort(packed, nil, bits.Len64(hi-lo)+idxBits)
 		for _, k := range packed {
 			pick(k&(1<<idxBits-1), k>>idxBits+lo)
 		}

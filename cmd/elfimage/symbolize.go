@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/internal/radix"
 	"github.com/elfimage/elfimage/symbolize"
 	"github.com/ianlancetaylor/demangle"
 )
@@ -210,7 +211,7 @@ type symPrinter struct {
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
-	orderTmp   []uint64          // radixSort's scratch for order
+	orderTmp   []uint64          // radix.Sort's scratch for order
 	bad        []string
 	failed     int          // addresses whose debug information is malformed
 	firstErr   error        // the first of their errors
@@ -360,7 +361,7 @@ func (p *symPrinter) flushSorted() error {
 		}
 	}
 	if packed {
-		order, p.orderTmp = radixSort(order, p.orderTmp, bits.Len64(maxAddr)+k)
+		order, p.orderTmp = radix.Sort(order, p.orderTmp, bits.Len64(maxAddr)+k)
 	} else {
 		slices.SortFunc(order, func(a, b uint64) int { return cmp.Compare(p.batch[a].addr, p.batch[b].addr) })
 	}
@@ -402,44 +403,6 @@ func (p *symPrinter) flushSorted() error {
 	clear(p.errs)
 	p.batch, p.words = p.batch[:0], p.words[:0]
 	return nil
-}
-
-// radixSort sorts keys of keyBits bits (the rest zero) in ascending
-// order, an 8-bit digit a pass from the lowest, skipping the digits every
-// key shares (the high digits of addresses in one file); tmp is scratch
-// of any length, returned grown for reuse. sorted is keys or tmp's array.
-// Cost: O(n) per digit sorted; 10,000 keys of 37 bits take an eighth
-// of the time slices.Sort does (BenchmarkBatchOrder).
-func radixSort(keys, tmp []uint64, keyBits int) (sorted, scratch []uint64) {
-	if len(keys) < 256 {
-		slices.Sort(keys)
-		return keys, tmp
-	}
-	if cap(tmp) < len(keys) {
-		tmp = make([]uint64, len(keys))
-	}
-	src, dst := keys, tmp[:len(keys)]
-	var count [256]int
-	for shift := 0; shift < keyBits; shift += 8 {
-		clear(count[:])
-		for _, k := range src {
-			count[k>>shift&0xff]++
-		}
-		if count[src[0]>>shift&0xff] == len(src) {
-			continue
-		}
-		sum := 0
-		for i, c := range count {
-			count[i], sum = sum, sum+c
-		}
-		for _, k := range src {
-			d := k >> shift & 0xff
-			dst[count[d]] = k
-			count[d]++
-		}
-		src, dst = dst, src
-	}
-	return src, dst
 }
 
 // answerSpan is where flushSorted keeps one address's frames:

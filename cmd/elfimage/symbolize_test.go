@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elfimage/elfimage/internal/radix"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -391,29 +392,6 @@ func TestSymbolizeWordSplit(t *testing.T) {
 	}
 }
 
-// TestRadixSort: radixSort orders keys as slices.Sort does, for short and
-// long inputs, keys whose high digits all match, and duplicates.
-func TestRadixSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	var tmp []uint64
-	for _, c := range []struct{ n, bits int }{{0, 8}, {1, 8}, {255, 37}, {256, 37}, {10000, 37}, {3000, 64}, {5000, 9}, {4096, 20}} {
-		keys := make([]uint64, c.n)
-		for i := range keys {
-			keys[i] = rng.Uint64() >> (64 - c.bits)
-			if c.bits > 20 {
-				keys[i] |= 0x5a << (c.bits - 8) // a shared top digit
-				keys[i] &= 1<<c.bits - 1
-			}
-		}
-		want := slices.Sorted(slices.Values(keys))
-		var got []uint64
-		got, tmp = radixSort(slices.Clone(keys), tmp, c.bits)
-		if !slices.Equal(got, want) {
-			t.Errorf("%d keys of %d bits: not sorted as slices.Sort sorts them", c.n, c.bits)
-		}
-	}
-}
-
 func BenchmarkBatchOrder(b *testing.B) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	keys := make([]uint64, 10000)
@@ -425,7 +403,7 @@ func BenchmarkBatchOrder(b *testing.B) {
 		w, tmp := work, []uint64(nil)
 		for b.Loop() {
 			copy(w, keys)
-			w, tmp = radixSort(w, tmp, 37) // the two arrays, as flushSorted keeps them
+			w, tmp = radix.Sort(w, tmp, 37) // the two arrays, as flushSorted keeps them
 		}
 	})
 	b.Run("slices.Sort", func(b *testing.B) {

@@ -1,4 +1,4 @@
-package symbolize
+package radix
 
 import (
 	"math/rand/v2"
@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestSortKeys checks sortKeys against slices.Sort on short and long
+// TestSort checks Sort against slices.Sort on short and long
 // inputs, keys of 1 to 64 bits, many equal keys, and digits every key
 // shares (skipped passes), reusing the scratch between calls.
-func TestSortKeys(t *testing.T) {
+func TestSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tmp []uint64
 	for _, n := range []int{0, 1, 255, 256, 1000, 20000} {
@@ -34,7 +34,7 @@ func TestSortKeys(t *testing.T) {
 				want := slices.Clone(keys)
 				slices.Sort(want)
 				var got []uint64
-				got, tmp = sortKeys(keys, tmp, keyBits)
+				got, tmp = Sort(keys, tmp, keyBits)
 				if !slices.Equal(got, want) {
 					t.Fatalf("n=%d bits=%d %s: not sorted as slices.Sort sorts", n, keyBits, shape)
 				}
