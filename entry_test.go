@@ -237,12 +237,22 @@ func captureModuleAArch64() *Module {
 // TestEntryBacktrace: registers captured inside code called through
 // native.Call unwind with Backtrace through the image's frames and the
 // library's entry frame into the Go frame that called it
-// (native.trampoline), where the walk ends cleanly.
+// (native.trampoline), where the walk ends cleanly; on amd64 with the
+// x86-64 capture module, on arm64 (under qemu-user in CI) with the
+// AArch64 one.
 func TestEntryBacktrace(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("runs x86-64 code; TestEntryBacktraceAArch64 (entry_arm64_test.go) is the arm64 one")
+	var m *Module
+	var a *arch.Arch
+	var fp, sp, ra arch.Reg
+	switch runtime.GOARCH {
+	case "amd64":
+		m, a, fp, sp, ra = captureModule(), arch.X86_64, arch.X86_64_RBP, arch.X86_64_RSP, arch.X86_64_RA
+	case "arm64":
+		m, a, fp, sp, ra = captureModuleAArch64(), arch.AArch64, arch.AArch64_FP, arch.AArch64_SP, arch.AArch64_LR
+	default:
+		t.Skipf("no entry routine on %s", runtime.GOARCH)
 	}
-	b, err := Link(captureModule(), LinkOptions{})
+	b, err := Link(m, LinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,10 +272,10 @@ func TestEntryBacktrace(t *testing.T) {
 	}
 	defer native.Free(buf)
 	native.Call(im.Entry(), s, uintptr(unsafe.Pointer(&buf[0])))
-	regs := make([]uint64, arch.X86_64.NumRegs)
-	regs[arch.X86_64_RBP] = binary.LittleEndian.Uint64(buf)
-	regs[arch.X86_64_RSP] = binary.LittleEndian.Uint64(buf[8:])
-	regs[arch.X86_64_RA] = binary.LittleEndian.Uint64(buf[16:])
+	regs := make([]uint64, a.NumRegs)
+	regs[fp] = binary.LittleEndian.Uint64(buf)
+	regs[sp] = binary.LittleEndian.Uint64(buf[8:])
+	regs[ra] = binary.LittleEndian.Uint64(buf[16:])
 	// The native stack keeps the call's words after the return; the walk
 	// reads only the native stack.
 	mem := &unwind.Local{Lo: uint64(s.Bottom()), Hi: uint64(s.Top())}
