@@ -1,6 +1,7 @@
 package procview_test
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -230,16 +231,83 @@ func compareWithGDB(t *testing.T, tid int, ours *procview.Thread, gdb []gdbFrame
 			t.Errorf("thread %d: we stop after %d frames, gdb goes on with %v\nours %v\ngdb  %v", tid, n, g[n], o, g)
 			return n
 		}
+		module := ours.Frames[n].Module
 		gl, ol := g[n][len(g[n])-1], o[n][len(o[n])-1]
-		if gl != ol {
+		if !sameFunc(module, gl, ol) {
 			t.Errorf("thread %d frame %d: ours %v, gdb %v\nours %v\ngdb  %v", tid, n, o[n], g[n], o, g)
 			return n
 		}
-		if len(o[n]) > 1 && strings.Join(o[n], ",") != strings.Join(g[n], ",") {
+		if len(o[n]) > 1 && !sameFuncs(module, o[n], g[n]) {
 			t.Errorf("thread %d frame %d: inlined frames: ours %v, gdb %v", tid, n, o[n], g[n])
 		}
 	}
 	return n
+}
+
+// sameFunc reports whether a and b (normalized by norm) name one function
+// of module: equal, or aliases, symbols of the module's symbol tables at
+// one address (glibc's mmap and mmap64: gdb names the frame after the
+// DWARF subprogram, __mmap64, we and llvm-symbolizer after the symbol
+// table, mmap).
+func sameFunc(module, a, b string) bool {
+	if a == b {
+		return true
+	}
+	addrs := symbolAddrs(module)
+	for _, x := range addrs[a] {
+		for _, y := range addrs[b] {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameFuncs is sameFunc for each of two equally long chains of inlined
+// frames.
+func sameFuncs(module string, a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameFunc(module, a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	symbolAddrsMu    sync.Mutex
+	symbolAddrsCache = map[string]map[string][]uint64{}
+)
+
+// symbolAddrs returns the addresses of module's function symbols
+// (.symtab and .dynsym) by normalized name, read once per module with
+// debug/elf, an independent reader; nil for a module it cannot read
+// (a JIT image in memory, a perf map).
+func symbolAddrs(module string) map[string][]uint64 {
+	symbolAddrsMu.Lock()
+	defer symbolAddrsMu.Unlock()
+	if m, ok := symbolAddrsCache[module]; ok {
+		return m
+	}
+	var m map[string][]uint64
+	if f, err := elf.Open(module); err == nil {
+		m = map[string][]uint64{}
+		syms, _ := f.Symbols()
+		dyn, _ := f.DynamicSymbols()
+		for _, s := range append(syms, dyn...) {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC || elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
+				name := norm(s.Name)
+				m[name] = append(m[name], s.Value)
+			}
+		}
+		f.Close()
+	}
+	symbolAddrsCache[module] = m
+	return m
 }
 
 func threadWith(threads []procview.Thread, fn string) *procview.Thread {
@@ -540,5 +608,20 @@ func TestStacksSignal(t *testing.T) {
 				t.Errorf("only %d frames compared with gdb: %v", n, g[th.TID])
 			}
 		})
+	}
+}
+
+// TestSameFunc: the comparison with gdb accepts glibc's aliases at one
+// address (mmap, mmap64) and nothing else (mmap, munmap).
+func TestSameFunc(t *testing.T) {
+	libc := "/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		t.Skipf("no %s: %v", libc, err)
+	}
+	if !sameFunc(libc, "mmap", "mmap64") {
+		t.Error("mmap and mmap64 are not taken for one function")
+	}
+	if sameFunc(libc, "mmap", "munmap") {
+		t.Error("mmap and munmap are taken for one function")
 	}
 }
