@@ -41,7 +41,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"delete",
 		"continue",
 	}}
-	r, err := s.Run()
+	r, err := qemutest.RunGDBStops(t, s, 1)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}

@@ -51,7 +51,7 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 		"delete",
 		"continue",
 	}}
-	r, err := s.Run()
+	r, err := qemutest.RunGDBStops(t, s, 3)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}

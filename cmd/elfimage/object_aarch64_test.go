@@ -336,7 +336,7 @@ func TestObjectGDBMultiarchAArch64(t *testing.T) {
 		"delete",
 		"continue",
 	}}
-	r, err := s.Run()
+	r, err := qemutest.RunGDBStops(t, s, 2)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}

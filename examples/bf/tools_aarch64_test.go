@@ -48,7 +48,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"continue",
 	}
 	s := &gdbtest.Session{GDB: wrapper, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 3 * time.Minute}
-	r, err := s.Run()
+	r, err := qemutest.RunGDBStops(t, s, 1)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}

@@ -32,12 +32,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -146,8 +148,8 @@ func RunLLDB(t testing.TB, s *lldbtest.Session) (*lldbtest.Result, error) {
 // breakpoint LLDB re-inserts after stepping over a hit (seen about once in
 // fifty sessions, as a pending breakpoint on JIT code that never
 // resolves: the program runs to its end unwatched). A session with fewer
-// stops than asked is run again too, with the same bound and logging; gdb,
-// which re-inserts every breakpoint at each resume, does not need this.
+// stops than asked is run again too, with the same bound and logging (gdb
+// sessions: [RunGDBStops]).
 func RunLLDBStops(t testing.TB, s *lldbtest.Session, stops int) (*lldbtest.Result, error) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -162,6 +164,42 @@ func RunLLDBStops(t testing.TB, s *lldbtest.Session, stops int) (*lldbtest.Resul
 			why = fmt.Sprintf("fewer than %d breakpoint stops (qemu's stub lost a breakpoint)", stops)
 		}
 		t.Logf("attempt %d of %d: %s; again", attempt, LLDBAttempts, why)
+	}
+}
+
+// GDBAttempts is how many times [RunGDBStops] runs a session at the most.
+const GDBAttempts = 3
+
+// gdbStopRE matches gdb's report of a breakpoint stop ("Breakpoint 1,
+// tak (x=17, ...)" or "Thread 2 hit Breakpoint 1, ...").
+var gdbStopRE = regexp.MustCompile(`(?m)(^|hit )Breakpoint \d+, `)
+
+// RunGDBStops runs s, a gdb session whose GDB is a [Wrapper] script, that
+// must stop at breakpoints at least stops times, and returns its result.
+// gdb re-inserts its breakpoints at each resume, but qemu 7.2's user-mode
+// stub sometimes fails a removal while the Go runtime starts a thread
+// (gdb prints "Error removing breakpoint -1": -1 is its internal
+// breakpoint on __jit_debug_register_code), and the JIT image is then
+// never seen: the program runs to its end unwatched. A session with fewer
+// stops than asked is run again, [GDBAttempts] times in all; each attempt
+// is logged with gdb's output. The result is that of the last attempt,
+// with its error (those of gdbtest.Session.Run).
+func RunGDBStops(t testing.TB, s *gdbtest.Session, stops int) (*gdbtest.Result, error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		r, err := s.Run()
+		got := 0
+		if r != nil {
+			got = len(gdbStopRE.FindAllString(r.Output, -1))
+		}
+		if got >= stops || attempt == GDBAttempts {
+			return r, err
+		}
+		out := ""
+		if r != nil {
+			out = r.Output
+		}
+		t.Logf("attempt %d of %d: %d of %d breakpoint stops (qemu's stub lost a breakpoint); again. gdb printed:\n%s", attempt, GDBAttempts, got, stops, out)
 	}
 }
 

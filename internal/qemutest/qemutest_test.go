@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -144,6 +145,51 @@ func TestRunLLDBStops(t *testing.T) {
 		b, _ := os.ReadFile(count)
 		if seen := strings.Count(r.Output, "stop reason = breakpoint"); strings.TrimSpace(string(b)) != fmt.Sprint(tc.runs) || seen != tc.seen {
 			t.Errorf("missed %d, stops %d: %s runs, %d stops seen; want %d runs, %d stops:\n%s", tc.missed, tc.stops, b, seen, tc.runs, tc.seen, r.Output)
+		}
+	}
+}
+
+// fakeGDB writes an executable stand-in for gdb -batch: it counts its runs
+// in a file (count), prints each -ex echo command's text (gdbtest's
+// markers) and, for each "continue", gdb's report of a breakpoint stop,
+// except on its first missed runs, where the first continue reports the
+// program's end instead (a breakpoint qemu's stub lost).
+func fakeGDB(t *testing.T, missed int) (path, count string) {
+	dir := t.TempDir()
+	path, count = filepath.Join(dir, "gdb"), filepath.Join(dir, "runs")
+	script := fmt.Sprintf(`#!/bin/sh
+n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s
+while [ $# -gt 0 ]; do
+	if [ "$1" = -ex ]; then
+		case "$2" in
+		"echo "*) printf '%%b' "${2#echo }" ;;
+		continue) if [ -n "$gone" ]; then echo "The program is not being run."; elif [ $n -le %[2]d ]; then echo "[Inferior 1 (process 1) exited normally]"; gone=1; else echo "Thread 2 hit Breakpoint 1, f (x=1) at f.c:3"; fi ;;
+		esac
+		shift
+	fi
+	shift
+done
+`, shellQuote(count), missed)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, count
+}
+
+// TestRunGDBStops: a session with fewer breakpoint stops than asked is run
+// again, up to GDBAttempts times in all; one with enough is run once.
+func TestRunGDBStops(t *testing.T) {
+	tooltest.Require(t, "sh")
+	for _, tc := range []struct{ missed, runs, stops int }{{0, 1, 2}, {1, 2, 2}, {2, 3, 2}, {5, GDBAttempts, 0}} {
+		gdb, count := fakeGDB(t, tc.missed)
+		s := &gdbtest.Session{GDB: gdb, Dir: t.TempDir(), NoScript: true, Cmds: []string{"break f", "continue", "continue"}}
+		r, err := RunGDBStops(t, s, 2)
+		if err != nil {
+			t.Fatalf("missed %d: %v", tc.missed, err)
+		}
+		b, _ := os.ReadFile(count)
+		if got := strings.Count(r.Output, "hit Breakpoint 1, "); strings.TrimSpace(string(b)) != fmt.Sprint(tc.runs) || got != tc.stops {
+			t.Errorf("missed %d: %s runs, %d stops; want %d runs, %d stops:\n%s", tc.missed, b, got, tc.runs, tc.stops, r.Output)
 		}
 	}
 }
