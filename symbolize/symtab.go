@@ -45,7 +45,7 @@ type symtab struct {
 	scans  atomic.Int32
 	once   sync.Once
 	addrs  []uint64    // sorted; syms[order[i]] is at addrs[i]
-	order  []uint32    // parallel to addrs
+	order  []uint64    // parallel to addrs
 	syms   []symbol    // the kept symbols, in table order
 	index  bucketIndex // over addrs
 	sorted atomic.Bool
@@ -229,16 +229,14 @@ var packedSortBits = 64
 // order: each kept symbol's size, name and source file (the last STT_FILE
 // symbol before it, for a local one) go to a candidate array whose
 // position the sort key carries; the sorted order refers to that array
-// (4 bytes a symbol) instead of copying it, so that picking in address
-// order neither decodes the table and its strings again at random nor
-// writes a second array of symbols to fresh pages. A table of 2^32
-// entries or more (96 GiB) is left unsorted: lookups keep scanning.
-// Cost: O(n log n), five allocations.
+// instead of copying it, so that picking in address order neither decodes
+// the table and its strings again at random nor writes a second array of
+// symbols to fresh pages. On the packed path the order overwrites the
+// sorted keys as they are read and the addresses go to the radix sort's
+// scratch, pages the sort has already touched. Cost: O(n log n), four
+// allocations.
 func (t *symtab) sort() {
 	n := t.count()
-	if n > 1<<32 {
-		return
-	}
 	idxBits := bits.Len64(n)
 	lo, hi := ^uint64(0), uint64(0)
 	files := []uint64{}
@@ -273,17 +271,16 @@ func (t *symtab) sort() {
 	// end: a fault on the mapped table leaves the symtab unsorted (lookups
 	// then scan, and fault again, which Symbolize reports).
 	names := string(t.strs)
-	addrs := make([]uint64, 0, m)
-	order := make([]uint32, 0, m)
+	var addrs, order []uint64
 	pick := func(j, addr uint64) {
 		if k := len(addrs) - 1; k >= 0 && addrs[k] == addr {
 			if cands[j].size >= cands[order[k]].size {
-				order[k] = uint32(j)
+				order[k] = j
 			}
 			return
 		}
 		addrs = append(addrs, addr)
-		order = append(order, uint32(j))
+		order = append(order, j)
 	}
 	if m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
 		packed := keys
@@ -299,25 +296,33 @@ func (t *symtab) sort() {
 				}
 			}
 		}
-		packed, _ = radix.Sort(packed, nil, bits.Len64(hi-lo)+idxBits)
+		packed, scratch := radix.Sort(packed, nil, bits.Len64(hi-lo)+idxBits)
+		if cap(scratch) >= m {
+			addrs = scratch[:0]
+		} else {
+			addrs = make([]uint64, 0, m)
+		}
+		// order[k] is written after packed[k] is read (k only lags).
+		order = packed[:0]
 		for _, k := range packed {
 			pick(k&(1<<idxBits-1), k>>idxBits+lo)
 		}
 	} else {
 		type sym struct{ idx, addr uint64 }
-		order := make([]sym, 0, m)
+		sorted := make([]sym, 0, m)
 		for i := uint64(1); i < n; i++ {
 			if a, _, _, ok := t.raw(i); ok {
-				order = append(order, sym{uint64(len(order)), a})
+				sorted = append(sorted, sym{uint64(len(sorted)), a})
 			}
 		}
-		slices.SortFunc(order, func(a, b sym) int {
+		slices.SortFunc(sorted, func(a, b sym) int {
 			if a.addr != b.addr {
 				return cmp(a.addr, b.addr)
 			}
 			return cmp(a.idx, b.idx)
 		})
-		for _, o := range order {
+		addrs, order = make([]uint64, 0, m), make([]uint64, 0, m)
+		for _, o := range sorted {
 			pick(o.idx, o.addr)
 		}
 	}
