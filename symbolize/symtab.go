@@ -49,7 +49,6 @@ type symtab struct {
 	syms   []symbol    // the kept symbols, in table order
 	index  bucketIndex // over addrs
 	sorted atomic.Bool
-	files  []uint64 // sort: the indexes of the STT_FILE symbols, ascending
 
 	// opd is the .opd section of a big-endian PowerPC64 file (ELFv1
 	// function descriptors), at opdAddr; nil for others.
@@ -128,26 +127,17 @@ func (t *symtab) str(off uint32) (uint32, uint32) {
 
 // fileOf sets sym's file to the name of the last STT_FILE symbol before
 // symbol i, when i is local, as LLVM's SymbolizableObjectFile finds the
-// file of a local symbol. files, when not nil, are the indexes of the
-// STT_FILE symbols in ascending order; otherwise the table is searched
-// backwards from i.
-func (t *symtab) fileOf(i uint64, sym *symbol, files []uint64) {
+// file of a local symbol, searching the table backwards from i (the
+// sort finds the files on its way through the table instead).
+func (t *symtab) fileOf(i uint64, sym *symbol) {
 	if t.tab.Sym(int(i)).Bind() != elf.STB_LOCAL {
 		return
 	}
-	var f uint64
-	if files != nil {
-		k, _ := slices.BinarySearch(files, i)
-		if k == 0 {
-			return
-		}
-		f = files[k-1]
-	} else {
-		for f = i - 1; f > 0 && t.tab.Sym(int(f)).Type() != elf.STT_FILE; f-- {
-		}
-		if f == 0 {
-			return
-		}
+	f := i - 1
+	for ; f > 0 && t.tab.Sym(int(f)).Type() != elf.STT_FILE; f-- {
+	}
+	if f == 0 {
+		return
 	}
 	sym.file, sym.fileLen = t.str(t.tab.Sym(int(f)).Name)
 }
@@ -239,7 +229,6 @@ func (t *symtab) sort() {
 	n := t.count()
 	idxBits := bits.Len64(n)
 	lo, hi := ^uint64(0), uint64(0)
-	files := []uint64{}
 	// Keys of the packed sort made on the way, the address not yet
 	// offset by lo: abs stays true while every address fits so.
 	keys := make([]uint64, 0, n)
@@ -260,7 +249,6 @@ func (t *symtab) sort() {
 			}
 			cands = append(cands, c)
 		} else if s.Type() == elf.STT_FILE {
-			files = append(files, i)
 			file, fileLen = t.str(s.Name)
 		}
 	}
@@ -326,7 +314,7 @@ func (t *symtab) sort() {
 			pick(o.idx, o.addr)
 		}
 	}
-	t.names, t.addrs, t.order, t.syms, t.index, t.files = names, addrs, order, cands, newBucketIndex(addrs), files
+	t.names, t.addrs, t.order, t.syms, t.index = names, addrs, order, cands, newBucketIndex(addrs)
 	t.sorted.Store(true)
 }
 
@@ -396,7 +384,7 @@ func (t *symtab) scan(addr uint64) (name, file string, ok bool) {
 	if !covers(bestAt, &s, addr) {
 		return "", "", false
 	}
-	t.fileOf(best, &s, nil)
+	t.fileOf(best, &s)
 	return string(t.strs[s.name : s.name+s.nameLen]), string(t.strs[s.file : s.file+s.fileLen]), true
 }
 
