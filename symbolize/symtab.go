@@ -44,11 +44,11 @@ type symtab struct {
 
 	scans  atomic.Int32
 	once   sync.Once
-	addrs  []uint64 // sorted; syms[i] is at addrs[i]
-	syms   []symbol
+	addrs  []uint64    // sorted; syms[order[i]] is at addrs[i]
+	order  []uint64    // parallel to addrs
+	syms   []symbol    // the kept symbols, in table order
 	index  bucketIndex // over addrs
 	sorted atomic.Bool
-	files  []uint64 // sort: the indexes of the STT_FILE symbols, ascending
 
 	// opd is the .opd section of a big-endian PowerPC64 file (ELFv1
 	// function descriptors), at opdAddr; nil for others.
@@ -127,26 +127,17 @@ func (t *symtab) str(off uint32) (uint32, uint32) {
 
 // fileOf sets sym's file to the name of the last STT_FILE symbol before
 // symbol i, when i is local, as LLVM's SymbolizableObjectFile finds the
-// file of a local symbol. files, when not nil, are the indexes of the
-// STT_FILE symbols in ascending order; otherwise the table is searched
-// backwards from i.
-func (t *symtab) fileOf(i uint64, sym *symbol, files []uint64) {
+// file of a local symbol, searching the table backwards from i (the
+// sort finds the files on its way through the table instead).
+func (t *symtab) fileOf(i uint64, sym *symbol) {
 	if t.tab.Sym(int(i)).Bind() != elf.STB_LOCAL {
 		return
 	}
-	var f uint64
-	if files != nil {
-		k, _ := slices.BinarySearch(files, i)
-		if k == 0 {
-			return
-		}
-		f = files[k-1]
-	} else {
-		for f = i - 1; f > 0 && t.tab.Sym(int(f)).Type() != elf.STT_FILE; f-- {
-		}
-		if f == 0 {
-			return
-		}
+	f := i - 1
+	for ; f > 0 && t.tab.Sym(int(f)).Type() != elf.STT_FILE; f-- {
+	}
+	if f == 0 {
+		return
 	}
 	sym.file, sym.fileLen = t.str(t.tab.Sym(int(f)).Name)
 }
@@ -222,58 +213,62 @@ var packedSortBits = 64
 
 // sort builds the sorted arrays and their bucket index. Symbols are
 // ordered by address, then table order; when address offsets and symbol
-// indexes fit together in 64 bits (they do in any real file) the keys are
+// positions fit together in 64 bits (they do in any real file) the keys are
 // packed into one uint64 each and sorted as integers, which is several
-// times faster than comparing pairs. Each symbol is decoded twice: once
-// for its address (and the packed key, when the address fits unshifted),
-// once for its size, name and binding when picked. Cost: O(n log n),
-// four allocations.
+// times faster than comparing pairs. The table is decoded once, in table
+// order: each kept symbol's size, name and source file (the last STT_FILE
+// symbol before it, for a local one) go to a candidate array whose
+// position the sort key carries; the sorted order refers to that array
+// instead of copying it, so that picking in address order neither decodes
+// the table and its strings again at random nor writes a second array of
+// symbols to fresh pages. On the packed path the order overwrites the
+// sorted keys as they are read and the addresses go to the radix sort's
+// scratch, pages the sort has already touched. Cost: O(n log n), four
+// allocations.
 func (t *symtab) sort() {
 	n := t.count()
 	idxBits := bits.Len64(n)
 	lo, hi := ^uint64(0), uint64(0)
-	m := 0
-	files := []uint64{}
 	// Keys of the packed sort made on the way, the address not yet
 	// offset by lo: abs stays true while every address fits so.
 	keys := make([]uint64, 0, n)
+	cands := make([]symbol, 0, n)
 	abs := true
+	var file, fileLen uint32
 	for i := uint64(1); i < n; i++ {
 		s := t.tab.Sym(int(i))
-		if a, _, _, ok := t.rawSym(i, s); ok {
-			lo, hi, m = min(lo, a), max(hi, a), m+1
+		if a, size, name, ok := t.rawSym(i, s); ok {
+			lo, hi = min(lo, a), max(hi, a)
 			if abs = abs && bits.Len64(a)+idxBits <= 64; abs {
-				keys = append(keys, a<<idxBits|i)
+				keys = append(keys, a<<idxBits|uint64(len(cands)))
 			}
+			c := symbol{size: size}
+			c.name, c.nameLen = t.str(name)
+			if s.Bind() == elf.STB_LOCAL {
+				c.file, c.fileLen = file, fileLen
+			}
+			cands = append(cands, c)
 		} else if s.Type() == elf.STT_FILE {
-			files = append(files, i)
+			file, fileLen = t.str(s.Name)
 		}
 	}
+	m := len(cands)
 	// Of the symbols at one address keep the largest, the last in table
 	// order among equal sizes: pick is called for the symbols in order of
 	// address, then table order. Built in locals and published at the
 	// end: a fault on the mapped table leaves the symtab unsorted (lookups
 	// then scan, and fault again, which Symbolize reports).
 	names := string(t.strs)
-	addrs := make([]uint64, 0, m)
-	syms := make([]symbol, 0, m)
-	pick := func(idx, addr uint64) {
-		e := t.tab.Sym(int(idx))
-		s := symbol{size: e.Size}
-		s.name, s.nameLen = t.str(e.Name)
-		if e.Bind() == elf.STB_LOCAL {
-			if k, _ := slices.BinarySearch(files, idx); k > 0 {
-				s.file, s.fileLen = t.str(t.tab.Sym(int(files[k-1])).Name)
-			}
-		}
+	var addrs, order []uint64
+	pick := func(j, addr uint64) {
 		if k := len(addrs) - 1; k >= 0 && addrs[k] == addr {
-			if s.size >= syms[k].size {
-				syms[k] = s
+			if cands[j].size >= cands[order[k]].size {
+				order[k] = j
 			}
 			return
 		}
 		addrs = append(addrs, addr)
-		syms = append(syms, s)
+		order = append(order, j)
 	}
 	if m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
 		packed := keys
@@ -285,35 +280,46 @@ func (t *symtab) sort() {
 			packed = packed[:0]
 			for i := uint64(1); i < n; i++ {
 				if a, _, _, ok := t.raw(i); ok {
-					packed = append(packed, (a-lo)<<idxBits|i)
+					packed = append(packed, (a-lo)<<idxBits|uint64(len(packed)))
 				}
 			}
 		}
-		packed, _ = radix.Sort(packed, nil, bits.Len64(hi-lo)+idxBits)
+		packed, scratch := radix.Sort(packed, nil, bits.Len64(hi-lo)+idxBits)
+		if cap(scratch) >= m {
+			addrs = scratch[:0]
+		} else {
+			addrs = make([]uint64, 0, m)
+		}
+		// order[k] is written after packed[k] is read (k only lags).
+		order = packed[:0]
 		for _, k := range packed {
 			pick(k&(1<<idxBits-1), k>>idxBits+lo)
 		}
 	} else {
 		type sym struct{ idx, addr uint64 }
-		order := make([]sym, 0, m)
+		sorted := make([]sym, 0, m)
 		for i := uint64(1); i < n; i++ {
 			if a, _, _, ok := t.raw(i); ok {
-				order = append(order, sym{i, a})
+				sorted = append(sorted, sym{uint64(len(sorted)), a})
 			}
 		}
-		slices.SortFunc(order, func(a, b sym) int {
+		slices.SortFunc(sorted, func(a, b sym) int {
 			if a.addr != b.addr {
 				return cmp(a.addr, b.addr)
 			}
 			return cmp(a.idx, b.idx)
 		})
-		for _, o := range order {
+		addrs, order = make([]uint64, 0, m), make([]uint64, 0, m)
+		for _, o := range sorted {
 			pick(o.idx, o.addr)
 		}
 	}
-	t.names, t.addrs, t.syms, t.index, t.files = names, addrs, syms, newBucketIndex(addrs), files
+	t.names, t.addrs, t.order, t.syms, t.index = names, addrs, order, cands, newBucketIndex(addrs)
 	t.sorted.Store(true)
 }
+
+// sym returns the symbol at addrs[i] of a sorted symtab.
+func (t *symtab) sym(i int) *symbol { return &t.syms[t.order[i]] }
 
 func cmp(a, b uint64) int {
 	if a < b {
@@ -345,7 +351,7 @@ func (t *symtab) lookup(addr uint64) (name, file string, ok bool) {
 	if i < 0 {
 		return "", "", false
 	}
-	s := &t.syms[i]
+	s := t.sym(i)
 	if !covers(t.addrs[i], s, addr) {
 		return "", "", false
 	}
@@ -378,7 +384,7 @@ func (t *symtab) scan(addr uint64) (name, file string, ok bool) {
 	if !covers(bestAt, &s, addr) {
 		return "", "", false
 	}
-	t.fileOf(best, &s, nil)
+	t.fileOf(best, &s)
 	return string(t.strs[s.name : s.name+s.nameLen]), string(t.strs[s.file : s.file+s.fileLen]), true
 }
 

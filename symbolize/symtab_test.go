@@ -68,7 +68,7 @@ func TestSymtabSort(t *testing.T) {
 				t.Fatalf("%s, key bits %d: %d addresses, want %d", mode, bits, len(st.addrs), len(addrs))
 			}
 			for i, a := range st.addrs {
-				s := &st.syms[i]
+				s := st.sym(i)
 				if got := st.names[s.name : s.name+s.nameLen]; got != ref[a].name || s.size != ref[a].size {
 					t.Fatalf("%s, key bits %d: at %#x %s (size %d), want %s (size %d)", mode, bits, a, got, s.size, ref[a].name, ref[a].size)
 				}
