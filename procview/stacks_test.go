@@ -1,6 +1,7 @@
 package procview_test
 
 import (
+	"debug/dwarf"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -211,7 +212,8 @@ func notCode(th *procview.Thread, i int) bool {
 }
 
 // compareWithGDB checks that our backtrace of a thread agrees with gdb's,
-// physical frame by physical frame, up to the first frame gdb cannot name
+// physical frame by physical frame (gdb's tail-call frames, which it
+// makes up from the DWARF's call sites, left out: see tailCaller), up to the first frame gdb cannot name
 // ("??", where gdb's own unwinding has left the code it knows: past that
 // gdb prints guesses), the frame our walk stopped at outside executable
 // memory (notCode), and gdb's last frame (gdb stops at main.main). In
@@ -233,6 +235,12 @@ func compareWithGDB(t *testing.T, tid int, ours *procview.Thread, gdb []gdbFrame
 		}
 		module := ours.Frames[n].Module
 		gl, ol := g[n][len(g[n])-1], o[n][len(o[n])-1]
+		if !sameFunc(module, gl, ol) && n > 0 && n+1 < len(g) && tailCaller(ours.Frames[n-1].Module, gl, o[n-1][0]) {
+			// gdb's tail-call frame (from DW_TAG_call_site): not on
+			// the stack, so not in ours.
+			g = append(g[:n:n], g[n+1:]...)
+			gl = g[n][len(g[n])-1]
+		}
 		if !sameFunc(module, gl, ol) {
 			t.Errorf("thread %d frame %d: ours %v, gdb %v\nours %v\ngdb  %v", tid, n, o[n], g[n], o, g)
 			return n
@@ -294,8 +302,7 @@ func symbolAddrs(module string) map[string][]uint64 {
 		return m
 	}
 	var m map[string][]uint64
-	if f, err := elf.Open(module); err == nil {
-		m = map[string][]uint64{}
+	add := func(f *elf.File) {
 		syms, _ := f.Symbols()
 		dyn, _ := f.DynamicSymbols()
 		for _, s := range append(syms, dyn...) {
@@ -304,10 +311,177 @@ func symbolAddrs(module string) map[string][]uint64 {
 				m[name] = append(m[name], s.Value)
 			}
 		}
+	}
+	if f, err := elf.Open(module); err == nil {
+		m = map[string][]uint64{}
+		add(f)
+		// The local symbols of a stripped library (glibc's
+		// __pthread_create_2_1, gdb's name for pthread_create) are in
+		// its separate debug file, found by build ID.
+		if d, err := elf.Open(debugFile(module)); err == nil {
+			add(d)
+			d.Close()
+		}
 		f.Close()
 	}
 	symbolAddrsCache[module] = m
 	return m
+}
+
+// tailCaller reports whether the DWARF of module (or of its separate
+// debug file) has a call site marked as a tail call (DW_AT_call_tail_call,
+// DW_AT_GNU_tail_call) to callee inside caller, names normalized by
+// norm: gdb then shows a frame of caller between callee and the frame
+// that called caller (glibc's new_heap, which jumps to alloc_new_heap),
+// which is not on the stack. An independent reader: debug/dwarf.
+func tailCaller(module, caller, callee string) bool {
+	for _, e := range tailCalls(module) {
+		if sameFunc(module, e[0], caller) && sameFunc(module, e[1], callee) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	tailCallsMu    sync.Mutex
+	tailCallsCache = map[string][][2]string{}
+)
+
+// tailCalls returns the (caller, callee) names of module's tail-call
+// sites, read once per module (tailCaller).
+func tailCalls(module string) [][2]string {
+	tailCallsMu.Lock()
+	defer tailCallsMu.Unlock()
+	if e, ok := tailCallsCache[module]; ok {
+		return e
+	}
+	var out [][2]string
+	for _, path := range []string{module, debugFile(module)} {
+		f, err := elf.Open(path)
+		if err != nil {
+			continue
+		}
+		if d, err := f.DWARF(); err == nil {
+			out = append(out, dwarfTailCalls(d)...)
+		}
+		f.Close()
+	}
+	tailCallsCache[module] = out
+	return out
+}
+
+// dwarfTailCalls lists the (caller, callee) names of d's call sites
+// marked as tail calls; the caller is the subprogram holding the site,
+// names found through DW_AT_abstract_origin and DW_AT_specification.
+func dwarfTailCalls(d *dwarf.Data) [][2]string {
+	const (
+		tagGNUCallSite  = dwarf.Tag(0x4109)
+		attrGNUTailCall = dwarf.Attr(0x2115)
+	)
+	type site struct{ caller, callee dwarf.Offset }
+	names := map[dwarf.Offset]string{}
+	refs := map[dwarf.Offset]dwarf.Offset{} // origin or specification
+	var sites []site
+	var stack []dwarf.Offset // enclosing subprograms (0 for other DIEs with children)
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if n, ok := e.Val(dwarf.AttrName).(string); ok {
+			names[e.Offset] = n
+		}
+		for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+			if o, ok := e.Val(a).(dwarf.Offset); ok {
+				refs[e.Offset] = o
+			}
+		}
+		if e.Tag == dwarf.TagCallSite || e.Tag == tagGNUCallSite {
+			tail, _ := e.Val(dwarf.AttrCallTailCall).(bool)
+			gnuTail, _ := e.Val(attrGNUTailCall).(bool)
+			origin, ok := e.Val(dwarf.AttrCallOrigin).(dwarf.Offset)
+			if !ok {
+				origin, ok = e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+			}
+			if (tail || gnuTail) && ok {
+				for i := len(stack) - 1; i >= 0; i-- {
+					if stack[i] != 0 {
+						sites = append(sites, site{stack[i], origin})
+						break
+					}
+				}
+			}
+		}
+		if e.Children {
+			var sub dwarf.Offset
+			if e.Tag == dwarf.TagSubprogram {
+				sub = e.Offset
+			}
+			stack = append(stack, sub)
+		}
+	}
+	name := func(o dwarf.Offset) string {
+		for i := 0; i < 8; i++ {
+			if n, ok := names[o]; ok {
+				return norm(n)
+			}
+			next, ok := refs[o]
+			if !ok {
+				break
+			}
+			o = next
+		}
+		return ""
+	}
+	var out [][2]string
+	for _, s := range sites {
+		out = append(out, [2]string{name(s.caller), name(s.callee)})
+	}
+	return out
+}
+
+// debugFile returns the path of the separate debug file of the ELF file
+// at path, found by build ID under /usr/lib/debug/.build-id ("" when path
+// has no build ID).
+func debugFile(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	id := buildID(f)
+	if len(id) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:1], id[1:])
+}
+
+// buildID returns the descriptor of f's NT_GNU_BUILD_ID note
+// (.note.gnu.build-id), nil when it has none.
+func buildID(f *elf.File) []byte {
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		return nil
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 16 {
+		return nil
+	}
+	bo := f.ByteOrder
+	namesz, descsz, typ := bo.Uint32(b), bo.Uint32(b[4:]), bo.Uint32(b[8:])
+	off := 12 + (uint64(namesz)+3)&^3
+	if typ != 3 || off+uint64(descsz) > uint64(len(b)) {
+		return nil
+	}
+	return b[off : off+uint64(descsz)]
 }
 
 func threadWith(threads []procview.Thread, fn string) *procview.Thread {
@@ -612,14 +786,28 @@ func TestStacksSignal(t *testing.T) {
 }
 
 // TestSameFunc: the comparison with gdb accepts glibc's aliases at one
-// address (mmap, mmap64) and nothing else (mmap, munmap).
+// address (mmap, mmap64; pthread_create and the debug file's
+// __pthread_create_2_1) and nothing else (mmap, munmap); tailCaller finds
+// glibc's tail call from new_heap to alloc_new_heap, one way only.
 func TestSameFunc(t *testing.T) {
 	libc := "/lib/x86_64-linux-gnu/libc.so.6"
 	if _, err := os.Stat(libc); err != nil {
-		t.Skipf("no %s: %v", libc, err)
+		tooltest.Skip(t, "no %s: %v", libc, err)
 	}
 	if !sameFunc(libc, "mmap", "mmap64") {
 		t.Error("mmap and mmap64 are not taken for one function")
+	}
+	if symbolAddrs(libc)["pthread_create_2_1"] == nil {
+		tooltest.Skip(t, "no separate debug file of %s (Debian's libc6-dbg)", libc)
+	}
+	if !sameFunc(libc, "pthread_create", "pthread_create_2_1") {
+		t.Error("pthread_create and __pthread_create_2_1 (a local symbol of the debug file) are not taken for one function")
+	}
+	if !tailCaller(libc, "new_heap", "alloc_new_heap") {
+		t.Error("new_heap's tail call of alloc_new_heap not found")
+	}
+	if tailCaller(libc, "alloc_new_heap", "new_heap") {
+		t.Error("alloc_new_heap taken to tail-call new_heap")
 	}
 	if sameFunc(libc, "mmap", "munmap") {
 		t.Error("mmap and munmap are taken for one function")
