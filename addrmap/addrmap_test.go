@@ -342,7 +342,8 @@ func TestLookupLayouts(t *testing.T) {
 
 // TestWriteAllocations: with 1,000 ranges registered, an Insert and a
 // Remove allocate the entry's Ref and, amortised, less than one more (the
-// view is rebuilt once every deltaMax inserts), not a copy of the map.
+// view is rebuilt once every deltaCap(1000) = 15 inserts), not a copy of
+// the map.
 func TestWriteAllocations(t *testing.T) {
 	var m Map[int]
 	for i := range 1000 {
@@ -360,6 +361,87 @@ func TestWriteAllocations(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Errorf("Insert+Remove with 1,000 ranges: %.1f allocations, want at most 1", allocs)
+	}
+}
+
+// TestDeltaSearch checks the delta's sorted search where removed ranges
+// and ranges inserted after them overlap: a range inserted again at the
+// same start, one starting below a removed range and reaching into it, one
+// starting inside it; probing every edge against a linear search of the
+// live ranges, with Lookup, LookupRange and Acquire.
+func TestDeltaSearch(t *testing.T) {
+	var m Map[int]
+	live := map[int]Range{}
+	insert := func(id int, start, end uintptr) {
+		t.Helper()
+		if err := m.Insert(start, end, id); err != nil {
+			t.Fatal(err)
+		}
+		live[id] = Range{start, end}
+	}
+	remove := func(id int) {
+		t.Helper()
+		if _, ok := m.Remove(live[id].Start); !ok {
+			t.Fatalf("Remove(%d) missed", id)
+		}
+		delete(live, id)
+	}
+	insert(0, 0x1000, 0x2000) // the base: the first insert builds the view
+	insert(1, 0x10000, 0x20000)
+	insert(2, 0x5000, 0x6000)
+	insert(3, 0x30000, 0x31000)
+	remove(1)
+	insert(4, 0x8000, 0x14000)  // below the removed range, into it
+	insert(5, 0x14000, 0x18000) // inside it
+	remove(2)
+	insert(6, 0x5000, 0x5800) // the removed range's start again
+	if v := m.cur.Load(); len(v.ents) != 1 || v.nd.Load() != 6 {
+		t.Fatalf("view holds %d base ranges and %d in the delta; the test wants 1 and 6", len(v.ents), v.nd.Load())
+	}
+	var probes []uintptr
+	for _, r := range []Range{{0x1000, 0x2000}, {0x10000, 0x20000}, {0x5000, 0x6000}, {0x30000, 0x31000}, {0x8000, 0x14000}, {0x14000, 0x18000}, {0x5000, 0x5800}} {
+		probes = append(probes, r.Start-1, r.Start, r.Start+1, (r.Start+r.End)/2, r.End-1, r.End, r.End+1)
+	}
+	probes = append(probes, 0, 0x12000, 0x19000, ^uintptr(0))
+	for _, pc := range probes {
+		want := -1
+		for id, r := range live {
+			if r.Contains(pc) {
+				want = id
+			}
+		}
+		got, err := m.Lookup(pc)
+		if (want >= 0) != (err == nil) || (want >= 0 && got != want) {
+			t.Errorf("Lookup(%#x) = %d, %v; want range %d", pc, got, err, want)
+		}
+		r, gotR, err := m.LookupRange(pc)
+		if (want >= 0) != (err == nil) || (want >= 0 && (gotR != want || r != live[want])) {
+			t.Errorf("LookupRange(%#x) = %v %d, %v; want range %d", pc, r, gotR, err, want)
+		}
+		if ref, err := m.Acquire(pc); (want >= 0) != (err == nil) {
+			t.Errorf("Acquire(%#x): %v; want range %d", pc, err, want)
+		} else if err == nil {
+			if ref.Value() != want {
+				t.Errorf("Acquire(%#x) = %d; want %d", pc, ref.Value(), want)
+			}
+			ref.Release()
+		}
+	}
+}
+
+// TestDeltaShare: a map filled by inserts keeps at most one range per 64
+// in its delta from 64 ranges on (the lookups of a bench of 100 objects
+// stay off it), and at most 16 below.
+func TestDeltaShare(t *testing.T) {
+	var m Map[int]
+	for i := range 2000 {
+		if err := m.Insert(uintptr(i+1)<<16, uintptr(i+1)<<16+0x8000, i); err != nil {
+			t.Fatal(err)
+		}
+		n, nd := i+1, int(m.cur.Load().nd.Load())
+		if want := min(n/deltaShare, deltaMax); n >= deltaShare && nd > want || nd > deltaMax {
+			t.Fatalf("%d ranges: %d in the delta, want at most %d", n, nd, want)
+		}
 	}
 }
 

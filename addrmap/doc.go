@@ -7,7 +7,8 @@
 //
 // A [Map] publishes a view through an atomic pointer: a base snapshot of
 // non-overlapping ranges sorted by Start with its index, and a delta of up
-// to 16 ranges inserted since the base was built. Readers ([Map.Lookup],
+// to 16 ranges inserted since the base was built (in a map of n >= 64
+// ranges, at most n/64). Readers ([Map.Lookup],
 // [Map.LookupRange], [Map.Acquire], [Map.Len], [Map.All]) take no lock and
 // never block: they load the current view and search it, and allocate
 // nothing. Besides the sorted starts the base holds a direct-mapped bucket
@@ -18,7 +19,8 @@
 // nanoseconds for 1 range or 1,000 when the ranges are spread as loaded
 // objects are. Ranges crowded into one bucket, and those outside the
 // window, are bisected, so no lookup costs more than O(log n); a pc the
-// base does not hold then scans the delta (at most 16 comparisons). A base
+// base does not hold then bisects the delta's sorted starts (at most four
+// steps; the view keeps a sorted copy of each length the delta takes). A base
 // of one or two ranges (the first range inserted into an empty map, or
 // what a build leaves) is kept in the view's header, where Lookup compares
 // the pc with it before anything else (no index, no further call).
@@ -34,7 +36,7 @@
 // live ranges (merged, sorted, the index rebuilt: O(n log n) time, four
 // allocations of O(n) bytes) and publish it with one pointer store. So an insert costs O(log n)
 // time (the overlap check) and one allocation (its Ref) plus, amortised over
-// the 16 inserts of a delta, one build; a removal costs O(log n) and nothing
+// the inserts of a delta (16, or n/64 for n ranges when fewer), one build; a removal costs O(log n) and nothing
 // allocated, amortised likewise. Readers that loaded an older view finish
 // their search on it; the garbage collector frees it when none does. A
 // removed value stays referenced by its tombstone until the next build
