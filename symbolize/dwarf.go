@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -592,11 +593,28 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		x.err = err
 		return x
 	}
+	// The line program and the DIEs are independent: a large unit's line
+	// program is decoded on another goroutine while this one walks the
+	// DIEs (the table is the same either way; an error of the line
+	// program still wins over one of the DIEs, as when it came first).
+	var waitLines func() (*lineTable, error)
 	if u.root.hasStmt {
-		if x.lines, err = d.lineTable(u); err != nil {
+		if u.hdr.End-u.hdr.Offset >= concurrentLines && runtime.GOMAXPROCS(0) > 1 {
+			waitLines = d.lineTableAsync(u)
+		} else if x.lines, err = d.lineTable(u); err != nil {
 			x.err = err
 			return x
 		}
+	}
+	if waitLines != nil {
+		defer func() {
+			lines, err := waitLines()
+			if err != nil {
+				*x = unitIndex{err: err}
+				return
+			}
+			x.lines = lines
+		}()
 	}
 	sc := getScratch()
 	// subrs and refs (parallel to it) are the subroutines; rs their
