@@ -210,6 +210,7 @@ type symPrinter struct {
 	frames     []symbolize.Frame
 	store      []symbolize.Frame // flushSorted's frames of a batch
 	store2     []symbolize.Frame // flushSorted's frames of the upper half answered concurrently
+	later      *bytes.Buffer     // printSorted's text of the later half of a batch
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
@@ -414,22 +415,71 @@ func (p *symPrinter) flushSorted() error {
 		}
 	}
 	p.store, p.order = store, order // order and orderTmp: the radix sort's two arrays
-	for i, q := range p.batch {
-		var r result
-		if q.bad < 0 {
-			a, st := p.spans[i], store
-			if a.second {
-				st = store2
-			}
-			r = result{st[a.start:a.end:a.end], p.errs[i]}
-		}
-		if err := p.one(q, r); err != nil {
-			return err
-		}
+	if err := p.printSorted(store, store2, len(upper) > 0); err != nil {
+		return err
 	}
 	clear(p.errs)
 	p.batch, p.words = p.batch[:0], p.words[:0]
 	return nil
+}
+
+// printSorted prints the batch's answers (flushSorted's spans into store
+// and store2) in input order. When concurrent, the later half of the
+// batch is formatted at the same time by a copy of the printer into a
+// buffer of its own, written after the first half; the copy's counts
+// and malformed words are then merged as if one printer had printed
+// both (the first failure's error is the earliest in input order). The
+// output is the same: an answer's text depends only on its frames and on
+// the count of answers before it (JSON's commas), known in advance.
+func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent bool) error {
+	print := func(pr *symPrinter, from, to int) error {
+		for i := from; i < to; i++ {
+			q := p.batch[i]
+			var r result
+			if q.bad < 0 {
+				a, st := p.spans[i], store
+				if a.second {
+					st = store2
+				}
+				r = result{st[a.start:a.end:a.end], p.errs[i]}
+			}
+			if err := pr.one(q, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := len(p.batch)
+	if !concurrent {
+		return print(p, 0, n)
+	}
+	h := n / 2
+	if p.later == nil {
+		p.later = new(bytes.Buffer)
+	}
+	p.later.Reset()
+	later := symPrinter{w: bufio.NewWriterSize(p.later, 64<<10), sym: p.sym, file: p.file, symOptions: p.symOptions,
+		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, answered: p.answered + h, words: p.words}
+	var laterErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		laterErr = print(&later, h, n)
+		later.w.Flush()
+	}()
+	err := print(p, 0, h)
+	<-done
+	if err != nil {
+		return err
+	}
+	p.w.Write(p.later.Bytes())
+	p.bad = append(p.bad, later.bad...)
+	if p.failed == 0 {
+		p.firstErr = later.firstErr
+	}
+	p.failed += later.failed
+	p.answered = later.answered
+	return laterErr
 }
 
 // concurrentMin is the fewest valid addresses in a batch that
