@@ -106,6 +106,115 @@ type abbrev struct {
 	// unread.
 	fast    []fastAttr
 	fixedOK bool
+	// skip, when skipOK, skips a DIE of variable size in place (see
+	// skipInPlace): every form has a fixed size or one of the variable
+	// sizes it knows.
+	skip   []skipStep
+	skipOK bool
+}
+
+// skipStep is one step of skipping a DIE's values in place: fixed bytes
+// (the fixed-size values since the previous step), then one value whose
+// size is in its bytes, of size class op (SizeImplicit: none, the last
+// step).
+type skipStep struct {
+	fixed uint32
+	op    dwarf.SizeClass
+}
+
+// planSkip sets a.skip and a.skipOK for an abbreviation of variable size
+// whose forms all have fixed sizes or LEB128, block or string values.
+func planSkip(a *abbrev, all *[]skipStep) {
+	if a.fixed >= 0 {
+		return
+	}
+	start := len(*all)
+	steps := *all
+	defer func() { *all = steps }()
+	acc := uint32(0)
+	for i := range a.specs {
+		sp := &a.specs[i]
+		if sp.size >= 0 {
+			acc += uint32(sp.size)
+			continue
+		}
+		switch sp.fs.Size {
+		case dwarf.SizeUleb, dwarf.SizeSleb, dwarf.SizeBlock1, dwarf.SizeBlock2, dwarf.SizeBlock4, dwarf.SizeBlock, dwarf.SizeString:
+			steps = append(steps, skipStep{acc, sp.fs.Size})
+			acc = 0
+		default: // indirect, unknown
+			steps = steps[:start]
+			return
+		}
+	}
+	steps = append(steps, skipStep{acc, dwarf.SizeImplicit})
+	a.skip, a.skipOK = steps[start:len(steps):len(steps)], true
+}
+
+// skipInPlace returns the offset after the values of a DIE that starts at
+// pos of data (values up to end), following steps, or false when they
+// are not all there, or a LEB128 number runs over 10 bytes (the caller
+// then skips value by value, which reports the error: skipInPlace never
+// accepts what that path would fail).
+func skipInPlace(data []byte, pos, end int, steps []skipStep, le bool) (int, bool) {
+	if end > len(data) || pos > end {
+		return 0, false
+	}
+	for _, st := range steps {
+		if uint64(st.fixed) > uint64(end-pos) {
+			return 0, false
+		}
+		pos += int(st.fixed)
+		var n uint64 // bytes of a block's contents
+		switch st.op {
+		case dwarf.SizeImplicit:
+			return pos, true
+		case dwarf.SizeUleb, dwarf.SizeSleb, dwarf.SizeBlock:
+			var v uint64
+			i := 0
+			for ; ; i++ {
+				if i == 10 || pos+i >= end {
+					return 0, false
+				}
+				c := data[pos+i]
+				v |= uint64(c&0x7f) << (7 * i)
+				if c < 0x80 {
+					break
+				}
+			}
+			pos += i + 1
+			if st.op == dwarf.SizeBlock {
+				n = v
+			}
+		case dwarf.SizeBlock1:
+			if pos >= end {
+				return 0, false
+			}
+			n, pos = uint64(data[pos]), pos+1
+		case dwarf.SizeBlock2, dwarf.SizeBlock4:
+			w := 2
+			if st.op == dwarf.SizeBlock4 {
+				w = 4
+			}
+			if end-pos < w {
+				return 0, false
+			}
+			n, pos = fixedUint(data[pos:pos+w], le), pos+w
+		case dwarf.SizeString:
+			i := bytes.IndexByte(data[pos:end], 0)
+			if i < 0 {
+				return 0, false
+			}
+			pos += i + 1
+		default:
+			return 0, false
+		}
+		if n > uint64(end-pos) || n > 1<<31-1 {
+			return 0, false
+		}
+		pos += int(n)
+	}
+	return 0, false // no final step
 }
 
 // slowAttrs turns readAttrs' in-place reading of fixed-size DIEs off
@@ -228,6 +337,7 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 	t := &abbrevTable{dense: make([]abbrev, 0, count)}
 	all := make([]attrSpec, 0, nspecs) // one backing array for the table
 	fastAll := make([]fastAttr, 0, nspecs)
+	var skipAll []skipStep
 	for code, ia := range it.All() {
 		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
@@ -244,6 +354,7 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 		}
 		a.specs = all[start:len(all):len(all)]
 		planFast(&a, &fastAll)
+		planSkip(&a, &skipAll)
 		if code == uint64(len(t.dense))+1 {
 			t.dense = append(t.dense, a)
 		} else {

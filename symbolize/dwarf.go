@@ -792,6 +792,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 	first := true
 	n := int32(0)
 	var a attrs
+	le := b.Order == binary.LittleEndian
 	for b.Len() > 0 {
 		off := b.Off()
 		code := b.Uleb("abbrev code")
@@ -825,6 +826,10 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 			}
 		} else if ab.fixed >= 0 {
 			b.Skip(uint64(ab.fixed), "attribute value")
+		} else if p, ok := skipInPlace(b.Data(), int(b.Off()), int(b.End()), ab.skip, le); ok && !slowAttrs {
+			// (ok only for a planned abbreviation: ab.skip is nil
+			// otherwise.)
+			b.Seek(uint64(p), "attribute value")
 		} else {
 			for i := range ab.specs {
 				if s := &ab.specs[i]; s.size >= 0 {
