@@ -826,7 +826,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 			}
 		} else if ab.fixed >= 0 {
 			b.Skip(uint64(ab.fixed), "attribute value")
-		} else if p, ok := skipInPlace(b.Data(), int(b.Off()), int(b.End()), ab.skip, le); ok && !slowAttrs {
+		} else if p, ok := skipInPlace(b.Data(), int(b.Off()), int(b.End()), ab.skip, le, nil); ok && !slowAttrs {
 			// (ok only for a planned abbreviation: ab.skip is nil
 			// otherwise.)
 			b.Seek(uint64(p), "attribute value")

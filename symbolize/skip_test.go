@@ -62,7 +62,7 @@ func TestSkipInPlace(t *testing.T) {
 				skipForm(&b, s, enc)
 			}
 		}
-		p, ok := skipInPlace(data, pos, end, a.skip, order == binary.LittleEndian)
+		p, ok := skipInPlace(data, pos, end, a.skip, order == binary.LittleEndian, nil)
 		if !ok {
 			continue
 		}
