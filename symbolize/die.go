@@ -408,8 +408,10 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 	t := &abbrevTable{dense: make([]abbrev, 0, count)}
 	all := make([]attrSpec, 0, nspecs) // one backing array for the table
 	fastAll := make([]fastAttr, 0, nspecs)
-	var skipAll []skipStep
-	var mixedAll []fastAttr
+	// A declaration has at most a skip step per specification and one
+	// more.
+	skipAll := make([]skipStep, 0, nspecs+count)
+	mixedAll := make([]fastAttr, 0, nspecs)
 	for code, ia := range it.All() {
 		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
