@@ -458,6 +458,23 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 		p.later = new(bytes.Buffer)
 	}
 	p.later.Reset()
+	// Sized once for the later half's text in the default style (a
+	// function line and a file:line line per frame), so that it is not
+	// copied as it grows; other styles may grow it.
+	size := 0
+	for i := h; i < n; i++ {
+		if a := p.spans[i]; p.batch[i].bad < 0 {
+			st := store
+			if a.second {
+				st = store2
+			}
+			for _, f := range st[a.start:a.end] {
+				size += len(f.Function) + len(f.File) + 16
+			}
+		}
+		size += 8
+	}
+	p.later.Grow(size)
 	later := symPrinter{w: bufio.NewWriterSize(p.later, 64<<10), sym: p.sym, file: p.file, symOptions: p.symOptions,
 		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, answered: p.answered + h, words: p.words}
 	var laterErr error
