@@ -151,7 +151,17 @@ func BenchmarkColdBatch(b *testing.B) {
 		b.Run(fmt.Sprintf("prepare=%v", prepare), func(b *testing.B) {
 			frames := make([]symbolize.Frame, 0, 16)
 			b.ReportAllocs()
+			// CPU time (user + system, every thread's) per batch: the
+			// wall time of Prepare's goroutines depends on the other
+			// load of the machine.
+			cpu0, iters := processCPU(), 0
+			defer func() {
+				if cpu := processCPU(); cpu > 0 && iters > 0 {
+					b.ReportMetric(float64(cpu-cpu0)/float64(iters), "cpu-ns/op")
+				}
+			}()
 			for b.Loop() {
+				iters++
 				s, err := symbolize.Open(path)
 				if err != nil {
 					b.Fatal(err)

@@ -106,6 +106,181 @@ type abbrev struct {
 	// unread.
 	fast    []fastAttr
 	fixedOK bool
+	// skip, when skipOK, skips a DIE of variable size in place (see
+	// skipInPlace): every form has a fixed size or one of the variable
+	// sizes it knows.
+	skip   []skipStep
+	skipOK bool
+	// mixed, when mixedOK, lists the kept attributes of a DIE of
+	// variable size, placed by skip steps (planMixed): readAttrs reads
+	// them in place as for fast.
+	mixed   []fastAttr
+	mixedOK bool
+}
+
+// maxMixedSteps is the most skip steps of an abbreviation whose DIEs
+// readAttrs reads in place.
+const maxMixedSteps = 16
+
+// planMixed sets a.mixed and a.mixedOK for an abbreviation of variable
+// size that planSkip planned, in at most maxMixedSteps steps, when every
+// kept attribute has a fixed-size form that planFast accepts or is a
+// DW_FORM_string name.
+func planMixed(a *abbrev, all *[]fastAttr) {
+	if !a.skipOK || len(a.skip) > maxMixedSteps {
+		return
+	}
+	start := len(*all)
+	mixed := *all
+	defer func() { *all = mixed }()
+	step, off := 0, 0
+	for i := range a.specs {
+		s := &a.specs[i]
+		if s.size >= 0 {
+			if s.want {
+				switch s.kind {
+				case kindConst, kindAddr, kindStr, kindUnitRef, kindInfoRef, kindSecOffset:
+					if s.size > 8 {
+						mixed = mixed[:start]
+						return
+					}
+					f := fastAttr{off: int32(off), size: s.size, kind: s.kind, attr: s.attr, form: s.form, step: int16(step)}
+					if s.fs.Size == dwarf.SizeImplicit {
+						f.implicit = s.implicit
+					}
+					mixed = append(mixed, f)
+				case kindOther:
+				default:
+					mixed = mixed[:start]
+					return
+				}
+			}
+			off += int(s.size)
+			continue
+		}
+		if s.want {
+			switch {
+			case s.kind == kindStr && s.fs.Size == dwarf.SizeString:
+				mixed = append(mixed, fastAttr{kind: kindStr, attr: s.attr, form: s.form, step: int16(step), str: true})
+			case s.kind == kindOther:
+			default:
+				mixed = mixed[:start]
+				return
+			}
+		}
+		step, off = step+1, 0
+	}
+	a.mixed, a.mixedOK = mixed[start:len(mixed):len(mixed)], true
+}
+
+// skipStep is one step of skipping a DIE's values in place: fixed bytes
+// (the fixed-size values since the previous step), then one value whose
+// size is in its bytes, of size class op (SizeImplicit: none, the last
+// step).
+type skipStep struct {
+	fixed uint32
+	op    dwarf.SizeClass
+}
+
+// planSkip sets a.skip and a.skipOK for an abbreviation of variable size
+// whose forms all have fixed sizes or LEB128, block or string values.
+func planSkip(a *abbrev, all *[]skipStep) {
+	if a.fixed >= 0 {
+		return
+	}
+	start := len(*all)
+	steps := *all
+	defer func() { *all = steps }()
+	acc := uint32(0)
+	for i := range a.specs {
+		sp := &a.specs[i]
+		if sp.size >= 0 {
+			acc += uint32(sp.size)
+			continue
+		}
+		switch sp.fs.Size {
+		case dwarf.SizeUleb, dwarf.SizeSleb, dwarf.SizeBlock1, dwarf.SizeBlock2, dwarf.SizeBlock4, dwarf.SizeBlock, dwarf.SizeString:
+			steps = append(steps, skipStep{acc, sp.fs.Size})
+			acc = 0
+		default: // indirect, unknown
+			steps = steps[:start]
+			return
+		}
+	}
+	steps = append(steps, skipStep{acc, dwarf.SizeImplicit})
+	a.skip, a.skipOK = steps[start:len(steps):len(steps)], true
+}
+
+// skipInPlace returns the offset after the values of a DIE that starts at
+// pos of data (values up to end), following steps, or false when they
+// are not all there, or a LEB128 number runs over 10 bytes (the caller
+// then skips value by value, which reports the error: skipInPlace never
+// accepts what that path would fail).
+//
+// starts, when not nil, gets the offset at which each step's fixed bytes
+// start (at most maxMixedSteps steps then).
+func skipInPlace(data []byte, pos, end int, steps []skipStep, le bool, starts *[maxMixedSteps]int) (int, bool) {
+	if end > len(data) || pos > end || starts != nil && len(steps) > maxMixedSteps {
+		return 0, false
+	}
+	for k, st := range steps {
+		if starts != nil {
+			starts[k] = pos
+		}
+		if uint64(st.fixed) > uint64(end-pos) {
+			return 0, false
+		}
+		pos += int(st.fixed)
+		var n uint64 // bytes of a block's contents
+		switch st.op {
+		case dwarf.SizeImplicit:
+			return pos, true
+		case dwarf.SizeUleb, dwarf.SizeSleb, dwarf.SizeBlock:
+			var v uint64
+			i := 0
+			for ; ; i++ {
+				if i == 10 || pos+i >= end {
+					return 0, false
+				}
+				c := data[pos+i]
+				v |= uint64(c&0x7f) << (7 * i)
+				if c < 0x80 {
+					break
+				}
+			}
+			pos += i + 1
+			if st.op == dwarf.SizeBlock {
+				n = v
+			}
+		case dwarf.SizeBlock1:
+			if pos >= end {
+				return 0, false
+			}
+			n, pos = uint64(data[pos]), pos+1
+		case dwarf.SizeBlock2, dwarf.SizeBlock4:
+			w := 2
+			if st.op == dwarf.SizeBlock4 {
+				w = 4
+			}
+			if end-pos < w {
+				return 0, false
+			}
+			n, pos = fixedUint(data[pos:pos+w], le), pos+w
+		case dwarf.SizeString:
+			i := bytes.IndexByte(data[pos:end], 0)
+			if i < 0 {
+				return 0, false
+			}
+			pos += i + 1
+		default:
+			return 0, false
+		}
+		if n > uint64(end-pos) || n > 1<<31-1 {
+			return 0, false
+		}
+		pos += int(n)
+	}
+	return 0, false // no final step
 }
 
 // slowAttrs turns readAttrs' in-place reading of fixed-size DIEs off
@@ -121,6 +296,11 @@ type fastAttr struct {
 	attr     dwarf.Attr
 	form     dwarf.Form
 	implicit int64
+	// For a DIE of variable size (abbrev.mixed): off is from the start
+	// of skip step step's fixed bytes; str marks a DW_FORM_string value,
+	// the step's variable-size one.
+	step int16
+	str  bool
 }
 
 // planFast sets a.fast and a.fixedOK when every form of a has a fixed
@@ -228,6 +408,10 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 	t := &abbrevTable{dense: make([]abbrev, 0, count)}
 	all := make([]attrSpec, 0, nspecs) // one backing array for the table
 	fastAll := make([]fastAttr, 0, nspecs)
+	// A declaration has at most a skip step per specification and one
+	// more.
+	skipAll := make([]skipStep, 0, nspecs+count)
+	mixedAll := make([]fastAttr, 0, nspecs)
 	for code, ia := range it.All() {
 		a := abbrev{tag: ia.Tag, children: ia.Children}
 		start := len(all)
@@ -244,6 +428,8 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 		}
 		a.specs = all[start:len(all):len(all)]
 		planFast(&a, &fastAll)
+		planSkip(&a, &skipAll)
+		planMixed(&a, &mixedAll)
 		if code == uint64(len(t.dense))+1 {
 			t.dense = append(t.dense, a)
 		} else {
@@ -319,6 +505,44 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 			out.set(f.attr, class, f.form, v)
 		}
 		return
+	}
+	if a.mixedOK && !slowAttrs {
+		var starts [maxMixedSteps]int
+		data := b.Data()
+		if end, ok := skipInPlace(data, int(b.Off()), int(b.End()), a.skip, b.Order == binary.LittleEndian, &starts); ok {
+			le := b.Order == binary.LittleEndian
+			for i := range a.mixed {
+				f := &a.mixed[i]
+				at := starts[f.step]
+				if f.str {
+					// The step's string, after its fixed bytes.
+					out.set(f.attr, 's', f.form, uint64(at+int(a.skip[f.step].fixed)))
+					continue
+				}
+				v := fixedUint(data[at+int(f.off):at+int(f.off)+int(f.size)], le)
+				var class byte
+				switch f.kind {
+				case kindConst:
+					class = 'c'
+					if f.size == 0 {
+						v = uint64(f.implicit)
+					}
+				case kindAddr:
+					class = 'a'
+				case kindStr:
+					class = 's'
+				case kindUnitRef:
+					v, class = u.hdr.Offset+v, 'r'
+				case kindInfoRef:
+					class = 'r'
+				case kindSecOffset:
+					class = 'o'
+				}
+				out.set(f.attr, class, f.form, v)
+			}
+			b.Seek(uint64(end), "attribute value")
+			return
+		}
 	}
 	for i := range a.specs {
 		s := &a.specs[i]

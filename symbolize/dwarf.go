@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -592,11 +593,28 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		x.err = err
 		return x
 	}
+	// The line program and the DIEs are independent: a large unit's line
+	// program is decoded on another goroutine while this one walks the
+	// DIEs (the table is the same either way; an error of the line
+	// program still wins over one of the DIEs, as when it came first).
+	var waitLines func() (*lineTable, error)
 	if u.root.hasStmt {
-		if x.lines, err = d.lineTable(u); err != nil {
+		if u.hdr.End-u.hdr.Offset >= concurrentLines && runtime.GOMAXPROCS(0) > 1 {
+			waitLines = d.lineTableAsync(u)
+		} else if x.lines, err = d.lineTable(u); err != nil {
 			x.err = err
 			return x
 		}
+	}
+	if waitLines != nil {
+		defer func() {
+			lines, err := waitLines()
+			if err != nil {
+				*x = unitIndex{err: err}
+				return
+			}
+			x.lines = lines
+		}()
 	}
 	sc := getScratch()
 	// subrs and refs (parallel to it) are the subroutines; rs their
@@ -774,6 +792,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 	first := true
 	n := int32(0)
 	var a attrs
+	le := b.Order == binary.LittleEndian
 	for b.Len() > 0 {
 		off := b.Off()
 		code := b.Uleb("abbrev code")
@@ -807,6 +826,10 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 			}
 		} else if ab.fixed >= 0 {
 			b.Skip(uint64(ab.fixed), "attribute value")
+		} else if p, ok := skipInPlace(b.Data(), int(b.Off()), int(b.End()), ab.skip, le, nil); ok && !slowAttrs {
+			// (ok only for a planned abbreviation: ab.skip is nil
+			// otherwise.)
+			b.Seek(uint64(p), "attribute value")
 		} else {
 			for i := range ab.specs {
 				if s := &ab.specs[i]; s.size >= 0 {

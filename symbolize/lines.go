@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 
 	"github.com/elfimage/elfimage/dwarf/line"
@@ -51,6 +52,41 @@ func (d *dwarfData) lineTable(u *unit) (*lineTable, error) {
 		r.t, r.err = decodeLines(d, off, u.compDir)
 	})
 	return r.t, r.err
+}
+
+// concurrentLines is the size of a unit (header to end, in .debug_info
+// bytes) from which build decodes its line program on a goroutine of its
+// own: below it the goroutine costs more than the overlap saves (a unit of
+// gcc's -O2 output with 1,000 functions is about 100 KB).
+const concurrentLines = 64 << 10
+
+// lineTableAsync starts lineTable(u) on a new goroutine and returns the
+// function that waits for its result. A panic there (a fault on the
+// mapped file, with the caller's panic-on-fault setting, which the new
+// goroutine takes) is raised again in the waiting goroutine, so that
+// the caller's guard sees it as if lineTable had run there.
+func (d *dwarfData) lineTableAsync(u *unit) func() (*lineTable, error) {
+	onFault := debug.SetPanicOnFault(true)
+	debug.SetPanicOnFault(onFault)
+	var (
+		t    *lineTable
+		err  error
+		p    any // the goroutine's panic, when it panicked
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		debug.SetPanicOnFault(onFault)
+		t, err = d.lineTable(u)
+	}()
+	return func() (*lineTable, error) {
+		<-done
+		if p != nil {
+			panic(p)
+		}
+		return t, err
+	}
 }
 
 // decodeLines runs the line program at off (DWARF 5 section 6.2) and

@@ -362,7 +362,9 @@ func (s *Symbolizer) guard(err *error) {
 // decodes its line program; the second indexes the unit (also linear in
 // its DIEs, and the index is kept); later addresses cost a few bisections
 // and, when frames has room, no allocation. Units indexed by Prepare are
-// never walked again.
+// never walked again. When GOMAXPROCS allows, indexing a unit of 64 KiB
+// or more of .debug_info decodes its line program on a second goroutine
+// while the DIEs are walked.
 func (s *Symbolizer) Symbolize(addr uint64, frames []Frame) (out []Frame, err error) {
 	if s.closed {
 		return frames, ErrClosed
@@ -463,8 +465,9 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 // with Symbolize.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
-// built yet, divided among the goroutines; nothing per address once every
-// unit is indexed.
+// built yet, divided among the goroutines (each large unit's line program
+// on a goroutine of its own, as in Symbolize); nothing per address once
+// every unit is indexed.
 func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if s.closed {
 		return ErrClosed

@@ -13,6 +13,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -208,6 +209,8 @@ type symPrinter struct {
 	addrs      []uint64 // the batch's valid addresses, for Prepare
 	frames     []symbolize.Frame
 	store      []symbolize.Frame // flushSorted's frames of a batch
+	store2     []symbolize.Frame // flushSorted's frames of the upper half answered concurrently
+	later      *bytes.Buffer     // printSorted's text of the later half of a batch
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
@@ -370,19 +373,41 @@ func (p *symPrinter) flushSorted() error {
 		mask = ^uint64(0)
 	}
 	p.spans = slices.Grow(p.spans[:0], n)[:n]
+	// The sorted addresses are answered in two halves at once when there
+	// are two CPUs and enough addresses: the upper half into a store of
+	// its own (its spans marked second), with its own errors. The answers
+	// are the same (Symbolize is safe for concurrent use, and an address's
+	// answer does not depend on the others).
+	lower := order
+	var upper []uint64
+	if len(order) >= concurrentMin && runtime.GOMAXPROCS(0) > 1 {
+		h := len(order) / 2
+		lower, upper = order[:h], order[h:]
+	}
 	// Sized once for two frames an address (gcc -O2 output averages
 	// fewer than that); more grow it.
-	if cap(p.store) < 2*len(order) {
-		p.store = make([]symbolize.Frame, 0, 2*len(order))
+	if cap(p.store) < 2*len(lower) {
+		p.store = make([]symbolize.Frame, 0, 2*len(lower))
 	}
-	store := p.store[:0]
-	for _, key := range order {
-		i := int(key & mask)
-		start := len(store)
-		var err error
-		store, err = p.answer(p.batch[i].addr, store)
-		p.spans[i] = answerSpan{int32(start), int32(len(store))}
-		if err != nil {
+	var done chan struct{}
+	var store2 []symbolize.Frame
+	var errs2 map[int]error
+	if len(upper) > 0 {
+		if cap(p.store2) < 2*len(upper) {
+			p.store2 = make([]symbolize.Frame, 0, 2*len(upper))
+		}
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			store2, errs2 = p.answerSorted(upper, mask, p.store2[:0], true, nil)
+		}()
+	}
+	var store []symbolize.Frame
+	store, p.errs = p.answerSorted(lower, mask, p.store[:0], false, p.errs)
+	if done != nil {
+		<-done
+		p.store2 = store2
+		for i, err := range errs2 {
 			if p.errs == nil {
 				p.errs = map[int]error{}
 			}
@@ -390,24 +415,124 @@ func (p *symPrinter) flushSorted() error {
 		}
 	}
 	p.store, p.order = store, order // order and orderTmp: the radix sort's two arrays
-	for i, q := range p.batch {
-		var r result
-		if q.bad < 0 {
-			a := p.spans[i]
-			r = result{store[a.start:a.end:a.end], p.errs[i]}
-		}
-		if err := p.one(q, r); err != nil {
-			return err
-		}
+	if err := p.printSorted(store, store2, len(upper) > 0); err != nil {
+		return err
 	}
 	clear(p.errs)
 	p.batch, p.words = p.batch[:0], p.words[:0]
 	return nil
 }
 
+// printSorted prints the batch's answers (flushSorted's spans into store
+// and store2) in input order. When concurrent, the later half of the
+// batch is formatted at the same time by a copy of the printer into a
+// buffer of its own, written after the first half; the copy's counts
+// and malformed words are then merged as if one printer had printed
+// both (the first failure's error is the earliest in input order). The
+// output is the same: an answer's text depends only on its frames and on
+// the count of answers before it (JSON's commas), known in advance.
+func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent bool) error {
+	print := func(pr *symPrinter, from, to int) error {
+		for i := from; i < to; i++ {
+			q := p.batch[i]
+			var r result
+			if q.bad < 0 {
+				a, st := p.spans[i], store
+				if a.second {
+					st = store2
+				}
+				r = result{st[a.start:a.end:a.end], p.errs[i]}
+			}
+			if err := pr.one(q, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := len(p.batch)
+	if !concurrent {
+		return print(p, 0, n)
+	}
+	h := n / 2
+	if p.later == nil {
+		p.later = new(bytes.Buffer)
+	}
+	p.later.Reset()
+	// Sized once for the later half's text in the default style (a
+	// function line and a file:line line per frame), so that it is not
+	// copied as it grows; other styles may grow it.
+	size := 0
+	for i := h; i < n; i++ {
+		if a := p.spans[i]; p.batch[i].bad < 0 {
+			st := store
+			if a.second {
+				st = store2
+			}
+			for _, f := range st[a.start:a.end] {
+				size += len(f.Function) + len(f.File) + 16
+			}
+		}
+		size += 8
+	}
+	p.later.Grow(size)
+	later := symPrinter{w: bufio.NewWriterSize(p.later, 64<<10), sym: p.sym, file: p.file, symOptions: p.symOptions,
+		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, answered: p.answered + h, words: p.words}
+	var laterErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		laterErr = print(&later, h, n)
+		later.w.Flush()
+	}()
+	err := print(p, 0, h)
+	<-done
+	if err != nil {
+		return err
+	}
+	p.w.Write(p.later.Bytes())
+	p.bad = append(p.bad, later.bad...)
+	if p.failed == 0 {
+		p.firstErr = later.firstErr
+	}
+	p.failed += later.failed
+	p.answered = later.answered
+	return laterErr
+}
+
+// concurrentMin is the fewest valid addresses in a batch that
+// flushSorted answers on two goroutines (when GOMAXPROCS allows); a
+// variable for the tests.
+var concurrentMin = 2048
+
+// answerSorted answers the addresses of keys (flushSorted's sorted keys,
+// the batch index under mask) into store, setting their spans (marked
+// second when the store is symPrinter.store2) and recording Symbolize's
+// errors in errs (made when needed). It returns the extended store and
+// errs. Runs of it on disjoint keys may run concurrently: each writes
+// only its own keys' spans.
+func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, second bool, errs map[int]error) ([]symbolize.Frame, map[int]error) {
+	for _, key := range keys {
+		i := int(key & mask)
+		start := len(store)
+		var err error
+		store, err = p.answer(p.batch[i].addr, store)
+		p.spans[i] = answerSpan{int32(start), int32(len(store)), second}
+		if err != nil {
+			if errs == nil {
+				errs = map[int]error{}
+			}
+			errs[i] = err
+		}
+	}
+	return store, errs
+}
+
 // answerSpan is where flushSorted keeps one address's frames:
-// symPrinter.store[start:end].
-type answerSpan struct{ start, end int32 }
+// symPrinter.store[start:end], or symPrinter.store2's when second.
+type answerSpan struct {
+	start, end int32
+	second     bool
+}
 
 // result is one address's frames and Symbolize's error for it.
 type result struct {

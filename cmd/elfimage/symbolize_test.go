@@ -338,8 +338,11 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 	failed := 0
 	for i := range 3 * sortedMin {
 		a := []string{args[1], args[0], "0x1", args[0]}[i*7%4]
-		if i == sortedMin {
+		switch i {
+		case sortedMin:
 			a = "zz"
+		case 2*sortedMin + 1: // in the later half, printed concurrently
+			a = "yy"
 		}
 		batch = append(batch, a)
 		want.WriteString(cmp.Or(answers[a], "??\n??:0\n"))
@@ -347,12 +350,18 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 			failed++
 		}
 	}
-	code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
-	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz"]`) {
-		t.Errorf("batch: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the word zz", code, errOut, failed)
-	}
-	if out != want.String() {
-		t.Errorf("batch output differs from the addresses' answers one at a time:\n%s", out)
+	// Answered and printed on one goroutine, then in two halves at once
+	// (when GOMAXPROCS allows).
+	defer func(old int) { concurrentMin = old }(concurrentMin)
+	for _, cm := range []int{concurrentMin, sortedMin} {
+		concurrentMin = cm
+		code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
+		if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
+			t.Errorf("batch, concurrent from %d: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", cm, code, errOut, failed)
+		}
+		if out != want.String() {
+			t.Errorf("batch, concurrent from %d: output differs from the addresses' answers one at a time:\n%s", cm, out)
+		}
 	}
 }
 
