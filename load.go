@@ -631,8 +631,8 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	if err != nil {
 		return err
 	}
-	h, err := elfobj.DecodeHeader(hb)
-	if err != nil {
+	var h fileHeader
+	if err := h.decode(hb); err != nil {
 		return objError(path, err) // bad magic, class or data encoding
 	}
 	switch {
@@ -834,6 +834,54 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 		}
 	}
 	return relocateFrom(src, data, 0, p, a, false)
+}
+
+// fileHeader is what parseFrom checks of the ELF header, under
+// elfobj.Header's names.
+type fileHeader struct {
+	Class         elf.Class
+	Data          elf.Data
+	Version       elf.Version
+	OSABI         elf.OSABI
+	Type          elf.Type
+	Machine       elf.Machine
+	ObjectVersion uint32
+	Entry, Phoff  uint64
+	Ehsize        uint16
+	Phentsize     uint16
+	Phnum         uint16
+}
+
+// decode fills h from the ELF header at the start of b (at least ehdrSize
+// bytes). An ELF64 little-endian header, the only kind an image can have,
+// is decoded in place (elfobj.DecodeHeader's result, a Header with its
+// byte order, costs several times the decoding to return and copy); any
+// other goes through elfobj.DecodeHeader, whose errors (bad magic, class
+// or data encoding) decode returns, so that parseFrom reports the others
+// as before.
+func (h *fileHeader) decode(b []byte) error {
+	_ = b[ehdrSize-1]
+	if string(b[:4]) != elf.ELFMAG || elf.Class(b[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(b[elf.EI_DATA]) != elf.ELFDATA2LSB {
+		oh, err := elfobj.DecodeHeader(b)
+		if err != nil {
+			return err
+		}
+		*h = fileHeader{Class: oh.Class, Data: oh.Data, Version: oh.Version, OSABI: oh.OSABI, Type: oh.Type, Machine: oh.Machine,
+			ObjectVersion: oh.ObjectVersion, Entry: oh.Entry, Phoff: oh.Phoff, Ehsize: oh.Ehsize, Phentsize: oh.Phentsize, Phnum: oh.Phnum}
+		return nil
+	}
+	h.Class, h.Data = elf.ELFCLASS64, elf.ELFDATA2LSB
+	h.Version = elf.Version(b[elf.EI_VERSION])
+	h.OSABI = elf.OSABI(b[elf.EI_OSABI])
+	h.Type = elf.Type(le.Uint16(b[offType:]))
+	h.Machine = elf.Machine(le.Uint16(b[offMachine:]))
+	h.ObjectVersion = le.Uint32(b[offVersion:])
+	h.Entry = le.Uint64(b[offEntry:])
+	h.Phoff = le.Uint64(b[offPhoff:])
+	h.Ehsize = le.Uint16(b[offEhsize:])
+	h.Phentsize = le.Uint16(b[offPhentsize:])
+	h.Phnum = le.Uint16(b[offPhnum:])
+	return nil
 }
 
 // decodeProg decodes the ELF64 little-endian program header at the start
