@@ -138,3 +138,44 @@ func FuzzSections(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseNotes checks parseNotes, whose shortcut takes a lone GNU
+// build-ID note without elfobj's reader, against the reader alone
+// (readNotes): the same build ID (as the same bytes of keep) and an error
+// in the same cases, for any segment bytes, alignment and build ID found
+// before.
+func FuzzParseNotes(f *testing.F) {
+	note := func(desc int, pad int) []byte {
+		b := le.AppendUint32(nil, 4)
+		b = le.AppendUint32(b, uint32(desc))
+		b = le.AppendUint32(b, ntGNUBuildID)
+		b = append(b, "GNU\x00"...)
+		b = append(b, bytes.Repeat([]byte{0xab}, desc)...)
+		return append(b, make([]byte, pad)...)
+	}
+	for _, desc := range []int{0, 1, 3, 4, 8, 20} {
+		for pad := range 9 {
+			f.Add(note(desc, pad), uint64(4), false)
+			f.Add(note(desc, pad), uint64(8), true)
+		}
+	}
+	f.Add(append(note(20, 0), note(8, 0)...), uint64(4), false)
+	f.Add(note(20, 0)[:30], uint64(8), false)
+	f.Fuzz(func(t *testing.T, body []byte, align uint64, seen bool) {
+		keep := bytes.Clone(body)
+		d := &decoder{path: "fuzz", data: keep}
+		ph := elf.Prog64{Off: 0x330, Align: align}
+		var before []byte
+		if seen {
+			before = []byte("earlier")
+		}
+		got, want := plan{buildID: before}, plan{buildID: before}
+		gotErr, wantErr := got.parseNotes(d, ph, body, keep), want.readNotes(d, ph, body, keep)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("parseNotes error %v, the reader's %v", gotErr, wantErr)
+		}
+		if !bytes.Equal(got.buildID, want.buildID) || len(got.buildID) > 0 && &got.buildID[0] != &want.buildID[0] || cap(got.buildID) != cap(want.buildID) {
+			t.Fatalf("parseNotes build ID %x (cap %d), the reader's %x (cap %d)", got.buildID, cap(got.buildID), want.buildID, cap(want.buildID))
+		}
+	})
+}
