@@ -15,6 +15,7 @@ import (
 
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/debugfile"
+	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/elfobj"
 )
 
@@ -96,6 +97,28 @@ func (im *Image) dbg() *debugState {
 		return d
 	}
 	im.debug.CompareAndSwap(nil, new(debugState))
+	return im.debug.Load()
+}
+
+// positionState is the debug query state as [Image.PositionAt] allocates
+// it when it is an image's first query: with the reader of the first line
+// unit beside it (debugState.seq0Mem), one allocation instead of two on
+// the first PositionAt. The other queries allocate the debugState alone,
+// and do not zero a reader they do not use.
+type positionState struct {
+	debugState
+	line0 line.Reader
+}
+
+// dbgPosition is dbg for PositionAt: a state allocated here is a
+// positionState.
+func (im *Image) dbgPosition() *debugState {
+	if d := im.debug.Load(); d != nil {
+		return d
+	}
+	ps := new(positionState)
+	ps.seq0Mem = &ps.line0
+	im.debug.CompareAndSwap(nil, &ps.debugState)
 	return im.debug.Load()
 }
 

@@ -83,6 +83,10 @@ type debugState struct {
 	seq0Off uint64                  //
 	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs, after seq0
 	seqErrs map[uint64]error
+	// seq0Mem is where the first line unit's reader goes when the state
+	// was allocated by PositionAt with room for it (positionState), nil
+	// once used or otherwise; under seqMu.
+	seq0Mem *line.Reader
 	// lastFile is the last file name positionFromTable resolved (the
 	// readers resolve each in the header's bytes), under seqMu.
 	lastFile fileMemo
@@ -221,7 +225,7 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
-	if p, ok := im.dbg().answers.position(addr); ok {
+	if p, ok := im.dbgPosition().answers.position(addr); ok {
 		return p, nil
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
@@ -818,8 +822,15 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 		return nil, err
 	}
 	// The reader is not in debugState: the queries that read no line
-	// program do not pay for zeroing it (measured on Procedure).
-	r, err := im.newLineUnit(off)
+	// program do not pay for zeroing it (measured on Procedure). When
+	// PositionAt was the image's first query, the state was allocated
+	// with room for the first reader (positionState).
+	r := d.seq0Mem
+	if r == nil {
+		r = new(line.Reader)
+	}
+	d.seq0Mem = nil
+	err := im.initLineUnit(r, off)
 	if err == nil && d.seq0 == nil {
 		d.seq0, d.seq0Off = r, off
 		return r, nil
@@ -835,23 +846,25 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 	return r, nil
 }
 
-func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
+// initLineUnit parses into r the header of the line program unit at off
+// of .debug_line, for one-sequence runs.
+func (im *Image) initLineUnit(r *line.Reader, off uint64) error {
 	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail.get(PTLineProgram), LineStr: im.tail.get(PTLineStrings)}
 	if sec.Line == nil { // no program header: through the section headers
 		var err error
 		if sec.Line, err = im.debugSection(".debug_line"); err != nil {
-			return nil, err
+			return err
 		}
 		sec.Str, _ = im.debugSection(".debug_str")
 		sec.LineStr, _ = im.debugSection(".debug_line_str")
 	}
 	compDir, err := im.lineCompDir(sec.Line, off)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// One sequence is run per query and one file named: the directory and
 	// file tables are checked but left in the header.
-	return line.NewSequenceReader(sec, off, compDir)
+	return r.InitSequence(sec, off, compDir)
 }
 
 // lineCompDir returns the compilation directory the line program unit at

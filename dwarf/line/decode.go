@@ -143,10 +143,21 @@ func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 // them. Cost: linear in the header size; one allocation, the reader.
 func NewSequenceReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	r := &Reader{}
-	if err := r.init(sec, off, compDir, true); err != nil {
+	if err := r.InitSequence(sec, off, compDir); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// InitSequence is [NewSequenceReader] into a Reader the caller holds
+// (for example inside a larger object, to save an allocation): it
+// overwrites all of *r with the reader NewSequenceReader(sec, off,
+// compDir) returns, or returns the error NewSequenceReader would. After an
+// error r holds no usable reader. Cost: that of NewSequenceReader, without
+// its allocation.
+func (r *Reader) InitSequence(sec Sections, off uint64, compDir string) error {
+	*r = Reader{}
+	return r.init(sec, off, compDir, true)
 }
 
 func (r *Reader) init(sec Sections, off uint64, compDir string, lazy bool) error {
