@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
@@ -87,6 +88,10 @@ type debugState struct {
 	// was allocated by PositionAt with room for it (positionState), nil
 	// once used or otherwise; under seqMu.
 	seq0Mem *line.Reader
+	// pathMem is, likewise, where the first file path's bytes go (length
+	// 0, capacity filePathRoom), nil once used or otherwise; under seqMu.
+	// A string made over them is never written again.
+	pathMem []byte
 	// lastFile is the last file name positionFromTable resolved (the
 	// readers resolve each in the header's bytes), under seqMu.
 	lastFile fileMemo
@@ -216,13 +221,14 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // name asked is resolved there), and no call decodes the whole program
 // (cost: O(log n) plus one sequence; allocations: on the image's first
 // debug query its query state, on the first call the line unit's reader,
-// on a file name not asked just before its string, and from the second
-// answer on a 1.5 KiB chunk of remembered
-// answers on the first answer that falls in it; an address answered
-// recently, of the 256 remembered two-way set-associative by address,
-// costs one uncontended lock). Otherwise the first call
-// decodes the whole line program and later calls bisect it. It returns an
-// error wrapping ErrUnknownPC when no sequence covers addr, or a
+// on a file name not asked just before its string — when PositionAt is
+// the image's first debug query, these three are one allocation, for a
+// first file name of up to 128 bytes —, and from the second answer on a
+// 1.5 KiB chunk of remembered answers on the first answer that falls in
+// it; an address answered recently, of the 256 remembered two-way
+// set-associative by address, costs one uncontended lock). Otherwise the
+// first call decodes the whole line program and later calls bisect it. It
+// returns an error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
 	if p, ok := im.dbgPosition().answers.position(addr); ok {
@@ -791,8 +797,17 @@ func (im *Image) filePath(off uint64, r *line.Reader, i uint64) string {
 		d.seqMu.Unlock()
 		return m.path
 	}
+	buf := d.pathMem
+	d.pathMem = nil
 	d.seqMu.Unlock()
-	p, _ := r.FilePath(i)
+	var p string
+	if buf == nil {
+		p, _ = r.FilePath(i)
+	} else if b, _ := r.AppendFilePath(buf, i); len(b) > 0 {
+		// Built in positionState.path0 (or, longer than its room, in
+		// the slice append made), which nothing writes again.
+		p = unsafe.String(unsafe.SliceData(b), len(b))
+	}
 	d.seqMu.Lock()
 	d.lastFile = fileMemo{ok: true, unit: off, index: i, path: p}
 	d.seqMu.Unlock()

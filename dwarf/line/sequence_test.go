@@ -288,3 +288,25 @@ func TestInitSequenceReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendJoinPath: appendJoinPath appends what joinPath returns, for
+// clean and unclean paths, into a dst with room and without.
+func TestAppendJoinPath(t *testing.T) {
+	parts := []string{"", "/", "a", "/abs", "a/", "./a", "a/../b", "..", "a//b/", "./", "x/./y/."}
+	for _, d0 := range parts {
+		for _, d := range parts {
+			for _, n := range parts {
+				for idx := range uint64(2) {
+					want := joinPath([]byte(d0), []byte(d), idx, []byte(n))
+					for _, c := range []int{2, 80} {
+						dst := append(make([]byte, 0, c), "p:"...)
+						got := appendJoinPath(dst, []byte(d0), []byte(d), idx, []byte(n))
+						if string(got) != "p:"+want {
+							t.Fatalf("appendJoinPath(%q, %q, %d, %q) = %q; want %q", d0, d, idx, n, got, "p:"+want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
