@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/info"
@@ -83,6 +84,14 @@ type debugState struct {
 	seq0Off uint64                  //
 	seqs    map[uint64]*line.Reader // line unit offset -> its header, for one-sequence runs, after seq0
 	seqErrs map[uint64]error
+	// seq0Mem is where the first line unit's reader goes when the state
+	// was allocated by PositionAt with room for it (positionState), nil
+	// once used or otherwise; under seqMu.
+	seq0Mem *line.Reader
+	// pathMem is, likewise, where the first file path's bytes go (length
+	// 0, capacity filePathRoom), nil once used or otherwise; under seqMu.
+	// A string made over them is never written again.
+	pathMem []byte
 	// lastFile is the last file name positionFromTable resolved (the
 	// readers resolve each in the header's bytes), under seqMu.
 	lastFile fileMemo
@@ -212,16 +221,17 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // name asked is resolved there), and no call decodes the whole program
 // (cost: O(log n) plus one sequence; allocations: on the image's first
 // debug query its query state, on the first call the line unit's reader,
-// on a file name not asked just before its string, and from the second
-// answer on a 1.5 KiB chunk of remembered
-// answers on the first answer that falls in it; an address answered
-// recently, of the 256 remembered two-way set-associative by address,
-// costs one uncontended lock). Otherwise the first call
-// decodes the whole line program and later calls bisect it. It returns an
-// error wrapping ErrUnknownPC when no sequence covers addr, or a
+// on a file name not asked just before its string — when PositionAt is
+// the image's first debug query, these three are one allocation, for a
+// first file name of up to 128 bytes —, and from the second answer on a
+// 1.5 KiB chunk of remembered answers on the first answer that falls in
+// it; an address answered recently, of the 256 remembered two-way
+// set-associative by address, costs one uncontended lock). Otherwise the
+// first call decodes the whole line program and later calls bisect it. It
+// returns an error wrapping ErrUnknownPC when no sequence covers addr, or a
 // *FormatError when the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
-	if p, ok := im.dbg().answers.position(addr); ok {
+	if p, ok := im.dbgPosition().answers.position(addr); ok {
 		return p, nil
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
@@ -787,8 +797,17 @@ func (im *Image) filePath(off uint64, r *line.Reader, i uint64) string {
 		d.seqMu.Unlock()
 		return m.path
 	}
+	buf := d.pathMem
+	d.pathMem = nil
 	d.seqMu.Unlock()
-	p, _ := r.FilePath(i)
+	var p string
+	if buf == nil {
+		p, _ = r.FilePath(i)
+	} else if b, _ := r.AppendFilePath(buf, i); len(b) > 0 {
+		// Built in positionState.path0 (or, longer than its room, in
+		// the slice append made), which nothing writes again.
+		p = unsafe.String(unsafe.SliceData(b), len(b))
+	}
 	d.seqMu.Lock()
 	d.lastFile = fileMemo{ok: true, unit: off, index: i, path: p}
 	d.seqMu.Unlock()
@@ -818,8 +837,15 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 		return nil, err
 	}
 	// The reader is not in debugState: the queries that read no line
-	// program do not pay for zeroing it (measured on Procedure).
-	r, err := im.newLineUnit(off)
+	// program do not pay for zeroing it (measured on Procedure). When
+	// PositionAt was the image's first query, the state was allocated
+	// with room for the first reader (positionState).
+	r := d.seq0Mem
+	if r == nil {
+		r = new(line.Reader)
+	}
+	d.seq0Mem = nil
+	err := im.initLineUnit(r, off)
 	if err == nil && d.seq0 == nil {
 		d.seq0, d.seq0Off = r, off
 		return r, nil
@@ -835,23 +861,25 @@ func (im *Image) lineUnit(off uint64) (*line.Reader, error) {
 	return r, nil
 }
 
-func (im *Image) newLineUnit(off uint64) (*line.Reader, error) {
+// initLineUnit parses into r the header of the line program unit at off
+// of .debug_line, for one-sequence runs.
+func (im *Image) initLineUnit(r *line.Reader, off uint64) error {
 	sec := line.Sections{Order: binary.LittleEndian, Line: im.tail.get(PTLineProgram), LineStr: im.tail.get(PTLineStrings)}
 	if sec.Line == nil { // no program header: through the section headers
 		var err error
 		if sec.Line, err = im.debugSection(".debug_line"); err != nil {
-			return nil, err
+			return err
 		}
 		sec.Str, _ = im.debugSection(".debug_str")
 		sec.LineStr, _ = im.debugSection(".debug_line_str")
 	}
 	compDir, err := im.lineCompDir(sec.Line, off)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// One sequence is run per query and one file named: the directory and
 	// file tables are checked but left in the header.
-	return line.NewSequenceReader(sec, off, compDir)
+	return r.InitSequence(sec, off, compDir)
 }
 
 // lineCompDir returns the compilation directory the line program unit at

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"unsafe"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/formaterr"
@@ -143,10 +144,21 @@ func NewReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 // them. Cost: linear in the header size; one allocation, the reader.
 func NewSequenceReader(sec Sections, off uint64, compDir string) (*Reader, error) {
 	r := &Reader{}
-	if err := r.init(sec, off, compDir, true); err != nil {
+	if err := r.InitSequence(sec, off, compDir); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// InitSequence is [NewSequenceReader] into a Reader the caller holds
+// (for example inside a larger object, to save an allocation): it
+// overwrites all of *r with the reader NewSequenceReader(sec, off,
+// compDir) returns, or returns the error NewSequenceReader would. After an
+// error r holds no usable reader. Cost: that of NewSequenceReader, without
+// its allocation.
+func (r *Reader) InitSequence(sec Sections, off uint64, compDir string) error {
+	*r = Reader{}
+	return r.init(sec, off, compDir, true)
 }
 
 func (r *Reader) init(sec Sections, off uint64, compDir string, lazy bool) error {
@@ -544,36 +556,67 @@ func (r *Reader) FilePath(i uint64) (string, bool) {
 		}
 		return "", false
 	}
-	if i >= t.n[1] {
+	dir0, dir, dirIdx, name, ok := r.fileEntry(i)
+	if !ok {
 		return "", false
+	}
+	return joinPath(dir0, dir, dirIdx, name), true
+}
+
+// AppendFilePath appends to dst the path [Reader.FilePath] returns for
+// file entry i and returns the extended slice, and false (dst
+// unchanged) when FilePath's is false. It walks the header as FilePath
+// does; the path is built in dst, so that a dst with room for it costs no
+// allocation (a path that needs cleaning may take one, as in FilePath).
+// It does not modify r.
+func (r *Reader) AppendFilePath(dst []byte, i uint64) ([]byte, bool) {
+	t := &r.tabs
+	if !t.on {
+		if i < uint64(len(r.files)) {
+			return append(dst, r.files[i].Path...), true
+		}
+		return dst, false
+	}
+	dir0, dir, dirIdx, name, ok := r.fileEntry(i)
+	if !ok {
+		return dst, false
+	}
+	return appendJoinPath(dst, dir0, dir, dirIdx, name), true
+}
+
+// fileEntry walks a lazy reader's header to file entry i and its
+// directory: the directory 0 and entry directory bytes, the directory
+// index and the name bytes, all in the section.
+func (r *Reader) fileEntry(i uint64) (dir0, dir []byte, dirIdx uint64, name []byte, ok bool) {
+	t := &r.tabs
+	if i >= t.n[1] {
+		return nil, nil, 0, nil, false
 	}
 	b := dwarf.MakeBuf(secLine, r.b.Order, r.lineS.Line)
 	b.SetEnd(int(r.hdr.ProgramOffset))
 	enc := r.enc()
 	var e FileEntry
-	var name []byte
 	b.Seek(t.off[1], "file_names_count")
 	b.Uleb("file_names_count")
 	for range i + 1 {
 		e, name = FileEntry{}, nil
 		if !r.entry5(&b, t.fmts[1][:t.nFmt[1]], enc, &e, &name) {
-			return "", false // checked by NewSequenceReader: a changed mapping
+			return nil, nil, 0, nil, false // checked by NewSequenceReader: a changed mapping
 		}
 	}
-	var dir0, dir []byte
 	b.Seek(t.off[0], "directories_count")
 	b.Uleb("directories_count")
 	for j := range e.Dir + 1 {
 		var de FileEntry
 		dir = nil
 		if !r.entry5(&b, t.fmts[0][:t.nFmt[0]], enc, &de, &dir) {
-			return "", false
+			return nil, nil, 0, nil, false
 		}
 		if j == 0 {
 			dir0 = dir
 		}
 	}
-	return joinPath(dir0, dir, e.Dir, name), true
+	return dir0, dir, e.Dir, name, true
 }
 
 // joinPath is resolve on bytes: name resolved against directory dirIdx
@@ -591,6 +634,26 @@ func joinPath(dir0, dir []byte, dirIdx uint64, name []byte) string {
 	}
 	p = append(append(append(p, dir...), '/'), name...)
 	return path.Clean(string(p))
+}
+
+// appendJoinPath is joinPath into dst: the same path, appended.
+func appendJoinPath(dst, dir0, dir []byte, dirIdx uint64, name []byte) []byte {
+	if len(name) == 0 || isAbsBytes(name) || len(dir) == 0 {
+		return append(dst, name...)
+	}
+	start := len(dst)
+	if dirIdx != 0 && !isAbsBytes(dir) && len(dir0) > 0 {
+		dst = append(append(dst, dir0...), '/')
+	}
+	dst = append(append(append(dst, dir...), '/'), name...)
+	p := dst[start:]
+	// path.Clean returns its argument, or a prefix of it, when there is
+	// nothing else to clean; the view of p is read only by Clean.
+	c := path.Clean(unsafe.String(unsafe.SliceData(p), len(p)))
+	if len(c) > 0 && unsafe.StringData(c) == unsafe.SliceData(p) {
+		return dst[:start+len(c)]
+	}
+	return append(dst[:start], c...)
 }
 
 func isAbsBytes(p []byte) bool { return len(p) > 0 && (p[0] == '/' || p[0] == '\\') }

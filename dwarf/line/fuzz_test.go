@@ -178,6 +178,13 @@ func FuzzSequenceReader(f *testing.F) {
 			if got, ok := lazy.FilePath(i); got != want || ok != wok {
 				t.Fatalf("FilePath(%d) = %q, %v; want %q, %v", i, got, ok, want, wok)
 			}
+			for _, r := range []*Reader{lazy, full} {
+				dst := make([]byte, 3, 3+int(i%2)*64) // with and without room
+				copy(dst, "ab/")
+				if got, ok := r.AppendFilePath(dst, i); string(got) != "ab/"+want || ok != wok {
+					t.Fatalf("AppendFilePath(%d) = %q, %v; want %q, %v", i, got, ok, "ab/"+want, wok)
+				}
+			}
 		}
 		var fr, lr Row
 		for range 1 << 12 {

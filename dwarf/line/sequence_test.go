@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 
 	edwarf "github.com/elfimage/elfimage/dwarf"
@@ -230,4 +231,82 @@ func firstSequenceRow(data []byte, unit, addr uint64) (Row, error) {
 		}
 	}
 	return want, nil
+}
+
+// TestInitSequenceReuse: InitSequence into a Reader that held another
+// unit (the first one, its tables built as NewReader builds them, then
+// a run of Next) leaves nothing of it: header, file paths and sequence rows are those of
+// NewSequenceReader; and a failing InitSequence reports
+// NewSequenceReader's error.
+func TestInitSequenceReuse(t *testing.T) {
+	for _, c := range encodings() {
+		t.Run(c.name, func(t *testing.T) {
+			lineStr := edwarf.NewStrTab()
+			sec, unitOff, offs, p := twoUnits(t, c.enc, lineStr)
+			s := Sections{Line: sec, LineStr: lineStr.Bytes(), Order: c.enc.ByteOrder}
+			want, err := NewSequenceReader(s, unitOff, "/home/user/src")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Reader
+			if err := r.init(s, 0, "/x", false); err != nil {
+				t.Fatal(err)
+			}
+			var row Row
+			if err := r.Next(&row); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.InitSequence(s, unitOff, "/home/user/src"); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*r.Header(), *want.Header()) {
+				t.Errorf("header %+v, want %+v", *r.Header(), *want.Header())
+			}
+			for i := range uint64(len(p.Files) + 1) {
+				got, gok := r.FilePath(i)
+				w, wok := want.FilePath(i)
+				if got != w || gok != wok {
+					t.Errorf("FilePath(%d) = %q, %v; want %q, %v", i, got, gok, w, wok)
+				}
+			}
+			for i, seq := range p.Sequences {
+				for _, a := range []uint64{seq.Start, seq.End - 1} {
+					got, gerr := r.SequenceRow(offs[i], a)
+					w, werr := want.SequenceRow(offs[i], a)
+					if !sameRow(got, w) || (gerr == nil) != (werr == nil) {
+						t.Errorf("sequence %d addr %#x: %+v, %v; want %+v, %v", i, a, got, gerr, w, werr)
+					}
+				}
+			}
+			bad := append([]byte(nil), sec...)
+			bad[unitOff+4] = 9 // version 9
+			_, werr := NewSequenceReader(Sections{Line: bad, LineStr: s.LineStr, Order: s.Order}, unitOff, "")
+			gerr := r.InitSequence(Sections{Line: bad, LineStr: s.LineStr, Order: s.Order}, unitOff, "")
+			if werr == nil || gerr == nil || gerr.Error() != werr.Error() {
+				t.Errorf("InitSequence of a bad version: %v; NewSequenceReader: %v", gerr, werr)
+			}
+		})
+	}
+}
+
+// TestAppendJoinPath: appendJoinPath appends what joinPath returns, for
+// clean and unclean paths, into a dst with room and without.
+func TestAppendJoinPath(t *testing.T) {
+	parts := []string{"", "/", "a", "/abs", "a/", "./a", "a/../b", "..", "a//b/", "./", "x/./y/."}
+	for _, d0 := range parts {
+		for _, d := range parts {
+			for _, n := range parts {
+				for idx := range uint64(2) {
+					want := joinPath([]byte(d0), []byte(d), idx, []byte(n))
+					for _, c := range []int{2, 80} {
+						dst := append(make([]byte, 0, c), "p:"...)
+						got := appendJoinPath(dst, []byte(d0), []byte(d), idx, []byte(n))
+						if string(got) != "p:"+want {
+							t.Fatalf("appendJoinPath(%q, %q, %d, %q) = %q; want %q", d0, d, idx, n, got, "p:"+want)
+						}
+					}
+				}
+			}
+		}
+	}
 }
