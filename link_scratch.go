@@ -2,24 +2,31 @@ package elfimage
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 
 	"github.com/elfimage/elfimage/dwarf"
 )
 
 // scratch keeps a few large buffers of one link for the next link, as a
 // sync.Pool does, and like it lets the garbage collector have them: a
-// buffer not taken again is dropped at the second collection after its
-// put. Unlike a sync.Pool, whose last put value sits in a slot of the
-// processor (P) that put it and is found only by a goroutine on that P, a
-// scratch hands its buffers to any goroutine: the link's helper
+// buffer not taken again is dropped once the second collection after its
+// put has run. Unlike a sync.Pool, whose last put value sits in a slot of
+// the processor (P) that put it and is found only by a goroutine on that
+// P, a scratch hands its buffers to any goroutine: the link's helper
 // goroutines run on whichever P is free, and with a sync.Pool about half
 // of the links found nothing and allocated (and zeroed) the buffers
 // again, 1.9 MB a link of 10,000 procedures. Safe for concurrent use.
 type scratch[T any] struct {
 	mu   sync.Mutex
-	cur  []T // put since the last collection
-	prev []T // put before it: dropped at the next collection
+	kept []kept[T] // in the order of their puts
+}
+
+// kept is a buffer and the number of collections begun before its put.
+type kept[T any] struct {
+	v     T
+	cycle uint64
 }
 
 // scratchKeep is the number of buffers a scratch keeps (the three
@@ -30,38 +37,59 @@ const scratchKeep = 4
 func (s *scratch[T]) get() (v T, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, l := range []*[]T{&s.cur, &s.prev} {
-		if n := len(*l); n > 0 {
-			v = (*l)[n-1]
-			var zero T
-			(*l)[n-1] = zero
-			*l = (*l)[:n-1]
-			return v, true
-		}
+	n := len(s.kept)
+	if n == 0 {
+		return v, false
 	}
-	return v, false
+	v = s.kept[n-1].v
+	s.kept[n-1] = kept[T]{}
+	s.kept = s.kept[:n-1]
+	return v, true
 }
 
 // put keeps v for a later get, unless scratchKeep buffers are kept
 // already.
 func (s *scratch[T]) put(v T) {
+	c := gcCycles()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cur)+len(s.prev) < scratchKeep {
-		s.cur = append(s.cur, v)
+	if len(s.kept) < scratchKeep {
+		s.kept = append(s.kept, kept[T]{v, c})
 	}
 }
 
-// collected ages the kept buffers by one collection.
-func (s *scratch[T]) collected() {
+// collected drops the buffers put before the last two collections, cycle
+// being the number of collections begun so far.
+func (s *scratch[T]) collected(cycle uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	clear(s.prev)
-	s.prev, s.cur = s.cur, s.prev[:0]
+	n := 0
+	for _, k := range s.kept {
+		if cycle-k.cycle < 2 {
+			s.kept[n] = k
+			n++
+		}
+	}
+	clear(s.kept[n:])
+	s.kept = s.kept[:n]
 }
 
+// gcCycles returns the number of garbage collections begun (completed
+// or under way) so far.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return gcTicks.Load() // not reported: count the cleanups instead
+	}
+	return s[0].Value.Uint64()
+}
+
+// gcTicks is the number of times armGCTick's cleanup ran.
+var gcTicks atomic.Uint64
+
 // scratches is every scratch of the package, aged by gcTick.
-var scratches = []interface{ collected() }{&rowsScratch, &batchScratch, &procsScratch, &symsScratch, &strScratch}
+var scratches = []interface{ collected(cycle uint64) }{&rowsScratch, &batchScratch, &procsScratch, &symsScratch, &strScratch}
 
 // symsScratch and strScratch keep the symbol map and the .debug_str
 // table of an image's link (cleared: no name of the module stays
@@ -121,12 +149,18 @@ func (l *linker) release() {
 // run.
 type gcSentinel struct{ _ *byte }
 
-// armGCTick ages the scratches after the next garbage collection, and
-// then again after each one (the cleanup re-arms itself).
+// armGCTick drops the scratches' old buffers after the next garbage
+// collection, and then again after each one (the cleanup re-arms
+// itself). A cleanup runs some time after its collection, perhaps after
+// the next one began: the age of a buffer is counted in collections
+// begun (gcCycles), so a late cleanup can keep a buffer longer, never
+// drop one early.
 func armGCTick() {
 	runtime.AddCleanup(new(gcSentinel), func(struct{}) {
+		gcTicks.Add(1)
+		c := gcCycles()
 		for _, s := range scratches {
-			s.collected()
+			s.collected(c)
 		}
 		armGCTick()
 	}, struct{}{})

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// TestScratchAging checks that a kept buffer survives one collection
-// and is dropped at the second, that the most recent is taken first,
-// and that no more than scratchKeep are kept.
+// TestScratchAging checks that a kept buffer survives the collection
+// that begins after its put and is dropped at the second, that the most
+// recent is taken first, and that no more than scratchKeep are kept.
 func TestScratchAging(t *testing.T) {
 	var s scratch[*[]byte]
 	a, b := new([]byte), new([]byte)
@@ -19,12 +19,17 @@ func TestScratchAging(t *testing.T) {
 	if v, ok := s.get(); !ok || v != b {
 		t.Fatalf("get after two puts: %p, %v; want the last put, %p", v, ok, b)
 	}
+	c := gcCycles()
 	s.put(b)
-	s.collected()
+	s.collected(c + 1)
 	if v, ok := s.get(); !ok || v != b {
 		t.Fatalf("get after one collection: %p, %v; want %p", v, ok, b)
 	}
-	s.collected()
+	if v, ok := s.get(); !ok || v != a {
+		t.Fatalf("second get after one collection: %p, %v; want %p", v, ok, a)
+	}
+	s.put(b)
+	s.collected(c + 2)
 	if v, ok := s.get(); ok {
 		t.Fatalf("get after two collections: %p; want nothing", v)
 	}
@@ -57,7 +62,7 @@ func TestScratchDroppedByGC(t *testing.T) {
 		runtime.GC()
 		time.Sleep(time.Millisecond) // the cleanup runs on its own goroutine
 		rowsScratch.mu.Lock()
-		n := len(rowsScratch.cur) + len(rowsScratch.prev)
+		n := len(rowsScratch.kept)
 		rowsScratch.mu.Unlock()
 		if n == 0 {
 			return
@@ -76,8 +81,7 @@ func TestLinkReusesScratch(t *testing.T) {
 	want := make([][]byte, len(sizes))
 	for i, n := range sizes {
 		for _, s := range scratches {
-			s.collected()
-			s.collected() // nothing kept: as the first link of a process
+			s.collected(^uint64(0)) // nothing kept: as the first link of a process
 		}
 		b, err := Link(parallelModule(n), LinkOptions{})
 		if err != nil {
