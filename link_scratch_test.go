@@ -3,6 +3,7 @@ package elfimage
 import (
 	"bytes"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -124,5 +125,22 @@ func TestLinkReusesScratch(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestGCCycles checks that gcCycles reads the runtime's count of
+// collections (not the fallback): it grows by at least one per
+// runtime.GC.
+func TestGCCycles(t *testing.T) {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatalf("metric %s not reported (kind %v)", s[0].Name, s[0].Value.Kind())
+	}
+	c0 := gcCycles()
+	runtime.GC()
+	runtime.GC()
+	if c1 := gcCycles(); c1 < c0+2 {
+		t.Errorf("gcCycles %d before two runtime.GC, %d after", c0, c1)
 	}
 }
