@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/dwarf/expr"
@@ -21,7 +20,8 @@ import (
 // procedure. It returns the sections in the order they are laid out.
 func (l *linker) buildDWARF() ([]builtSection, error) {
 	m := l.m
-	str := dwarf.NewStrTab()
+	str := newDebugStr()
+	l.str = str
 	// .debug_str holds at least each procedure's name and docstring.
 	strBytes := 0
 	for _, p := range m.Procs {
@@ -156,16 +156,15 @@ func (l *linker) buildLine(file string) (r lineResult, err0 error) {
 		}
 	}
 	// Every sequence's rows, in one array, from the last link's when it
-	// is large enough (rowsPool).
+	// is large enough (rowsScratch).
 	var rows []line.Row
-	if pr, _ := rowsPool.Get().(*[]line.Row); pr != nil && cap(*pr) >= nRows {
-		rows = (*pr)[:0]
+	if pr, ok := rowsScratch.get(); ok && cap(pr) >= nRows {
+		rows = pr[:0]
 	} else {
 		rows = make([]line.Row, 0, nRows)
 	}
 	defer func() {
-		rows = rows[:0]
-		rowsPool.Put(&rows)
+		rowsScratch.put(rows[:0])
 	}()
 	prog.Sequences = make([]line.Sequence, 0, nSeqs)
 	for i, p := range m.Procs {
@@ -289,7 +288,7 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 	}
 	free := make(chan *infoBatch, nBatches)
 	for range nBatches {
-		b, _ := batchPool.Get().(*infoBatch)
+		b, _ := batchScratch.get()
 		if b == nil {
 			b = &infoBatch{slab: &dieSlab{}}
 		}
@@ -438,12 +437,12 @@ func (l *linker) buildInfo(file string, str *dwarf.StrTab) (r infoResult, err er
 	}
 	stop()
 	stopped = true
-	// Every batch is back: they go to the pool for the next link.
+	// Every batch is back: they are kept for the next link.
 	l.slab = nil
 	for range nBatches {
 		b := <-free
 		b.items = b.items[:0]
-		batchPool.Put(b)
+		batchScratch.put(b)
 	}
 	if encErr != nil {
 		return r, &LinkError{"module", fmt.Sprintf(".debug_info: %v", encErr)}
@@ -494,12 +493,12 @@ func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 	return table, nil
 }
 
-// getProcs returns n zero records for buildProcTable, from procsPool
+// getProcs returns n zero records for buildProcTable, from procsScratch
 // when a record array of the last links is there (1.5 MB for 10,000
 // procedures: the largest allocation of a link after the output).
 func getProcs(n int) []meta.Proc {
-	if p, _ := procsPool.Get().(*[]meta.Proc); p != nil && cap(*p) >= n {
-		return (*p)[:n]
+	if p, ok := procsScratch.get(); ok && cap(p) >= n {
+		return p[:n]
 	}
 	return make([]meta.Proc, n)
 }
@@ -508,7 +507,7 @@ func getProcs(n int) []meta.Proc {
 // for the next link.
 func putProcs(procs []meta.Proc) {
 	clear(procs)
-	procsPool.Put(&procs)
+	procsScratch.put(procs)
 }
 
 // infoItem is one procedure's part of .debug_info: the type entries it
@@ -525,15 +524,16 @@ type infoBatch struct {
 	slab  *dieSlab
 }
 
-// batchPool and rowsPool keep the batches' slabs and the line rows'
-// array of a link for the next one, so that a process linking repeatedly
-// (a JIT, a build) does not allocate, zero and collect them every time.
-// A pooled slab still points at the last module's strings until it is
-// reused or the pool is emptied (sync.Pool: within two collections).
+// batchScratch, rowsScratch and procsScratch keep the batches' slabs,
+// the line rows' array and the procedure records of a link for the next
+// one, so that a process linking repeatedly (a JIT, a build) does not
+// allocate, zero and collect them every time. A kept slab still points
+// at the last module's strings until it is reused or dropped (within two
+// collections: see scratch).
 var (
-	batchPool sync.Pool // *infoBatch
-	rowsPool  sync.Pool // *[]line.Row
-	procsPool sync.Pool // *[]meta.Proc, zeroed
+	batchScratch scratch[*infoBatch]
+	rowsScratch  scratch[[]line.Row]
+	procsScratch scratch[[]meta.Proc] // zeroed
 )
 
 // infoBatchSize is the number of procedures of a batch.

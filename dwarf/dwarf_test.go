@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"runtime"
 	"testing"
 )
 
@@ -325,6 +326,53 @@ func TestStrTab(t *testing.T) {
 	a, b, c := s.Add("abc"), s.Add("x"), s.Add("abc")
 	if a != 1 || b != 5 || c != a || string(s.Bytes()) != "\x00abc\x00x\x00" {
 		t.Errorf("offsets %d %d %d, bytes %q", a, b, c, s.Bytes())
+	}
+}
+
+// TestStrTabGrowReset checks that Grow sizes the index of a table from
+// NewStrTab (which already holds the empty string), so that the Adds it
+// made room for do not allocate, and that a Reset table keeps that room
+// and builds the same bytes and offsets again.
+func TestStrTabGrowReset(t *testing.T) {
+	names := make([]string, 1000)
+	size := 1
+	for i := range names {
+		names[i] = fmt.Sprintf("proc%d", i)
+		size += len(names[i]) + 1
+	}
+	s := NewStrTab()
+	s.Grow(len(names), size)
+	offs := make([]uint64, len(names))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i, name := range names {
+		offs[i] = s.Add(name)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.Mallocs - before.Mallocs; n != 0 {
+		t.Errorf("%d Adds after Grow: %d allocations", len(names), n)
+	}
+	first := string(s.Bytes())
+	for round := range 2 {
+		s.Reset()
+		if s.Size() != 0 {
+			t.Fatalf("after Reset: %d bytes", s.Size())
+		}
+		runtime.ReadMemStats(&before)
+		s.Add("")
+		s.Grow(len(names), size)
+		for i, name := range names {
+			if off := s.Add(name); off != offs[i] {
+				t.Fatalf("round %d: %q at %d, before at %d", round, name, off, offs[i])
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if n := after.Mallocs - before.Mallocs; n != 0 {
+			t.Errorf("round %d: Grow and %d Adds after Reset: %d allocations", round, len(names), n)
+		}
+		if string(s.Bytes()) != first {
+			t.Errorf("round %d: bytes differ after Reset", round)
+		}
 	}
 }
 

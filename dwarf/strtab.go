@@ -10,6 +10,7 @@ import "slices"
 type StrTab struct {
 	data []byte
 	offs map[string]uint64
+	room int // the number of strings offs was made for by Grow
 }
 
 // NewStrTab returns a table whose offset 0 holds the empty string.
@@ -37,11 +38,28 @@ func (t *StrTab) Add(s string) uint64 {
 
 // Grow makes room for about n more distinct strings of size bytes in all
 // (NUL bytes included), so that the next Adds do not grow the table.
+// Cost: when the index of the strings was not made for as many strings
+// by an earlier Grow, it is rebuilt at the new size, in time linear in
+// the strings already held (a table from [NewStrTab] holds one).
 func (t *StrTab) Grow(n, size int) {
-	if n > 0 && t.offs == nil {
-		t.offs = make(map[string]uint64, n)
+	if n > 0 && len(t.offs)+n > t.room {
+		offs := make(map[string]uint64, len(t.offs)+n)
+		for s, off := range t.offs {
+			offs[s] = off
+		}
+		t.offs, t.room = offs, len(t.offs)+n
 	}
 	t.data = slices.Grow(t.data, size)
+}
+
+// Reset empties the table, as the zero value is (no strings, not even
+// the empty one: Add it first for an ELF string table), keeping its
+// memory for the next strings. The slices Bytes returned before are
+// overwritten by the next Adds. Cost: clears the index, in time linear in
+// the number of strings it was made for.
+func (t *StrTab) Reset() {
+	t.data = t.data[:0]
+	clear(t.offs)
 }
 
 // Bytes returns the section contents. The slice is the table's own: do not

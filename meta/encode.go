@@ -115,7 +115,8 @@ func EncodeWith(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	return encode(procs, strs)
 }
 
-// forStrings calls f for every string of p.
+// forStrings calls f for every string of p, in the order in which
+// encode writes their references (encode relies on it).
 func forStrings(p *Proc, f func(string)) {
 	f(p.Name)
 	for j, a := range p.Args {
@@ -160,10 +161,20 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	info := make([]byte, 0, est)
 	infoOffs := make([]uint64, len(procs))
 	var maxStart uint64
+	// With inline strings, the offsets of the procedure's strings, in the
+	// order forStrings visits them, which is the order in which str is
+	// called: found once, when the strings are placed.
+	var offs []uint64
+	next := 0
 	str := func(s string) {
 		var off uint64
 		if inline != nil {
-			off = inline[s]
+			if next < len(offs) {
+				off = offs[next]
+			} else {
+				off = inline[s] // not reached: forStrings visits every string str writes
+			}
+			next++
 		} else {
 			off = strs.Add(s)
 		}
@@ -197,12 +208,16 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 			return nil, err
 		}
 		if inline != nil {
+			offs, next = offs[:0], 0
 			forStrings(p, func(s string) {
-				if _, ok := inline[s]; !ok {
-					inline[s] = uint64(len(info))
+				off, ok := inline[s]
+				if !ok {
+					off = uint64(len(info))
+					inline[s] = off
 					info = append(info, s...)
 					info = append(info, 0)
 				}
+				offs = append(offs, off)
 			})
 		}
 		infoOffs[i] = uint64(len(info))

@@ -445,13 +445,19 @@ func (w *UnitWriter) Release() error {
 	}
 	e.fixups = rest
 	w.deferred = len(rest)
-	if len(e.local) > 256 {
+	if len(e.local) > localKeep {
 		e.local = map[*DIE]uint64{} // clear would keep a large table to sweep each time
 	} else {
 		clear(e.local)
 	}
 	return nil
 }
+
+// localKeep is the number of DIEs released at once up to which Release
+// clears the table of released DIEs for the next ones instead of making a
+// new one: a batch of 128 procedures (the linker's) releases about 400,
+// and a new table would grow again, rehashing, for every batch.
+const localKeep = 4096
 
 // Finish ends the root's children, resolves the remaining references and
 // returns the sections as [EncodeFields] does. The Unit's Offset is set.
