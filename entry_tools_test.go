@@ -82,6 +82,9 @@ func TestMain(m *testing.M) {
 	if handcallPath != "" {
 		os.RemoveAll(filepath.Dir(handcallPath))
 	}
+	if benchPath != "" { // benchImage's directory, shared by the benchmarks
+		os.RemoveAll(filepath.Dir(benchPath))
+	}
 	os.Exit(code)
 }
 

@@ -36,6 +36,33 @@ func cSources(t testing.TB) []string {
 
 var buildCache sync.Map // key → path (binaries built once per test process)
 
+// buildDirs are the directories buildC and buildGo made, removed by
+// TestMain when the tests end.
+var (
+	buildDirsMu sync.Mutex
+	buildDirs   []string
+)
+
+// buildDir makes a directory for a test binary, removed when the tests end.
+func buildDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "symbolize-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildDirsMu.Lock()
+	buildDirs = append(buildDirs, dir)
+	buildDirsMu.Unlock()
+	return dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range buildDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
 // buildC compiles testdata/csrc with compiler cc and flags, in that
 // directory (so DW_AT_comp_dir is it and file names are relative).
 func buildC(t testing.TB, cc string, flags ...string) string {
@@ -43,10 +70,7 @@ func buildC(t testing.TB, cc string, flags ...string) string {
 	if p, ok := buildCache.Load(key); ok {
 		return p.(string)
 	}
-	dir, err := os.MkdirTemp("", "symbolize-test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := buildDir(t)
 	out := filepath.Join(dir, "prog")
 	args := append(append([]string{}, flags...), "-o", out)
 	args = append(args, cSources(t)...)
@@ -65,10 +89,7 @@ func buildGo(t testing.TB) string {
 	if p, ok := buildCache.Load("go"); ok {
 		return p.(string)
 	}
-	dir, err := os.MkdirTemp("", "symbolize-test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := buildDir(t)
 	out := filepath.Join(dir, "goprog")
 	gocmd := tooltest.Require(t, "go")
 	cmd := exec.Command(gocmd, "build", "-o", out, ".")
