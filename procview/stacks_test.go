@@ -117,6 +117,13 @@ func gdbThreads(t *testing.T, s *gdbtest.Session) map[int][]gdbFrame {
 // ones) are dropped.
 func norm(fn string) string {
 	fn = strings.TrimSuffix(fn, ".abi0")
+	// GCC's clones of a function carry its name and a suffix in the
+	// symbol table (tcache_init.part.0, as eu-stack names the frame)
+	// and the function's own name in DWARF (as we and gdb name it);
+	// clones of clones chain the suffixes (f.constprop.0.isra.0).
+	if m := gccClone.FindStringSubmatch(fn); m != nil {
+		fn = m[1]
+	}
 	if i := strings.IndexByte(fn, '@'); i > 0 {
 		fn = fn[:i] // symbol version: _IO_file_write@@GLIBC_2.2.5
 	}
@@ -127,6 +134,11 @@ func norm(fn string) string {
 	fn = strings.TrimLeft(fn, "_")
 	return strings.TrimPrefix(fn, "libc_")
 }
+
+// gccClone matches the suffix GCC gives the symbol of a function's clone
+// (partial inlining, IPA-SRA, constant propagation, a cold part, LTO).
+// A C name only: Go's names have dots of their own (main.(*T).cold).
+var gccClone = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:part|isra|constprop|lto_priv)\.[0-9]+|\.cold(?:\.[0-9]+)?)+$`)
 
 // freeze stops process pid with SIGSTOP and waits until every thread is
 // stopped, so that our backtraces and gdb's see the same state; the
@@ -811,5 +823,26 @@ func TestSameFunc(t *testing.T) {
 	}
 	if sameFunc(libc, "mmap", "munmap") {
 		t.Error("mmap and munmap are taken for one function")
+	}
+}
+
+// TestNormClones: norm drops GCC's clone suffixes, chained ones too, and
+// leaves Go's dotted names alone.
+func TestNormClones(t *testing.T) {
+	for in, want := range map[string]string{
+		"tcache_init.part.0":          "tcache_init",
+		"new_heap.isra.0":             "new_heap",
+		"f.constprop.0.isra.0":        "f",
+		"_int_free.cold":              "int_free",
+		"runtime.mcall":               "runtime.mcall",
+		"github.com/x/part.F":         "github.com/x/part.F",
+		"main.(*T).cold":              "main.(*T).cold",
+		"runtime.futex.abi0":          "runtime.futex",
+		"__GI___libc_malloc":          "malloc",
+		"_IO_file_write@@GLIBC_2.2.5": "IO_file_write",
+	} {
+		if got := norm(in); got != want {
+			t.Errorf("norm(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
