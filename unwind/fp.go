@@ -104,10 +104,11 @@ const MaxPrologueScan = 4096
 // or already holds the caller's frame pointer: the instruction at pc, and
 // the instructions from hints.FuncStart to pc when the function start is
 // known (at most MaxPrologueScan bytes, decoded with x86asm), decide.
-// At the function's first instruction, or at ret, or after leave or pop
-// %rbp (without the function start: at a jmp just after one, a tail
-// call), the return address is at the stack pointer (MethodPrologue,
-// MethodEpilogue); just after push %rbp it is one word above.
+// At the function's first instruction, or at ret or on a fall-through
+// path of tests, compares and conditional jumps to a ret (glibc's clone3
+// after its syscall), or after leave or pop %rbp (without the function
+// start: at a jmp just after one, a tail call), the return address is at
+// the stack pointer (MethodPrologue, MethodEpilogue); just after push %rbp it is one word above.
 //
 // Every candidate caller is checked as gdb's and elfutils' frame-pointer
 // unwinders check theirs, and more strictly:
@@ -335,6 +336,9 @@ func (u *Unwinder) analyzeX86(pc, start uint64) (stackRule, string) {
 	if err == nil && in.Op == x86asm.RET {
 		return ruleEpilogue, "at ret"
 	}
+	if err == nil && beforeRet(code) {
+		return ruleEpilogue, "before ret"
+	}
 	if start != 0 && start <= pc && pc-start <= MaxPrologueScan {
 		if pc == start {
 			return ruleAtSP, "at the function's entry"
@@ -389,6 +393,35 @@ func (u *Unwinder) analyzeX86(pc, start uint64) (stackRule, string) {
 		}
 	}
 	return ruleFrameRecord, ""
+}
+
+// beforeRet reports whether the code at pc falls through to a ret within
+// its first 16 bytes by tests, compares and conditional jumps only, which
+// change neither the stack pointer nor %rbp: the stack is then as at the
+// ret, the return address at the stack pointer. glibc's clone3 is such
+// code, between its syscall and ret, where its CFI has already ended
+// (cfi_endproc before the syscall) and a thread creating another one
+// waits.
+func beforeRet(code []byte) bool {
+	off := 0
+	for off < len(code) {
+		in, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			return false
+		}
+		switch in.Op {
+		case x86asm.RET:
+			return off > 0
+		case x86asm.TEST, x86asm.CMP,
+			x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JNE,
+			x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JO, x86asm.JNO,
+			x86asm.JP, x86asm.JNP, x86asm.JS, x86asm.JNS:
+			off += in.Len
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 func isPushRBP(in x86asm.Inst) bool { return in.Op == x86asm.PUSH && in.Args[0] == x86asm.RBP }

@@ -83,6 +83,9 @@ const (
 	leafRetI  = leafFn + 10
 	leafTail  = leafFn + 11 // c9, then e9 rel32 at +12
 	notCall   = 0x400300    // a return address after a nop
+	// leafClone is glibc's clone3 after its syscall, which has no CFI:
+	// test %rax,%rax; jl; je; ret.
+	leafClone = 0x400400
 
 	stackBase = 0x7f0000
 	stackTop  = 0x7f1000
@@ -106,6 +109,7 @@ func fpProgram(pc uint64) (*space, Frame) {
 	s.code(midFn, 0x55, 0x48, 0x89, 0xe5)
 	s.code(midCall, 0xff, 0xd0)
 	s.code(leafFn, 0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0x90, 0xc9, 0xc3, 0xc9, 0xe9, 0, 0, 0, 0)
+	s.code(leafClone, 0x48, 0x85, 0xc0, 0x7c, 0x05, 0x74, 0x03, 0xc3)
 
 	// outer's frame record: rbp 0 (outermost) above its return slot.
 	outerRBP := uint64(stackTop - 0x40)
@@ -127,7 +131,7 @@ func fpProgram(pc uint64) (*space, Frame) {
 	case leafMov: // after push %rbp
 		sp, fp = leafEntrySP-8, midRBP
 		s.put(sp, midRBP)
-	case leafRetI, leafTail + 1: // after leave
+	case leafRetI, leafTail + 1, leafClone: // after leave; as at ret
 		sp, fp = leafEntrySP, midRBP
 	default: // in the body
 		fp = leafEntrySP - 8
@@ -193,6 +197,8 @@ func TestStepFP(t *testing.T) {
 		// Without the function start the jmp after a leave byte is
 		// taken as a tail call's epilogue too.
 		{"tail jmp without start", leafTail + 1, 0, MethodEpilogue, 0},
+		{"before ret", leafClone, 0, MethodEpilogue, 0},
+		{"before ret with start", leafClone, leafClone - 0x10, MethodEpilogue, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, f := fpProgram(c.pc)
@@ -327,6 +333,30 @@ func TestMethodString(t *testing.T) {
 		MethodFramePointer: "fp", MethodPrologue: "prologue", MethodEpilogue: "epilogue", MethodStackSwitch: "stack-switch", 99: "Method(99)"} {
 		if got := m.String(); got != want {
 			t.Errorf("%d: %q, want %q", m, got, want)
+		}
+	}
+}
+
+// TestBeforeRet: only tests, compares and conditional jumps may lie
+// between pc and the ret; anything that moves the stack pointer or %rbp,
+// or any other instruction, or no ret within the bytes, says no.
+func TestBeforeRet(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		code []byte
+		want bool
+	}{
+		{"clone3", []byte{0x48, 0x85, 0xc0, 0x7c, 0x05, 0x74, 0x03, 0xc3}, true},
+		{"cmp; jne; ret", []byte{0x48, 0x39, 0xd8, 0x75, 0x01, 0xc3}, true},
+		{"at ret", []byte{0xc3}, false}, // analyzeX86's "at ret"
+		{"add rsp", []byte{0x48, 0x85, 0xc0, 0x48, 0x83, 0xc4, 0x08, 0xc3}, false},
+		{"pop rbp", []byte{0x48, 0x85, 0xc0, 0x5d, 0xc3}, false},
+		{"jmp", []byte{0x48, 0x85, 0xc0, 0xeb, 0x00, 0xc3}, false},
+		{"no ret", []byte{0x48, 0x85, 0xc0, 0x74, 0x03, 0x48, 0x85, 0xc0, 0x74, 0x03, 0x48, 0x85, 0xc0, 0x74, 0x03, 0x90}, false},
+	} {
+		code := append(c.code, make([]byte, 16)...)[:16]
+		if got := beforeRet(code); got != c.want {
+			t.Errorf("%s: beforeRet = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
