@@ -303,6 +303,32 @@ type fastAttr struct {
 	str  bool
 }
 
+// value returns the attribute's value and its class ('c' constant, 'a'
+// address, 's' string offset, 'r' reference, 'o' section offset) from raw,
+// the bytes read at its offset: an implicit constant's own value, a
+// unit-relative reference made relative to the section (unitOffset, the
+// unit's offset in it).
+func (f *fastAttr) value(raw, unitOffset uint64) (uint64, byte) {
+	switch f.kind {
+	case kindConst:
+		if f.size == 0 {
+			return uint64(f.implicit), 'c'
+		}
+		return raw, 'c'
+	case kindAddr:
+		return raw, 'a'
+	case kindStr:
+		return raw, 's'
+	case kindUnitRef:
+		return unitOffset + raw, 'r'
+	case kindInfoRef:
+		return raw, 'r'
+	case kindSecOffset:
+		return raw, 'o'
+	}
+	return raw, 0
+}
+
 // planFast sets a.fast and a.fixedOK when every form of a has a fixed
 // size and every kept attribute is read without another section (no
 // addrx, rnglistx or indirect forms).
@@ -484,24 +510,7 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 		for i := range a.fast {
 			f := &a.fast[i]
 			v := fixedUint(p[f.off:f.off+int32(f.size)], le)
-			var class byte
-			switch f.kind {
-			case kindConst:
-				class = 'c'
-				if f.size == 0 {
-					v = uint64(f.implicit)
-				}
-			case kindAddr:
-				class = 'a'
-			case kindStr:
-				class = 's'
-			case kindUnitRef:
-				v, class = u.hdr.Offset+v, 'r'
-			case kindInfoRef:
-				class = 'r'
-			case kindSecOffset:
-				class = 'o'
-			}
+			v, class := f.value(v, u.hdr.Offset)
 			out.set(f.attr, class, f.form, v)
 		}
 		return
@@ -520,24 +529,7 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 					continue
 				}
 				v := fixedUint(data[at+int(f.off):at+int(f.off)+int(f.size)], le)
-				var class byte
-				switch f.kind {
-				case kindConst:
-					class = 'c'
-					if f.size == 0 {
-						v = uint64(f.implicit)
-					}
-				case kindAddr:
-					class = 'a'
-				case kindStr:
-					class = 's'
-				case kindUnitRef:
-					v, class = u.hdr.Offset+v, 'r'
-				case kindInfoRef:
-					class = 'r'
-				case kindSecOffset:
-					class = 'o'
-				}
+				v, class := f.value(v, u.hdr.Offset)
 				out.set(f.attr, class, f.form, v)
 			}
 			b.Seek(uint64(end), "attribute value")
