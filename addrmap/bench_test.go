@@ -161,24 +161,22 @@ func BenchmarkLookupMiss(b *testing.B) {
 // BenchmarkLookupDelta measures Lookup of random addresses inside the
 // ranges of a full delta: a map of 17 ranges, the first in the base and
 // the 16 inserted after it in the delta, searched after the base misses.
-func BenchmarkLookupDelta(b *testing.B) {
-	m, _ := benchMap(deltaMax + 1)
+func BenchmarkLookupDelta(b *testing.B) { benchLookupIn(b, benchMapDelta, deltaMax+1) }
+
+// benchMapDelta is benchMap(n) with addresses only in the ranges of its
+// delta; it panics when the delta does not hold n-1 ranges.
+func benchMapDelta(n int) (*Map[*int], []uintptr) {
+	m, _ := benchMap(n)
 	v := m.cur.Load()
-	if len(v.ents) != 1 || v.nd.Load() != deltaMax {
-		b.Fatalf("view of %d base ranges and %d in the delta, want 1 and %d", len(v.ents), v.nd.Load(), deltaMax)
+	nd := int(v.nd.Load())
+	if nd != n-1 {
+		panic(fmt.Sprintf("view of %d base ranges and %d in the delta, want %d in the delta", len(v.ents), nd, n-1))
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	pcs := make([]uintptr, benchPCs)
 	for i := range pcs {
-		e := &v.delta[rng.IntN(deltaMax)]
+		e := &v.delta[rng.IntN(nd)]
 		pcs[i] = e.start + uintptr(rng.Uint64N(uint64(e.end-e.start)))
 	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if _, err := m.Lookup(pcs[i&(benchPCs-1)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	return m, pcs
 }
