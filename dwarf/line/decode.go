@@ -622,18 +622,8 @@ func (r *Reader) fileEntry(i uint64) (dir0, dir []byte, dirIdx uint64, name []by
 // joinPath is resolve on bytes: name resolved against directory dirIdx
 // (dir) and directory 0 (dir0), in one string.
 func joinPath(dir0, dir []byte, dirIdx uint64, name []byte) string {
-	if len(name) == 0 || isAbsBytes(name) || len(dir) == 0 {
-		return string(name)
-	}
 	var buf [256]byte
-	p := buf[:0]
-	if dirIdx != 0 && !isAbsBytes(dir) && len(dir0) > 0 {
-		// path.Join(path.Join(dir0, dir), name) is
-		// path.Clean(dir0 + "/" + dir + "/" + name): Clean is lexical.
-		p = append(append(p, dir0...), '/')
-	}
-	p = append(append(append(p, dir...), '/'), name...)
-	return path.Clean(string(p))
+	return string(appendJoinPath(buf[:0], dir0, dir, dirIdx, name))
 }
 
 // appendJoinPath is joinPath into dst: the same path, appended.
