@@ -588,6 +588,9 @@ func tailName(t elf.ProgType) string {
 	return fmt.Sprintf("%#x", uint32(t))
 }
 
+// image64 decodes the tables of images, which are ELF64 little-endian.
+var image64, _ = elfobj.HeaderFor(elf.ELFCLASS64, elf.ELFDATA2LSB)
+
 // Program header field offsets.
 const (
 	offPFlags  = 4
@@ -631,8 +634,8 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	if err != nil {
 		return err
 	}
-	var h fileHeader
-	if err := h.decode(hb); err != nil {
+	h, err := elfobj.DecodeHeader(hb)
+	if err != nil {
 		return objError(path, err) // bad magic, class or data encoding
 	}
 	switch {
@@ -685,10 +688,9 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	if int(h.Phnum) > len(stack) {
 		phs = make([]elf.ProgHeader, 0, h.Phnum)
 	}
-	phs = phs[:h.Phnum]
 	nload := 0
-	for i := range phs {
-		decodeProg(&phs[i], phtab[i*phdrSize:])
+	for i := range int(h.Phnum) {
+		phs = append(phs, h.DecodeProg(phtab[i*phdrSize:]))
 		if phs[i].Type == elf.PT_LOAD {
 			nload++
 		}
@@ -836,71 +838,6 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	return relocateFrom(src, data, 0, p, a, false)
 }
 
-// fileHeader is what parseFrom checks of the ELF header, under
-// elfobj.Header's names.
-type fileHeader struct {
-	Class         elf.Class
-	Data          elf.Data
-	Version       elf.Version
-	OSABI         elf.OSABI
-	Type          elf.Type
-	Machine       elf.Machine
-	ObjectVersion uint32
-	Entry, Phoff  uint64
-	Ehsize        uint16
-	Phentsize     uint16
-	Phnum         uint16
-}
-
-// decode fills h from the ELF header at the start of b (at least ehdrSize
-// bytes). An ELF64 little-endian header, the only kind an image can have,
-// is decoded in place (elfobj.DecodeHeader's result, a Header with its
-// byte order, costs several times the decoding to return and copy); any
-// other goes through elfobj.DecodeHeader, whose errors (bad magic, class
-// or data encoding) decode returns, so that parseFrom reports the others
-// as before.
-func (h *fileHeader) decode(b []byte) error {
-	_ = b[ehdrSize-1]
-	if string(b[:4]) != elf.ELFMAG || elf.Class(b[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(b[elf.EI_DATA]) != elf.ELFDATA2LSB {
-		oh, err := elfobj.DecodeHeader(b)
-		if err != nil {
-			return err
-		}
-		*h = fileHeader{Class: oh.Class, Data: oh.Data, Version: oh.Version, OSABI: oh.OSABI, Type: oh.Type, Machine: oh.Machine,
-			ObjectVersion: oh.ObjectVersion, Entry: oh.Entry, Phoff: oh.Phoff, Ehsize: oh.Ehsize, Phentsize: oh.Phentsize, Phnum: oh.Phnum}
-		return nil
-	}
-	h.Class, h.Data = elf.ELFCLASS64, elf.ELFDATA2LSB
-	h.Version = elf.Version(b[elf.EI_VERSION])
-	h.OSABI = elf.OSABI(b[elf.EI_OSABI])
-	h.Type = elf.Type(le.Uint16(b[offType:]))
-	h.Machine = elf.Machine(le.Uint16(b[offMachine:]))
-	h.ObjectVersion = le.Uint32(b[offVersion:])
-	h.Entry = le.Uint64(b[offEntry:])
-	h.Phoff = le.Uint64(b[offPhoff:])
-	h.Ehsize = le.Uint16(b[offEhsize:])
-	h.Phentsize = le.Uint16(b[offPhentsize:])
-	h.Phnum = le.Uint16(b[offPhnum:])
-	return nil
-}
-
-// decodeProg decodes the ELF64 little-endian program header at the start
-// of b (at least phdrSize bytes) into ph, field by field: returning an
-// elf.ProgHeader and copying it into place, as elfobj's DecodeProg and an
-// append do, costs more than the decoding (the copy's 16-byte loads of the
-// fields just stored cannot be forwarded from those stores).
-func decodeProg(ph *elf.ProgHeader, b []byte) {
-	_ = b[phdrSize-1]
-	ph.Type = elf.ProgType(le.Uint32(b))
-	ph.Flags = elf.ProgFlag(le.Uint32(b[offPFlags:]))
-	ph.Off = le.Uint64(b[offPOffset:])
-	ph.Vaddr = le.Uint64(b[offPVaddr:])
-	ph.Paddr = le.Uint64(b[offPVaddr+8:])
-	ph.Filesz = le.Uint64(b[offPFilesz:])
-	ph.Memsz = le.Uint64(b[offPMemsz:])
-	ph.Align = le.Uint64(b[offPAlign:])
-}
-
 // segmentOf returns the PT_LOAD segment that holds [addr, addr+n) (n > 0),
 // without overflow.
 func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
@@ -920,30 +857,6 @@ func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
 // of owner "GNU". body holds the segment's bytes (possibly a copy); keep
 // is the same bytes as the image holds them, which the build ID aliases.
 func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body, keep []byte) error {
-	// The segment Link writes: one GNU build-ID note and nothing after
-	// it, which the reader below would accept whole. Taken here without
-	// the reader (its construction and per-note result cost more than
-	// the decoding), by the same rules: the descriptor follows the
-	// 12-byte header and the 4-byte name "GNU\x00" at offset 16 with
-	// either alignment, and the note, padded, reaches the end of body.
-	if len(body) >= 16 && le.Uint32(body) == 4 && le.Uint32(body[8:]) == ntGNUBuildID && string(body[12:16]) == "GNU\x00" {
-		align := uint64(4)
-		if ph.Align == 8 {
-			align = 8
-		}
-		descsz, n := uint64(le.Uint32(body[4:])), uint64(len(body))
-		if descsz <= n-16 && alignUp(16+descsz, align) >= n {
-			if p.buildID == nil {
-				p.buildID = keep[16 : 16+descsz : 16+descsz]
-			}
-			return nil
-		}
-	}
-	return p.readNotes(d, ph, body, keep)
-}
-
-// readNotes is parseNotes for any notes, with elfobj's reader.
-func (p *plan) readNotes(d *decoder, ph elf.Prog64, body, keep []byte) error {
 	r := elfobj.NewNoteReader(body, ph.Off, elf.ELFDATA2LSB, ph.Align, "PT_NOTE")
 	for n, ok := r.Next(); ok; n, ok = r.Next() {
 		if n.Type == elfobj.NT_GNU_BUILD_ID && string(n.Name) == "GNU" && p.buildID == nil {
@@ -965,8 +878,7 @@ func (p *plan) parseDynamic(d *decoder, off uint64, body []byte) error {
 	var where [4]uint64
 	terminated := false
 	for i := uint64(0); (i+1)*dynSize <= uint64(len(body)); i++ {
-		e := body[i*dynSize : (i+1)*dynSize]
-		tag, val := elf.DynTag(int64(le.Uint64(e))), le.Uint64(e[8:]) // Elf64_Dyn
+		tag, val := image64.DecodeDyn(body[i*dynSize:])
 		at := off + i*dynSize
 		k := -1
 		switch tag {
@@ -1067,14 +979,14 @@ func relocateFrom(src *source, data []byte, base uint64, p *plan, a *arch.Arch, 
 			tabFirst = i
 		}
 		k := (i - tabFirst) * relaSize
-		e := tab[k : k+relaSize] // Elf64_Rela, decoded in place
-		off, info, addend := le.Uint64(e), le.Uint64(e[8:]), le.Uint64(e[16:])
-		if typ := uint32(info); typ != a.RelocRelative { // ELF64_R_TYPE
+		r := image64.DecodeRel(tab[k:k+relaSize], true)
+		off, addend := r.Off, uint64(r.Addend)
+		if r.Type != a.RelocRelative {
 			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "type %s, want %s",
-				elfobj.RelocTypeName(a.Machine, typ), elfobj.RelocTypeName(a.Machine, a.RelocRelative))
+				elfobj.RelocTypeName(a.Machine, r.Type), elfobj.RelocTypeName(a.Machine, a.RelocRelative))
 		}
-		if sym := uint32(info >> 32); sym != 0 { // ELF64_R_SYM
-			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "symbol %d, want 0 for a relative relocation", sym)
+		if r.Sym != 0 {
+			return d.errorf(at+8, fmt.Sprintf("r_info of relocation %d", i), "symbol %d, want 0 for a relative relocation", r.Sym)
 		}
 		s, ok := p.segmentOf(off, 8)
 		if !ok || s.Flags&elf.PF_W == 0 {
