@@ -2,6 +2,7 @@ package selfprof_test
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"net/http"
@@ -181,12 +182,16 @@ func TestProfileImageAndGoFrames(t *testing.T) {
 	if a < 5 || b < 5 || g < 5 {
 		t.Fatalf("want spin-a, spin-b and goHot each above 5%% of the samples:\n%v", flat)
 	}
-	// spin-b runs twice the iterations of the same loop as spin-a (a
-	// loaded machine's noise moves a few hundred samples' ratio by a
-	// quarter either way).
-	if r := b / a; r < 1.4 || r > 2.8 {
+	// spin-b runs twice the iterations of the same loop as spin-a, but
+	// CPU time is not work: on a loaded two-CPU machine an SMT sibling's
+	// load or the two loops' code alignment moves the ratio of a few
+	// hundred samples well past 2 (3.14 seen in CI). The attribution
+	// itself is checked against the symbol table below; this only says
+	// the procedure with more work has more samples.
+	if r := b / a; r < 1.2 || r > 5 {
 		t.Errorf("spin-b/spin-a = %.2f, want about 2", r)
 	}
+	checkImageLocations(t, img, prof)
 	if cum["main"] < a+b-1 || cum["work"] < a+b-1 {
 		t.Errorf("main (%.1f%%) and work (%.1f%%) must hold spin-a and spin-b (%.1f%%)", cum["main"], cum["work"], a+b)
 	}
@@ -211,9 +216,14 @@ func TestProfileImageAndGoFrames(t *testing.T) {
 	if aLines < a-1 {
 		t.Errorf("spin-a has %.1f%% with lines of %s, %.1f%% in all:\n%v", aLines, src, a, lines)
 	}
-	goLine := fmt.Sprintf("github.com/elfimage/elfimage/selfprof_test.goHot %s:%d", thisFile(t), goHotLine(t))
-	if lines[goLine] < g/2 {
-		t.Errorf("want most of goHot's %.1f%% at %s:\n%v", g, goLine, lines)
+	// goHot's loop is its for line and the body line after it; which of
+	// the two takes most samples is the CPU's skid (the sample lands on an
+	// instruction after the one that took the time), so both count.
+	body := goHotLine(t)
+	forLine := fmt.Sprintf("github.com/elfimage/elfimage/selfprof_test.goHot %s:%d", thisFile(t), body-1)
+	goLine := fmt.Sprintf("github.com/elfimage/elfimage/selfprof_test.goHot %s:%d", thisFile(t), body)
+	if lines[forLine]+lines[goLine] < g*0.8 {
+		t.Errorf("want most of goHot's %.1f%% at %s and the line before:\n%v", g, goLine, lines)
 	}
 
 	// Traces: from spin-a down through the entry frame and native.Call
@@ -222,6 +232,43 @@ func TestProfileImageAndGoFrames(t *testing.T) {
 	want := []string{"spin-a", "work", "main", "%start", "elfimage.entry", "native.trampoline", "native.Call", "scheme.Run", "TestProfileImageAndGoFrames", "testing.tRunner"}
 	if !hasTrace(traces, want) {
 		t.Errorf("no trace goes %v:\n%.3000s", want, traces)
+	}
+}
+
+// checkImageLocations checks every location of prof inside img against an
+// independent reader: the innermost function named at a location's address
+// is the STT_FUNC symbol that debug/elf finds covering it in img's file.
+func checkImageLocations(t *testing.T, img *elfimage.Image, prof *profile.Profile) {
+	t.Helper()
+	f, err := elf.Open(img.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, end := uint64(img.Base()), uint64(img.Base())+img.Size()
+	checked := map[string]int{}
+	for _, loc := range prof.Location {
+		if loc.Address < base || loc.Address >= end || len(loc.Line) == 0 {
+			continue
+		}
+		addr := loc.Address - base
+		want := ""
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value <= addr && addr < s.Value+s.Size {
+				want = s.Name
+			}
+		}
+		if got := loc.Line[0].Function.Name; got != want {
+			t.Errorf("location %#x (link address %#x) is named %q; the symbol table says %q", loc.Address, addr, got, want)
+		}
+		checked[want]++
+	}
+	if checked["spin-a"] == 0 || checked["spin-b"] == 0 {
+		t.Errorf("locations checked against the symbol table, by function: %v; want spin-a and spin-b among them", checked)
 	}
 }
 
