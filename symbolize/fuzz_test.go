@@ -158,11 +158,11 @@ func FuzzDebugSections(f *testing.F) {
 				}
 			}
 			if x.lines != nil {
-				for j, a := range x.lines.addrs {
-					if j > 256 {
-						break
+				for k := range x.lines.seqs {
+					sq := &x.lines.seqs[k]
+					for j := sq.first; j < sq.last && j <= 256; j++ {
+						frames = x.frames(x.lines.rowAddr(sq, j), frames[:0])
 					}
-					frames = x.frames(a, frames[:0])
 				}
 			}
 		}
