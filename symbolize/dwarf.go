@@ -125,21 +125,36 @@ func segEnd(segs []seg, long map[int32]uint64, i int) uint64 {
 	return long[int32(i)]
 }
 
-// subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine.
+// subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine: 24 bytes.
 type subr struct {
-	parent   int32 // nearest enclosing subroutine, -1 for none
+	// up is the index of the nearest enclosing subroutine plus one (0
+	// for none; indexes are below 2^31-1), with inlinedBit set for an
+	// inlined subroutine.
+	up       uint32
 	callLine uint32
 	callCol  uint32
 	callFile uint32 // DW_AT_call_file, clamped to 2^32-1 (no such file)
 	name     uint32 // the name is unitIndex.names[name : name+nameLen]
 	nameLen  uint32
-	inlined  bool
-	needed   bool // on some address's chain: name resolved
 }
+
+// inlinedBit marks an inlined subroutine in subr.up.
+const inlinedBit = 1 << 31
+
+// parent returns the index of the nearest subroutine enclosing s, -1 for
+// none.
+func (s *subr) parent() int32 { return int32(s.up&^inlinedBit) - 1 }
+
+// inlined reports whether s is a DW_TAG_inlined_subroutine.
+func (s *subr) inlined() bool { return s.up&inlinedBit != 0 }
 
 // newSubr is the subr of a subroutine DIE with attributes a.
 func newSubr(a *attrs, inlined bool, parent int32) subr {
-	return subr{parent: parent, inlined: inlined,
+	up := uint32(parent + 1)
+	if inlined {
+		up |= inlinedBit
+	}
+	return subr{up: up,
 		callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))}
 }
 
@@ -173,6 +188,7 @@ type scratch struct {
 	keys2   []uint64   // and radix.Sort's scratch for them
 	starts  []uint64   // flattenSubrs' segment starts, for the index
 	picks   []namePick // the names build copies
+	needed  []bool     // build's subroutines on some address's chain
 	// groupPicks' table, groups and group of each pick, and build's
 	// arena offset of each group.
 	slots, longest, group []int32
@@ -207,7 +223,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group), cap(sc.needed)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -663,10 +679,19 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	var starts []uint64
 	starts, x.segs, x.longSegs = flattenSubrs(rs, sc)
 	x.segIndex = newBucketIndex(starts)
-	// Resolve the names of the subroutines on some chain.
+	// Resolve the names of the subroutines on some chain (marked in
+	// isNeeded, from the scratch).
+	isNeeded := sc.needed[:0]
+	if cap(isNeeded) < len(x.subrs) {
+		isNeeded = make([]bool, len(x.subrs))
+	} else {
+		isNeeded = isNeeded[:len(x.subrs)]
+		clear(isNeeded)
+	}
+	sc.needed = isNeeded
 	for _, s := range x.segs {
-		for i := s.die; i >= 0 && !x.subrs[i].needed; i = x.subrs[i].parent {
-			x.subrs[i].needed = true
+		for i := s.die; i >= 0 && !isNeeded[i]; i = x.subrs[i].parent() {
+			isNeeded[i] = true
 		}
 	}
 	// Names are copied out of the (mapped) sections into one string per
@@ -683,8 +708,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	names := sc.names
 	needed := 0
-	for i := range x.subrs {
-		if x.subrs[i].needed {
+	for _, n := range isNeeded {
+		if n {
 			needed++
 		}
 	}
@@ -694,7 +719,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		sc.picks = picks[:0]
 	}()
 	for i := range x.subrs {
-		if !x.subrs[i].needed {
+		if !isNeeded[i] {
 			continue
 		}
 		link, name, _, _ := d.names(u, &refs[i], names, 0)
