@@ -28,13 +28,20 @@ const minBucketKeys = 32
 
 // newBucketIndex builds the index of keys (sorted, fewer than 2^31).
 // Cost: O(n) time, at most 4(n+1) bytes.
-func newBucketIndex(keys []uint64) bucketIndex {
+func newBucketIndex(keys []uint64) bucketIndex { return newBucketIndexOf(keys) }
+
+// newBucketIndexOf is newBucketIndex over keys of either width: 32-bit
+// keys are offsets from a base the caller subtracts from the addresses it
+// asks (lastOf). The arithmetic is in 64 bits, so that the index of
+// offsets k[i] - c is the index of the keys k[i] with its base moved by c,
+// also for unsorted keys (hostile input), whose differences wrap.
+func newBucketIndexOf[K uint32 | uint64](keys []K) bucketIndex {
 	n := len(keys)
 	if n < minBucketKeys {
 		return bucketIndex{}
 	}
-	x := bucketIndex{base: keys[0]}
-	span := keys[n-1] - x.base
+	x := bucketIndex{base: uint64(keys[0])}
+	span := uint64(keys[n-1]) - x.base
 	for span>>x.shift >= uint64(n) {
 		x.shift++
 	}
@@ -46,7 +53,7 @@ func newBucketIndex(keys []uint64) bucketIndex {
 		if k == nb-1 || at > span {
 			at = span
 		}
-		for i+1 < n && keys[i+1]-x.base <= at {
+		for i+1 < n && uint64(keys[i+1])-x.base <= at {
 			i++
 		}
 		x.b[k] = int32(i)
@@ -77,7 +84,10 @@ func (x *bucketIndex) window(n int, addr uint64) (lo, hi int, ok bool) {
 // when addr is before keys[0]. keys must be the array the index was built
 // on. Cost: no allocation; a load and a bisection of about two keys when
 // the keys are spread evenly, a bisection of all of them at worst.
-func (x *bucketIndex) last(keys []uint64, addr uint64) int {
+func (x *bucketIndex) last(keys []uint64, addr uint64) int { return lastOf(x, keys, addr) }
+
+// lastOf is x.last over keys of either width (see newBucketIndexOf).
+func lastOf[K uint32 | uint64](x *bucketIndex, keys []K, addr uint64) int {
 	lo, hi, ok := x.window(len(keys), addr)
 	if !ok {
 		return -1
@@ -85,7 +95,7 @@ func (x *bucketIndex) last(keys []uint64, addr uint64) int {
 	// upper_bound over keys[lo:hi], minus one.
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if keys[m] <= addr {
+		if uint64(keys[m]) <= addr {
 			lo = m + 1
 		} else {
 			hi = m

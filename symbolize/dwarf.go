@@ -95,38 +95,66 @@ type cuRange struct {
 // large batch their first touches (page faults) are a good part of the
 // cost of indexing.
 type unitIndex struct {
-	segs     []seg       // sorted, disjoint: [start, end) → innermost subroutine
-	segIndex bucketIndex // over the segments' starts
-	subrs    []subr      // subprogram and inlined_subroutine DIEs in preorder
-	names    string      // the subroutines' names; suffixes share bytes (build)
+	segs     []seg            // sorted, disjoint: [start, end) → innermost subroutine
+	longSegs map[int32]uint64 // the ends of the segments of 2^32 bytes or more, by index in segs
+	segIndex bucketIndex      // over the segments' starts
+	subrs    []subr           // subprogram and inlined_subroutine DIEs in preorder
+	names    string           // the subroutines' names; suffixes share bytes (build)
 	lines    *lineTable
 	err      error // the build failed: every lookup in the unit reports it
 }
 
-// seg maps [start, end) to subrs[die]. The start is kept beside the rest
-// (not in an array of its own): with the bucket index a lookup compares
-// with one or two starts, and then reads the segment from the same cache
-// line instead of missing on a second array.
+// seg maps [start, start+size) to subrs[die]. The start is kept beside
+// the rest (not in an array of its own): with the bucket index a lookup
+// compares with one or two starts, and then reads the segment from the
+// same cache line instead of missing on a second array. A segment of 2^32
+// bytes or more (hostile input, or code spread over the address space)
+// has size 0 and its end in its unitIndex's longSegs: 16 bytes a segment
+// instead of 24, without splitting a long range into many segments.
 type seg struct {
-	start, end uint64
-	die        int32
+	start uint64
+	size  uint32
+	die   int32
 }
 
-// subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine.
+// segEnd returns the end of segs[i], whose long ends are in long.
+func segEnd(segs []seg, long map[int32]uint64, i int) uint64 {
+	if s := &segs[i]; s.size != 0 {
+		return s.start + uint64(s.size)
+	}
+	return long[int32(i)]
+}
+
+// subr is a DW_TAG_subprogram or DW_TAG_inlined_subroutine: 24 bytes.
 type subr struct {
-	parent   int32 // nearest enclosing subroutine, -1 for none
+	// up is the index of the nearest enclosing subroutine plus one (0
+	// for none; indexes are below 2^31-1), with inlinedBit set for an
+	// inlined subroutine.
+	up       uint32
 	callLine uint32
 	callCol  uint32
 	callFile uint32 // DW_AT_call_file, clamped to 2^32-1 (no such file)
 	name     uint32 // the name is unitIndex.names[name : name+nameLen]
 	nameLen  uint32
-	inlined  bool
-	needed   bool // on some address's chain: name resolved
 }
+
+// inlinedBit marks an inlined subroutine in subr.up.
+const inlinedBit = 1 << 31
+
+// parent returns the index of the nearest subroutine enclosing s, -1 for
+// none.
+func (s *subr) parent() int32 { return int32(s.up&^inlinedBit) - 1 }
+
+// inlined reports whether s is a DW_TAG_inlined_subroutine.
+func (s *subr) inlined() bool { return s.up&inlinedBit != 0 }
 
 // newSubr is the subr of a subroutine DIE with attributes a.
 func newSubr(a *attrs, inlined bool, parent int32) subr {
-	return subr{parent: parent, inlined: inlined,
+	up := uint32(parent + 1)
+	if inlined {
+		up |= inlinedBit
+	}
+	return subr{up: up,
 		callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))}
 }
 
@@ -160,6 +188,7 @@ type scratch struct {
 	keys2   []uint64   // and radix.Sort's scratch for them
 	starts  []uint64   // flattenSubrs' segment starts, for the index
 	picks   []namePick // the names build copies
+	needed  []bool     // build's subroutines on some address's chain
 	// groupPicks' table, groups and group of each pick, and build's
 	// arena offset of each group.
 	slots, longest, group []int32
@@ -194,7 +223,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group), cap(sc.needed)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -648,12 +677,21 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	x.subrs = subrs
 	var starts []uint64
-	starts, x.segs = flattenSubrs(rs, sc)
+	starts, x.segs, x.longSegs = flattenSubrs(rs, sc)
 	x.segIndex = newBucketIndex(starts)
-	// Resolve the names of the subroutines on some chain.
+	// Resolve the names of the subroutines on some chain (marked in
+	// isNeeded, from the scratch).
+	isNeeded := sc.needed[:0]
+	if cap(isNeeded) < len(x.subrs) {
+		isNeeded = make([]bool, len(x.subrs))
+	} else {
+		isNeeded = isNeeded[:len(x.subrs)]
+		clear(isNeeded)
+	}
+	sc.needed = isNeeded
 	for _, s := range x.segs {
-		for i := s.die; i >= 0 && !x.subrs[i].needed; i = x.subrs[i].parent {
-			x.subrs[i].needed = true
+		for i := s.die; i >= 0 && !isNeeded[i]; i = x.subrs[i].parent() {
+			isNeeded[i] = true
 		}
 	}
 	// Names are copied out of the (mapped) sections into one string per
@@ -670,8 +708,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	names := sc.names
 	needed := 0
-	for i := range x.subrs {
-		if x.subrs[i].needed {
+	for _, n := range isNeeded {
+		if n {
 			needed++
 		}
 	}
@@ -681,7 +719,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		sc.picks = picks[:0]
 	}()
 	for i := range x.subrs {
-		if !x.subrs[i].needed {
+		if !isNeeded[i] {
 			continue
 		}
 		link, name, _, _ := d.names(u, &refs[i], names, 0)
@@ -935,11 +973,12 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) 
 // (deeper) DIE's range overrides the part of earlier ranges it covers.
 //
 // It also returns the segments' starts, for building their index: that
-// array is sc.starts, reused by the next build. The working arrays come
-// from sc.
-func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
+// array is sc.starts, reused by the next build; and the ends of the
+// segments of 2^32 bytes or more (see seg), nil when there are none. The
+// working arrays come from sc.
+func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg, map[int32]uint64) {
 	if len(rs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	order := sc.order[:0]
 	for i := range rs {
@@ -983,16 +1022,30 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 	}
 	out := make([]seg, 0, len(rs)+len(rs)/2)
 	starts := atLeast(sc.starts, uint64(len(rs)+len(rs)/2))
+	var long map[int32]uint64
+	lastEnd := uint64(0) // the end of out[len(out)-1]
 	emit := func(lo, hi uint64, die int) {
 		if lo >= hi {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].die == int32(die) && out[n-1].end == lo {
-			out[n-1].end = hi
-			return
+		if n := len(out); n > 0 && out[n-1].die == int32(die) && lastEnd == lo {
+			// Extend the last segment to hi.
+			lo = out[n-1].start
+			out = out[:n-1]
+			starts = starts[:n-1]
+			delete(long, int32(n-1))
 		}
-		out = append(out, seg{lo, hi, int32(die)})
+		size := hi - lo
+		if size > 1<<32-1 {
+			if long == nil {
+				long = map[int32]uint64{}
+			}
+			long[int32(len(out))] = hi
+			size = 0
+		}
+		out = append(out, seg{lo, uint32(size), int32(die)})
 		starts = append(starts, lo)
+		lastEnd = hi
 	}
 	stack := sc.stack[:0] // indexes into rs
 	cur := uint64(0)
@@ -1021,7 +1074,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg) {
 		stack = stack[:len(stack)-1]
 	}
 	sc.stack, sc.starts = stack, starts
-	return starts, out
+	return starts, out, long
 }
 
 // leaf returns the innermost subroutine covering addr, or -1.
@@ -1042,7 +1095,7 @@ func (x *unitIndex) leaf(addr uint64) int32 {
 			hi = m
 		}
 	}
-	if i := lo - 1; i >= 0 && addr < segs[i].end {
+	if i := lo - 1; i >= 0 && addr < segEnd(segs, x.longSegs, i) {
 		return segs[i].die
 	}
 	return -1

@@ -144,11 +144,12 @@ func FuzzDebugSections(f *testing.F) {
 					break
 				}
 				frames = x.frames(st, frames[:0])
-				frames = x.frames(x.segs[j].end-1, frames[:0])
+				end := segEnd(x.segs, x.longSegs, j)
+				frames = x.frames(end-1, frames[:0])
 				// The scan path answers as the index does, at both
 				// ends of a segment and just outside it.
 				if j < 32 {
-					for _, a := range []uint64{st - 1, st, x.segs[j].end - 1, x.segs[j].end} {
+					for _, a := range []uint64{st - 1, st, end - 1, end} {
 						indexed := x.frames(a, nil)
 						scanned, err := d.scanFrames(&d.units[i], a, nil)
 						if err != nil || !slices.Equal(scanned, indexed) {
@@ -158,11 +159,11 @@ func FuzzDebugSections(f *testing.F) {
 				}
 			}
 			if x.lines != nil {
-				for j, a := range x.lines.addrs {
-					if j > 256 {
-						break
+				for k := range x.lines.seqs {
+					sq := &x.lines.seqs[k]
+					for j := sq.first; j < sq.last && j <= 256; j++ {
+						frames = x.frames(x.lines.rowAddr(sq, j), frames[:0])
 					}
-					frames = x.frames(a, frames[:0])
 				}
 			}
 		}

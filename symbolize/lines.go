@@ -11,12 +11,24 @@ import (
 )
 
 // lineTable is a decoded line program in the shape lookups want.
+//
+// The rows are kept narrow when they fit, as nearly all do: each row's
+// address as a 32-bit offset from its sequence's start (off) and its
+// position in 8 bytes (narrow), 12 bytes a row where the wide form (addrs,
+// rows) takes 20. On a batch that indexes every unit the rows are the
+// largest part of the indexes, and their first touches (page faults) a
+// good part of the cost. A table with a row that does not fit (an
+// address below its sequence's start or 2^32 or more above it, a file
+// index or column of 2^16 or more) is wide throughout; wide is then set.
 type lineTable struct {
 	seqs    []lineSeq     // sorted by end
-	indexes []bucketIndex // over the addresses of the long sequences
-	addrs   []uint64      // the rows' addresses, every sequence's, in program order
-	rows    []lineRow     // the rows' positions, parallel to addrs
-	files   []string      // full path per file index; "" for an invalid entry
+	indexes []bucketIndex // over the addresses (offsets) of the long sequences
+	wide    bool
+	off     []uint32    // narrow: the rows' addresses less their sequence's start, in program order
+	narrow  []narrowRow // narrow: the rows' positions, parallel to off
+	addrs   []uint64    // wide: the rows' addresses, every sequence's, in program order
+	rows    []lineRow   // wide: the rows' positions, parallel to addrs
+	files   []string    // full path per file index; "" for an invalid entry
 }
 
 // lineSeq is one sequence: [start, end) with rows[first:last] (the
@@ -28,8 +40,23 @@ type lineSeq struct {
 	index       int32
 }
 
+// lineRow is the position of a row: file index, line and column.
 type lineRow struct {
 	file, line, col uint32
+}
+
+// narrowRow is a lineRow whose file index and column are below 2^16.
+type narrowRow struct {
+	line      uint32
+	file, col uint16
+}
+
+// rowAddr returns the address of row j (of sequence s).
+func (t *lineTable) rowAddr(s *lineSeq, j int32) uint64 {
+	if t.wide {
+		return t.addrs[j]
+	}
+	return s.start + uint64(t.off[j])
 }
 
 // lineTable returns the line table of u, decoding it the first time; units
@@ -105,12 +132,13 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	// (build), the untouched tail of a fresh allocation costs address
 	// space, not pages.
 	guess := min((h.End-h.ProgramOffset)/3+1, 1<<20)
-	t.rows = make([]lineRow, 0, guess)
-	t.addrs = make([]uint64, 0, guess)
+	t.off = make([]uint32, 0, guess)
+	t.narrow = make([]narrowRow, 0, guess)
 	var row line.Row
 	first := int32(0)
 	var start uint64
 	empty := true
+	n := int32(0) // rows kept
 	for {
 		err := r.Next(&row)
 		if errors.Is(err, io.EOF) {
@@ -120,13 +148,18 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 			return nil, err
 		}
 		if empty {
-			start, first, empty = row.Address, int32(len(t.rows)), false
+			start, first, empty = row.Address, n, false
 		}
 		if row.EndSequence {
-			if start < row.Address && int32(len(t.rows)) > first && d.live.ok(start) {
-				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, int32(len(t.rows)), -1})
+			if start < row.Address && n > first && d.live.ok(start) {
+				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, n, -1})
 			} else {
-				t.rows, t.addrs = t.rows[:first], t.addrs[:first]
+				n = first
+				if t.wide {
+					t.rows, t.addrs = t.rows[:n], t.addrs[:n]
+				} else {
+					t.narrow, t.off = t.narrow[:n], t.off[:n]
+				}
 			}
 			empty = true
 			continue
@@ -135,23 +168,43 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		if row.File > 1<<32-1 {
 			f = 1<<32 - 1
 		}
-		lr := lineRow{f, row.Line, row.Column}
+		if !t.wide && (row.Address < start || row.Address-start > 1<<32-1 || f > 1<<16-1 || row.Column > 1<<16-1) {
+			t.widen(start, first)
+		}
 		// Keep only the rows a lookup can return: of several rows at
 		// one address the last (lookup takes the last row at or before
 		// the address), and not a row that repeats the position of the
 		// row before it (the earlier row answers the same). gcc -O2
 		// output loses about half its rows this way.
-		if n := int32(len(t.rows)); n > first {
-			if t.addrs[n-1] == row.Address {
-				t.rows[n-1] = lr
+		if t.wide {
+			lr := lineRow{f, row.Line, row.Column}
+			if n > first {
+				if t.addrs[n-1] == row.Address {
+					t.rows[n-1] = lr
+					continue
+				}
+				if t.rows[n-1] == lr {
+					continue
+				}
+			}
+			t.rows = append(t.rows, lr)
+			t.addrs = append(t.addrs, row.Address)
+			n++
+			continue
+		}
+		lr, o := narrowRow{row.Line, uint16(f), uint16(row.Column)}, uint32(row.Address-start)
+		if n > first {
+			if t.off[n-1] == o {
+				t.narrow[n-1] = lr
 				continue
 			}
-			if t.rows[n-1] == lr {
+			if t.narrow[n-1] == lr {
 				continue
 			}
 		}
-		t.rows = append(t.rows, lr)
-		t.addrs = append(t.addrs, row.Address)
+		t.narrow = append(t.narrow, lr)
+		t.off = append(t.off, o)
+		n++
 	}
 	slices.SortStableFunc(t.seqs, func(a, b lineSeq) int {
 		if a.end != b.end {
@@ -165,7 +218,11 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	for i := range t.seqs {
 		if sq := &t.seqs[i]; sq.last-sq.first >= minBucketKeys {
 			sq.index = int32(len(t.indexes))
-			t.indexes = append(t.indexes, newBucketIndex(t.addrs[sq.first:sq.last]))
+			if t.wide {
+				t.indexes = append(t.indexes, newBucketIndex(t.addrs[sq.first:sq.last]))
+			} else {
+				t.indexes = append(t.indexes, newBucketIndexOf(t.off[sq.first:sq.last]))
+			}
 		}
 	}
 	files := r.Files()
@@ -174,6 +231,27 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		t.files[i] = filePath(h, files, uint64(i), compDir)
 	}
 	return t, nil
+}
+
+// widen turns the narrow rows decoded so far into the wide form: those of
+// the sequences in t.seqs (still in program order), and those from first
+// on, of the sequence being decoded, which starts at start.
+func (t *lineTable) widen(start uint64, first int32) {
+	t.wide = true
+	t.addrs = make([]uint64, len(t.off), max(cap(t.off), 1))
+	t.rows = make([]lineRow, len(t.narrow), max(cap(t.narrow), 1))
+	for i, r := range t.narrow {
+		t.rows[i] = lineRow{uint32(r.file), r.line, uint32(r.col)}
+	}
+	for _, s := range t.seqs {
+		for j := s.first; j < s.last; j++ {
+			t.addrs[j] = s.start + uint64(t.off[j])
+		}
+	}
+	for j := int(first); j < len(t.off); j++ {
+		t.addrs[j] = start + uint64(t.off[j])
+	}
+	t.off, t.narrow = nil, nil
 }
 
 // isAbs reports whether p is an absolute POSIX or Windows path, as LLVM's
@@ -247,7 +325,7 @@ func filePath(h *line.Header, files []line.FileEntry, i uint64, compDir string) 
 // at or before addr (LLVM's lookupAddress and findRowInSeq). Cost: a
 // bisection of the sequences and a bucket-index lookup in the sequence's
 // rows; no allocation.
-func (t *lineTable) lookup(addr uint64) (*lineRow, bool) {
+func (t *lineTable) lookup(addr uint64) (lineRow, bool) {
 	lo, hi := 0, len(t.seqs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -258,7 +336,7 @@ func (t *lineTable) lookup(addr uint64) (*lineRow, bool) {
 		}
 	}
 	if lo == len(t.seqs) || t.seqs[lo].start > addr {
-		return nil, false
+		return lineRow{}, false
 	}
 	s := &t.seqs[lo]
 	// The last row at or before addr; the first row is at start, so at
@@ -267,8 +345,15 @@ func (t *lineTable) lookup(addr uint64) (*lineRow, bool) {
 	if s.index >= 0 {
 		x = &t.indexes[s.index]
 	}
-	i := x.last(t.addrs[s.first:s.last], addr)
-	return &t.rows[int(s.first)+max(i, 0)], true
+	if t.wide {
+		i := x.last(t.addrs[s.first:s.last], addr)
+		return t.rows[int(s.first)+max(i, 0)], true
+	}
+	// Every row of a narrow table is at or above its sequence's start,
+	// and addr is too: the offsets compare as the addresses.
+	i := lastOf(x, t.off[s.first:s.last], addr-s.start)
+	r := t.narrow[int(s.first)+max(i, 0)]
+	return lineRow{uint32(r.file), r.line, uint32(r.col)}, true
 }
 
 // file returns the path of file index i, "" when unknown.

@@ -31,11 +31,11 @@ func TestScanRule(t *testing.T) {
 				rs[i] = cuRange{lo, hi, i}
 			}
 		}
-		starts, segs := flattenSubrs(rs, new(scratch))
+		starts, segs, long := flattenSubrs(rs, new(scratch))
 		for addr := uint64(0); addr < 70; addr++ {
 			want := int32(-1) // from the segments
 			for i := range segs {
-				if starts[i] <= addr && addr < segs[i].end {
+				if starts[i] <= addr && addr < segEnd(segs, long, i) {
 					want = segs[i].die
 				}
 			}

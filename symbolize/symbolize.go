@@ -565,7 +565,7 @@ func (x *unitIndex) frames(addr uint64, frames []Frame) []Frame {
 			return nil, ""
 		}
 		s, name := &x.subrs[i], x.name(i)
-		i, n = s.parent, n+1
+		i, n = s.parent(), n+1
 		return s, name
 	})
 }
@@ -588,7 +588,7 @@ func appendSubrFrames(frames []Frame, lines *lineTable, addr uint64, next func()
 			frames[len(frames)-1].Inlined = true
 		}
 		frames = append(frames, f)
-		if !s.inlined {
+		if !s.inlined() {
 			break
 		}
 		call = s

@@ -104,10 +104,10 @@ func TestFlattenSubrsSort(t *testing.T) {
 			add(base, base+16+uint64(rng.IntN(200)), 0)
 		}
 		sc := new(scratch)
-		s1, g1 := flattenSubrs(rs, sc)
+		s1, g1, _ := flattenSubrs(rs, sc)
 		s1 = slices.Clone(s1) // the starts are sc's, reused by the next call
 		packedSortBits = 1
-		s2, g2 := flattenSubrs(rs, sc)
+		s2, g2, _ := flattenSubrs(rs, sc)
 		packedSortBits = 64
 		if !slices.Equal(s1, s2) || !slices.Equal(g1, g2) {
 			t.Fatalf("round %d: packed and pair sorts give different segments (%d and %d)", round, len(g1), len(g2))
@@ -118,11 +118,31 @@ func TestFlattenSubrsSort(t *testing.T) {
 	}
 }
 
+// TestFlattenSubrsLongMerge: adjacent ranges of one subroutine merge into
+// one segment also when they are 4 GiB or more (its end kept aside, see
+// seg), and a short segment that grows past 4 GiB by merging becomes one.
+func TestFlattenSubrsLongMerge(t *testing.T) {
+	rs := []cuRange{{0x1000, 1 << 33, 0}, {1 << 33, 1 << 34, 0}, {1 << 35, 1<<35 + 16, 1}, {1<<35 + 16, 1<<36 + 16, 1}}
+	starts, segs, long := flattenSubrs(rs, new(scratch))
+	if len(segs) != 2 || len(long) != 2 {
+		t.Fatalf("%d segments (%d long), want 2 (2): %v %v", len(segs), len(long), segs, long)
+	}
+	x := &unitIndex{segs: segs, longSegs: long, segIndex: newBucketIndex(starts)}
+	for _, c := range []struct {
+		addr uint64
+		die  int32
+	}{{0xfff, -1}, {0x1000, 0}, {1 << 33, 0}, {1<<34 - 1, 0}, {1 << 34, -1}, {1 << 35, 1}, {1<<36 + 15, 1}, {1<<36 + 16, -1}} {
+		if got := x.leaf(c.addr); got != c.die {
+			t.Errorf("leaf(%#x) = %d, want %d", c.addr, got, c.die)
+		}
+	}
+}
+
 // TestFlattenSubrsHugeRange: a subroutine claiming most of the address
 // space (hostile input) makes a few segments, not one per 4 GiB.
 func TestFlattenSubrsHugeRange(t *testing.T) {
 	rs := []cuRange{{0, 1 << 63, 0}, {1 << 62, 1<<62 + 16, 1}, {^uint64(0) - 16, ^uint64(0), 2}}
-	starts, segs := flattenSubrs(rs, new(scratch))
+	starts, segs, long := flattenSubrs(rs, new(scratch))
 	if len(segs) != 4 || len(starts) != 4 {
 		t.Fatalf("%d segments, want 4: %v %v", len(segs), starts, segs)
 	}
@@ -131,7 +151,7 @@ func TestFlattenSubrsHugeRange(t *testing.T) {
 			t.Fatalf("segment %d starts at %#x, starts[%d] = %#x", i, segs[i].start, i, starts[i])
 		}
 	}
-	x := &unitIndex{segs: segs, segIndex: newBucketIndex(starts)}
+	x := &unitIndex{segs: segs, longSegs: long, segIndex: newBucketIndex(starts)}
 	for _, c := range []struct {
 		addr uint64
 		die  int32
