@@ -209,8 +209,8 @@ func BenchmarkFirstTouch(b *testing.B) {
 // 10,000-procedure image. Open maps this image at a 2 MiB boundary
 // instead (place.go), where the first fault in a whole 2 MiB span of the
 // tail maps the span's page-cache folio at once when the filesystem has
-// 2 MiB folios (ext4 on Linux 6.18: 1.27 faults, the places past the
-// file's last whole span taking the rest).
+// 2 MiB folios (ext4 on Linux 6.18: one fault, Link having put the
+// sections the query reads inside one whole span).
 func BenchmarkFirstTouchPosition(b *testing.B) {
 	path := benchImage(b)
 	var offs [][]uint64 // per benchAddrs entry, the file offsets to touch
