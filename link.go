@@ -709,16 +709,13 @@ func (l *linker) link() ([]byte, error) {
 		}
 		tail = append(tail, builtSection{hdr: elf.SectionHeader{Name: ".debug_frame", Type: elf.SHT_PROGBITS, Addralign: 8}, data: df, addrs: addrs})
 	}
-	w.ReserveSymtab(symtab, strtab)
-	w.ReserveStringTable(strtab, strs)
-	if !l.object {
-		placeQueryGroup(tail, w.ReservedSize())
-	}
 	for i := range tail {
 		tail[i].sec = w.AddSection(tail[i].hdr)
 	}
 	rebase := add(SectionRebase, elf.SHT_PROGBITS, 0, 1)
 	rebaseData := encodeRebase(tail)
+	w.ReserveSymtab(symtab, strtab)
+	w.ReserveStringTable(strtab, strs)
 	for _, t := range tail {
 		w.ReserveSectionData(t.sec, uint64(len(t.data)))
 	}
@@ -826,65 +823,6 @@ func (l *linker) link() ([]byte, error) {
 		return nil, fmt.Errorf("elfimage: internal error: %w", err)
 	}
 	return out, nil
-}
-
-// querySpan is the span placeQueryGroup keeps the first query's sections
-// inside: what one page-middle-directory entry maps with 4 KiB pages.
-const querySpan = 2 << 20
-
-// placeQueryGroup moves, within tail (the non-loaded sections in file
-// order, the first at file offset start or after it), the run of
-// .debug_line, .debug_line_str and the procedure table (what a first
-// PositionAt reads) before another section when, where buildDWARF put
-// it, the run crosses a querySpan boundary of the file and the move puts
-// it inside one whole querySpan-aligned span of the tail. Open maps such
-// an image 2 MiB-aligned (place.go) and the first read fault there then
-// maps the whole span at once; one boundary crossed is a fault more per
-// first query. It chooses the latest position that works and leaves tail
-// as it is when none does (in particular for images under 4 MiB, whose
-// tail never holds a whole span) or when the run is not there. Readers
-// find sections by name; the order of the others is kept.
-func placeQueryGroup(tail []builtSection, start uint64) {
-	g := -1
-	for i := range tail {
-		if tail[i].hdr.Name == ".debug_line" {
-			g = i
-			break
-		}
-	}
-	if g < 0 || g+3 > len(tail) || tail[g+1].hdr.Name != ".debug_line_str" || tail[g+2].hdr.Name != meta.SectionProcs {
-		return
-	}
-	// end returns the file offset after laying out secs from off.
-	end := func(off uint64, secs []builtSection) uint64 {
-		for _, s := range secs {
-			off = alignUp(off, max(s.hdr.Addralign, 1)) + uint64(len(s.data))
-		}
-		return off
-	}
-	group := tail[g : g+3]
-	others := make([]builtSection, 0, len(tail)-3)
-	others = append(append(others, tail[:g]...), tail[g+3:]...)
-	total := end(start, tail)
-	// inside reports whether the run laid out from off lies in one whole
-	// span of the tail.
-	inside := func(off uint64) bool {
-		gs := alignUp(off, max(group[0].hdr.Addralign, 1))
-		ge := end(off, group)
-		s0 := gs / querySpan * querySpan
-		return ge > gs && (ge-1)/querySpan == gs/querySpan && s0 >= start && s0+querySpan <= total
-	}
-	if inside(end(start, tail[:g])) {
-		return
-	}
-	for k := g - 1; k >= 0; k-- {
-		if inside(end(start, others[:k])) {
-			moved := make([]builtSection, 0, len(tail))
-			moved = append(append(append(moved, others[:k]...), group...), others[k:]...)
-			copy(tail, moved)
-			return
-		}
-	}
 }
 
 // countRelative returns the number of load-time relocations: the Abs64

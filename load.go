@@ -113,12 +113,7 @@ func Images() []*Image {
 // (a PROT_NONE page that outlives the image, at most 16 of them; see
 // place.go), so that the page-table pages the copy-on-write store needs
 // are still there from the previous image instead of being allocated at
-// load and freed, with a flush of the whole TLB, at Close; but an image
-// whose writable segments lie past the first 2 MiB less a page of the
-// file (which an anchor cannot serve) and whose tail holds a whole
-// 2 MiB-aligned span is mapped where the kernel puts it (at a 2 MiB
-// boundary), so that a first query's read fault there can map that span
-// of the page cache at once (see place.go).
+// load and freed, with a flush of the whole TLB, at Close.
 //
 // When mmap of the file fails, when the kernel refuses PROT_EXEC on the
 // file mapping (a noexec mount), or when opts.ForceRead is set, Open falls
@@ -194,41 +189,21 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 		return nil, &FormatError{Source: path, Offset: uint64(size), Field: "file", Msg: "file too large to map"}
 	}
 	if opts == nil || !opts.ForceRead {
-		// The headers and the tables they point to are read with
-		// pread, not through the mapping: a read fault would map up
-		// to 16 pages around it (fault-around) that munmap must
-		// tear down again and that count in the process's RSS. The
-		// first pread comes before the mapping, whose placement
-		// depends on where the writable segments and the tail lie
-		// (place.go); a failed read is retried, and reported, by
-		// the validation.
-		buf := ioBufs.Get().(*ioBuf)
-		src := source{path: path, fd: fd, head: buf.head[:], scratch: buf.scratch[:]}
-		h := src.head[:min(int64(len(src.head)), size)]
-		huge := false
-		if src.readAt(h, 0) == nil {
-			src.nhead = len(h)
-			huge = hugeTail(h, uint64(size))
-		}
-		var mem []byte
-		var err error
-		if huge {
-			mem, err = mapFile(fd, int(size))
-		} else {
-			mem, src.anchor, err = mapFileAnchored(fd, int(size))
-		}
-		if err == nil {
-			src.data = mem[:size:size]
+		if mem, anchor, err := mapFileAnchored(fd, int(size)); err == nil {
+			// The headers and the tables they point to are read with
+			// pread, not through the mapping: a read fault would map up
+			// to 16 pages around it (fault-around) that munmap must
+			// tear down again and that count in the process's RSS.
+			buf := ioBufs.Get().(*ioBuf)
+			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:], anchor: anchor}
 			im, err := finish(path, mem, &src, true, a, pageSize, opts)
 			ioBufs.Put(buf)
 			if err != nil {
-				putAnchor(src.anchor) // finish unmapped mem
+				putAnchor(anchor) // finish unmapped mem
 			}
 			if err == nil || !errors.Is(err, errExecDenied) {
 				return im, err
 			}
-		} else {
-			ioBufs.Put(buf)
 		}
 		// Fall back to read().
 	}

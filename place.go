@@ -1,14 +1,11 @@
 package elfimage
 
 import (
-	"debug/elf"
 	"os"
 	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/elfimage/elfimage/elfobj"
 )
 
 // Placement of file mappings above a page-table anchor.
@@ -37,58 +34,6 @@ import (
 // exist, so a process holding more images open at once maps the rest where
 // the kernel chooses, and at most maxAnchors pages of address space and
 // their page tables stay reserved after every image is closed.
-//
-// An image whose writable segments all lie past the anchor's span gains
-// nothing from it, and one with a whole pmdSpan of non-loaded tail loses
-// by it: the kernel puts a file mapping of pmdSpan bytes or more at a
-// pmdSpan boundary (thp_get_unmapped_area), file offset congruent to the
-// address, and a filesystem with large folios (ext4, xfs, tmpfs with
-// huge pages; Linux 6.x) then maps a page-cache folio of pmdSpan bytes
-// lying inside the mapping with one page-middle-directory entry on the
-// first read fault there: one fault, no page-table page, one TLB entry
-// for the 2 MiB. Above an anchor the file is a page off that
-// congruence, and every first touch of the tail faults in 64 KiB of it
-// (fault-around). So Open maps such an image where the kernel puts it
-// ([hugeTail]): a first query that reads the procedure table, the line
-// program and its file names of a 10,000-procedure image (6.5 MB, those
-// sections 4 to 6 MB into the file) faults 1.27 times instead of 4.05.
-
-// hugeTail reports whether the image whose first bytes (up to 4 KiB) are
-// head and whose file has size bytes is better mapped where the kernel
-// puts it than above an anchor: no writable PT_LOAD starts within the
-// anchor's span (the first pmdSpan less a page of the file), and a whole
-// pmdSpan-aligned span of the file lies past the end of the last
-// PT_LOAD. It decodes the ELF and program headers with elfobj and
-// checks no more of them than it needs (Open validates them afterwards);
-// on anything it cannot read it says false, the anchored placement.
-// Cost: one pass over the program headers, no allocation.
-func hugeTail(head []byte, size uint64) bool {
-	span, page := uint64(pmdSpan), uint64(os.Getpagesize())
-	if size < 2*span {
-		return false
-	}
-	h, err := elfobj.DecodeHeader(head)
-	if err != nil || int(h.Phentsize) != h.ProgHeaderSize() || h.Phoff > uint64(len(head)) ||
-		uint64(h.Phnum)*uint64(h.Phentsize) > uint64(len(head))-h.Phoff {
-		return false
-	}
-	var end uint64
-	for i := range uint64(h.Phnum) {
-		off := h.Phoff + i*uint64(h.Phentsize)
-		ph := h.DecodeProg(head[off : off+uint64(h.Phentsize)])
-		if ph.Type != elf.PT_LOAD {
-			continue
-		}
-		if ph.Off > size || ph.Filesz > size-ph.Off {
-			return false
-		}
-		if ph.Flags&elf.PF_W != 0 && ph.Off < span-page {
-			return false
-		}
-		end = max(end, ph.Off+ph.Filesz)
-	}
-	return alignUp(end, span)+span <= size
-}
 
 // maxAnchors bounds the anchors in existence.
 const maxAnchors = 16

@@ -3,7 +3,6 @@ package elfimage
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"os"
 	"testing"
 
@@ -190,95 +189,4 @@ func TestAnchorBound(t *testing.T) {
 	if qemutest.Emulated() == "" && n != maxAnchors-inUse {
 		t.Errorf("%d of %d images anchored, want %d (%d anchors held elsewhere)", n, len(ims), maxAnchors-inUse, inUse)
 	}
-}
-
-// elfHead returns the first 4 KiB of an ELF64 little-endian ET_DYN file
-// with the given program headers, at offset 64.
-func elfHead(phs []elf.Prog64) []byte {
-	b := make([]byte, 4096)
-	copy(b, elf.ELFMAG)
-	b[elf.EI_CLASS], b[elf.EI_DATA], b[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
-	le := binary.LittleEndian
-	le.PutUint16(b[16:], uint16(elf.ET_DYN))
-	le.PutUint16(b[18:], uint16(elf.EM_X86_64))
-	le.PutUint32(b[20:], uint32(elf.EV_CURRENT))
-	le.PutUint64(b[32:], 64) // e_phoff
-	le.PutUint16(b[52:], 64) // e_ehsize
-	le.PutUint16(b[54:], 56) // e_phentsize
-	le.PutUint16(b[56:], uint16(len(phs)))
-	for i, ph := range phs {
-		p := b[64+56*i:]
-		le.PutUint32(p, ph.Type)
-		le.PutUint32(p[4:], ph.Flags)
-		le.PutUint64(p[8:], ph.Off)
-		le.PutUint64(p[16:], ph.Vaddr)
-		le.PutUint64(p[32:], ph.Filesz)
-		le.PutUint64(p[40:], ph.Memsz)
-		le.PutUint64(p[48:], ph.Align)
-	}
-	return b
-}
-
-// TestHugeTail: an image is mapped where the kernel puts it, not above an
-// anchor, exactly when no writable segment starts within the anchor's
-// span and a whole pmdSpan of the file lies past the last PT_LOAD; any
-// header it cannot read keeps the anchor.
-func TestHugeTail(t *testing.T) {
-	span, page := uint64(pmdSpan), uint64(os.Getpagesize())
-	load := func(flags elf.ProgFlag, off, size uint64) elf.Prog64 {
-		return elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(flags), Off: off, Vaddr: off, Filesz: size, Memsz: size, Align: page}
-	}
-	ro, rx := load(elf.PF_R, 0, page), load(elf.PF_R|elf.PF_X, page, span)
-	farData := load(elf.PF_R|elf.PF_W, span+2*page, page) // the 10,000-procedure image's shape
-	loadEnd := span + 3*page
-	tailSpan := alignUp(loadEnd, span) + span // the smallest file with a whole span of tail
-	cases := []struct {
-		name string
-		head []byte
-		size uint64
-		want bool
-	}{
-		{"data past the anchor's span, a span of tail", elfHead([]elf.Prog64{ro, rx, farData}), tailSpan, true},
-		{"larger file", elfHead([]elf.Prog64{ro, rx, farData}), 3 * tailSpan, true},
-		{"tail a page short of a span", elfHead([]elf.Prog64{ro, rx, farData}), tailSpan - page, false},
-		{"no writable segment", elfHead([]elf.Prog64{ro, rx}), tailSpan, true},
-		{"data within the anchor's span", elfHead([]elf.Prog64{ro, rx, load(elf.PF_R|elf.PF_W, 7*page, page)}), 64 * span, false},
-		{"data in the anchor span's last page", elfHead([]elf.Prog64{ro, load(elf.PF_R|elf.PF_W, span-2*page, page)}), 64 * span, false},
-		{"data at the span's last page", elfHead([]elf.Prog64{ro, rx, load(elf.PF_R|elf.PF_W, span-page, page)}), tailSpan, true},
-		{"small file", elfHead([]elf.Prog64{ro, rx, farData}), span, false},
-		{"segment past the file", elfHead([]elf.Prog64{ro, rx, load(elf.PF_R, 2*span, 64*span)}), 4 * span, false},
-		{"segment size overflows", elfHead([]elf.Prog64{ro, load(elf.PF_R, span, ^uint64(0))}), 4 * span, false},
-		{"not ELF", make([]byte, 4096), 4 * span, false},
-		{"truncated head", elfHead([]elf.Prog64{ro, rx, farData})[:64+56*2], tailSpan, false},
-		{"empty head", nil, tailSpan, false},
-	}
-	for _, c := range cases {
-		if got := hugeTail(c.head, c.size); got != c.want {
-			t.Errorf("%s: hugeTail = %v, want %v", c.name, got, c.want)
-		}
-	}
-	bad := elfHead([]elf.Prog64{ro, rx, farData})
-	binary.LittleEndian.PutUint16(bad[54:], 64) // e_phentsize
-	if hugeTail(bad, tailSpan) {
-		t.Error("e_phentsize 64: hugeTail = true, want false")
-	}
-	binary.LittleEndian.PutUint16(bad[54:], 56)
-	binary.LittleEndian.PutUint16(bad[56:], 0xffff) // e_phnum past the head
-	if hugeTail(bad, tailSpan) {
-		t.Error("e_phnum 65535: hugeTail = true, want false")
-	}
-	binary.LittleEndian.PutUint64(bad[32:], ^uint64(0)-8) // e_phoff
-	if hugeTail(bad, tailSpan) {
-		t.Error("e_phoff near 2^64: hugeTail = true, want false")
-	}
-}
-
-// FuzzHugeTail: hugeTail never panics on arbitrary first bytes and sizes.
-func FuzzHugeTail(f *testing.F) {
-	page := uint64(os.Getpagesize())
-	f.Add(elfHead([]elf.Prog64{{Type: uint32(elf.PT_LOAD), Flags: uint32(elf.PF_R | elf.PF_W), Off: uint64(pmdSpan), Filesz: page}}), uint64(4*pmdSpan))
-	f.Add([]byte(elf.ELFMAG), uint64(0))
-	f.Fuzz(func(t *testing.T, head []byte, size uint64) {
-		hugeTail(head, size)
-	})
 }

@@ -203,14 +203,9 @@ func BenchmarkFirstTouch(b *testing.B) {
 // must read, and nothing else: the procedure table's header, the records
 // its bisection probes, the procedure's info entry, the line program
 // unit's header, .debug_line_str (the file name) and the procedure's line
-// sequence. Mapped a page off a 2 MiB boundary (above a page-table
-// anchor), each place more than a fault-around window (64 KiB) from the
-// others costs a first-touch fault: four to six windows in this
-// 10,000-procedure image. Open maps this image at a 2 MiB boundary
-// instead (place.go), where the first fault in a whole 2 MiB span of the
-// tail maps the span's page-cache folio at once when the filesystem has
-// 2 MiB folios (ext4 on Linux 6.18: one fault, Link having put the
-// sections the query reads inside one whole span).
+// sequence. Each place more than a fault-around window (64 KiB) from the
+// others costs a first-touch fault; in a 10,000-procedure image they are
+// four to six windows.
 func BenchmarkFirstTouchPosition(b *testing.B) {
 	path := benchImage(b)
 	var offs [][]uint64 // per benchAddrs entry, the file offsets to touch
