@@ -5,7 +5,7 @@
 // rows, call frame information (as github.com/elfimage/elfimage/dwarf/frame.Insn operations), parameters and
 // scoped variables with their DWARF locations, docstring and properties.
 // Link writes an ELF64 ET_DYN image whose file layout is its memory layout:
-// page-aligned PT_LOAD segments (R, R+X, R+W) with p_offset == p_vaddr and
+// page-aligned PT_LOAD segments (R, R+W, R+X, R) with p_offset == p_vaddr and
 // p_filesz == p_memsz, then a non-loaded tail with the symbol table, DWARF
 // 5 (or 4, 3; 32- or 64-bit format), the procedure table of package meta
 // and the rebase table ([SectionRebase]). [WriteFile] writes it atomically.

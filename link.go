@@ -50,13 +50,30 @@ type LinkOptions struct {
 // The image is ET_DYN, linked at address 0, with the layout of
 // DESIGN.md: page-aligned PT_LOAD segments whose file offsets equal their
 // addresses and whose file and memory sizes are equal, in the order
-// R (ELF and program headers, .rodata, .rela.dyn, .dynamic,
-// .note.gnu.build-id, .eh_frame_hdr, .eh_frame), R+X (.text), R+W (.data, only when the
-// module has Data); then a tail that is never loaded: .symtab, .strtab, the
-// DWARF sections, .shstrtab and the section header table. Each segment
-// starts on a page boundary (arch.PageSize); a writable or executable last
-// segment is padded to a page boundary so that no tail byte shares a page
-// with it. The build ID is the SHA-1 of the whole file with the ID zeroed.
+// R (ELF and program headers, .rela.dyn, .dynstr, .dynamic,
+// .note.gnu.build-id), R+W (.data, only when the module has Data), R+X
+// (.text), R (.rodata, .eh_frame_hdr, .eh_frame); then a tail that is
+// never loaded: .symtab, .strtab, the DWARF sections, .shstrtab and the
+// section header table. Each segment starts on a page boundary
+// (arch.PageSize), so the writable and the executable one share no page
+// with anything else; the tail follows the last, read-only, segment
+// without padding. The build ID is the SHA-1 of the whole file with the
+// ID zeroed.
+//
+// The order puts what a loader reads first at the start, in the first
+// page unless there are many relocations: the headers, .dynamic, the
+// relocations and the note (one pread); and the data page, the one page
+// a load writes, right after it, whatever the size of the code and
+// read-only data, so that it lies within the first 2 MiB − 4 KiB of the
+// file: [Open] maps the file one page above a page whose page tables it
+// keeps, and a store within that span neither allocates a page-table
+// page nor makes Close free one, which would flush the whole TLB of the
+// process. One order serves every size, as it costs a small image
+// nothing at load: one more program header (56 bytes, in the page read
+// anyway), but the same system calls and as many mappings after load (the
+// last R segment and the tail are one read-only mapping) and page gaps in
+// the file as with the data after the code (the first gap is now nearly a
+// page: small files grow by a KB or two, never touched).
 //
 // Link returns a *LinkError naming the procedure or datum at fault and the
 // field when the model is invalid: a missing, duplicate or unknown name; a
@@ -547,7 +564,7 @@ type patch struct {
 // run, and what each one owns:
 //   - newCFI (startCFI): the CFI's FDEs and the encoded .eh_frame, while
 //     newLinker's goroutine checks the names; link waits for it
-//     (awaitCFI) before the layout, whose .text address depends on the
+//     (awaitCFI) before the layout, whose tail offsets depend on the
 //     size of .eh_frame.
 //   - In buildDWARF, once addresses are known: the line program and the
 //     procedure table (one goroutine, its own buffers), and the
@@ -569,29 +586,26 @@ func (l *linker) link() ([]byte, error) {
 		return nil, err
 	}
 	// .eh_frame is encoded once, before any address is known: its size
-	// decides where .text goes; the writer fills in the addresses.
+	// decides where the tail goes; the writer fills in the addresses.
 	cfi, err := l.awaitCFI()
 	if err != nil {
 		return nil, err
 	}
 
-	// The sections of the loaded segments, in file order: R (.rodata,
-	// .rela.dyn, .dynstr, .dynamic, the build ID note, .eh_frame_hdr,
-	// .eh_frame), R+X (.text), R+W (.data). The note comes before the
-	// CFI, in the file's first page unless .rodata and .rela.dyn are
-	// large, so that a loader reads it with the headers and .dynamic
-	// (one pread). Not first, as GNU ld puts it: GNU objcopy and strip
-	// then make the first of the tail's program headers (whose section
-	// they remove) cover the note instead of nothing.
+	// The sections of the loaded segments, in file order (see Link): R
+	// (.rela.dyn, .dynstr, .dynamic, the build ID note), R+W (.data),
+	// R+X (.text), R (.rodata, .eh_frame_hdr, .eh_frame). What the loader
+	// reads before it maps anything comes first: the headers, .dynamic,
+	// the relocations and the note, in the file's first page unless
+	// .rela.dyn is large, so that one pread has them. The note is not
+	// first, as GNU ld puts it: GNU objcopy and strip then make the first
+	// of the tail's program headers (whose section they remove) cover the
+	// note instead of nothing.
 	w := elfobj.NewWriter(elf.ELFCLASS64, elf.ELFDATA2LSB)
 	add := func(name string, typ elf.SectionType, flags elf.SectionFlag, align uint64) *elfobj.Section {
 		return w.AddSection(elf.SectionHeader{Name: name, Type: typ, Flags: flags, Addralign: align})
 	}
 	var rodata, rela, dynstr, dynamic, data *elfobj.Section
-	roOffs, roSize, roAlign := layBlocks(datumBlocks(m.ROData), 1)
-	if len(m.ROData) > 0 {
-		rodata = add(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, roAlign)
-	}
 	if nRel > 0 {
 		// RELATIVE relocations refer to no symbol and apply to any
 		// allocated section: .rela.dyn has sh_link and sh_info 0.
@@ -603,32 +617,40 @@ func (l *linker) link() ([]byte, error) {
 		dynamic.Link = uint32(dynstr.Index())
 	}
 	note := add(".note.gnu.build-id", elf.SHT_NOTE, elf.SHF_ALLOC, 4)
-	ehHdr := add(".eh_frame_hdr", elf.SHT_PROGBITS, elf.SHF_ALLOC, 4)
-	ehType := elf.SHT_PROGBITS
-	if l.a.Machine == elf.EM_X86_64 {
-		ehType = shtX86_64Unwind // the x86-64 psABI's type for .eh_frame
+	dataOffs, dataSize, dataAlign := layBlocks(datumBlocks(m.Data), 8)
+	if len(m.Data) > 0 {
+		data = add(".data", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_WRITE, dataAlign)
 	}
-	ehFrame := add(".eh_frame", ehType, elf.SHF_ALLOC, 8)
 	blocks := make([]block, len(m.Procs))
 	for i, p := range m.Procs {
 		blocks[i] = block{align: orDefault(p.Align, 16), size: uint64(len(p.Code))}
 	}
 	textOffs, textSize, textAlign := layBlocks(blocks, 16)
 	text := add(".text", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_EXECINSTR, textAlign)
-	dataOffs, dataSize, dataAlign := layBlocks(datumBlocks(m.Data), 8)
-	if len(m.Data) > 0 {
-		data = add(".data", elf.SHT_PROGBITS, elf.SHF_ALLOC|elf.SHF_WRITE, dataAlign)
+	roOffs, roSize, roAlign := layBlocks(datumBlocks(m.ROData), 1)
+	if len(m.ROData) > 0 {
+		rodata = add(".rodata", elf.SHT_PROGBITS, elf.SHF_ALLOC, roAlign)
 	}
+	ehHdr := add(".eh_frame_hdr", elf.SHT_PROGBITS, elf.SHF_ALLOC, 4)
+	ehType := elf.SHT_PROGBITS
+	if l.a.Machine == elf.EM_X86_64 {
+		ehType = shtX86_64Unwind // the x86-64 psABI's type for .eh_frame
+	}
+	ehFrame := add(".eh_frame", ehType, elf.SHF_ALLOC, 8)
 
 	// The program headers, planned once: their number is the table's
 	// size, and the write phase emits exactly these.
-	progs := []program{
-		{typ: elf.PT_LOAD, flags: elf.PF_R, align: page, last: ehFrame},
-		{typ: elf.PT_LOAD, flags: elf.PF_R | elf.PF_X, align: page, first: text, last: text},
-	}
+	progs := []program{{typ: elf.PT_LOAD, flags: elf.PF_R, align: page, last: note}}
 	if data != nil {
 		progs = append(progs, program{typ: elf.PT_LOAD, flags: elf.PF_R | elf.PF_W, align: page, first: data, last: data})
 	}
+	roFirst := ehHdr
+	if rodata != nil {
+		roFirst = rodata
+	}
+	progs = append(progs,
+		program{typ: elf.PT_LOAD, flags: elf.PF_R | elf.PF_X, align: page, first: text, last: text},
+		program{typ: elf.PT_LOAD, flags: elf.PF_R, align: page, first: roFirst, last: ehFrame})
 	if dynamic != nil {
 		progs = append(progs, program{typ: elf.PT_DYNAMIC, flags: elf.PF_R, align: 8, first: dynamic, last: dynamic})
 	}
@@ -642,34 +664,34 @@ func (l *linker) link() ([]byte, error) {
 	}
 	progs = append(progs, program{typ: PTProcTable, flags: elf.PF_R, align: 1, tail: meta.SectionProcs})
 
-	// Reserve the loaded segments; each starts on a page, and so does
-	// the tail: no tail byte shares a page with a writable or executable
-	// segment.
+	// Reserve the loaded segments; each starts on a page. The tail
+	// follows the last one, read-only, without a gap: no tail byte
+	// shares a page with a writable or executable segment.
 	var dynstrTab elfobj.StringTable
 	w.ReserveFileHeader()
 	w.ReserveProgramHeaders(len(progs))
-	if rodata != nil {
-		w.ReserveSectionData(rodata, roSize)
-	}
 	if rela != nil {
 		w.ReserveRela(rela, nRel)
 		w.ReserveStringTable(dynstr, &dynstrTab)
 		w.ReserveDynamic(dynamic, dynEntries)
 	}
 	w.ReserveSectionData(note, elfobj.BuildIDNoteSize)
-	w.ReserveSectionData(ehHdr, uint64(cfi.hdrSize()))
-	w.ReserveSectionData(ehFrame, uint64(cfi.eh.Size()))
-	w.ReserveAlign(page)
-	w.ReserveSectionData(text, textSize)
 	if data != nil {
 		w.ReserveAlign(page)
 		w.ReserveSectionData(data, dataSize)
 	}
 	w.ReserveAlign(page)
+	w.ReserveSectionData(text, textSize)
+	w.ReserveAlign(page)
+	if rodata != nil {
+		w.ReserveSectionData(rodata, roSize)
+	}
+	w.ReserveSectionData(ehHdr, uint64(cfi.hdrSize()))
+	w.ReserveSectionData(ehFrame, uint64(cfi.eh.Size()))
 	if err := w.Err(); err != nil {
 		return nil, fmt.Errorf("elfimage: internal error: %w", err)
 	}
-	for _, s := range []*elfobj.Section{rodata, rela, dynstr, dynamic, note, ehHdr, ehFrame, text, data} {
+	for _, s := range []*elfobj.Section{rela, dynstr, dynamic, note, data, text, rodata, ehHdr, ehFrame} {
 		if s != nil {
 			s.Addr = s.Offset // linked at 0: addresses are file offsets
 		}
@@ -753,13 +775,6 @@ func (l *linker) link() ([]byte, error) {
 	for i := range progs {
 		w.WriteProgramHeader(progs[i].header())
 	}
-	if rodata != nil {
-		b := w.SectionBytes(rodata)
-		for i, d := range m.ROData {
-			copy(b[roOffs[i]-rodata.Addr:], d.Bytes)
-		}
-		patches = applyPatches(b, rodata.Addr, patches)
-	}
 	if rela != nil {
 		for _, r := range relative {
 			w.WriteRela(rela, r)
@@ -778,9 +793,12 @@ func (l *linker) link() ([]byte, error) {
 		}
 	}
 	w.WriteBuildID(note)
-	w.WriteSection(ehHdr, hdr)
-	if err := cfi.eh.Put(w.SectionBytes(ehFrame), ehFrame.Addr, cfi.fdes); err != nil {
-		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
+	if data != nil {
+		b := w.SectionBytes(data)
+		for i, d := range m.Data {
+			copy(b[l.dataAddr[i]-data.Addr:], d.Bytes)
+		}
+		patches = applyPatches(b, data.Addr, patches)
 	}
 	b := w.SectionBytes(text)
 	fill := textFill(l.a)
@@ -798,12 +816,16 @@ func (l *linker) link() ([]byte, error) {
 		}
 	}
 	patches = applyPatches(b, text.Addr, patches)
-	if data != nil {
-		b := w.SectionBytes(data)
-		for i, d := range m.Data {
-			copy(b[l.dataAddr[i]-data.Addr:], d.Bytes)
+	if rodata != nil {
+		b := w.SectionBytes(rodata)
+		for i, d := range m.ROData {
+			copy(b[roOffs[i]-rodata.Addr:], d.Bytes)
 		}
-		applyPatches(b, data.Addr, patches)
+		applyPatches(b, rodata.Addr, patches)
+	}
+	w.WriteSection(ehHdr, hdr)
+	if err := cfi.eh.Put(w.SectionBytes(ehFrame), ehFrame.Addr, cfi.fdes); err != nil {
+		return nil, &LinkError{"module", fmt.Sprintf("call frame information: %v", err)}
 	}
 	// The loaded segments are final: their build-ID hash runs on another
 	// goroutine while the tail is copied in (elfobj.Writer.HashWritten;
@@ -854,12 +876,12 @@ func (l *linker) countRelative() (int, error) {
 }
 
 // resolve checks the link-time relocations and computes their values, in
-// the order of the sections that hold them (.rodata, .text, .data; see
+// the order of the sections that hold them (.data, .text, .rodata; see
 // applyPatches), and the load-time relocations (R_*_RELATIVE) of the
 // Abs64 ones.
 func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err error) {
-	// One patch per relocation, placed in file order (.rodata, .text,
-	// .data) while the relocations are checked in the model's order
+	// One patch per relocation, placed in file order (.data, .text,
+	// .rodata) while the relocations are checked in the model's order
 	// (procedures first), so that a model with several bad ones reports
 	// the same one whatever the layout.
 	count := func(rs func(int) []Reloc, n int) int {
@@ -912,7 +934,7 @@ func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err 
 		}
 		return out, nil
 	}
-	out := patches[nRO:]
+	out := patches[nData:]
 	for i, p := range m.Procs {
 		if len(p.Relocs) == 0 {
 			continue // no object name to build
@@ -921,13 +943,13 @@ func (l *linker) resolve(nRel int) (patches []patch, relative []elf.Rela64, err 
 			return nil, nil, err
 		}
 	}
-	out = patches
+	out = patches[nData+nText:]
 	for i, d := range m.ROData {
 		if out, err = apply("datum "+d.Name, l.roAddr[i], nil, len(d.Bytes), d.Relocs, out); err != nil {
 			return nil, nil, err
 		}
 	}
-	out = patches[nRO+nText:]
+	out = patches
 	for i, d := range m.Data {
 		if out, err = apply("datum "+d.Name, l.dataAddr[i], nil, len(d.Bytes), d.Relocs, out); err != nil {
 			return nil, nil, err

@@ -180,6 +180,11 @@ func TestLinkAArch64(t *testing.T) {
 func TestRebaseAArch64(t *testing.T) {
 	_, b := linkAArch64(t, elfimage.LinkOptions{})
 	const base = 0x7f1234560000
+	orig, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := orig.Section(".text").Addr // a64_add is the first procedure
 	r, err := elfimage.Rebase(b, base)
 	if err != nil {
 		t.Fatal(err)
@@ -200,8 +205,8 @@ func TestRebaseAArch64(t *testing.T) {
 	for _, s := range syms {
 		addr[s.Name] = s.Value
 	}
-	if addr["a64_add"] != base+0x1000 {
-		t.Errorf("a64_add at %#x after Rebase, want %#x", addr["a64_add"], base+0x1000)
+	if addr["a64_add"] != base+text {
+		t.Errorf("a64_add at %#x after Rebase, want %#x", addr["a64_add"], base+text)
 	}
 	if off, addend := binary.LittleEndian.Uint64(rb), binary.LittleEndian.Uint64(rb[16:]); off != addr["a64_table"] || addend != addr["a64_add"] {
 		t.Errorf("rebased R_AARCH64_RELATIVE: offset %#x addend %#x, want %#x %#x", off, addend, addr["a64_table"], addr["a64_add"])

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,9 +111,9 @@ func TestLayout(t *testing.T) {
 			byType[p.Type] = p
 		}
 	}
-	wantFlags := []elf.ProgFlag{elf.PF_R, elf.PF_R | elf.PF_X, elf.PF_R | elf.PF_W}
+	wantFlags := []elf.ProgFlag{elf.PF_R, elf.PF_R | elf.PF_W, elf.PF_R | elf.PF_X, elf.PF_R}
 	if len(loads) != len(wantFlags) {
-		t.Fatalf("%d PT_LOAD segments, want %d (R, RX, RW)", len(loads), len(wantFlags))
+		t.Fatalf("%d PT_LOAD segments, want %d (R, RW, RX, R)", len(loads), len(wantFlags))
 	}
 	var prevEnd uint64
 	for i, p := range loads {
@@ -141,12 +142,14 @@ func TestLayout(t *testing.T) {
 	if loads[0].Off != 0 || loads[0].Filesz < 64+uint64(len(f.Progs))*56 {
 		t.Errorf("first segment [%#x, +%#x) does not hold the ELF and program headers", loads[0].Off, loads[0].Filesz)
 	}
-	tailStart := (prevEnd + page - 1) &^ (page - 1)
+	// The tail follows the last segment, which is read-only: no tail
+	// byte shares a page with a writable or executable one.
+	tailStart := prevEnd
 	in := func(s *elf.Section, p *elf.Prog) bool {
 		return s.Offset >= p.Off && s.Offset+s.Size <= p.Off+p.Filesz && s.Addr == s.Offset
 	}
-	wantIn := map[string]int{".rodata": 0, ".rela.dyn": 0, ".dynamic": 0, ".eh_frame_hdr": 0, ".eh_frame": 0,
-		".note.gnu.build-id": 0, ".text": 1, ".data": 2}
+	wantIn := map[string]int{".rela.dyn": 0, ".dynamic": 0, ".note.gnu.build-id": 0, ".data": 1, ".text": 2,
+		".rodata": 3, ".eh_frame_hdr": 3, ".eh_frame": 3}
 	for name, seg := range wantIn {
 		s := f.Section(name)
 		if s == nil {
@@ -220,6 +223,55 @@ func TestLayout(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
+	}
+}
+
+// TestLayoutDataFirst: however large the code and read-only data, the
+// writable segment is the page after the headers' (the relocations and
+// .dynamic are in the first page), so that Open's copy-on-write store lands
+// within the 2 MiB that the loader's anchor keeps page tables for.
+func TestLayoutDataFirst(t *testing.T) {
+	const page = 4096
+	ret := []byte{0xc3} // ret
+	if demoArch.Machine == elf.EM_AARCH64 {
+		ret = []byte{0xc0, 0x03, 0x5f, 0xd6}
+	}
+	m := &elfimage.Module{
+		File: "big.scm",
+		Arch: demoArch,
+		Procs: []*elfimage.Proc{
+			{Name: "a", Code: append(make([]byte, 3<<20), ret...)},
+			{Name: "b", Code: ret},
+		},
+		ROData: []*elfimage.Datum{{Name: "table", Bytes: make([]byte, 3<<20)}},
+		Data: []*elfimage.Datum{{Name: "ptrs", Bytes: make([]byte, 16), Relocs: []elfimage.Reloc{
+			{Offset: 0, Type: elfimage.RelocAbs64, Symbol: "b"},
+			{Offset: 8, Type: elfimage.RelocAbs64, Symbol: "table"},
+		}}},
+	}
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags []elf.ProgFlag
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		flags = append(flags, p.Flags)
+		if p.Flags&elf.PF_W != 0 && p.Off != page {
+			t.Errorf("writable segment at %#x, want %#x (the page after the headers)", p.Off, page)
+		}
+	}
+	if want := []elf.ProgFlag{elf.PF_R, elf.PF_R | elf.PF_W, elf.PF_R | elf.PF_X, elf.PF_R}; !slices.Equal(flags, want) {
+		t.Errorf("PT_LOAD flags %v, want %v", flags, want)
+	}
+	if text, ro := f.Section(".text"), f.Section(".rodata"); text.Offset != 2*page || ro.Offset < text.Offset+text.Size {
+		t.Errorf(".text at %#x, .rodata at %#x: want .text at %#x, .rodata after it", text.Offset, ro.Offset, 2*page)
 	}
 }
 

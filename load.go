@@ -474,7 +474,7 @@ type plan struct {
 	size           uint64 // end of the last PT_LOAD
 	entry          uint64
 	segs           []Segment
-	segBuf         [3]Segment // segs for up to three PT_LOADs (Link writes R, R+X, R+W)
+	segBuf         [4]Segment // segs for up to four PT_LOADs (Link writes R, R+W, R+X, R)
 	relaOff        uint64     // file offset of the Elf64_Rela table
 	relaCount      uint64
 	buildID        []byte

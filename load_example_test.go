@@ -50,5 +50,6 @@ func ExampleOpen() {
 	// Output:
 	// PF_R
 	// PF_X+PF_R
+	// PF_R
 	// true <nil>
 }

@@ -27,9 +27,9 @@ import (
 // memory and stays mapped when the image is closed, so that the page-table
 // pages of the span outlive the image and the next image mapped above the
 // anchor finds them. A writable segment within the first pmdSpan minus a
-// page of the file (in the images Link writes: up to about 2 MB of code and
-// read-only data) then costs the copy-on-write fault alone; one further out
-// still keeps the upper level. Free anchors are kept in a stack (the most
+// page of the file (in the images Link writes, whatever their size: the
+// data page follows the headers' page, before the code) then costs the
+// copy-on-write fault alone; one further out still keeps the upper level. Free anchors are kept in a stack (the most
 // recently used, whose page tables are there, first); at most maxAnchors
 // exist, so a process holding more images open at once maps the rest where
 // the kernel chooses, and at most maxAnchors pages of address space and

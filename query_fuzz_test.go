@@ -14,9 +14,9 @@ import (
 )
 
 // queryLayout is what FuzzQueries derives from a pristine image with
-// debug/elf: where its non-loaded tail starts (the end of the last PT_LOAD's
-// file bytes, rounded up to a page: the loader never reads past it) and
-// the executable ranges to query.
+// debug/elf: where its non-loaded tail starts (its first section, .symtab,
+// after the last PT_LOAD's file bytes: the loader never reads past them)
+// and the executable ranges to query.
 type queryLayout struct {
 	tail  int
 	addrs []uint64
@@ -32,13 +32,16 @@ func layoutOf(t testing.TB, img []byte) queryLayout {
 		if p.Type != elf.PT_LOAD {
 			continue
 		}
-		l.tail = max(l.tail, int((p.Off+p.Filesz+0xfff)&^0xfff))
+		l.tail = max(l.tail, int(p.Off+p.Filesz))
 		if p.Flags&elf.PF_X != 0 {
 			step := max(p.Memsz/16, 1)
 			for a := p.Vaddr; a < p.Vaddr+p.Memsz; a += step {
 				l.addrs = append(l.addrs, a)
 			}
 		}
+	}
+	if s := f.Section(".symtab"); s != nil && int(s.Offset) >= l.tail {
+		l.tail = int(s.Offset)
 	}
 	syms, err := f.Symbols()
 	if err != nil {

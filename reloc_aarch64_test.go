@@ -113,9 +113,9 @@ func TestLinkAArch64RelocationErrors(t *testing.T) {
 		want string
 	}{
 		{"adr out of range", func(m *elfimage.Module) {
-			// 2 MiB of read-only data between the code and msg's
-			// neighbour: ADR reaches ±1 MiB.
-			m.ROData = []*elfimage.Datum{{Name: "far", Bytes: []byte{1}}, {Name: "big", Bytes: make([]byte, 2<<20)}}
+			// 2 MiB of read-only data between the code and far
+			// (.rodata follows .text): ADR reaches ±1 MiB.
+			m.ROData = []*elfimage.Datum{{Name: "big", Bytes: make([]byte, 2<<20)}, {Name: "far", Bytes: []byte{1}}}
 			m.Procs[1].Relocs[4].Symbol = "far"
 		}, `link proc caller: R_AARCH64_ADR_PREL_LO21 relocation at 0x10 to "far": distance`},
 		{"misaligned", func(m *elfimage.Module) { m.Procs[1].Relocs[0].Offset = 2 },

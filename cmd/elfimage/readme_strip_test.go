@@ -67,7 +67,7 @@ func TestREADMEStripRecipes(t *testing.T) {
 		case strings.Contains(c, "elfimage run ") && tool != "gdb":
 			want = []string{"55"}
 		case strings.Contains(c, "elfimage describe "):
-			want = []string{"0x1024: fib+0x4", "prog.scm:1:", "arity: 1 required", "live parameter n "}
+			want = []string{"0x2024: fib+0x4", "prog.scm:1:", "arity: 1 required", "live parameter n "}
 		case tool == "readelf" && strings.Contains(c, " -S "):
 			want = []string{".gnu_debuglink", ".elfimage.procs"}
 			if strings.Contains(out, ".debug_info") || strings.Contains(out, ".symtab") {
@@ -78,7 +78,7 @@ func TestREADMEStripRecipes(t *testing.T) {
 		case tool == "gdb":
 			want = []string{"hit Breakpoint 1, fib (n=10) at " + dir + "/prog.scm:1", " n = 10 ", "in main () at " + dir + "/prog.scm:2"}
 		case strings.Contains(c, "dump -headers"):
-			want = []string{"stripped; debug file " + dir + "/eu.debug", "note: " + dir + "/eu.elf: program header 7 (PTLineProgram)", "ignored"}
+			want = []string{"stripped; debug file " + dir + "/eu.debug", "note: " + dir + "/eu.elf: program header 8 (PTLineProgram)", "ignored"}
 		}
 		flat := " " + strings.Join(strings.Fields(out), " ") + " "
 		for _, w := range want {
@@ -128,7 +128,7 @@ func runServedRecipe(t *testing.T, root, dir string, cmds []string) {
 	flat := " " + strings.Join(strings.Fields(out), " ") + " "
 	for _, w := range []string{
 		"fib " + dir + "/prog.scm:1",           // symbolize
-		"0x1024: fib+0x4", "live parameter n ", // describe
+		"0x2024: fib+0x4", "live parameter n ", // describe
 		`Line 1 of "` + dir + `/prog.scm"`, // gdb
 	} {
 		if !strings.Contains(flat, w) {
