@@ -2,6 +2,7 @@ package ccache
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -396,8 +397,16 @@ func TestReplacedWhileLoading(t *testing.T) {
 		t.Errorf("openChecked of a replaced file: %v, want errChanged", err)
 	}
 	// The same image, but its read-only bytes changed after the check.
+	ef, err := elf.NewFile(bytes.NewReader(checked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ef.Section(".text")
+	if text == nil || text.Size <= 8 {
+		t.Fatalf("the entry's image has no .text of more than 8 bytes: %v", text)
+	}
 	mutated := bytes.Clone(checked)
-	mutated[0x1000+8] ^= 0xff // in .text
+	mutated[text.Offset+8] ^= 0xff
 	os.WriteFile(path, mutated, 0o644)
 	if _, err := f.c.openChecked(path, checked[:n], nil); !errors.Is(err, errChanged) {
 		t.Errorf("openChecked of a changed text byte: %v, want errChanged", err)

@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -240,7 +241,11 @@ func TestRunCacheRejects(t *testing.T) {
 		}},
 		{"byte flipped", false, "corrupt", false, func(t *testing.T, _, e string) {
 			b, _ := os.ReadFile(e)
-			b[0x1000+3] ^= 0x10 // in .text
+			ef, err := elf.NewFile(bytes.NewReader(b))
+			if err != nil || ef.Section(".text") == nil {
+				t.Fatalf("the entry's image: %v, or no .text", err)
+			}
+			b[ef.Section(".text").Offset+3] ^= 0x10
 			os.WriteFile(e, b, 0o644)
 		}},
 		{"other format version", false, "", false, func(t *testing.T, _, e string) {
