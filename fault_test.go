@@ -1,6 +1,7 @@
 package elfimage_test
 
 import (
+	"debug/elf"
 	"errors"
 	"os"
 	"testing"
@@ -28,7 +29,18 @@ func TestTruncatedAfterLoad(t *testing.T) {
 	if !im.Mapped() {
 		tooltest.Skip(t, "the image was not mapped from its file")
 	}
-	// Keep the loaded part, drop the tail with the debug information.
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ef.Section(".text")
+	ef.Close()
+	if text == nil || text.Size <= 0x20 {
+		t.Fatalf("the demo image has no .text of more than 0x20 bytes: %v", text)
+	}
+	pc := text.Addr + 0x20 // inside a procedure of the demo
+	// Keep the loaded part (the tail's first bytes share its last page)
+	// and drop the rest of the tail with the debug information.
 	if err := os.Truncate(path, int64((im.Size()+4095)&^4095)); err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +50,10 @@ func TestTruncatedAfterLoad(t *testing.T) {
 		run  func() error
 	}{
 		{"Sections", func() error { _, err := im.Sections(); return err }},
-		{"Procedure", func() error { _, err := im.Procedure(0x1020); return err }},
-		{"PositionAt", func() error { _, err := im.PositionAt(0x1020); return err }},
-		{"ProcedureAt", func() error { _, err := im.ProcedureAt(0x1020); return err }},
-		{"Locals", func() error { _, err := im.Locals(0x1020); return err }},
+		{"Procedure", func() error { _, err := im.Procedure(pc); return err }},
+		{"PositionAt", func() error { _, err := im.PositionAt(pc); return err }},
+		{"ProcedureAt", func() error { _, err := im.ProcedureAt(pc); return err }},
+		{"Locals", func() error { _, err := im.Locals(pc); return err }},
 	} {
 		err := q.run()
 		if !errors.Is(err, elfimage.ErrFault) {

@@ -143,7 +143,7 @@ func Images() []*Image {
 // error nothing stays mapped (but for an anchor page). Cost: open, fstat,
 // mmap (plus an mmap and up to two munmaps when it makes an anchor), one pread (two when
 // the notes lie past the first 4 KiB, which in the images Link writes
-// happens only when .rodata and .rela.dyn are large; more for tables
+// happens only when .rela.dyn is large; more for tables
 // elsewhere), one mprotect per writable and per executable
 // segment and close, plus time linear in the number of program headers,
 // dynamic entries and relocations; two allocations, the Image and its
@@ -623,7 +623,7 @@ func parseImage(path string, data []byte, a *arch.Arch, pageSize uint64) (*plan,
 // (see Open for the rules), and fills p with what the loader needs. It
 // reads only the ELF header, the program headers and what they point to,
 // never the non-loaded tail; it never panics and allocates only the
-// segment list past three segments, errors and notes.
+// segment list past four segments, errors and notes.
 func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	path, data := src.path, src.data
 	d := &decoder{path: path, data: data}

@@ -43,8 +43,9 @@ var tRelocs = []struct{ off, addend uint64 }{{tDataOff, tTextOff}, {tDataOff + 8
 
 var tBuildID = []byte("0123456789abcdefghij")
 
-// buildTestImage writes a minimal valid image with the layout the linker
-// produces: R segment (ELF header, program headers, .rela.dyn, .dynamic,
+// buildTestImage writes a minimal valid image in a layout the loader
+// accepts (the linker's before its data-first order; Link's own output is
+// tested through Link): R segment (ELF header, program headers, .rela.dyn, .dynamic,
 // .eh_frame_hdr, .note.gnu.build-id), R+X .text at 0x1000, R+W .data at
 // 0x2000 with two RELATIVE pointers (link-time values stored in place),
 // then the tail .shstrtab and the section header table. e_machine and the

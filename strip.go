@@ -36,8 +36,8 @@ type StripOptions struct {
 // would, but keeping the image's layout rules:
 //
 //   - stripped: the same bytes at the same offsets for every loaded
-//     segment (the ELF and program headers, .rodata, .eh_frame_hdr,
-//     .eh_frame, the build-ID note, .text, .data: it loads, runs and
+//     segment (the ELF and program headers, .rela.dyn, .dynamic, the
+//     build-ID note, .data, .text, .rodata, .eh_frame_hdr, .eh_frame: it loads, runs and
 //     unwinds as the image does, and has the same build ID), then,
 //     unless opts.DropProcTable, the procedure table with its
 //     PTProcTable program header; the .gnu_debuglink section

@@ -15,7 +15,7 @@ var commandHelp = map[string]string{
 	"cache": cacheHelp,
 	"describe": `ADDR is a link-time address in hexadecimal, with or without 0x: an address of
 the image file, as dump -symbols, -procs and -lines print them and as
-backtraces print them in brackets ([prog.elf+0x10a9]), not a run-time address.`,
+backtraces print them in brackets ([prog.elf+0x20a9]), not a run-time address.`,
 }
 
 // profileHelp explains -cpuprofile (run, demo).

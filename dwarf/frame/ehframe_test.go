@@ -19,8 +19,8 @@ func TestDeferredEHFrame(t *testing.T) {
 	signal.Signal = true
 	for _, enc := range encodings() {
 		for _, place := range []struct{ section, code uint64 }{
-			{0x200, 0x1000},                  // .eh_frame before the code, as Link lays it out
-			{0x7f0000100000, 0x7f0000000000}, // after it
+			{0x200, 0x1000},                  // .eh_frame before the code
+			{0x7f0000100000, 0x7f0000000000}, // after it, as Link lays it out
 			{0x10000, 0x10000},               // where the code will be
 		} {
 			t.Run(fmt.Sprintf("%v-addr%d-%v-%#x", enc.Format, enc.AddrSize, enc.ByteOrder, place.section), func(t *testing.T) {
