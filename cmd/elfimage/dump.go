@@ -106,6 +106,8 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer img.Close()
+	} else if v.procs && f.FindSection(meta.SectionProcs) >= 0 {
+		return fmt.Errorf("%s: a separate debug file (the image's code is not in it): dump -procs reads the image, which finds its debug file", path)
 	} else if v.procs {
 		return fmt.Errorf("%s: not an elfimage image: it has no procedure table (%s)", path, meta.SectionProcs)
 	}
@@ -123,14 +125,22 @@ type dumpViews struct {
 }
 
 // isImage reports whether f is an image of ours: it has the procedure
-// table elfimage writes.
+// table elfimage writes and its code. An image's separate debug file
+// (elfimage strip -debug-file, objcopy --only-keep-debug, eu-strip -f)
+// keeps the procedure table and the program headers but not the code: an
+// executable PT_LOAD with no file bytes. It is read as any ELF file is,
+// its DWARF by -info and -lines, not loaded.
 func isImage(f *elfobj.File) bool {
+	table := f.FindSection(meta.SectionProcs) >= 0
 	for _, p := range f.Progs {
-		if p.Type == elfimage.PTProcTable {
-			return true
+		switch {
+		case p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Filesz == 0 && p.Memsz > 0:
+			return false
+		case p.Type == elfimage.PTProcTable:
+			table = true
 		}
 	}
-	return f.FindSection(meta.SectionProcs) >= 0
+	return table
 }
 
 func init() {

@@ -233,3 +233,40 @@ func TestGDBStripped(t *testing.T) {
 		}
 	})
 }
+
+// TestDumpDebugFile: dump reads an image's separate debug file (ours, and
+// objcopy --only-keep-debug's) as any ELF file: its headers and, on
+// request, its DIEs and line programs, which name the image's procedures
+// and source file; -procs says to read the image instead.
+func TestDumpDebugFile(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	img := filepath.Join(dir, "demo.elf")
+	out, dbg := filepath.Join(dir, "s.elf"), filepath.Join(dir, "s.debug")
+	if code, o, e := runCLI(t, "strip", "-o", out, "-debug-file", dbg, img); code != 0 {
+		t.Fatalf("strip: exit %d: %s%s", code, o, e)
+	}
+	files := []string{dbg}
+	objcopy := tooltest.Require(t, "objcopy")
+	okd := filepath.Join(dir, "okd.debug")
+	if o, err := exec.Command(objcopy, "--only-keep-debug", img, okd).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy --only-keep-debug: %v\n%s", err, o)
+	}
+	files = append(files, okd)
+	for _, f := range files {
+		if code, o, e := runCLI(t, "dump", f); code != 0 || !strings.Contains(o, "Program Headers:") {
+			t.Errorf("dump %s: exit %d: %s\n%.500s", f, code, e, o)
+		}
+		if code, o, e := runCLI(t, "dump", "-info", f); code != 0 || !regexp.MustCompile(`DW_AT_name\s+"inner"`).MatchString(o) {
+			t.Errorf("dump -info %s: exit %d: %s\n%.500s", f, code, e, o)
+		}
+		if code, o, e := runCLI(t, "dump", "-lines", f); code != 0 || !strings.Contains(o, "demo.scm") {
+			t.Errorf("dump -lines %s: exit %d: %s\n%.500s", f, code, e, o)
+		}
+		if code, _, e := runCLI(t, "dump", "-procs", f); code == 0 || !strings.Contains(e, "separate debug file") {
+			t.Errorf("dump -procs %s: exit %d, %q; want a failure naming a separate debug file", f, code, e)
+		}
+	}
+}
