@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,7 +250,13 @@ func TestDumpDebugFile(t *testing.T) {
 		t.Fatalf("strip: exit %d: %s%s", code, o, e)
 	}
 	files := []string{dbg}
-	objcopy := tooltest.Require(t, "objcopy")
+	// demo links for the test binary's architecture; the host's objcopy
+	// reads x86-64 only.
+	objcopyName := "objcopy"
+	if runtime.GOARCH == "arm64" {
+		objcopyName = "aarch64-linux-gnu-objcopy"
+	}
+	objcopy := tooltest.Require(t, objcopyName)
 	okd := filepath.Join(dir, "okd.debug")
 	if o, err := exec.Command(objcopy, "--only-keep-debug", img, okd).CombinedOutput(); err != nil {
 		t.Fatalf("objcopy --only-keep-debug: %v\n%s", err, o)
