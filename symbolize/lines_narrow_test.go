@@ -92,9 +92,7 @@ func TestLineTableNarrow(t *testing.T) {
 		// The model's answer: sequences by end (stable), the last row
 		// at or before the address, else the first.
 		kept := slices.DeleteFunc(slices.Clone(c.seqs), func(s line.Sequence) bool { return !c.live.ok(s.Start) })
-		slices.SortStableFunc(kept, func(a, b line.Sequence) int {
-			return cmpUint(a.End, b.End)
-		})
+		slices.SortStableFunc(kept, func(a, b line.Sequence) int { return cmp(a.End, b.End) })
 		want := func(addr uint64) (lineRow, bool) {
 			for _, s := range kept {
 				if s.End <= addr {
@@ -130,14 +128,4 @@ func TestLineTableNarrow(t *testing.T) {
 			t.Fatalf("%s: nothing compared", c.name)
 		}
 	}
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -23,15 +23,7 @@ import (
 // leaves an image whose describe says the debug file is missing; usage
 // errors exit 2.
 func TestStripCommand(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
-		t.Fatal(errOut)
-	}
-	img := filepath.Join(dir, "demo.elf")
-	out, dbg := filepath.Join(dir, "s.elf"), filepath.Join(dir, "s.debug")
-	if code, o, e := runCLI(t, "strip", "-o", out, "-debug-file", dbg, img); code != 0 {
-		t.Fatalf("strip: exit %d: %s%s", code, o, e)
-	}
+	dir, img, out, dbg := stripDemo(t)
 	// Run-time addresses (0x7f... natively, 0x55... under qemu-user; link
 	// addresses are short) and the image's name differ.
 	norm := regexp.MustCompile(`0x[0-9a-f]{9,}|\[[a-z.]+\+`)
@@ -235,19 +227,32 @@ func TestGDBStripped(t *testing.T) {
 	})
 }
 
+// stripDemo writes the demo's image into a temporary directory dir and
+// strips it with `elfimage strip -o out -debug-file dbg img`.
+func stripDemo(t *testing.T) (dir, img, out, dbg string) {
+	t.Helper()
+	dir = t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	img = filepath.Join(dir, "demo.elf")
+	out, dbg = filepath.Join(dir, "s.elf"), filepath.Join(dir, "s.debug")
+	if code, o, e := runCLI(t, "strip", "-o", out, "-debug-file", dbg, img); code != 0 {
+		t.Fatalf("strip: exit %d: %s%s", code, o, e)
+	}
+	return dir, img, out, dbg
+}
+
 // TestDumpDebugFile: dump reads an image's separate debug file (ours, and
 // objcopy --only-keep-debug's) as any ELF file: its headers and, on
 // request, its DIEs and line programs, which name the image's procedures
 // and source file; -procs says to read the image instead.
 func TestDumpDebugFile(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
-		t.Fatal(errOut)
-	}
-	img := filepath.Join(dir, "demo.elf")
-	out, dbg := filepath.Join(dir, "s.elf"), filepath.Join(dir, "s.debug")
-	if code, o, e := runCLI(t, "strip", "-o", out, "-debug-file", dbg, img); code != 0 {
-		t.Fatalf("strip: exit %d: %s%s", code, o, e)
+	dir, img, out, dbg := stripDemo(t)
+	// What the -procs refusal below points at: the stripped image, which
+	// finds its debug file, lists the procedures.
+	if code, o, e := runCLI(t, "dump", "-procs", out); code != 0 || !strings.Contains(o, "inner") {
+		t.Errorf("dump -procs of the stripped image: exit %d: %s\n%.500s", code, e, o)
 	}
 	files := []string{dbg}
 	// demo links for the test binary's architecture; the host's objcopy
