@@ -277,8 +277,11 @@ func newSymbolizer(data []byte, r io.ReaderAt, size int64) (s *Symbolizer, err e
 	return &Symbolizer{f: f}, nil
 }
 
-// Close releases the mapping made by Open. Strings of frames returned
-// earlier stay valid. It must not run concurrently with Symbolize.
+// Close releases the mapping made by Open and, for a file of 1 MiB or
+// more, the mappings that hold its indexes' large arrays (on Linux,
+// advised for transparent huge pages; a Symbolizer made by New or
+// NewReaderAt keeps them on the heap). Strings of frames returned earlier
+// stay valid. It must not run concurrently with Symbolize or Prepare.
 func (s *Symbolizer) Close() error {
 	if s.closed {
 		return nil
