@@ -28,14 +28,19 @@ const minBucketKeys = 32
 
 // newBucketIndex builds the index of keys (sorted, fewer than 2^31).
 // Cost: O(n) time, at most 4(n+1) bytes.
-func newBucketIndex(keys []uint64) bucketIndex { return newBucketIndexOf(keys) }
+func newBucketIndex(keys []uint64) bucketIndex { return newBucketIndexOf(nil, keys) }
+
+// newBucketIndexIn is newBucketIndex with the index's array from sl
+// (slabMake; nil: the heap).
+func newBucketIndexIn(sl *slab, keys []uint64) bucketIndex { return newBucketIndexOf(sl, keys) }
 
 // newBucketIndexOf is newBucketIndex over keys of either width: 32-bit
 // keys are offsets from a base the caller subtracts from the addresses it
 // asks (lastOf). The arithmetic is in 64 bits, so that the index of
 // offsets k[i] - c is the index of the keys k[i] with its base moved by c,
-// also for unsorted keys (hostile input), whose differences wrap.
-func newBucketIndexOf[K uint32 | uint64](keys []K) bucketIndex {
+// also for unsorted keys (hostile input), whose differences wrap. The
+// index's array comes from sl (slabMake; nil: the heap).
+func newBucketIndexOf[K uint32 | uint64](sl *slab, keys []K) bucketIndex {
 	n := len(keys)
 	if n < minBucketKeys {
 		return bucketIndex{}
@@ -46,7 +51,7 @@ func newBucketIndexOf[K uint32 | uint64](keys []K) bucketIndex {
 		x.shift++
 	}
 	nb := int(span>>x.shift) + 2 // the last key's bucket, and one past it
-	x.b = make([]int32, nb)
+	x.b = slabMake[int32](sl, nb)
 	i := 0
 	for k := range nb {
 		at := uint64(k) << x.shift // offset from base of the bucket's first address

@@ -45,6 +45,10 @@ type dwarfData struct {
 
 	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
 
+	// slab, when set (Open's large files), holds the indexes' large
+	// arrays; nil: the heap.
+	slab *slab
+
 	// indexed counts the units whose index is built: once it is
 	// len(units), Prepare has nothing left to do.
 	indexed atomic.Int64
@@ -657,7 +661,7 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// accounting, not pages (a reused one is cleared, so touched). The
 	// rest comes from the scratch.
 	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
-	subrs := make([]subr, 0, guess)
+	subrs := slabMake[subr](d.slab, int(guess))[:0]
 	refs, rs := atLeast(sc.refs, guess), atLeast(sc.rs, guess)
 	defer func() {
 		sc.refs, sc.rs = refs, rs
@@ -677,8 +681,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	x.subrs = subrs
 	var starts []uint64
-	starts, x.segs, x.longSegs = flattenSubrs(rs, sc)
-	x.segIndex = newBucketIndex(starts)
+	starts, x.segs, x.longSegs = flattenSubrs(rs, sc, d.slab)
+	x.segIndex = newBucketIndexIn(d.slab, starts)
 	// Resolve the names of the subroutines on some chain (marked in
 	// isNeeded, from the scratch).
 	isNeeded := sc.needed[:0]
@@ -975,8 +979,8 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) 
 // It also returns the segments' starts, for building their index: that
 // array is sc.starts, reused by the next build; and the ends of the
 // segments of 2^32 bytes or more (see seg), nil when there are none. The
-// working arrays come from sc.
-func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg, map[int32]uint64) {
+// working arrays come from sc, the segments from sl (slabMake).
+func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int32]uint64) {
 	if len(rs) == 0 {
 		return nil, nil, nil
 	}
@@ -1020,7 +1024,7 @@ func flattenSubrs(rs []cuRange, sc *scratch) ([]uint64, []seg, map[int32]uint64)
 			return 0 // equal starts: preorder, so the enclosing DIE first
 		})
 	}
-	out := make([]seg, 0, len(rs)+len(rs)/2)
+	out := slabMake[seg](sl, len(rs)+len(rs)/2)[:0]
 	starts := atLeast(sc.starts, uint64(len(rs)+len(rs)/2))
 	var long map[int32]uint64
 	lastEnd := uint64(0) // the end of out[len(out)-1]

@@ -17,3 +17,25 @@ func LaidOut(s *Symbolizer) []uint64 {
 	}
 	return out
 }
+
+// SlabSupported is slabSupported.
+const SlabSupported = slabSupported
+
+// SlabChunks returns the number of chunks s's slab holds, -1 when s has
+// none.
+func SlabChunks(s *Symbolizer) int {
+	if s.slab == nil {
+		return -1
+	}
+	s.slab.mu.Lock()
+	defer s.slab.mu.Unlock()
+	return len(s.slab.chunks)
+}
+
+// SetSlabMinFile sets slabMinFile to n and returns the function that
+// restores it.
+func SetSlabMinFile(n int) func() {
+	old := slabMinFile
+	slabMinFile = n
+	return func() { slabMinFile = old }
+}

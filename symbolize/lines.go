@@ -132,8 +132,8 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	// (build), the untouched tail of a fresh allocation costs address
 	// space, not pages.
 	guess := min((h.End-h.ProgramOffset)/3+1, 1<<20)
-	t.off = make([]uint32, 0, guess)
-	t.narrow = make([]narrowRow, 0, guess)
+	t.off = slabMake[uint32](d.slab, int(guess))[:0]
+	t.narrow = slabMake[narrowRow](d.slab, int(guess))[:0]
 	var row line.Row
 	first := int32(0)
 	var start uint64
@@ -219,9 +219,9 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		if sq := &t.seqs[i]; sq.last-sq.first >= minBucketKeys {
 			sq.index = int32(len(t.indexes))
 			if t.wide {
-				t.indexes = append(t.indexes, newBucketIndex(t.addrs[sq.first:sq.last]))
+				t.indexes = append(t.indexes, newBucketIndexOf(d.slab, t.addrs[sq.first:sq.last]))
 			} else {
-				t.indexes = append(t.indexes, newBucketIndexOf(t.off[sq.first:sq.last]))
+				t.indexes = append(t.indexes, newBucketIndexOf(d.slab, t.off[sq.first:sq.last]))
 			}
 		}
 	}

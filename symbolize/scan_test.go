@@ -31,7 +31,7 @@ func TestScanRule(t *testing.T) {
 				rs[i] = cuRange{lo, hi, i}
 			}
 		}
-		starts, segs, long := flattenSubrs(rs, new(scratch))
+		starts, segs, long := flattenSubrs(rs, new(scratch), nil)
 		for addr := uint64(0); addr < 70; addr++ {
 			want := int32(-1) // from the segments
 			for i := range segs {

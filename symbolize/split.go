@@ -205,6 +205,9 @@ func (d *dwarfData) loadSplit(dwo func(name string) ([]byte, error)) (*dwarfData
 	if err == nil && dd == nil {
 		err = errors.New("no .debug_info.dwo")
 	}
+	if dd != nil {
+		dd.slab = d.slab // released with d's
+	}
 	return dd, err
 }
 

@@ -164,6 +164,10 @@ type Symbolizer struct {
 	mapLo  uintptr // the mapping [mapLo, mapHi), for telling faults on it
 	mapHi  uintptr
 	closed bool
+	// slab holds the indexes' large arrays (see slab); set for a large
+	// file mapped by Open, whose Close releases it. New's Symbolizer need
+	// not be closed, so its arrays stay on the heap.
+	slab *slab
 
 	dwarfOnce sync.Once
 	d         *dwarfData
@@ -205,6 +209,9 @@ func Open(path string) (*Symbolizer, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.unmap, s.mapped = unmap, true
+	if len(data) >= slabMinFile {
+		s.slab = newSlab()
+	}
 	s.path = path
 	if len(data) > 0 {
 		s.mapLo = uintptr(unsafe.Pointer(&data[0]))
@@ -270,8 +277,11 @@ func newSymbolizer(data []byte, r io.ReaderAt, size int64) (s *Symbolizer, err e
 	return &Symbolizer{f: f}, nil
 }
 
-// Close releases the mapping made by Open. Strings of frames returned
-// earlier stay valid. It must not run concurrently with Symbolize.
+// Close releases the mapping made by Open and, for a file of 1 MiB or
+// more, the mappings that hold its indexes' large arrays (on Linux,
+// advised for transparent huge pages; a Symbolizer made by New or
+// NewReaderAt keeps them on the heap). Strings of frames returned earlier
+// stay valid. It must not run concurrently with Symbolize or Prepare.
 func (s *Symbolizer) Close() error {
 	if s.closed {
 		return nil
@@ -281,6 +291,7 @@ func (s *Symbolizer) Close() error {
 	if s.debug != nil {
 		err = s.debug.Close()
 	}
+	err = errors.Join(s.slab.release(), err)
 	if s.unmap != nil {
 		return errors.Join(s.unmap(), err)
 	}
@@ -314,6 +325,9 @@ func (s *Symbolizer) dwarf() (*dwarfData, error) {
 		if s.d != nil && s.path != "" {
 			s.d.dir, s.d.dwpPath = filepath.Dir(s.path), s.path+".dwp"
 		}
+		if s.d != nil {
+			s.d.slab = s.slab
+		}
 	})
 	return s.d, s.dwarfErr
 }
@@ -322,6 +336,9 @@ func (s *Symbolizer) symbols() (*symtab, error) {
 	s.symOnce.Do(func() {
 		s.symErr = fmt.Errorf("%w: reading the symbol table", ErrFault)
 		s.syms, s.symErr = readSymtab(s.f)
+		if s.syms != nil {
+			s.syms.slab = s.slab
+		}
 	})
 	if s.debug != nil && s.symErr == nil && s.syms.empty() {
 		return s.debug.symbols()

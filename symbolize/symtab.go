@@ -54,6 +54,9 @@ type symtab struct {
 	// function descriptors), at opdAddr; nil for others.
 	opd     []byte
 	opdAddr uint64
+
+	// slab, when set, holds sort's arrays (see slab); nil: the heap.
+	slab *slab
 }
 
 const scanLimit = 32
@@ -231,8 +234,8 @@ func (t *symtab) sort() {
 	lo, hi := ^uint64(0), uint64(0)
 	// Keys of the packed sort made on the way, the address not yet
 	// offset by lo: abs stays true while every address fits so.
-	keys := make([]uint64, 0, n)
-	cands := make([]symbol, 0, n)
+	keys := slabMake[uint64](t.slab, int(n))[:0]
+	cands := slabMake[symbol](t.slab, int(n))[:0]
 	abs := true
 	var file, fileLen uint32
 	for i := uint64(1); i < n; i++ {
@@ -284,7 +287,11 @@ func (t *symtab) sort() {
 				}
 			}
 		}
-		packed, scratch := radix.Sort(packed, nil, bits.Len64(hi-lo)+idxBits)
+		var tmp []uint64
+		if len(packed) >= 256 { // radix.Sort's scratch, which shorter inputs do not use
+			tmp = slabMake[uint64](t.slab, len(packed))[:0]
+		}
+		packed, scratch := radix.Sort(packed, tmp, bits.Len64(hi-lo)+idxBits)
 		if cap(scratch) >= m {
 			addrs = scratch[:0]
 		} else {
@@ -314,7 +321,7 @@ func (t *symtab) sort() {
 			pick(o.idx, o.addr)
 		}
 	}
-	t.names, t.addrs, t.order, t.syms, t.index = names, addrs, order, cands, newBucketIndex(addrs)
+	t.names, t.addrs, t.order, t.syms, t.index = names, addrs, order, cands, newBucketIndexIn(t.slab, addrs)
 	t.sorted.Store(true)
 }
 

@@ -104,10 +104,10 @@ func TestFlattenSubrsSort(t *testing.T) {
 			add(base, base+16+uint64(rng.IntN(200)), 0)
 		}
 		sc := new(scratch)
-		s1, g1, _ := flattenSubrs(rs, sc)
+		s1, g1, _ := flattenSubrs(rs, sc, nil)
 		s1 = slices.Clone(s1) // the starts are sc's, reused by the next call
 		packedSortBits = 1
-		s2, g2, _ := flattenSubrs(rs, sc)
+		s2, g2, _ := flattenSubrs(rs, sc, nil)
 		packedSortBits = 64
 		if !slices.Equal(s1, s2) || !slices.Equal(g1, g2) {
 			t.Fatalf("round %d: packed and pair sorts give different segments (%d and %d)", round, len(g1), len(g2))
@@ -123,7 +123,7 @@ func TestFlattenSubrsSort(t *testing.T) {
 // seg), and a short segment that grows past 4 GiB by merging becomes one.
 func TestFlattenSubrsLongMerge(t *testing.T) {
 	rs := []cuRange{{0x1000, 1 << 33, 0}, {1 << 33, 1 << 34, 0}, {1 << 35, 1<<35 + 16, 1}, {1<<35 + 16, 1<<36 + 16, 1}}
-	starts, segs, long := flattenSubrs(rs, new(scratch))
+	starts, segs, long := flattenSubrs(rs, new(scratch), nil)
 	if len(segs) != 2 || len(long) != 2 {
 		t.Fatalf("%d segments (%d long), want 2 (2): %v %v", len(segs), len(long), segs, long)
 	}
@@ -142,7 +142,7 @@ func TestFlattenSubrsLongMerge(t *testing.T) {
 // space (hostile input) makes a few segments, not one per 4 GiB.
 func TestFlattenSubrsHugeRange(t *testing.T) {
 	rs := []cuRange{{0, 1 << 63, 0}, {1 << 62, 1<<62 + 16, 1}, {^uint64(0) - 16, ^uint64(0), 2}}
-	starts, segs, long := flattenSubrs(rs, new(scratch))
+	starts, segs, long := flattenSubrs(rs, new(scratch), nil)
 	if len(segs) != 4 || len(starts) != 4 {
 		t.Fatalf("%d segments, want 4: %v %v", len(segs), starts, segs)
 	}
