@@ -2,7 +2,6 @@ package elfimage_test
 
 import (
 	"bytes"
-	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -13,112 +12,15 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/lang/scheme"
 )
 
-// demoObjectAArch64 compiles the demo program with
-// scheme.CompileObjectFor for AArch64 into a module.
-func demoObjectAArch64(t *testing.T) *elfimage.Module {
-	t.Helper()
-	m, err := scheme.CompileObjectFor(arch.AArch64, scheme.DemoFile, scheme.DemoSource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// objectRela returns the relocations of section name of f (SHT_RELA,
-// 24-byte entries), none when it has no such section.
-func objectRela(t *testing.T, f *elf.File, name string) []elf.Rela64 {
-	t.Helper()
-	s := f.Section(name)
-	if s == nil {
-		return nil
-	}
-	b, err := s.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rs []elf.Rela64
-	for ; len(b) >= 24; b = b[24:] {
-		rs = append(rs, elf.Rela64{Off: binary.LittleEndian.Uint64(b), Info: binary.LittleEndian.Uint64(b[8:]), Addend: int64(binary.LittleEndian.Uint64(b[16:]))})
-	}
-	return rs
-}
-
-// TestLinkObjectAArch64DWARF is TestLinkObjectDWARF for an AArch64
-// object: Go's debug/elf applies its R_AARCH64_ABS32/ABS64 relocations
-// to the debug sections before decoding, and every subprogram then has
-// its model's name and a low_pc inside .text, in every DWARF encoding;
-// the object is ET_REL for EM_AARCH64 with no program header, its
-// .eh_frame is SHT_PROGBITS (SHT_X86_64_UNWIND is x86-64's), and its
-// relocation sections use only AAELF64 types.
+// TestLinkObjectAArch64DWARF is TestLinkObjectDWARF for AArch64 objects
+// (checkObjectDWARF): Go's debug/elf applies their R_AARCH64_ABS32/ABS64
+// relocations to the debug sections before decoding; .eh_frame is
+// SHT_PROGBITS, every low_pc 4-byte aligned, and the relocation sections
+// use only AAELF64 types.
 func TestLinkObjectAArch64DWARF(t *testing.T) {
-	for _, e := range encodings {
-		t.Run(e.name, func(t *testing.T) {
-			m := demoObjectAArch64(t)
-			opts := e.opts
-			opts.DebugFrame = false
-			b, err := elfimage.LinkObject(m, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := elf.NewFile(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.Type != elf.ET_REL || f.Machine != elf.EM_AARCH64 || len(f.Progs) != 0 {
-				t.Fatalf("type %v machine %v, %d program headers; want ET_REL, EM_AARCH64, none", f.Type, f.Machine, len(f.Progs))
-			}
-			if s := f.Section(".eh_frame"); s == nil || s.Type != elf.SHT_PROGBITS {
-				t.Errorf(".eh_frame: %v, want SHT_PROGBITS", s)
-			}
-			text := f.Section(".text")
-			d, err := f.DWARF()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]bool{}
-			for _, p := range m.Procs {
-				want[p.Name] = true
-			}
-			got := map[string]bool{}
-			for r := d.Reader(); ; {
-				ent, err := r.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ent == nil {
-					break
-				}
-				if ent.Tag != dwarf.TagSubprogram {
-					continue
-				}
-				n, _ := ent.Val(dwarf.AttrName).(string)
-				if !want[n] {
-					t.Errorf("subprogram %q is not a procedure of the module", n)
-				}
-				got[n] = true
-				if lo, _ := ent.Val(dwarf.AttrLowpc).(uint64); lo >= text.Size || lo%4 != 0 {
-					t.Errorf("%s: low_pc %#x outside .text (%#x bytes) or not 4-byte aligned", n, lo, text.Size)
-				}
-			}
-			if len(got) != len(want) {
-				t.Errorf("subprograms %v, want %v", got, want)
-			}
-			for _, s := range f.Sections {
-				if s.Type != elf.SHT_RELA {
-					continue
-				}
-				for _, r := range objectRela(t, f, s.Name) {
-					typ := elf.R_AARCH64(elf.R_TYPE64(r.Info))
-					if !strings.HasPrefix(typ.String(), "R_AARCH64_") || typ == elf.R_AARCH64_NONE {
-						t.Errorf("%s at %#x: type %d is not an AAELF64 relocation", s.Name, r.Off, elf.R_TYPE64(r.Info))
-					}
-				}
-			}
-		})
-	}
+	checkObjectDWARF(t, objectAArch64)
 }
 
 // TestLinkObjectAArch64Relocs checks the object's .rela.text against the
@@ -130,7 +32,7 @@ func TestLinkObjectAArch64DWARF(t *testing.T) {
 // with arm64asm, is of that kind (BL, B, ADRP, ADD) with its field 0;
 // the words between relocations are the model's code.
 func TestLinkObjectAArch64Relocs(t *testing.T) {
-	m := demoObjectAArch64(t)
+	m := demoObjectFor(t, arch.AArch64)
 	b, err := elfimage.LinkObject(m, elfimage.LinkOptions{})
 	if err != nil {
 		t.Fatal(err)
