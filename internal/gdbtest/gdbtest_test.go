@@ -1,7 +1,10 @@
 package gdbtest
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -21,6 +24,9 @@ func TestSplitAndParse(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.Blocks[1], "elfimage: added") || strings.Contains(r.Output, marker) {
 		t.Errorf("block 1 %q, output %q", r.Blocks[1], r.Output)
+	}
+	if f := Funcs(r.Blocks[2]); strings.Join(f, " ") != "fib tak %start" {
+		t.Errorf("Funcs = %q", f)
 	}
 	fs := Frames(r.Blocks[2])
 	want := []Frame{
@@ -57,5 +63,47 @@ func TestThreads(t *testing.T) {
 	th := Threads(out)
 	if len(th) != 3 || len(Frames(th[4712])) != 2 || Frames(th[4712])[1].Func != "worker" || Frames(th[4711])[0].Line != 20 || th[4713] != "#0  0x3 in ?? ()\n" {
 		t.Errorf("threads %v", th)
+	}
+}
+
+// fatalTB records what Fatalf says and ends its goroutine, as testing.T's
+// Fatalf does.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// TestMust: Must returns the result when there is no error, and fails the
+// test with the error and the output so far (none for a nil result)
+// otherwise.
+func TestMust(t *testing.T) {
+	r := &Result{Output: "Breakpoint 1 (fib) pending.\n"}
+	for _, c := range []struct {
+		r    *Result
+		err  error
+		want string // what Fatalf says; "" for no failure
+	}{
+		{r, nil, ""},
+		{r, errors.New("gdbtest: gdb timed out"), "gdbtest: gdb timed out\nBreakpoint 1 (fib) pending.\n"},
+		{nil, errors.New("open x: no such file"), "open x: no such file\n"},
+	} {
+		ft := &fatalTB{TB: t}
+		var got *Result
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			got = Must(ft, c.r, c.err)
+		}()
+		<-done
+		if ft.msg != c.want || (c.want == "" && got != c.r) {
+			t.Errorf("Must(%v, %v): fails with %q, returns %v; want %q", c.r, c.err, ft.msg, got, c.want)
+		}
 	}
 }
