@@ -7,7 +7,6 @@ package elfimage_test
 // library's entry frame into the Go frames that called native.Call.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
@@ -109,10 +109,7 @@ func TestEntryGDB(t *testing.T) {
 	prog := handcall(t)
 	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), NoScript: true,
 		Cmds: []string{"break add", "run -gdb -n 3", "bt", "delete", "continue"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	defer func() {
 		if t.Failed() {
 			t.Logf("gdb session:\n%s", r.Output)
@@ -147,43 +144,18 @@ func TestEntryGDB(t *testing.T) {
 var lldbFrameRE = regexp.MustCompile("(?m)^\\s*\\*?\\s*frame #(\\d+): 0x[0-9a-f]+( (\\S+?)`([^\\s(]+))?")
 
 // TestEntryLLDB: lldb (its GDB JIT loader reads the published images)
-// stops in add and its bt goes through spin, the entry frame (named, lldb
-// needs no signal frame) and native.trampoline into the Go callers, down to
+// stops in add (a pending breakpoint, resolved when handcall publishes its
+// image) and its bt goes through spin, the entry frame (named, lldb needs
+// no signal frame) and native.trampoline into the Go callers, down to
 // main.main and runtime.goexit, every frame named.
 func TestEntryLLDB(t *testing.T) {
 	t.Parallel()
 	skipEmulated(t, "lldb")
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
 	prog := handcall(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// Go preempts goroutines with SIGURG: lldb must pass it silently,
-	// which it can be told only once the process exists.
-	cmd := exec.CommandContext(ctx, lldb, "--batch", "--no-lldbinit",
-		"-o", "process launch --stop-at-entry -- -gdb -n 3",
-		"-o", "process handle -p true -s false -n false SIGURG",
-		"-o", "breakpoint set -n add",
-		"-o", "continue",
-		"-o", "bt",
-		"-o", "process kill",
-		prog)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("lldb timed out:\n%s", out)
-	}
-	if err != nil {
-		t.Fatalf("lldb: %v\n%s", err, out)
-	}
-	text := string(out)
-	i := strings.Index(text, "(lldb) bt")
-	if i < 0 {
-		t.Fatalf("no bt in lldb's output:\n%s", text)
-	}
-	bt := text[i:]
-	if j := strings.Index(bt, "(lldb) process kill"); j >= 0 {
-		bt = bt[:j]
-	}
+	s := &lldbtest.Session{LLDB: lldb, Program: prog, Args: []string{"-gdb", "-n", "3"}, Dir: t.TempDir(), Timeout: 2 * time.Minute,
+		Cmds: []string{"breakpoint set -n add", "run", "bt", "process kill"}}
+	bt := lldbtest.MustRun(t, s).Blocks[2]
 	var names []string
 	for _, m := range lldbFrameRE.FindAllStringSubmatch(bt, -1) {
 		if m[4] == "" {

@@ -116,10 +116,7 @@ func typesGDB(t *testing.T, gdb, prog string) {
 				"continue",
 			}
 			s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), Cmds: cmds, NoScript: true, Timeout: 90 * time.Second}
-			r, err := s.Run()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, r.Output)
-			}
+			r := gdbtest.MustRun(t, s)
 			b := func(cmd string) string {
 				for i, c := range cmds {
 					if c == cmd {
@@ -213,11 +210,7 @@ func typesLLDB(t *testing.T, lldb, prog string) {
 					"type lookup node",
 					"continue",
 				}}
-			r, runErr := s.Run()
-			if runErr != nil {
-				t.Fatalf("%v\n%v", runErr, r)
-			}
-			text := r.Output
+			text := lldbtest.MustRun(t, s).Output
 			for _, w := range []string{
 				"stop reason = breakpoint 1.1",
 				"`inspect(vm=0x", ", n=5, fix=21) at vm.c:4",
@@ -241,7 +234,7 @@ func typesLLDB(t *testing.T, lldb, prog string) {
 				}
 			}
 			if t.Failed() {
-				t.Logf("lldb %v:\n%s", runErr, text)
+				t.Logf("lldb:\n%s", text)
 			}
 		})
 	}
