@@ -1,7 +1,6 @@
 package procview_test
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -540,15 +539,7 @@ func TestStacksArgsC(t *testing.T) {
 // process: its symbol's value plus the executable's load bias.
 func stopAddr(t *testing.T, bin, module string, pid int) uint64 {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, syms := tooltest.ELFSymbols(t, bin)
 	v, err := procview.Open(pid)
 	if err != nil {
 		t.Fatal(err)

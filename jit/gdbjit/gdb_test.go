@@ -78,15 +78,7 @@ func buildTestdataProg(goCmd, name string) (string, error) {
 // address is its .symtab address (where gdb reads it).
 func TestSymbolsInSymtab(t *testing.T) {
 	prog := buildProg(t)
-	f, err := elf.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, syms := tooltest.ELFSymbols(t, prog)
 	found := map[string]elf.Symbol{}
 	for _, s := range syms {
 		if s.Name == "__jit_debug_descriptor" || s.Name == "__jit_debug_register_code" {
