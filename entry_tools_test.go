@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,32 +24,19 @@ import (
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-var (
-	handcallOnce sync.Once
-	handcallPath string
-	handcallErr  error
-)
+// handcallProg is internal/handcall, built once per test binary.
+var handcallProg = tooltest.GoProgram{Pkg: "github.com/elfimage/elfimage/internal/handcall", Name: "handcall"}
 
-// handcall builds internal/handcall with go build (a normal binary, with
-// its symbol table and DWARF) once per test binary and returns its path.
+// typesProg is testdata/typesprog, a normally built program (the GDB JIT
+// interface symbols must be in its .symtab) that TestTypesDebuggers runs,
+// built once per test binary.
+var typesProg = tooltest.GoProgram{Pkg: "./testdata/typesprog", Name: "typesprog", Env: []string{"CGO_ENABLED=0"}}
+
+// handcall returns the path of internal/handcall, built with go build (a
+// normal binary, with its symbol table and DWARF).
 func handcall(t *testing.T) string {
 	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	handcallOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "elfimage-handcall-")
-		if err != nil {
-			handcallErr = err
-			return
-		}
-		handcallPath = filepath.Join(dir, "handcall")
-		if out, err := exec.Command(goTool, "build", "-o", handcallPath, "github.com/elfimage/elfimage/internal/handcall").CombinedOutput(); err != nil {
-			handcallErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if handcallErr != nil {
-		t.Fatal(handcallErr)
-	}
-	return handcallPath
+	return handcallProg.Path(t)
 }
 
 // skipEmulated skips t on machines other than amd64: handcall's module is
@@ -79,9 +65,8 @@ func skipEmulated(t *testing.T, tool string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if handcallPath != "" {
-		os.RemoveAll(filepath.Dir(handcallPath))
-	}
+	handcallProg.Remove()
+	typesProg.Remove()
 	if benchPath != "" { // benchImage's directory, shared by the benchmarks
 		os.RemoveAll(filepath.Dir(benchPath))
 	}

@@ -4,9 +4,6 @@ package elfimage_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,20 +19,6 @@ import (
 	"github.com/elfimage/elfimage/unwind"
 )
 
-// buildTypesProg builds testdata/typesprog (a normally built program: the
-// GDB JIT interface symbols must be in its .symtab) into dir.
-func buildTypesProg(t *testing.T, dir string) string {
-	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	path := filepath.Join(dir, "typesprog")
-	cmd := exec.Command(goTool, "build", "-o", path, "./testdata/typesprog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/typesprog: %v\n%s", err, out)
-	}
-	return path
-}
-
 // TestTypesDebuggers runs the typed image of internal/typedemo in a real
 // program (testdata/typesprog, which links, loads and publishes it
 // through the GDB JIT interface and calls it through native.Call) under
@@ -43,7 +26,7 @@ func buildTypesProg(t *testing.T, dir string) string {
 func TestTypesDebuggers(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
-	prog := buildTypesProg(t, t.TempDir())
+	prog := typesProg.Path(t)
 	t.Run("gdb", func(t *testing.T) { typesGDB(t, gdb, prog) })
 	t.Run("lldb", func(t *testing.T) { typesLLDB(t, lldb, prog) })
 }

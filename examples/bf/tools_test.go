@@ -9,7 +9,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,40 +30,20 @@ import (
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-var (
-	bfOnce sync.Once
-	bfPath string
-	bfErr  error
-)
+// bfProg is the bf command, built once per test binary.
+var bfProg = tooltest.GoProgram{Pkg: ".", Name: "bf"}
 
-// bfCommand builds the bf command with go build (a normal binary, with its
-// symbol table and DWARF, which the debuggers need) once per test binary
-// and returns its path.
+// bfCommand returns the path of the bf command, built with go build (a
+// normal binary, with its symbol table and DWARF, which the debuggers
+// need).
 func bfCommand(t *testing.T) string {
 	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	bfOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "elfimage-bf-")
-		if err != nil {
-			bfErr = err
-			return
-		}
-		bfPath = filepath.Join(dir, "bf")
-		if out, err := exec.Command(goTool, "build", "-o", bfPath, ".").CombinedOutput(); err != nil {
-			bfErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if bfErr != nil {
-		t.Fatal(bfErr)
-	}
-	return bfPath
+	return bfProg.Path(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bfPath != "" {
-		os.RemoveAll(filepath.Dir(bfPath))
-	}
+	bfProg.Remove()
 	os.Exit(code)
 }
 
