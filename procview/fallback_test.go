@@ -346,10 +346,7 @@ func gdbArgStacks(t *testing.T, gdb string, pid int) map[int][]gdbtest.Frame {
 	s := &gdbtest.Session{GDB: gdb, Dir: t.TempDir(), NoScript: true,
 		Args: []string{"-p", strconv.Itoa(pid)},
 		Cmds: []string{"thread apply all bt", "detach"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	out := map[int][]gdbtest.Frame{}
 	for tid, block := range gdbtest.Threads(r.Blocks[0]) {
 		out[tid] = gdbtest.Frames(block)

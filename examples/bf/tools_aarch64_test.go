@@ -48,10 +48,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"continue",
 	}
 	s := &gdbtest.Session{GDB: wrapper, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 3 * time.Minute}
-	r, err := qemutest.RunGDBStops(t, s, 1)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunGDBStops(t, s, 1)
 	defer func() {
 		if t.Failed() {
 			out, _ := os.ReadFile(progOut)
@@ -108,10 +105,7 @@ func TestLLDBAArch64(t *testing.T) {
 		"breakpoint disable",
 		"continue",
 	)}
-	r, err := qemutest.RunLLDBStops(t, s, 1)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunLLDBStops(t, s, 1)
 	checkLLDBAArch64(t, r, progOut)
 }
 

@@ -276,10 +276,7 @@ func TestGDB(t *testing.T) {
 		"continue",
 	}
 	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 2 * time.Minute}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	defer func() {
 		if t.Failed() {
 			t.Logf("gdb session:\n%s", r.Output)
@@ -352,10 +349,7 @@ func TestLLDB(t *testing.T) {
 		"continue",
 	}
 	s := &lldbtest.Session{LLDB: lldb, Program: prog, Args: []string{"-gdb", "hello.b"}, Dir: testdata(t), Cmds: cmds, Timeout: 2 * time.Minute}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := lldbtest.MustRun(t, s)
 	defer func() {
 		if t.Failed() {
 			t.Logf("lldb session:\n%s", r.Output)
