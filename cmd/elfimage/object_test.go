@@ -211,11 +211,7 @@ func TestREADMEObjects(t *testing.T) {
 	}
 	skipRecipesEmulated(t)
 	cmds := readmeSection(t, "Ahead-of-time objects for the system linker")
-	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, root := recipeDirs(t)
 	var all strings.Builder
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
