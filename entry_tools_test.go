@@ -184,21 +184,11 @@ func perfChains(t *testing.T, perf, home, data string) [][]perfFrame {
 	return chains
 }
 
-// perfRun runs perf with HOME set to home (its build-id cache and
-// configuration stay in the test's directory) and returns its standard
-// output.
+// perfRun runs perf in home with HOME set to it (tooltest.PerfOutput) and
+// returns its standard output.
 func perfRun(t *testing.T, perf, home string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(perf, args...)
-	cmd.Env = append(os.Environ(), "HOME="+home)
-	cmd.Dir = home
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return tooltest.PerfOutput(t, perf, home, nil, args...)
 }
 
 // entryChain checks one call chain of a sample in the module's code:
