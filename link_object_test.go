@@ -21,13 +21,6 @@ import (
 	"github.com/elfimage/elfimage/lang/scheme"
 )
 
-// demoObject compiles the demo program with scheme.CompileObject into an
-// x86-64 module.
-func demoObject(t *testing.T) *elfimage.Module {
-	t.Helper()
-	return demoObjectFor(t, arch.X86_64)
-}
-
 // demoObjectFor compiles the demo program with scheme.CompileObjectFor
 // for a into a module.
 func demoObjectFor(t *testing.T, a *arch.Arch) *elfimage.Module {
