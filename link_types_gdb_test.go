@@ -100,15 +100,7 @@ func typesGDB(t *testing.T, gdb, prog string) {
 			}
 			s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), Cmds: cmds, NoScript: true, Timeout: 90 * time.Second}
 			r := gdbtest.MustRun(t, s)
-			b := func(cmd string) string {
-				for i, c := range cmds {
-					if c == cmd {
-						return r.Blocks[i] + "\n"
-					}
-				}
-				t.Fatalf("no command %q", cmd)
-				return ""
-			}
+			b := func(cmd string) string { return r.Block(t, cmd) + "\n" }
 			for cmd, wants := range map[string][]string{
 				"run " + args: {"hit Breakpoint 1, inspect (vm=0x", ", n=5, fix=21) at /elfimage/typedemo/vm.c:4"},
 				"info args":   {"n = 5\n", "fix = 21\n"},

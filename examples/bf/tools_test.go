@@ -282,15 +282,6 @@ func TestGDB(t *testing.T) {
 			t.Logf("gdb session:\n%s", r.Output)
 		}
 	}()
-	block := func(cmd string) string {
-		for i, c := range cmds {
-			if c == cmd {
-				return r.Blocks[i]
-			}
-		}
-		t.Fatalf("no command %q", cmd)
-		return ""
-	}
 	// Cells 0 to 4 at line 8: the counter, H, e and the two seeds 30, 10;
 	// the pointer at cell 2 (e).
 	for cmd, wants := range map[string][]string{
@@ -304,15 +295,15 @@ func TestGDB(t *testing.T) {
 		"continue":               {"exited normally"},
 	} {
 		for _, w := range wants {
-			if !strings.Contains(block(cmd), w) {
-				t.Errorf("%s: gdb printed\n%s\nwithout %q", cmd, block(cmd), w)
+			if !strings.Contains(r.Block(t, cmd), w) {
+				t.Errorf("%s: gdb printed\n%s\nwithout %q", cmd, r.Block(t, cmd), w)
 			}
 		}
 	}
 	if !regexp.MustCompile(`(?s)He.*Breakpoint 1.*llo, World!\n`).MatchString(r.Output) {
 		t.Errorf("the program's output is not He, then the breakpoint, then llo, World!")
 	}
-	bt := block("bt")
+	bt := r.Block(t, "bt")
 	fs := gdbtest.Frames(bt)
 	if len(fs) < 4 || fs[0].Func != "hello" || fs[0].File != "hello.b" || fs[0].Line != 8 {
 		t.Errorf("bt does not start at hello at hello.b:8:\n%s", bt)
@@ -358,18 +349,7 @@ func TestLLDB(t *testing.T) {
 	if !strings.Contains(r.Blocks[1], "stop reason = breakpoint 1.1") {
 		t.Fatalf("lldb did not stop at the breakpoint:\n%s", r.Blocks[1])
 	}
-	vars := lldbtest.Vars(r.Blocks[2])
-	for name, want := range map[string]lldbtest.Var{
-		"cell":  {Type: "unsigned char", Value: "'e'"},
-		"index": {Type: "long", Value: "2"},
-	} {
-		if vars[name] != want {
-			t.Errorf("frame variable %s: %+v, want %+v", name, vars[name], want)
-		}
-	}
-	if v := vars["vm"]; v.Type != "vm *" || !strings.HasPrefix(v.Value, "0x") {
-		t.Errorf("frame variable vm: %+v", v)
-	}
+	checkLLDBVars(t, r.Blocks[2])
 	for _, w := range []string{"in = 0", "out = 1", "errno = 0", `cells = "\0He`} {
 		if !strings.Contains(r.Blocks[3], w) {
 			t.Errorf("frame variable *vm: no %q in\n%s", w, r.Blocks[3])
@@ -402,6 +382,25 @@ func TestLLDB(t *testing.T) {
 func perfRun(t *testing.T, perf, home string, args ...string) string {
 	t.Helper()
 	return tooltest.PerfOutput(t, perf, home, nil, args...)
+}
+
+// checkLLDBVars checks LLDB's frame variable at the stop at hello.b:8 of
+// hello.b (block): the current cell is 'e' at index 2, and vm is a
+// pointer.
+func checkLLDBVars(t *testing.T, block string) {
+	t.Helper()
+	vars := lldbtest.Vars(block)
+	for name, want := range map[string]lldbtest.Var{
+		"cell":  {Type: "unsigned char", Value: "'e'"},
+		"index": {Type: "long", Value: "2"},
+	} {
+		if vars[name] != want {
+			t.Errorf("frame variable %s: %+v, want %+v", name, vars[name], want)
+		}
+	}
+	if v := vars["vm"]; v.Type != "vm *" || !strings.HasPrefix(v.Value, "0x") {
+		t.Errorf("frame variable vm: %+v", v)
+	}
 }
 
 // reportRE is one line of perf report --stdio: overhead, [.] and the

@@ -83,6 +83,22 @@ type Result struct {
 	// program's own output when it shares gdb's standard output, and
 	// breakpoint stops reported while it ran).
 	Blocks []string
+	// Cmds are the session's commands (Session.Cmds), for [Result.Block].
+	Cmds []string
+}
+
+// Block returns what was printed while the first of the session's
+// commands that is cmd ran (its Blocks entry); a session without that
+// command fails t at once.
+func (r *Result) Block(t testing.TB, cmd string) string {
+	t.Helper()
+	for i, c := range r.Cmds {
+		if c == cmd && i < len(r.Blocks) {
+			return r.Blocks[i]
+		}
+	}
+	t.Fatalf("gdbtest: the session has no command %q", cmd)
+	return ""
 }
 
 // marker separates the commands' outputs; printed with gdb's echo.
@@ -118,6 +134,7 @@ func (s *Session) Run() (*Result, error) {
 	cmd.Dir = s.Dir
 	out, runErr := tooltest.RunGroup(cmd, timeout)
 	r := split(out, len(s.Cmds))
+	r.Cmds = s.Cmds
 	if errors.Is(runErr, tooltest.ErrTimeout) {
 		return r, fmt.Errorf("gdbtest: gdb timed out after %v", timeout)
 	}

@@ -28,6 +28,10 @@ func TestSplitAndParse(t *testing.T) {
 	if f := Funcs(r.Blocks[2]); strings.Join(f, " ") != "fib tak %start" {
 		t.Errorf("Funcs = %q", f)
 	}
+	r.Cmds = []string{"break fib", "run", "bt full"}
+	if b := r.Block(t, "bt full"); b != r.Blocks[2] {
+		t.Errorf("Block(bt full) = %q, want Blocks[2]", b)
+	}
 	fs := Frames(r.Blocks[2])
 	want := []Frame{
 		{Num: 0, Func: "fib", Args: "n=8", File: "prog.scm", Line: 3},
