@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"strings"
 	"testing"
 
@@ -169,30 +168,17 @@ func TestLinkObjectAArch64Refuses(t *testing.T) {
 		return &elfimage.Module{Arch: arch.AArch64, Procs: procs, Externs: []string{"ext"}}
 	}
 	riscv := &arch.Arch{Name: "riscv64", Machine: elf.EM_RISCV, PtrSize: 8, PageSize: 4096, SP: 2, FP: 8, RA: 1, NumRegs: 33, CodeAlign: 1, DataAlign: -8}
-	for _, c := range []struct {
-		name   string
-		m      *elfimage.Module
-		object string
-		want   string
-	}{
-		{"misaligned", mod(proc("f", call(2, "f", 0))), "proc f", "R_AARCH64_CALL26 relocation at 0x2"},
-		{"past the end", mod(proc("f", call(8, "f", 0))), "proc f", "runs past the end"},
+	checkLinkErrors(t, []linkErrorCase{
+		{"misaligned", mod(proc("f", call(2, "f", 0))), elfimage.LinkOptions{}, false, "R_AARCH64_CALL26 relocation at 0x2", "proc f"},
+		{"past the end", mod(proc("f", call(8, "f", 0))), elfimage.LinkOptions{}, false, "runs past the end", "proc f"},
 		{"in data", &elfimage.Module{Arch: arch.AArch64, Procs: []*elfimage.Proc{proc("f")},
-			Data: []*elfimage.Datum{{Name: "d", Bytes: make([]byte, 8), Relocs: []elfimage.Reloc{call(0, "f", 0)}}}}, "datum d", "only allowed in Proc.Relocs"},
-		{"x86-64 module", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call(0, "f", 0))}}, "proc f", "an AArch64 relocation in a EM_X86_64 module"},
-		{"branch into an instruction", mod(proc("f", call(0, "g", 2)), proc("g")), "proc f", "R_AARCH64_CALL26 relocation at 0x0 to \"g\": distance 0x12 is not a multiple of 4"},
-		{"extern addend", mod(proc("f", call(0, "ext", 1))), "proc f", "distance 0x1 is not a multiple of 4"},
-		{"unknown symbol", mod(proc("f", call(0, "nowhere", 0))), "proc f", `unknown symbol "nowhere"`},
-		{"other architecture", &elfimage.Module{Arch: riscv, Procs: []*elfimage.Proc{{Name: "f", Code: []byte{0x67, 0x80, 0, 0}}}}, "module", "riscv64"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := elfimage.LinkObject(c.m, elfimage.LinkOptions{})
-			var le *elfimage.LinkError
-			if !errors.As(err, &le) || le.Object != c.object || !strings.Contains(le.Msg, c.want) {
-				t.Errorf("error %v, want a *LinkError for %q mentioning %q", err, c.object, c.want)
-			}
-		})
-	}
+			Data: []*elfimage.Datum{{Name: "d", Bytes: make([]byte, 8), Relocs: []elfimage.Reloc{call(0, "f", 0)}}}}, elfimage.LinkOptions{}, false, "only allowed in Proc.Relocs", "datum d"},
+		{"x86-64 module", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call(0, "f", 0))}}, elfimage.LinkOptions{}, false, "an AArch64 relocation in a EM_X86_64 module", "proc f"},
+		{"branch into an instruction", mod(proc("f", call(0, "g", 2)), proc("g")), elfimage.LinkOptions{}, false, "R_AARCH64_CALL26 relocation at 0x0 to \"g\": distance 0x12 is not a multiple of 4", "proc f"},
+		{"extern addend", mod(proc("f", call(0, "ext", 1))), elfimage.LinkOptions{}, false, "distance 0x1 is not a multiple of 4", "proc f"},
+		{"unknown symbol", mod(proc("f", call(0, "nowhere", 0))), elfimage.LinkOptions{}, false, `unknown symbol "nowhere"`, "proc f"},
+		{"other architecture", &elfimage.Module{Arch: riscv, Procs: []*elfimage.Proc{{Name: "f", Code: []byte{0x67, 0x80, 0, 0}}}}, elfimage.LinkOptions{}, false, "riscv64", "module"},
+	})
 	// A branch out of range for BL is the system linker's (a veneer or
 	// an error): the object holds it.
 	far := &elfimage.Proc{Name: "far", Code: bl}

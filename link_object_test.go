@@ -262,24 +262,36 @@ func TestLinkObjectRefuses(t *testing.T) {
 	call := func(sym string) elfimage.Reloc {
 		return elfimage.Reloc{Offset: 1, Type: elfimage.RelocPC32, Symbol: sym, Addend: -4}
 	}
-	for _, c := range []struct {
-		name string
-		m    *elfimage.Module
-		opts elfimage.LinkOptions
-		link bool // Link, not LinkObject
-		want string
-	}{
-		{"debug file", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DebugFile: "x.debug"}, false, "DebugFile"},
-		{"debug frame", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DebugFrame: true}, false, "DebugFrame"},
-		{"proc table", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DropProcTable: true}, false, "DropProcTable"},
-		{"unknown symbol", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}}, elfimage.LinkOptions{}, false, `unknown symbol "g"`},
-		{"extern in an image", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g"}}, elfimage.LinkOptions{}, true, "Externs"},
-		{"extern twice", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g", "g"}}, elfimage.LinkOptions{}, false, "twice"},
-		{"extern is a proc", &elfimage.Module{Procs: []*elfimage.Proc{proc("f"), proc("g")}, Externs: []string{"g"}}, elfimage.LinkOptions{}, false, "names an object"},
-		{"abs64 in code", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "f", Code: make([]byte, 9), Relocs: []elfimage.Reloc{{Offset: 1, Type: elfimage.RelocAbs64, Symbol: "f"}}}}}, elfimage.LinkOptions{}, false, "only allowed in Module.Data"},
-		{"link names clash", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "a?", LinkName: "a_p", Code: []byte{0xc3}}, {Name: "b?", LinkName: "a_p", Code: []byte{0xc3}}}}, elfimage.LinkOptions{}, false, "LinkName"},
-		{"link name is a name", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "a?", LinkName: "b", Code: []byte{0xc3}}, {Name: "b", Code: []byte{0xc3}}}}, elfimage.LinkOptions{}, false, "LinkName"},
-	} {
+	checkLinkErrors(t, []linkErrorCase{
+		{"debug file", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DebugFile: "x.debug"}, false, "DebugFile", ""},
+		{"debug frame", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DebugFrame: true}, false, "DebugFrame", ""},
+		{"proc table", &elfimage.Module{Procs: []*elfimage.Proc{proc("f")}}, elfimage.LinkOptions{DropProcTable: true}, false, "DropProcTable", ""},
+		{"unknown symbol", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}}, elfimage.LinkOptions{}, false, `unknown symbol "g"`, ""},
+		{"extern in an image", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g"}}, elfimage.LinkOptions{}, true, "Externs", ""},
+		{"extern twice", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call("g"))}, Externs: []string{"g", "g"}}, elfimage.LinkOptions{}, false, "twice", ""},
+		{"extern is a proc", &elfimage.Module{Procs: []*elfimage.Proc{proc("f"), proc("g")}, Externs: []string{"g"}}, elfimage.LinkOptions{}, false, "names an object", ""},
+		{"abs64 in code", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "f", Code: make([]byte, 9), Relocs: []elfimage.Reloc{{Offset: 1, Type: elfimage.RelocAbs64, Symbol: "f"}}}}}, elfimage.LinkOptions{}, false, "only allowed in Module.Data", ""},
+		{"link names clash", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "a?", LinkName: "a_p", Code: []byte{0xc3}}, {Name: "b?", LinkName: "a_p", Code: []byte{0xc3}}}}, elfimage.LinkOptions{}, false, "LinkName", ""},
+		{"link name is a name", &elfimage.Module{Procs: []*elfimage.Proc{{Name: "a?", LinkName: "b", Code: []byte{0xc3}}, {Name: "b", Code: []byte{0xc3}}}}, elfimage.LinkOptions{}, false, "LinkName", ""},
+	})
+}
+
+// linkErrorCase is a module that LinkObject (or Link) must refuse with a
+// *LinkError.
+type linkErrorCase struct {
+	name string
+	m    *elfimage.Module
+	opts elfimage.LinkOptions
+	link bool // Link, not LinkObject
+	// want is in the error's text; with object set, in its Msg, and
+	// object is its Object.
+	want, object string
+}
+
+// checkLinkErrors links each case's module, each in a subtest, and checks
+// the *LinkError.
+func checkLinkErrors(t *testing.T, cases []linkErrorCase) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
 			if c.link {
@@ -288,8 +300,13 @@ func TestLinkObjectRefuses(t *testing.T) {
 				_, err = elfimage.LinkObject(c.m, c.opts)
 			}
 			var le *elfimage.LinkError
-			if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
+			switch {
+			case !errors.As(err, &le):
+				t.Errorf("error %v, want a *LinkError", err)
+			case c.object == "" && !strings.Contains(err.Error(), c.want):
 				t.Errorf("error %v, want a *LinkError mentioning %q", err, c.want)
+			case c.object != "" && (le.Object != c.object || !strings.Contains(le.Msg, c.want)):
+				t.Errorf("error %v, want a *LinkError for %q mentioning %q", err, c.object, c.want)
 			}
 		})
 	}
