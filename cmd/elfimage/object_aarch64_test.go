@@ -256,15 +256,7 @@ func TestObjectExternAArch64(t *testing.T) {
 // .eh_frame and the DWARF locations of its .debug_info, relocated by the
 // linker) to the C main, with file:line in each frame (checkFibGDB).
 func TestObjectGDBMultiarchAArch64(t *testing.T) {
-	gdb := tooltest.Require(t, "gdb-multiarch")
-	dir := t.TempDir()
-	obj := buildObjectArch(t, "aarch64", dir, "../../examples/cobj/fib.scm", "fib.o")
-	exe := filepath.Join(dir, "fibc")
-	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
-	// qemu-aarch64 finds the dynamic loader under QEMU_LD_PREFIX (as
-	// with -L); the wrapper's qemu inherits the environment.
-	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
-	wrapper, progOut := qemutest.Wrapper(t, dir, gdb, exe)
+	dir, exe, wrapper, progOut := fibcAArch64Debugger(t, tooltest.Require(t, "gdb-multiarch"))
 	cmds := append([]string{"set sysroot " + aarch64Sysroot, qemutest.GDBConnect}, fibGDBCmds("continue")...)
 	s := &gdbtest.Session{GDB: wrapper, Program: exe, Dir: dir, NoScript: true, Timeout: 5 * time.Minute, Cmds: append(cmds, "delete", "continue")}
 	r := qemutest.MustRunGDBStops(t, s, 2)
@@ -276,6 +268,24 @@ func TestObjectGDBMultiarchAArch64(t *testing.T) {
 	if out, err := os.ReadFile(progOut); err != nil || string(out) != objectOutput {
 		t.Errorf("program output %q (%v), want %q", out, err, objectOutput)
 	}
+}
+
+// fibcAArch64Debugger links examples/cobj/main.c with the AArch64 object
+// of fib.scm (GNU ld) into dir/fibc, a new test directory, and returns
+// the wrapper that stands for debugger with the program under
+// qemu-aarch64 -g (qemutest.Wrapper) and the file that receives the
+// program's output. It sets QEMU_LD_PREFIX for the test: qemu-aarch64
+// finds the dynamic loader there (as with -L), and the wrapper's qemu
+// inherits the environment.
+func fibcAArch64Debugger(t *testing.T, debugger string) (dir, exe, wrapper, progOut string) {
+	t.Helper()
+	dir = t.TempDir()
+	obj := buildObjectArch(t, "aarch64", dir, "../../examples/cobj/fib.scm", "fib.o")
+	exe = filepath.Join(dir, "fibc")
+	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
+	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
+	wrapper, progOut = qemutest.Wrapper(t, dir, debugger, exe)
+	return dir, exe, wrapper, progOut
 }
 
 // TestBuildObjectArch: build -c takes -arch (aarch64 or x86-64) and
@@ -343,13 +353,7 @@ func TestObjectProgramsAArch64(t *testing.T) {
 // the Scheme frames of the linked object to the C main with file:line in
 // each frame, and the program ends with its usual output.
 func TestObjectLLDBAArch64(t *testing.T) {
-	lldb := tooltest.Require(t, "lldb-19", "lldb")
-	dir := t.TempDir()
-	obj := buildObjectArch(t, "aarch64", dir, "../../examples/cobj/fib.scm", "fib.o")
-	exe := filepath.Join(dir, "fibc")
-	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
-	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
-	wrapper, progOut := qemutest.Wrapper(t, dir, lldb, exe)
+	dir, exe, wrapper, progOut := fibcAArch64Debugger(t, tooltest.Require(t, "lldb-19", "lldb"))
 	s := &lldbtest.Session{LLDB: wrapper, Program: exe, Dir: dir, Timeout: 5 * time.Minute, Cmds: append(
 		[]string{"settings set target.exec-search-paths " + aarch64Sysroot + "/lib"}, append(qemutest.LLDBConnect(),
 			"breakpoint set -n fib",
