@@ -3,10 +3,14 @@ package gdbtest
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 const sample = "Loading Go Runtime support.\n\n" + marker + " 0\n" +
@@ -108,6 +112,52 @@ func TestMust(t *testing.T) {
 		<-done
 		if ft.msg != c.want || (c.want == "" && got != c.r) {
 			t.Errorf("Must(%v, %v): fails with %q, returns %v; want %q", c.r, c.err, ft.msg, got, c.want)
+		}
+	}
+}
+
+// TestLastMayFail runs a stand-in for gdb -batch that stops at the command
+// "fail", as gdb's batch mode stops at a failing command: Run refuses the
+// output unless the session says its last command may fail and it is the
+// last one that stopped gdb.
+func TestLastMayFail(t *testing.T) {
+	tooltest.Require(t, "sh")
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "gdb")
+	script := `#!/bin/sh
+while [ $# -gt 0 ]; do
+	if [ "$1" = -ex ]; then
+		case "$2" in
+		echo*) printf '%b' "${2#echo }" ;;
+		fail) echo "fail: error"; exit 1 ;;
+		*) echo "ran $2" ;;
+		esac
+		shift
+	fi
+	shift
+done
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmds []string
+		may  bool
+		ok   bool
+	}{
+		{[]string{"a", "b"}, false, true},
+		{[]string{"a", "fail"}, false, false},
+		{[]string{"a", "fail"}, true, true},
+		{[]string{"fail", "b"}, true, false},
+	} {
+		s := &Session{GDB: fake, Dir: dir, NoScript: true, Cmds: c.cmds, LastMayFail: c.may}
+		r, err := s.Run()
+		if (err == nil) != c.ok {
+			t.Errorf("%q, LastMayFail %v: error %v, want ok %v", c.cmds, c.may, err, c.ok)
+			continue
+		}
+		if c.ok && (r.Blocks[0] != "ran a" || r.Blocks[1] != map[string]string{"b": "ran b", "fail": "fail: error"}[c.cmds[1]]) {
+			t.Errorf("%q, LastMayFail %v: blocks %q", c.cmds, c.may, r.Blocks)
 		}
 	}
 }
