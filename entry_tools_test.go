@@ -7,7 +7,6 @@ package elfimage_test
 // library's entry frame into the Go frames that called native.Call.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,42 +14,29 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/internal/gdbtest"
+	"github.com/elfimage/elfimage/internal/lldbtest"
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-var (
-	handcallOnce sync.Once
-	handcallPath string
-	handcallErr  error
-)
+// handcallProg is internal/handcall, built once per test binary.
+var handcallProg = tooltest.GoProgram{Pkg: "github.com/elfimage/elfimage/internal/handcall", Name: "handcall"}
 
-// handcall builds internal/handcall with go build (a normal binary, with
-// its symbol table and DWARF) once per test binary and returns its path.
+// typesProg is testdata/typesprog, a normally built program (the GDB JIT
+// interface symbols must be in its .symtab) that TestTypesDebuggers runs,
+// built once per test binary.
+var typesProg = tooltest.GoProgram{Pkg: "./testdata/typesprog", Name: "typesprog", Env: []string{"CGO_ENABLED=0"}}
+
+// handcall returns the path of internal/handcall, built with go build (a
+// normal binary, with its symbol table and DWARF).
 func handcall(t *testing.T) string {
 	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	handcallOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "elfimage-handcall-")
-		if err != nil {
-			handcallErr = err
-			return
-		}
-		handcallPath = filepath.Join(dir, "handcall")
-		if out, err := exec.Command(goTool, "build", "-o", handcallPath, "github.com/elfimage/elfimage/internal/handcall").CombinedOutput(); err != nil {
-			handcallErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if handcallErr != nil {
-		t.Fatal(handcallErr)
-	}
-	return handcallPath
+	return handcallProg.Path(t)
 }
 
 // skipEmulated skips t on machines other than amd64: handcall's module is
@@ -79,9 +65,8 @@ func skipEmulated(t *testing.T, tool string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if handcallPath != "" {
-		os.RemoveAll(filepath.Dir(handcallPath))
-	}
+	handcallProg.Remove()
+	typesProg.Remove()
 	if benchPath != "" { // benchImage's directory, shared by the benchmarks
 		os.RemoveAll(filepath.Dir(benchPath))
 	}
@@ -109,10 +94,7 @@ func TestEntryGDB(t *testing.T) {
 	prog := handcall(t)
 	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), NoScript: true,
 		Cmds: []string{"break add", "run -gdb -n 3", "bt", "delete", "continue"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	defer func() {
 		if t.Failed() {
 			t.Logf("gdb session:\n%s", r.Output)
@@ -147,43 +129,18 @@ func TestEntryGDB(t *testing.T) {
 var lldbFrameRE = regexp.MustCompile("(?m)^\\s*\\*?\\s*frame #(\\d+): 0x[0-9a-f]+( (\\S+?)`([^\\s(]+))?")
 
 // TestEntryLLDB: lldb (its GDB JIT loader reads the published images)
-// stops in add and its bt goes through spin, the entry frame (named, lldb
-// needs no signal frame) and native.trampoline into the Go callers, down to
+// stops in add (a pending breakpoint, resolved when handcall publishes its
+// image) and its bt goes through spin, the entry frame (named, lldb needs
+// no signal frame) and native.trampoline into the Go callers, down to
 // main.main and runtime.goexit, every frame named.
 func TestEntryLLDB(t *testing.T) {
 	t.Parallel()
 	skipEmulated(t, "lldb")
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
 	prog := handcall(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// Go preempts goroutines with SIGURG: lldb must pass it silently,
-	// which it can be told only once the process exists.
-	cmd := exec.CommandContext(ctx, lldb, "--batch", "--no-lldbinit",
-		"-o", "process launch --stop-at-entry -- -gdb -n 3",
-		"-o", "process handle -p true -s false -n false SIGURG",
-		"-o", "breakpoint set -n add",
-		"-o", "continue",
-		"-o", "bt",
-		"-o", "process kill",
-		prog)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("lldb timed out:\n%s", out)
-	}
-	if err != nil {
-		t.Fatalf("lldb: %v\n%s", err, out)
-	}
-	text := string(out)
-	i := strings.Index(text, "(lldb) bt")
-	if i < 0 {
-		t.Fatalf("no bt in lldb's output:\n%s", text)
-	}
-	bt := text[i:]
-	if j := strings.Index(bt, "(lldb) process kill"); j >= 0 {
-		bt = bt[:j]
-	}
+	s := &lldbtest.Session{LLDB: lldb, Program: prog, Args: []string{"-gdb", "-n", "3"}, Dir: t.TempDir(), Timeout: 2 * time.Minute,
+		Cmds: []string{"breakpoint set -n add", "run", "bt", "process kill"}}
+	bt := lldbtest.MustRun(t, s).Blocks[2]
 	var names []string
 	for _, m := range lldbFrameRE.FindAllStringSubmatch(bt, -1) {
 		if m[4] == "" {
@@ -227,21 +184,11 @@ func perfChains(t *testing.T, perf, home, data string) [][]perfFrame {
 	return chains
 }
 
-// perfRun runs perf with HOME set to home (its build-id cache and
-// configuration stay in the test's directory) and returns its standard
-// output.
+// perfRun runs perf in home with HOME set to it (tooltest.PerfOutput) and
+// returns its standard output.
 func perfRun(t *testing.T, perf, home string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(perf, args...)
-	cmd.Env = append(os.Environ(), "HOME="+home)
-	cmd.Dir = home
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return tooltest.PerfOutput(t, perf, home, nil, args...)
 }
 
 // entryChain checks one call chain of a sample in the module's code:

@@ -2,10 +2,8 @@ package elfimage_test
 
 import (
 	"bytes"
-	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"strings"
 	"testing"
 
@@ -13,112 +11,15 @@ import (
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
-	"github.com/elfimage/elfimage/lang/scheme"
 )
 
-// demoObjectAArch64 compiles the demo program with
-// scheme.CompileObjectFor for AArch64 into a module.
-func demoObjectAArch64(t *testing.T) *elfimage.Module {
-	t.Helper()
-	m, err := scheme.CompileObjectFor(arch.AArch64, scheme.DemoFile, scheme.DemoSource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// objectRela returns the relocations of section name of f (SHT_RELA,
-// 24-byte entries), none when it has no such section.
-func objectRela(t *testing.T, f *elf.File, name string) []elf.Rela64 {
-	t.Helper()
-	s := f.Section(name)
-	if s == nil {
-		return nil
-	}
-	b, err := s.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rs []elf.Rela64
-	for ; len(b) >= 24; b = b[24:] {
-		rs = append(rs, elf.Rela64{Off: binary.LittleEndian.Uint64(b), Info: binary.LittleEndian.Uint64(b[8:]), Addend: int64(binary.LittleEndian.Uint64(b[16:]))})
-	}
-	return rs
-}
-
-// TestLinkObjectAArch64DWARF is TestLinkObjectDWARF for an AArch64
-// object: Go's debug/elf applies its R_AARCH64_ABS32/ABS64 relocations
-// to the debug sections before decoding, and every subprogram then has
-// its model's name and a low_pc inside .text, in every DWARF encoding;
-// the object is ET_REL for EM_AARCH64 with no program header, its
-// .eh_frame is SHT_PROGBITS (SHT_X86_64_UNWIND is x86-64's), and its
-// relocation sections use only AAELF64 types.
+// TestLinkObjectAArch64DWARF is TestLinkObjectDWARF for AArch64 objects
+// (checkObjectDWARF): Go's debug/elf applies their R_AARCH64_ABS32/ABS64
+// relocations to the debug sections before decoding; .eh_frame is
+// SHT_PROGBITS, every low_pc 4-byte aligned, and the relocation sections
+// use only AAELF64 types.
 func TestLinkObjectAArch64DWARF(t *testing.T) {
-	for _, e := range encodings {
-		t.Run(e.name, func(t *testing.T) {
-			m := demoObjectAArch64(t)
-			opts := e.opts
-			opts.DebugFrame = false
-			b, err := elfimage.LinkObject(m, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := elf.NewFile(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.Type != elf.ET_REL || f.Machine != elf.EM_AARCH64 || len(f.Progs) != 0 {
-				t.Fatalf("type %v machine %v, %d program headers; want ET_REL, EM_AARCH64, none", f.Type, f.Machine, len(f.Progs))
-			}
-			if s := f.Section(".eh_frame"); s == nil || s.Type != elf.SHT_PROGBITS {
-				t.Errorf(".eh_frame: %v, want SHT_PROGBITS", s)
-			}
-			text := f.Section(".text")
-			d, err := f.DWARF()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]bool{}
-			for _, p := range m.Procs {
-				want[p.Name] = true
-			}
-			got := map[string]bool{}
-			for r := d.Reader(); ; {
-				ent, err := r.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ent == nil {
-					break
-				}
-				if ent.Tag != dwarf.TagSubprogram {
-					continue
-				}
-				n, _ := ent.Val(dwarf.AttrName).(string)
-				if !want[n] {
-					t.Errorf("subprogram %q is not a procedure of the module", n)
-				}
-				got[n] = true
-				if lo, _ := ent.Val(dwarf.AttrLowpc).(uint64); lo >= text.Size || lo%4 != 0 {
-					t.Errorf("%s: low_pc %#x outside .text (%#x bytes) or not 4-byte aligned", n, lo, text.Size)
-				}
-			}
-			if len(got) != len(want) {
-				t.Errorf("subprograms %v, want %v", got, want)
-			}
-			for _, s := range f.Sections {
-				if s.Type != elf.SHT_RELA {
-					continue
-				}
-				for _, r := range objectRela(t, f, s.Name) {
-					typ := elf.R_AARCH64(elf.R_TYPE64(r.Info))
-					if !strings.HasPrefix(typ.String(), "R_AARCH64_") || typ == elf.R_AARCH64_NONE {
-						t.Errorf("%s at %#x: type %d is not an AAELF64 relocation", s.Name, r.Off, elf.R_TYPE64(r.Info))
-					}
-				}
-			}
-		})
-	}
+	checkObjectDWARF(t, objectAArch64)
 }
 
 // TestLinkObjectAArch64Relocs checks the object's .rela.text against the
@@ -130,7 +31,7 @@ func TestLinkObjectAArch64DWARF(t *testing.T) {
 // with arm64asm, is of that kind (BL, B, ADRP, ADD) with its field 0;
 // the words between relocations are the model's code.
 func TestLinkObjectAArch64Relocs(t *testing.T) {
-	m := demoObjectAArch64(t)
+	m := demoObjectFor(t, arch.AArch64)
 	b, err := elfimage.LinkObject(m, elfimage.LinkOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -267,30 +168,17 @@ func TestLinkObjectAArch64Refuses(t *testing.T) {
 		return &elfimage.Module{Arch: arch.AArch64, Procs: procs, Externs: []string{"ext"}}
 	}
 	riscv := &arch.Arch{Name: "riscv64", Machine: elf.EM_RISCV, PtrSize: 8, PageSize: 4096, SP: 2, FP: 8, RA: 1, NumRegs: 33, CodeAlign: 1, DataAlign: -8}
-	for _, c := range []struct {
-		name   string
-		m      *elfimage.Module
-		object string
-		want   string
-	}{
-		{"misaligned", mod(proc("f", call(2, "f", 0))), "proc f", "R_AARCH64_CALL26 relocation at 0x2"},
-		{"past the end", mod(proc("f", call(8, "f", 0))), "proc f", "runs past the end"},
+	checkLinkErrors(t, []linkErrorCase{
+		{"misaligned", mod(proc("f", call(2, "f", 0))), elfimage.LinkOptions{}, false, "R_AARCH64_CALL26 relocation at 0x2", "proc f"},
+		{"past the end", mod(proc("f", call(8, "f", 0))), elfimage.LinkOptions{}, false, "runs past the end", "proc f"},
 		{"in data", &elfimage.Module{Arch: arch.AArch64, Procs: []*elfimage.Proc{proc("f")},
-			Data: []*elfimage.Datum{{Name: "d", Bytes: make([]byte, 8), Relocs: []elfimage.Reloc{call(0, "f", 0)}}}}, "datum d", "only allowed in Proc.Relocs"},
-		{"x86-64 module", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call(0, "f", 0))}}, "proc f", "an AArch64 relocation in a EM_X86_64 module"},
-		{"branch into an instruction", mod(proc("f", call(0, "g", 2)), proc("g")), "proc f", "R_AARCH64_CALL26 relocation at 0x0 to \"g\": distance 0x12 is not a multiple of 4"},
-		{"extern addend", mod(proc("f", call(0, "ext", 1))), "proc f", "distance 0x1 is not a multiple of 4"},
-		{"unknown symbol", mod(proc("f", call(0, "nowhere", 0))), "proc f", `unknown symbol "nowhere"`},
-		{"other architecture", &elfimage.Module{Arch: riscv, Procs: []*elfimage.Proc{{Name: "f", Code: []byte{0x67, 0x80, 0, 0}}}}, "module", "riscv64"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := elfimage.LinkObject(c.m, elfimage.LinkOptions{})
-			var le *elfimage.LinkError
-			if !errors.As(err, &le) || le.Object != c.object || !strings.Contains(le.Msg, c.want) {
-				t.Errorf("error %v, want a *LinkError for %q mentioning %q", err, c.object, c.want)
-			}
-		})
-	}
+			Data: []*elfimage.Datum{{Name: "d", Bytes: make([]byte, 8), Relocs: []elfimage.Reloc{call(0, "f", 0)}}}}, elfimage.LinkOptions{}, false, "only allowed in Proc.Relocs", "datum d"},
+		{"x86-64 module", &elfimage.Module{Procs: []*elfimage.Proc{proc("f", call(0, "f", 0))}}, elfimage.LinkOptions{}, false, "an AArch64 relocation in a EM_X86_64 module", "proc f"},
+		{"branch into an instruction", mod(proc("f", call(0, "g", 2)), proc("g")), elfimage.LinkOptions{}, false, "R_AARCH64_CALL26 relocation at 0x0 to \"g\": distance 0x12 is not a multiple of 4", "proc f"},
+		{"extern addend", mod(proc("f", call(0, "ext", 1))), elfimage.LinkOptions{}, false, "distance 0x1 is not a multiple of 4", "proc f"},
+		{"unknown symbol", mod(proc("f", call(0, "nowhere", 0))), elfimage.LinkOptions{}, false, `unknown symbol "nowhere"`, "proc f"},
+		{"other architecture", &elfimage.Module{Arch: riscv, Procs: []*elfimage.Proc{{Name: "f", Code: []byte{0x67, 0x80, 0, 0}}}}, elfimage.LinkOptions{}, false, "riscv64", "module"},
+	})
 	// A branch out of range for BL is the system linker's (a veneer or
 	// an error): the object holds it.
 	far := &elfimage.Proc{Name: "far", Code: bl}

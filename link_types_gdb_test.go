@@ -4,9 +4,6 @@ package elfimage_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,20 +19,6 @@ import (
 	"github.com/elfimage/elfimage/unwind"
 )
 
-// buildTypesProg builds testdata/typesprog (a normally built program: the
-// GDB JIT interface symbols must be in its .symtab) into dir.
-func buildTypesProg(t *testing.T, dir string) string {
-	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	path := filepath.Join(dir, "typesprog")
-	cmd := exec.Command(goTool, "build", "-o", path, "./testdata/typesprog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/typesprog: %v\n%s", err, out)
-	}
-	return path
-}
-
 // TestTypesDebuggers runs the typed image of internal/typedemo in a real
 // program (testdata/typesprog, which links, loads and publishes it
 // through the GDB JIT interface and calls it through native.Call) under
@@ -43,7 +26,7 @@ func buildTypesProg(t *testing.T, dir string) string {
 func TestTypesDebuggers(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
 	lldb := tooltest.Require(t, "lldb-19", "lldb")
-	prog := buildTypesProg(t, t.TempDir())
+	prog := typesProg.Path(t)
 	t.Run("gdb", func(t *testing.T) { typesGDB(t, gdb, prog) })
 	t.Run("lldb", func(t *testing.T) { typesLLDB(t, lldb, prog) })
 }
@@ -116,19 +99,8 @@ func typesGDB(t *testing.T, gdb, prog string) {
 				"continue",
 			}
 			s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: t.TempDir(), Cmds: cmds, NoScript: true, Timeout: 90 * time.Second}
-			r, err := s.Run()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, r.Output)
-			}
-			b := func(cmd string) string {
-				for i, c := range cmds {
-					if c == cmd {
-						return r.Blocks[i] + "\n"
-					}
-				}
-				t.Fatalf("no command %q", cmd)
-				return ""
-			}
+			r := gdbtest.MustRun(t, s)
+			b := func(cmd string) string { return r.Block(t, cmd) + "\n" }
 			for cmd, wants := range map[string][]string{
 				"run " + args: {"hit Breakpoint 1, inspect (vm=0x", ", n=5, fix=21) at /elfimage/typedemo/vm.c:4"},
 				"info args":   {"n = 5\n", "fix = 21\n"},
@@ -213,11 +185,7 @@ func typesLLDB(t *testing.T, lldb, prog string) {
 					"type lookup node",
 					"continue",
 				}}
-			r, runErr := s.Run()
-			if runErr != nil {
-				t.Fatalf("%v\n%v", runErr, r)
-			}
-			text := r.Output
+			text := lldbtest.MustRun(t, s).Output
 			for _, w := range []string{
 				"stop reason = breakpoint 1.1",
 				"`inspect(vm=0x", ", n=5, fix=21) at vm.c:4",
@@ -241,7 +209,7 @@ func typesLLDB(t *testing.T, lldb, prog string) {
 				}
 			}
 			if t.Failed() {
-				t.Logf("lldb %v:\n%s", runErr, text)
+				t.Logf("lldb:\n%s", text)
 			}
 		})
 	}

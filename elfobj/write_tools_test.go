@@ -200,15 +200,7 @@ func TestRelocatable(t *testing.T) {
 	if b, err := exec.Command(ld, "-r", "-o", merged, path).CombinedOutput(); err != nil {
 		t.Errorf("ld -r: %v\n%s", err, b)
 	}
-	f, err := elf.Open(merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, syms := tooltest.ELFSymbols(t, merged)
 	var got []string
 	for _, s := range syms {
 		if s.Name != "" {

@@ -32,10 +32,7 @@ func gcore(t *testing.T, gdb, dir string, pid int) string {
 	s := &gdbtest.Session{GDB: gdb, Dir: dir, NoScript: true, Timeout: 5 * time.Minute,
 		Args: []string{"-p", strconv.Itoa(pid)},
 		Cmds: []string{"gcore " + path, "detach"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("gcore wrote no core: %v\n%s", err, r.Output)
 	}

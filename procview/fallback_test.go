@@ -1,7 +1,6 @@
 package procview_test
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -347,10 +346,7 @@ func gdbArgStacks(t *testing.T, gdb string, pid int) map[int][]gdbtest.Frame {
 	s := &gdbtest.Session{GDB: gdb, Dir: t.TempDir(), NoScript: true,
 		Args: []string{"-p", strconv.Itoa(pid)},
 		Cmds: []string{"thread apply all bt", "detach"}}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	out := map[int][]gdbtest.Frame{}
 	for tid, block := range gdbtest.Threads(r.Blocks[0]) {
 		out[tid] = gdbtest.Frames(block)
@@ -540,15 +536,7 @@ func TestStacksArgsC(t *testing.T) {
 // process: its symbol's value plus the executable's load bias.
 func stopAddr(t *testing.T, bin, module string, pid int) uint64 {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, syms := tooltest.ELFSymbols(t, bin)
 	v, err := procview.Open(pid)
 	if err != nil {
 		t.Fatal(err)

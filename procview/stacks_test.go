@@ -98,10 +98,7 @@ func gdbStacks(t *testing.T, gdb, dir string, pid int) map[int][]gdbFrame {
 // returns each thread's frames by thread id (parseGDBThreads).
 func gdbThreads(t *testing.T, s *gdbtest.Session) map[int][]gdbFrame {
 	t.Helper()
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	out := parseGDBThreads(r.Blocks[0])
 	if len(out) == 0 {
 		t.Fatalf("no backtrace in gdb's output:\n%s", r.Output)

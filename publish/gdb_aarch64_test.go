@@ -41,10 +41,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"delete",
 		"continue",
 	}}
-	r, err := qemutest.RunGDBStops(t, s, 1)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunGDBStops(t, s, 1)
 	if want := "a64_twice (a=20, b=1) at /src/a64.scm:11"; !strings.Contains(r.Blocks[2], want) {
 		t.Errorf("continue: no stop at %q:\n%s", want, r.Blocks[2])
 	}
@@ -57,10 +54,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 	// The AArch64 entry image's CFI (a signal frame: gdb prints it as
 	// "<signal handler called>") leads from the JIT code across the stack
 	// switch into the trampoline and the Go code that called native.Call.
-	var names []string
-	for _, f := range gdbtest.Frames(r.Blocks[5]) {
-		names = append(names, f.Func)
-	}
+	names := gdbtest.Funcs(r.Blocks[5])
 	want := []string{"a64_twice", "github.com/elfimage/elfimage/native.trampoline",
 		"github.com/elfimage/elfimage/native.call", "github.com/elfimage/elfimage/native.CallErr",
 		"github.com/elfimage/elfimage/native.Call", "main.run", "main.main"}
@@ -104,10 +98,7 @@ func TestLLDBAArch64(t *testing.T) {
 		"breakpoint delete -f",
 		"continue",
 	)}
-	r, err := qemutest.RunLLDBStops(t, s, 1)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunLLDBStops(t, s, 1)
 	if want := "a64_twice(a=20, b=1) at a64.scm:11"; !strings.Contains(r.Blocks[5], want) {
 		out, _ := os.ReadFile(progOut)
 		t.Fatalf("continue: no stop at %q:\n%s\nprogram output:\n%s", want, r.Blocks[5], out)
@@ -115,10 +106,7 @@ func TestLLDBAArch64(t *testing.T) {
 	if v := lldbtest.Vars(r.Blocks[6]); v["a"].Value != "20" || v["b"].Value != "1" {
 		t.Errorf("frame variable %v, want a = 20, b = 1:\n%s", v, r.Blocks[6])
 	}
-	var names []string
-	for _, f := range lldbtest.Frames(r.Blocks[7]) {
-		names = append(names, f.Func)
-	}
+	names := lldbtest.Funcs(r.Blocks[7])
 	want := []string{"a64_twice", "elfimage.entry", "github.com/elfimage/elfimage/native.trampoline.abi0",
 		"github.com/elfimage/elfimage/native.call", "github.com/elfimage/elfimage/native.CallErr", "main.run", "main.main"}
 	if len(names) < len(want) || strings.Join(names[:len(want)], "\n") != strings.Join(want, "\n") {

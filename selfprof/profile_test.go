@@ -240,15 +240,7 @@ func TestProfileImageAndGoFrames(t *testing.T) {
 // is the STT_FUNC symbol that debug/elf finds covering it in img's file.
 func checkImageLocations(t *testing.T, img *elfimage.Image, prof *profile.Profile) {
 	t.Helper()
-	f, err := elf.Open(img.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, syms := tooltest.ELFSymbols(t, img.Path())
 	base, end := uint64(img.Base()), uint64(img.Base())+img.Size()
 	checked := map[string]int{}
 	for _, loc := range prof.Location {

@@ -186,11 +186,7 @@ func TestREADMEProfileRecipe(t *testing.T) {
 	setupPerf(t) // perf_event_open allowed here
 	tooltest.Require(t, "go")
 	cmds := readmeSection(t, "Profiling with go tool pprof")
-	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, root := recipeDirs(t)
 	wants := map[string][]string{
 		"-top /":      {" spin-b\n", " spin-a\n"},
 		"-top -lines": {" spin-b " + dir + "/ab.scm:4\n", " spin-a " + dir + "/ab.scm:2\n"},
@@ -200,13 +196,7 @@ func TestREADMEProfileRecipe(t *testing.T) {
 	seen := 0
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
-		cmd := exec.Command(tooltest.Require(t, "bash"), "-c", c)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "ELFIMAGE_CACHE="+filepath.Join(dir, "cache"))
-		out, err := tooltest.RunGroup(cmd, 2*time.Minute)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", c, err, out)
-		}
+		out := runRecipe(t, root, c, "ELFIMAGE_CACHE="+filepath.Join(dir, "cache"))
 		for k, want := range wants {
 			if !strings.Contains(c, "go tool pprof "+k) {
 				continue

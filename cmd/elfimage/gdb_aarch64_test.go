@@ -51,10 +51,7 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 		"delete",
 		"continue",
 	}}
-	r, err := qemutest.RunGDBStops(t, s, 3)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunGDBStops(t, s, 3)
 	t.Logf("gdb-multiarch:\n%s", r.Output)
 	ifLine := gdbLine(t, "(if (not (< y x))")
 	if want := fmt.Sprintf("tak (x=17, y=12, z=6) at %s:%d", src, ifLine); !strings.Contains(r.Blocks[3], want) {
@@ -68,11 +65,7 @@ func TestGDBMultiarchSchemeAArch64(t *testing.T) {
 	// Past main and the image's %start, gdb crosses the library's entry
 	// frame (a signal frame to gdb: "<signal handler called>", see
 	// elfimage.EntryImage) into the Go code that called native.Call.
-	var names []string
-	for _, f := range gdbtest.Frames(r.Blocks[4]) {
-		names = append(names, f.Func)
-	}
-	checkEntryFrames(t, names, r.Blocks[4], false, "main.main")
+	checkEntryFrames(t, gdbtest.Funcs(r.Blocks[4]), r.Blocks[4], false, "main.main")
 	if !regexp.MustCompile(`(?m)^#\d+ +0x[0-9a-f]+ in %start \(\)\n#\d+ +<signal handler called>\n#\d+ +github\.com/elfimage/elfimage/native\.trampoline \(\) at \S+/native/call_arm64\.s:\d+\n`).MatchString(r.Blocks[4]) {
 		t.Errorf("bt: no %%start, <signal handler called>, native.trampoline at call_arm64.s in a row:\n%s", r.Blocks[4])
 	}
@@ -139,10 +132,7 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 		"breakpoint delete -f",
 		"continue",
 	)}
-	r, err := qemutest.RunLLDBStops(t, s, 2)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunLLDBStops(t, s, 2)
 	t.Logf("lldb:\n%s", r.Output)
 	var got []string
 	for _, f := range lldbtest.Frames(r.Blocks[7]) {
@@ -151,11 +141,7 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 	checkTakFrames(t, got, r.Blocks[7])
 	// lldb names the entry frame (it needs no signal frame) and goes on
 	// through the Go callers of native.Call to runtime.goexit.
-	var names []string
-	for _, f := range lldbtest.Frames(r.Blocks[7]) {
-		names = append(names, strings.TrimSuffix(f.Func, ".abi0"))
-	}
-	checkEntryFrames(t, names, r.Blocks[7], true, "runtime.goexit")
+	checkEntryFrames(t, lldbtest.Funcs(r.Blocks[7]), r.Blocks[7], true, "runtime.goexit")
 	if v := lldbtest.Vars(r.Blocks[8]); v["x"].Value != "17" || v["y"].Value != "12" || v["z"].Value != "6" {
 		t.Errorf("frame variable %v, want x = 17, y = 12, z = 6:\n%s", v, r.Blocks[8])
 	}
@@ -166,10 +152,11 @@ func TestLLDBSchemeAArch64(t *testing.T) {
 }
 
 // checkEntryFrames checks the frames of the backtrace at gdbProg's second
-// stop in tak below main (names, parsed from block, ".abi0" suffixes
-// removed): the image's %start, then the library's entry frame (named
-// elfimage.EntryName when named is set, as lldb shows it; gdb shows it as
-// "<signal handler called>", which gdbtest.Frames skips), then the Go callers of native.Call,
+// stop in tak below main (names, parsed from block): the image's %start,
+// then the library's entry frame (named elfimage.EntryName when named is
+// set, as lldb shows it, whose ".abi0" suffixes of assembly functions are
+// then removed; gdb shows it as "<signal handler called>", which
+// gdbtest.Frames skips), then the Go callers of native.Call,
 // native.trampoline, native.call and native.CallErr, and on down to
 // main.main, with last the outermost frame and no frame without a name:
 // the AArch64 counterpart of TestEntryGDB and TestEntryLLDB of package
@@ -180,6 +167,10 @@ func checkEntryFrames(t *testing.T, names []string, block string, named bool, la
 		"github.com/elfimage/elfimage/native.call", "github.com/elfimage/elfimage/native.CallErr"}
 	if named {
 		want = slices.Insert(want, 1, elfimage.EntryName)
+		names = slices.Clone(names)
+		for i, n := range names {
+			names[i] = strings.TrimSuffix(n, ".abi0")
+		}
 	}
 	if len(names) < 3+len(want) || strings.Join(names[3:3+len(want)], " ") != strings.Join(want, " ") {
 		t.Errorf("bt frames %q: want %q after tak, tak, main:\n%s", names, want, block)

@@ -573,10 +573,7 @@ func TestGDBAttach(t *testing.T) {
 			s := &gdbtest.Session{GDB: f.gdb, Dir: dir, NoScript: true,
 				Args: []string{"-p", strconv.Itoa(pid)},
 				Cmds: []string{"thread apply all bt", "info line spin", "detach"}}
-			r, err := s.Run()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, r.Output)
-			}
+			r := gdbtest.MustRun(t, s)
 			bt := r.Blocks[0]
 			// main calls spin in tail position: spin's caller is %start.
 			if !regexp.MustCompile(`(?m)^#0\s+(0x[0-9a-f]+ in )?spin \(n=\d+\) at spin\.scm:[1-4]\n#1\s+0x[0-9a-f]+ in %start \(\)\n`).MatchString(bt) {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,17 +23,6 @@ import (
 // libc6-dev-arm64-cross) put the AArch64 C library: qemu-aarch64 -L
 // finds the dynamic loader and libc there, gdb-multiarch's sysroot.
 const aarch64Sysroot = "/usr/aarch64-linux-gnu"
-
-// buildObjectAArch64 writes the object of the Scheme file src with
-// build -c -arch aarch64 into dir/name and returns its path.
-func buildObjectAArch64(t *testing.T, dir, src, name string) string {
-	t.Helper()
-	obj := filepath.Join(dir, name)
-	if code, _, stderr := runCLI(t, "build", "-c", "-arch", "aarch64", "-o", obj, src); code != 0 {
-		t.Fatalf("build -c -arch aarch64: exit %d: %s", code, stderr)
-	}
-	return obj
-}
 
 // crossLink links the C sources and objects in args with
 // aarch64-linux-gnu-gcc -g and the GNU ld (bfd), gold or lld linker ld
@@ -60,19 +48,11 @@ func crossLink(t *testing.T, dir, ld, exe string, args ...string) {
 	tool(t, gcc, append(append(flags, args...), "-o", exe)...)
 }
 
-// runAArch64 runs the AArch64 program exe with args under qemu-aarch64
-// -L aarch64Sysroot and returns its standard output and error and its
-// error (an *exec.ExitError for a non-zero exit or a signal).
-func runAArch64(t *testing.T, exe string, args ...string) (stdout, stderr string, err error) {
+// qemuRun returns the command prefix that runs an AArch64 program here
+// (runProgram): qemu-aarch64 -L aarch64Sysroot.
+func qemuRun(t *testing.T) []string {
 	t.Helper()
-	qemu := tooltest.Require(t, "qemu-aarch64")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, qemu, append([]string{"-L", aarch64Sysroot, exe}, args...)...)
-	var o, e strings.Builder
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	return o.String(), e.String(), err
+	return []string{tooltest.Require(t, "qemu-aarch64"), "-L", aarch64Sysroot}
 }
 
 // TestObjectLinkersAArch64 is TestObjectLinkers for build -c -arch
@@ -86,19 +66,20 @@ func runAArch64(t *testing.T, exe string, args ...string) (stdout, stderr string
 // add) whose field holds 0; and GNU ld, gold and lld (through
 // aarch64-linux-gnu-gcc) link it with examples/cobj/main.c into programs
 // that print under qemu-aarch64 what the x86-64 ones print, whose DWARF
-// llvm-dwarfdump verifies and whose .eh_frame_hdr has an FDE at fib.
+// llvm-dwarfdump verifies and whose .eh_frame_hdr has an FDE at fib
+// (checkLinkedObject).
 func TestObjectLinkersAArch64(t *testing.T) {
 	elflint := tooltest.Require(t, "eu-elflint")
 	readelf := tooltest.Require(t, "aarch64-linux-gnu-readelf")
 	objdump := tooltest.Require(t, "aarch64-linux-gnu-objdump")
 	dwarfdump := tooltest.Require(t, "llvm-dwarfdump")
 	dir := t.TempDir()
-	obj := buildObjectAArch64(t, dir, "../../examples/cobj/fib.scm", "fib.o")
+	obj := buildObjectArch(t, "aarch64", dir, "../../examples/cobj/fib.scm", "fib.o")
 	if out := tool(t, elflint, "--gnu-ld", obj); !strings.Contains(out, "No errors") {
 		t.Errorf("eu-elflint --gnu-ld: %s", out)
 	}
 	rel := tool(t, readelf, "-W", "-h", "-r", "-S", "-s", obj)
-	for _, want := range []string{
+	checkOutput(t, "readelf -h -r -S -s", rel, []string{
 		"Machine:                           AArch64", "Type:                              REL (Relocatable file)",
 		"R_AARCH64_CALL26       0000000000000000 fib + 0", "R_AARCH64_JUMP26       0000000000000000 fib + 0",
 		"R_AARCH64_CALL26       0000000000000000 .text + ",
@@ -111,16 +92,7 @@ func TestObjectLinkersAArch64(t *testing.T) {
 		"R_AARCH64_ABS64        0000000000000000 .text + 0",
 		" .note.GNU-stack ", " .eh_frame         PROGBITS ", " LOCAL  DEFAULT    1 $x",
 		" GLOBAL DEFAULT    1 fib", " GLOBAL DEFAULT    1 show_fib", " GLOBAL DEFAULT    1 even_p", " GLOBAL DEFAULT    1 scheme_main",
-	} {
-		if !strings.Contains(rel, want) {
-			t.Errorf("readelf -h -r -S -s lacks %q", want)
-		}
-	}
-	for _, bad := range []string{"R_X86_64", ".eh_frame_hdr", ".note.gnu.build-id", " GLOBAL DEFAULT    1 main"} {
-		if strings.Contains(rel, bad) {
-			t.Errorf("readelf -h -r -S -s shows %q", bad)
-		}
-	}
+	}, []string{"R_X86_64", ".eh_frame_hdr", ".note.gnu.build-id", " GLOBAL DEFAULT    1 main"})
 	// main's tail call (show-fib 10): a JUMP26 to the global symbol.
 	if !regexp.MustCompile(`R_AARCH64_JUMP26 +[0-9a-f]{16} show_fib \+ 0\n`).MatchString(rel) {
 		t.Errorf("readelf -r shows no R_AARCH64_JUMP26 to show_fib")
@@ -133,24 +105,11 @@ func TestObjectLinkersAArch64(t *testing.T) {
 		t.Run(ld, func(t *testing.T) {
 			exe := filepath.Join(dir, "prog-"+ld)
 			crossLink(t, dir, ld, exe, "../../examples/cobj/main.c", obj)
-			got, stderr, err := runAArch64(t, exe)
-			if err != nil || got != objectOutput {
-				t.Errorf("qemu-aarch64 %s: %v; prints %q (stderr %q), want %q", exe, err, got, stderr, objectOutput)
-			}
-			if out := tool(t, dwarfdump, "--verify", exe); !strings.Contains(out, "No errors.") {
-				t.Errorf("llvm-dwarfdump --verify:\n%s", out)
-			}
-			frames := tool(t, readelf, "-W", "--debug-dump=frames", exe)
-			fib := symbolAddr(t, exe, "fib")
-			if !strings.Contains(frames, "pc="+strings.TrimLeft(fib, "0")) && !strings.Contains(frames, "pc="+fib) {
-				t.Errorf("no FDE starts at fib (%s) in readelf --debug-dump=frames", fib)
-			}
-			if hdr := tool(t, readelf, "-W", "-l", exe); !strings.Contains(hdr, "GNU_EH_FRAME") {
-				t.Errorf("no PT_GNU_EH_FRAME: the linker built no .eh_frame_hdr:\n%s", hdr)
-			}
+			checkLinkedObject(t, readelf, dwarfdump, exe, qemuRun(t))
 			// addr2line and symbolize name fib at its first line, and the
 			// return address of its first recursive call at line 4 (the
 			// $x mapping symbols the linker keeps do not hide fib).
+			fib := symbolAddr(t, exe, "fib")
 			at, err := strconv.ParseUint(fib, 16, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -255,17 +214,14 @@ int main(int argc, char **argv) {
 // functions); glibc's backtrace() from a C function Scheme calls lists
 // the three Scheme frames between it and main (libgcc reads the object's
 // .eh_frame under qemu-aarch64); a Scheme error prints its message and
-// values to standard error and ends the process with SIGABRT.
+// values to standard error and ends the process with SIGABRT
+// (checkExternRun).
 func TestObjectExternAArch64(t *testing.T) {
 	readelf := tooltest.Require(t, "aarch64-linux-gnu-readelf")
 	dir := t.TempDir()
-	obj := buildObjectAArch64(t, dir, "../../examples/cobj/extern.scm", "extern.o")
+	obj := buildObjectArch(t, "aarch64", dir, "../../examples/cobj/extern.scm", "extern.o")
 	rel := tool(t, readelf, "-W", "-r", "-s", obj)
-	for _, want := range []string{"R_AARCH64_CALL26       0000000000000000 cxx_thrower + 0", "R_AARCH64_CALL26       0000000000000000 c_backtrace + 0", "NOTYPE  GLOBAL DEFAULT  UND c_backtrace"} {
-		if !strings.Contains(rel, want) {
-			t.Errorf("readelf -r -s lacks %q:\n%s", want, rel)
-		}
-	}
+	checkOutput(t, "readelf -r -s", rel, []string{"R_AARCH64_CALL26       0000000000000000 cxx_thrower + 0", "R_AARCH64_CALL26       0000000000000000 c_backtrace + 0", "NOTYPE  GLOBAL DEFAULT  UND c_backtrace"}, nil)
 	main := filepath.Join(dir, "extern.c")
 	if err := os.WriteFile(main, []byte(externC), 0o644); err != nil {
 		t.Fatal(err)
@@ -276,35 +232,19 @@ func TestObjectExternAArch64(t *testing.T) {
 			// -rdynamic: backtrace_symbols names functions from the
 			// dynamic symbol table.
 			crossLink(t, dir, ld, exe, "-rdynamic", main, obj)
-			out, stderr, err := runAArch64(t, exe)
+			run := qemuRun(t)
+			out, stderr, err := runProgram(t, run, exe)
 			if err != nil {
 				t.Fatalf("qemu-aarch64 %s: %v\n%s%s", exe, err, out, stderr)
 			}
 			if !strings.Contains(out, "walk: 10\nthrough: 44\n") {
 				t.Errorf("walk(2), through(1): %q, want 10 and 44", out)
 			}
-			var got []string
-			for _, line := range strings.Split(out, "\n") {
-				if f, ok := strings.CutPrefix(line, "frame "); ok {
-					if _, fn, ok := strings.Cut(f, "("); ok {
-						fn, _, _ = strings.Cut(fn, "+")
-						got = append(got, fn)
-					}
-				}
-			}
-			if want := "c_backtrace walk walk walk main"; len(got) < 5 || strings.Join(got[:5], " ") != want {
-				t.Errorf("backtrace() lists %q, want %s first:\n%s", got, want, out)
-			}
-			out, stderr, err = runAArch64(t, exe, "fail")
-			ee, ok := err.(*exec.ExitError)
-			if !ok || !strings.Contains(ee.ProcessState.String(), "signal: aborted") {
-				t.Errorf("a Scheme error ends the process with %v, want SIGABRT", err)
-			}
-			// qemu-aarch64 adds its own line about the signal.
-			if out != "failing with 21\n" || !strings.HasPrefix(stderr, "scheme: error: bad value 21 42\n") {
-				t.Errorf("a Scheme error prints %q on stdout and %q on stderr", out, stderr)
-			}
+			checkExternRun(t, run, exe, out)
 		})
+	}
+	if t.Failed() {
+		t.Logf("readelf -r -s:\n%s", rel)
 	}
 }
 
@@ -314,56 +254,38 @@ func TestObjectExternAArch64(t *testing.T) {
 // the object of fib.scm stops at fib with its argument and line, and its
 // backtrace goes through a Scheme frame (the CFI of the object's
 // .eh_frame and the DWARF locations of its .debug_info, relocated by the
-// linker) to the C main, with file:line in each frame.
+// linker) to the C main, with file:line in each frame (checkFibGDB).
 func TestObjectGDBMultiarchAArch64(t *testing.T) {
-	gdb := tooltest.Require(t, "gdb-multiarch")
-	dir := t.TempDir()
-	obj := buildObjectAArch64(t, dir, "../../examples/cobj/fib.scm", "fib.o")
-	exe := filepath.Join(dir, "fibc")
-	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
-	// qemu-aarch64 finds the dynamic loader under QEMU_LD_PREFIX (as
-	// with -L); the wrapper's qemu inherits the environment.
-	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
-	wrapper, progOut := qemutest.Wrapper(t, dir, gdb, exe)
-	s := &gdbtest.Session{GDB: wrapper, Program: exe, Dir: dir, NoScript: true, Timeout: 5 * time.Minute, Cmds: []string{
-		"set sysroot " + aarch64Sysroot,
-		qemutest.GDBConnect,
-		"break fib",
-		"continue",
-		"continue",
-		"bt",
-		"info args",
-		"delete",
-		"continue",
-	}}
-	r, err := qemutest.RunGDBStops(t, s, 2)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	dir, exe, wrapper, progOut := fibcAArch64Debugger(t, tooltest.Require(t, "gdb-multiarch"))
+	cmds := append([]string{"set sysroot " + aarch64Sysroot, qemutest.GDBConnect}, fibGDBCmds("continue")...)
+	s := &gdbtest.Session{GDB: wrapper, Program: exe, Dir: dir, NoScript: true, Timeout: 5 * time.Minute, Cmds: append(cmds, "delete", "continue")}
+	r := qemutest.MustRunGDBStops(t, s, 2)
 	t.Logf("gdb-multiarch:\n%s", r.Output)
-	src := "examples/cobj/fib.scm"
-	if !regexp.MustCompile(`Breakpoint 1, fib \(n=20\) at \S*` + src + `:2\n`).MatchString(r.Blocks[3]) {
-		t.Errorf("first continue: no stop in fib (n=20) at %s:2:\n%s", src, r.Blocks[3])
-	}
-	frames := gdbtest.Frames(r.Blocks[5])
-	if len(frames) != 3 {
-		t.Fatalf("bt: %d frames, want fib, fib, main:\n%s", len(frames), r.Blocks[5])
-	}
-	for i, want := range []struct{ fn, args, file string }{{"fib", "n=19", src + ":2"}, {"fib", "n=20", src + ":4"}, {"main", "", "main.c:13"}} {
-		f := frames[i]
-		if f.Func != want.fn || f.Args != want.args || !strings.HasSuffix(f.File+":"+strconv.Itoa(f.Line), want.file) {
-			t.Errorf("bt frame %d: %+v, want %s (%s) at %s", i, f, want.fn, want.args, want.file)
-		}
-	}
-	if v := gdbtest.Vars(r.Blocks[6]); v["n"] != "19" {
-		t.Errorf("info args: %v, want n = 19:\n%s", v, r.Blocks[6])
-	}
+	checkFibGDB(t, r, 2, "examples/cobj/fib.scm")
 	if !strings.Contains(r.Blocks[8], "exited normally") {
 		t.Errorf("last continue: the program did not exit normally:\n%s", r.Blocks[8])
 	}
 	if out, err := os.ReadFile(progOut); err != nil || string(out) != objectOutput {
 		t.Errorf("program output %q (%v), want %q", out, err, objectOutput)
 	}
+}
+
+// fibcAArch64Debugger links examples/cobj/main.c with the AArch64 object
+// of fib.scm (GNU ld) into dir/fibc, a new test directory, and returns
+// the wrapper that stands for debugger with the program under
+// qemu-aarch64 -g (qemutest.Wrapper) and the file that receives the
+// program's output. It sets QEMU_LD_PREFIX for the test: qemu-aarch64
+// finds the dynamic loader there (as with -L), and the wrapper's qemu
+// inherits the environment.
+func fibcAArch64Debugger(t *testing.T, debugger string) (dir, exe, wrapper, progOut string) {
+	t.Helper()
+	dir = t.TempDir()
+	obj := buildObjectArch(t, "aarch64", dir, "../../examples/cobj/fib.scm", "fib.o")
+	exe = filepath.Join(dir, "fibc")
+	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
+	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
+	wrapper, progOut = qemutest.Wrapper(t, dir, debugger, exe)
+	return dir, exe, wrapper, progOut
 }
 
 // TestBuildObjectArch: build -c takes -arch (aarch64 or x86-64) and
@@ -398,32 +320,26 @@ func TestObjectProgramsAArch64(t *testing.T) {
 	for _, name := range []string{"demo", "kernels", "scopes", "errors"} {
 		t.Run(name, func(t *testing.T) {
 			src := filepath.Join("../../lang/scheme/testdata", name+".scm")
-			x86 := filepath.Join(dir, name+"-x86-64.o")
-			if code, _, stderr := runCLI(t, "build", "-c", "-arch", "x86-64", "-o", x86, src); code != 0 {
-				t.Fatalf("build -c -arch x86-64: exit %d: %s", code, stderr)
-			}
-			a64 := buildObjectAArch64(t, dir, src, name+"-aarch64.o")
+			x86 := buildObjectArch(t, "x86-64", dir, src, name+"-x86-64.o")
+			a64 := buildObjectArch(t, "aarch64", dir, src, name+"-aarch64.o")
 			x86Exe, a64Exe := filepath.Join(dir, name+"-x86-64"), filepath.Join(dir, name+"-aarch64")
 			tool(t, gcc, "-o", x86Exe, main, x86)
 			crossLink(t, dir, "bfd", a64Exe, main, a64)
-			cmd := exec.Command(x86Exe)
-			var wantOut, wantErr strings.Builder
-			cmd.Stdout, cmd.Stderr = &wantOut, &wantErr
-			wantRun := cmd.Run()
-			gotOut, gotErr, gotRun := runAArch64(t, a64Exe)
+			wantOut, wantErr, wantRun := runProgram(t, nil, x86Exe)
+			gotOut, gotErr, gotRun := runProgram(t, qemuRun(t), a64Exe)
 			// qemu-aarch64 reports a fatal signal on a line of its own.
-			gotErr = regexp.MustCompile(`(?m)^qemu: uncaught target signal.*\n?`).ReplaceAllString(gotErr, "")
+			gotErr = qemuSignalLine.ReplaceAllString(gotErr, "")
 			status := func(err error) string {
 				if ee, ok := err.(*exec.ExitError); ok {
 					return ee.ProcessState.String()
 				}
 				return fmt.Sprint(err)
 			}
-			if gotOut != wantOut.String() || gotErr != wantErr.String() || status(gotRun) != status(wantRun) {
+			if gotOut != wantOut || gotErr != wantErr || status(gotRun) != status(wantRun) {
 				t.Errorf("AArch64: %s, stdout %q, stderr %q\nx86-64: %s, stdout %q, stderr %q",
-					status(gotRun), gotOut, gotErr, status(wantRun), wantOut.String(), wantErr.String())
+					status(gotRun), gotOut, gotErr, status(wantRun), wantOut, wantErr)
 			}
-			if wantOut.Len() == 0 && wantErr.Len() == 0 {
+			if wantOut == "" && wantErr == "" {
 				t.Errorf("%s prints nothing", name)
 			}
 		})
@@ -437,13 +353,7 @@ func TestObjectProgramsAArch64(t *testing.T) {
 // the Scheme frames of the linked object to the C main with file:line in
 // each frame, and the program ends with its usual output.
 func TestObjectLLDBAArch64(t *testing.T) {
-	lldb := tooltest.Require(t, "lldb-19", "lldb")
-	dir := t.TempDir()
-	obj := buildObjectAArch64(t, dir, "../../examples/cobj/fib.scm", "fib.o")
-	exe := filepath.Join(dir, "fibc")
-	crossLink(t, dir, "bfd", exe, "../../examples/cobj/main.c", obj)
-	t.Setenv("QEMU_LD_PREFIX", aarch64Sysroot)
-	wrapper, progOut := qemutest.Wrapper(t, dir, lldb, exe)
+	dir, exe, wrapper, progOut := fibcAArch64Debugger(t, tooltest.Require(t, "lldb-19", "lldb"))
 	s := &lldbtest.Session{LLDB: wrapper, Program: exe, Dir: dir, Timeout: 5 * time.Minute, Cmds: append(
 		[]string{"settings set target.exec-search-paths " + aarch64Sysroot + "/lib"}, append(qemutest.LLDBConnect(),
 			"breakpoint set -n fib",
@@ -454,10 +364,7 @@ func TestObjectLLDBAArch64(t *testing.T) {
 			"breakpoint delete -f",
 			"continue",
 		)...)}
-	r, err := qemutest.RunLLDBStops(t, s, 2)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunLLDBStops(t, s, 2)
 	t.Logf("lldb:\n%s", r.Output)
 	src := "fib.scm"
 	if want := "fibc`fib(n=20) at " + src + ":2:3"; !strings.Contains(r.Blocks[6], want) {

@@ -164,14 +164,7 @@ func (f *perfFixture) perfCmd(args ...string) *exec.Cmd {
 // on a non-zero exit.
 func (f *perfFixture) perfOutput(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := f.perfCmd(args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return tooltest.PerfOutput(t, f.perf, f.dir, []string{perfAsCLI + "=1"}, args...)
 }
 
 // record runs `perf record recordArgs -o data -- elfimage runArgs` with the

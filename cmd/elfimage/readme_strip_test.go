@@ -32,24 +32,9 @@ func TestREADMEStripRecipes(t *testing.T) {
 	}
 	skipRecipesEmulated(t)
 	cmds := readmeSection(t, "Stripped images and debug files")
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sub, ok := strings.Cut(string(b), "\n### Serving debug files with debuginfod\n")
-	if !ok {
-		t.Fatal("README.md has no subsection \"Serving debug files with debuginfod\"")
-	}
-	if i := strings.Index(sub, "\n## "); i >= 0 {
-		sub = sub[:i]
-	}
-	served := recipeCommands(sub)
+	served := recipeCommands(readmeText(t, "### Serving debug files with debuginfod"))
 	cmds = cmds[:len(cmds)-len(served)]
-	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, root := recipeDirs(t)
 	var seen []string
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "/tmp/", dir+"/")

@@ -19,18 +19,38 @@ import (
 // lines dropped.
 func readmeSection(t *testing.T, title string) []string {
 	t.Helper()
+	return recipeCommands(readmeText(t, "## "+title))
+}
+
+// readmeText returns the text of the README under the heading line
+// heading ("## Title" for a section, "### Title" for a subsection), up to
+// the next section heading ("## ").
+func readmeText(t *testing.T, heading string) string {
+	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+title+"\n")
+	_, sec, ok := strings.Cut(string(b), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README.md has no section %q", title)
+		t.Fatalf("README.md has no heading %q", heading)
 	}
 	if i := strings.Index(sec, "\n## "); i >= 0 {
 		sec = sec[:i]
 	}
-	return recipeCommands(sec)
+	return sec
+}
+
+// recipeDirs returns the directories of a test that runs README
+// commands: dir, a test directory that stands for the commands' /tmp/,
+// and root, the repository root (absolute) they run from.
+func recipeDirs(t *testing.T) (dir, root string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return t.TempDir(), root
 }
 
 // recipeCommands returns the commands of the code blocks of the README
@@ -72,11 +92,7 @@ func TestREADMEDebuggerRecipes(t *testing.T) {
 	}
 	skipRecipesEmulated(t)
 	cmds := readmeSection(t, "Debuggers and profilers")
-	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, root := recipeDirs(t)
 	var ngdb, nlldb int
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "/tmp/", dir+"/")
@@ -154,12 +170,14 @@ func skipRecipesEmulated(t *testing.T) {
 }
 
 // runRecipe runs one shell command line in dir with bash, standard input
-// closed, and returns its output (standard output and error merged); a
-// non-zero exit or a run over 2 minutes fails the test.
-func runRecipe(t *testing.T, dir, line string) string {
+// closed, the environment entries env (KEY=VALUE) added to the test's, and
+// returns its output (standard output and error merged); a non-zero exit
+// or a run over 2 minutes fails the test.
+func runRecipe(t *testing.T, dir, line string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(tooltest.Require(t, "bash"), "-c", line)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	out, err := tooltest.RunGroup(cmd, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", line, err, out)

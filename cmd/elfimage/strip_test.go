@@ -173,10 +173,7 @@ func TestGDBStripped(t *testing.T) {
 			}
 			s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, NoScript: true, Cmds: []string{
 				"set debug-file-directory " + debugDir, "break fib", "run run -gdb " + out + " > " + filepath.Join(dir, "out"), "info args", "bt 2"}}
-			r, err := s.Run()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, r.Output)
-			}
+			r := gdbtest.MustRun(t, s)
 			mustContain(t, "stop", r.Blocks[2], "hit Breakpoint 1, fib (n=10) at ")
 			mustContain(t, "stop", r.Blocks[2], "prog.scm:"+strconv.Itoa(fibLine))
 			checkVars(t, "info args", r.Blocks[3], map[string]string{"n": "10"})
@@ -198,10 +195,7 @@ func TestGDBStripped(t *testing.T) {
 		}
 		s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, Cmds: []string{
 			"set debug-file-directory " + t.TempDir(), "break fib", "run run " + out + " > " + filepath.Join(dir, "out"), "info args"}}
-		r, err := s.Run()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, r.Output)
-		}
+		r := gdbtest.MustRun(t, s)
 		mustContain(t, "stop", r.Blocks[2], "hit Breakpoint 1, fib (n=10) at ", "prog.scm:"+strconv.Itoa(fibLine))
 		checkVars(t, "info args", r.Blocks[3], map[string]string{"n": "10"})
 		if t.Failed() {
@@ -217,10 +211,7 @@ func TestGDBStripped(t *testing.T) {
 		}
 		s := &gdbtest.Session{GDB: f.gdb, Program: f.cli, Dir: dir, NoScript: true, Cmds: []string{
 			"set debug-file-directory " + t.TempDir(), "break fib", "run run -gdb " + out + " > " + filepath.Join(dir, "out"), "bt 1"}}
-		r, err := s.Run()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, r.Output)
-		}
+		r := gdbtest.MustRun(t, s)
 		if !regexp.MustCompile(`Breakpoint 1, 0x[0-9a-f]+ in fib \(\)`).MatchString(r.Blocks[2]) {
 			t.Errorf("no stop in fib by its symbol:\n%s", r.Output)
 		}

@@ -189,15 +189,7 @@ func TestSymbolizeInputShapes(t *testing.T) {
 // nonzero address and size.
 func funcSymbols(t *testing.T, path string) []elf.Symbol {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, syms := tooltest.ELFSymbols(t, path)
 	var out []elf.Symbol
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 && s.Value != 0 {

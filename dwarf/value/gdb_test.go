@@ -130,10 +130,7 @@ func TestFormatGDB(t *testing.T) {
 		cmds = append(cmds, "p "+n, "whatis "+n)
 	}
 	s := &gdbtest.Session{GDB: gdb, Program: exe, Dir: t.TempDir(), NoScript: true, Cmds: cmds}
-	res, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, res.Output)
-	}
+	res := gdbtest.MustRun(t, s)
 	sym := regexp.MustCompile(` <[A-Za-z_][A-Za-z_0-9.+]*>`)
 	p := expr.Params{Section: ".debug_info", AddrSize: 8, Order: binary.LittleEndian}
 	for i, n := range names {

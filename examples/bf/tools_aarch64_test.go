@@ -48,10 +48,7 @@ func TestGDBMultiarchAArch64(t *testing.T) {
 		"continue",
 	}
 	s := &gdbtest.Session{GDB: wrapper, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 3 * time.Minute}
-	r, err := qemutest.RunGDBStops(t, s, 1)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunGDBStops(t, s, 1)
 	defer func() {
 		if t.Failed() {
 			out, _ := os.ReadFile(progOut)
@@ -108,10 +105,7 @@ func TestLLDBAArch64(t *testing.T) {
 		"breakpoint disable",
 		"continue",
 	)}
-	r, err := qemutest.RunLLDBStops(t, s, 1)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := qemutest.MustRunLLDBStops(t, s, 1)
 	checkLLDBAArch64(t, r, progOut)
 }
 
@@ -126,18 +120,7 @@ func checkLLDBAArch64(t *testing.T, r *lldbtest.Result, progOut string) {
 	if !strings.Contains(r.Blocks[5], "stop reason = breakpoint 1.1") || !strings.Contains(r.Blocks[5], "hello.b:8") {
 		t.Fatalf("lldb did not stop at hello.b:8:\n%s", r.Blocks[5])
 	}
-	vars := lldbtest.Vars(r.Blocks[6])
-	for name, want := range map[string]lldbtest.Var{
-		"cell":  {Type: "unsigned char", Value: "'e'"},
-		"index": {Type: "long", Value: "2"},
-	} {
-		if vars[name] != want {
-			t.Errorf("frame variable %s: %+v, want %+v", name, vars[name], want)
-		}
-	}
-	if v := vars["vm"]; v.Type != "vm *" || !strings.HasPrefix(v.Value, "0x") {
-		t.Errorf("frame variable vm: %+v", v)
-	}
+	checkLLDBVars(t, r.Blocks[6])
 	fs := lldbtest.Frames(r.Blocks[7])
 	if len(fs) < 3 || fs[0].Func != "hello" || fs[0].File != "hello.b" || fs[0].Line != 8 || fs[1].Func != elfimage.EntryName {
 		t.Errorf("bt does not start with hello at hello.b:8 and %s:\n%s", elfimage.EntryName, r.Blocks[7])

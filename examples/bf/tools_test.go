@@ -9,7 +9,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,40 +30,20 @@ import (
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
-var (
-	bfOnce sync.Once
-	bfPath string
-	bfErr  error
-)
+// bfProg is the bf command, built once per test binary.
+var bfProg = tooltest.GoProgram{Pkg: ".", Name: "bf"}
 
-// bfCommand builds the bf command with go build (a normal binary, with its
-// symbol table and DWARF, which the debuggers need) once per test binary
-// and returns its path.
+// bfCommand returns the path of the bf command, built with go build (a
+// normal binary, with its symbol table and DWARF, which the debuggers
+// need).
 func bfCommand(t *testing.T) string {
 	t.Helper()
-	goTool := tooltest.Require(t, "go")
-	bfOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "elfimage-bf-")
-		if err != nil {
-			bfErr = err
-			return
-		}
-		bfPath = filepath.Join(dir, "bf")
-		if out, err := exec.Command(goTool, "build", "-o", bfPath, ".").CombinedOutput(); err != nil {
-			bfErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if bfErr != nil {
-		t.Fatal(bfErr)
-	}
-	return bfPath
+	return bfProg.Path(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bfPath != "" {
-		os.RemoveAll(filepath.Dir(bfPath))
-	}
+	bfProg.Remove()
 	os.Exit(code)
 }
 
@@ -298,24 +276,12 @@ func TestGDB(t *testing.T) {
 		"continue",
 	}
 	s := &gdbtest.Session{GDB: gdb, Program: prog, Dir: testdata(t), Cmds: cmds, NoScript: true, Timeout: 2 * time.Minute}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := gdbtest.MustRun(t, s)
 	defer func() {
 		if t.Failed() {
 			t.Logf("gdb session:\n%s", r.Output)
 		}
 	}()
-	block := func(cmd string) string {
-		for i, c := range cmds {
-			if c == cmd {
-				return r.Blocks[i]
-			}
-		}
-		t.Fatalf("no command %q", cmd)
-		return ""
-	}
 	// Cells 0 to 4 at line 8: the counter, H, e and the two seeds 30, 10;
 	// the pointer at cell 2 (e).
 	for cmd, wants := range map[string][]string{
@@ -329,15 +295,15 @@ func TestGDB(t *testing.T) {
 		"continue":               {"exited normally"},
 	} {
 		for _, w := range wants {
-			if !strings.Contains(block(cmd), w) {
-				t.Errorf("%s: gdb printed\n%s\nwithout %q", cmd, block(cmd), w)
+			if !strings.Contains(r.Block(t, cmd), w) {
+				t.Errorf("%s: gdb printed\n%s\nwithout %q", cmd, r.Block(t, cmd), w)
 			}
 		}
 	}
 	if !regexp.MustCompile(`(?s)He.*Breakpoint 1.*llo, World!\n`).MatchString(r.Output) {
 		t.Errorf("the program's output is not He, then the breakpoint, then llo, World!")
 	}
-	bt := block("bt")
+	bt := r.Block(t, "bt")
 	fs := gdbtest.Frames(bt)
 	if len(fs) < 4 || fs[0].Func != "hello" || fs[0].File != "hello.b" || fs[0].Line != 8 {
 		t.Errorf("bt does not start at hello at hello.b:8:\n%s", bt)
@@ -374,10 +340,7 @@ func TestLLDB(t *testing.T) {
 		"continue",
 	}
 	s := &lldbtest.Session{LLDB: lldb, Program: prog, Args: []string{"-gdb", "hello.b"}, Dir: testdata(t), Cmds: cmds, Timeout: 2 * time.Minute}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.Output)
-	}
+	r := lldbtest.MustRun(t, s)
 	defer func() {
 		if t.Failed() {
 			t.Logf("lldb session:\n%s", r.Output)
@@ -386,18 +349,7 @@ func TestLLDB(t *testing.T) {
 	if !strings.Contains(r.Blocks[1], "stop reason = breakpoint 1.1") {
 		t.Fatalf("lldb did not stop at the breakpoint:\n%s", r.Blocks[1])
 	}
-	vars := lldbtest.Vars(r.Blocks[2])
-	for name, want := range map[string]lldbtest.Var{
-		"cell":  {Type: "unsigned char", Value: "'e'"},
-		"index": {Type: "long", Value: "2"},
-	} {
-		if vars[name] != want {
-			t.Errorf("frame variable %s: %+v, want %+v", name, vars[name], want)
-		}
-	}
-	if v := vars["vm"]; v.Type != "vm *" || !strings.HasPrefix(v.Value, "0x") {
-		t.Errorf("frame variable vm: %+v", v)
-	}
+	checkLLDBVars(t, r.Blocks[2])
 	for _, w := range []string{"in = 0", "out = 1", "errno = 0", `cells = "\0He`} {
 		if !strings.Contains(r.Blocks[3], w) {
 			t.Errorf("frame variable *vm: no %q in\n%s", w, r.Blocks[3])
@@ -425,21 +377,30 @@ func TestLLDB(t *testing.T) {
 	}
 }
 
-// perfRun runs perf with HOME set to home (its build-id cache and
-// configuration stay in the test's directory) and returns its standard
-// output.
+// perfRun runs perf in home with HOME set to it (tooltest.PerfOutput) and
+// returns its standard output.
 func perfRun(t *testing.T, perf, home string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(perf, args...)
-	cmd.Env = append(os.Environ(), "HOME="+home)
-	cmd.Dir = home
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	return tooltest.PerfOutput(t, perf, home, nil, args...)
+}
+
+// checkLLDBVars checks LLDB's frame variable at the stop at hello.b:8 of
+// hello.b (block): the current cell is 'e' at index 2, and vm is a
+// pointer.
+func checkLLDBVars(t *testing.T, block string) {
+	t.Helper()
+	vars := lldbtest.Vars(block)
+	for name, want := range map[string]lldbtest.Var{
+		"cell":  {Type: "unsigned char", Value: "'e'"},
+		"index": {Type: "long", Value: "2"},
+	} {
+		if vars[name] != want {
+			t.Errorf("frame variable %s: %+v, want %+v", name, vars[name], want)
+		}
 	}
-	return string(out)
+	if v := vars["vm"]; v.Type != "vm *" || !strings.HasPrefix(v.Value, "0x") {
+		t.Errorf("frame variable vm: %+v", v)
+	}
 }
 
 // reportRE is one line of perf report --stdio: overhead, [.] and the

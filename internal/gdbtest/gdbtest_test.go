@@ -1,9 +1,16 @@
 package gdbtest
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 const sample = "Loading Go Runtime support.\n\n" + marker + " 0\n" +
@@ -21,6 +28,13 @@ func TestSplitAndParse(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.Blocks[1], "elfimage: added") || strings.Contains(r.Output, marker) {
 		t.Errorf("block 1 %q, output %q", r.Blocks[1], r.Output)
+	}
+	if f := Funcs(r.Blocks[2]); strings.Join(f, " ") != "fib tak %start" {
+		t.Errorf("Funcs = %q", f)
+	}
+	r.Cmds = []string{"break fib", "run", "bt full"}
+	if b := r.Block(t, "bt full"); b != r.Blocks[2] {
+		t.Errorf("Block(bt full) = %q, want Blocks[2]", b)
 	}
 	fs := Frames(r.Blocks[2])
 	want := []Frame{
@@ -57,5 +71,93 @@ func TestThreads(t *testing.T) {
 	th := Threads(out)
 	if len(th) != 3 || len(Frames(th[4712])) != 2 || Frames(th[4712])[1].Func != "worker" || Frames(th[4711])[0].Line != 20 || th[4713] != "#0  0x3 in ?? ()\n" {
 		t.Errorf("threads %v", th)
+	}
+}
+
+// fatalTB records what Fatalf says and ends its goroutine, as testing.T's
+// Fatalf does.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// TestMust: Must returns the result when there is no error, and fails the
+// test with the error and the output so far (none for a nil result)
+// otherwise.
+func TestMust(t *testing.T) {
+	r := &Result{Output: "Breakpoint 1 (fib) pending.\n"}
+	for _, c := range []struct {
+		r    *Result
+		err  error
+		want string // what Fatalf says; "" for no failure
+	}{
+		{r, nil, ""},
+		{r, errors.New("gdbtest: gdb timed out"), "gdbtest: gdb timed out\nBreakpoint 1 (fib) pending.\n"},
+		{nil, errors.New("open x: no such file"), "open x: no such file\n"},
+	} {
+		ft := &fatalTB{TB: t}
+		var got *Result
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			got = Must(ft, c.r, c.err)
+		}()
+		<-done
+		if ft.msg != c.want || (c.want == "" && got != c.r) {
+			t.Errorf("Must(%v, %v): fails with %q, returns %v; want %q", c.r, c.err, ft.msg, got, c.want)
+		}
+	}
+}
+
+// TestLastMayFail runs a stand-in for gdb -batch that stops at the command
+// "fail", as gdb's batch mode stops at a failing command: Run refuses the
+// output unless the session says its last command may fail and it is the
+// last one that stopped gdb.
+func TestLastMayFail(t *testing.T) {
+	tooltest.Require(t, "sh")
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "gdb")
+	script := `#!/bin/sh
+while [ $# -gt 0 ]; do
+	if [ "$1" = -ex ]; then
+		case "$2" in
+		echo*) printf '%b' "${2#echo }" ;;
+		fail) echo "fail: error"; exit 1 ;;
+		*) echo "ran $2" ;;
+		esac
+		shift
+	fi
+	shift
+done
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmds []string
+		may  bool
+		ok   bool
+	}{
+		{[]string{"a", "b"}, false, true},
+		{[]string{"a", "fail"}, false, false},
+		{[]string{"a", "fail"}, true, true},
+		{[]string{"fail", "b"}, true, false},
+	} {
+		s := &Session{GDB: fake, Dir: dir, NoScript: true, Cmds: c.cmds, LastMayFail: c.may}
+		r, err := s.Run()
+		if (err == nil) != c.ok {
+			t.Errorf("%q, LastMayFail %v: error %v, want ok %v", c.cmds, c.may, err, c.ok)
+			continue
+		}
+		if c.ok && (r.Blocks[0] != "ran a" || r.Blocks[1] != map[string]string{"b": "ran b", "fail": "fail: error"}[c.cmds[1]]) {
+			t.Errorf("%q, LastMayFail %v: blocks %q", c.cmds, c.may, r.Blocks)
+		}
 	}
 }

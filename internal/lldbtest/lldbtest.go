@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -105,6 +106,33 @@ func (s *Session) Run() (*Result, error) {
 	return r, nil
 }
 
+// MustRun runs s as [Session.Run] does and returns its result; an error
+// of Run fails t at once, with LLDB's output so far.
+func MustRun(t testing.TB, s *Session) *Result {
+	t.Helper()
+	r, err := s.Run()
+	return Must(t, r, err)
+}
+
+// Must returns r, the result of a session run (by [Session.Run] or a
+// retrying runner such as internal/qemutest.RunLLDBStops), when err is nil;
+// otherwise it fails t at once with err and LLDB's output so far.
+func Must(t testing.TB, r *Result, err error) *Result {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.output())
+	}
+	return r
+}
+
+// output is r.Output, "" for a nil r.
+func (r *Result) output() string {
+	if r == nil {
+		return ""
+	}
+	return r.Output
+}
+
 // Split cuts the output of `lldb -b -o CMD...` at LLDB's echo of each
 // command, "(lldb) CMD" on a line of its own or after program output
 // that did not end its line, found in order: Blocks[i] is what follows
@@ -180,6 +208,16 @@ func Frames(block string) []Frame {
 		fs = append(fs, f)
 	}
 	return fs
+}
+
+// Funcs returns the function names of the frames of a bt output
+// ([Frames]), innermost first.
+func Funcs(block string) []string {
+	var names []string
+	for _, f := range Frames(block) {
+		names = append(names, f.Func)
+	}
+	return names
 }
 
 // splitArgs cuts "fib(n=10)" into "fib" and "n=10": the parenthesised

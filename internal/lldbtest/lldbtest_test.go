@@ -59,6 +59,9 @@ func TestSplitAndParse(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Frames:\n got %+v\nwant %+v", got, want)
 	}
+	if f := Funcs(r.Blocks[2]); strings.Join(f, " ") != "fib main %start github.com/elfimage/elfimage/native.call main.(*T).m main.main" {
+		t.Errorf("Funcs = %q", f)
+	}
 	if v := Vars(r.Blocks[3]); !reflect.DeepEqual(v, map[string]Var{"n": {Type: "long", Value: "10"}}) {
 		t.Errorf("Vars = %v", v)
 	}

@@ -167,6 +167,14 @@ func RunLLDBStops(t testing.TB, s *lldbtest.Session, stops int) (*lldbtest.Resul
 	}
 }
 
+// MustRunLLDBStops is [RunLLDBStops] that fails t at once, with LLDB's
+// output, when the last attempt's error is not nil (lldbtest.Must).
+func MustRunLLDBStops(t testing.TB, s *lldbtest.Session, stops int) *lldbtest.Result {
+	t.Helper()
+	r, err := RunLLDBStops(t, s, stops)
+	return lldbtest.Must(t, r, err)
+}
+
 // GDBAttempts is how many times [RunGDBStops] runs a session at the most.
 const GDBAttempts = 3
 
@@ -201,6 +209,14 @@ func RunGDBStops(t testing.TB, s *gdbtest.Session, stops int) (*gdbtest.Result, 
 		}
 		t.Logf("attempt %d of %d: %d of %d breakpoint stops (qemu's stub lost a breakpoint); again. gdb printed:\n%s", attempt, GDBAttempts, got, stops, out)
 	}
+}
+
+// MustRunGDBStops is [RunGDBStops] that fails t at once, with gdb's
+// output, when the last attempt's error is not nil (gdbtest.Must).
+func MustRunGDBStops(t testing.TB, s *gdbtest.Session, stops int) *gdbtest.Result {
+	t.Helper()
+	r, err := RunGDBStops(t, s, stops)
+	return gdbtest.Must(t, r, err)
 }
 
 // probeEnv, set to 1 in the environment of the test binary run by

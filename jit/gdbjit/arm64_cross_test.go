@@ -22,17 +22,9 @@ import (
 // the descriptor's .symtab address.
 func TestSymbolsInSymtabArm64(t *testing.T) {
 	prog := qemutest.BuildArm64(t, t.TempDir(), "./testdata/jitprog", "jitprog.arm64")
-	f, err := elf.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, syms := tooltest.ELFSymbols(t, prog)
 	if f.Machine != elf.EM_AARCH64 {
 		t.Fatalf("machine %v, want EM_AARCH64", f.Machine)
-	}
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
 	}
 	found := map[string]elf.Symbol{}
 	for _, s := range syms {

@@ -5,7 +5,6 @@ package gdbjit
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,15 +76,7 @@ func buildTestdataProg(goCmd, name string) (string, error) {
 // address is its .symtab address (where gdb reads it).
 func TestSymbolsInSymtab(t *testing.T) {
 	prog := buildProg(t)
-	f, err := elf.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, syms := tooltest.ELFSymbols(t, prog)
 	found := map[string]elf.Symbol{}
 	for _, s := range syms {
 		if s.Name == "__jit_debug_descriptor" || s.Name == "__jit_debug_register_code" {
@@ -142,56 +132,21 @@ func TestSymbolsInSymtab(t *testing.T) {
 	}
 }
 
-const marker = "@@gdbjit@@"
-
 // gdbTimeout bounds one gdbRun; the registration benchmarks raise it.
 var gdbTimeout = 60 * time.Second
 
-// gdbRun runs gdb in batch mode with the setup commands, then each of cmds
-// preceded by a marker, and returns what each command printed (standard
+// gdbRun runs gdb in batch mode on target (a program, or -p PID) with
+// each of cmds (a gdbtest.Session without the image hook script, thread
+// events not printed) and returns what each command printed (standard
 // output and error merged) and the whole output. It fails the test when
 // gdb times out or stops before the last command; an error in the last
-// command is the caller's to judge (gdb 13 sometimes reports "Couldn't get
-// registers: No such process." when a multi-threaded program exits during
-// a continue, and batch mode then stops).
+// command is the caller's to judge (gdbtest.Session.LastMayFail).
 func gdbRun(t *testing.T, gdb string, target []string, cmds []string) ([]string, string) {
 	t.Helper()
-	args := []string{"-q", "-nx", "-batch", "-iex", "set auto-load safe-path /",
-		"-ex", "set breakpoint pending on", "-ex", "set confirm off",
-		"-ex", "set print thread-events off", "-ex", "handle SIGURG nostop noprint pass"}
-	for i, c := range cmds {
-		args = append(args, "-ex", fmt.Sprintf(`echo \n%s %d\n`, marker, i), "-ex", c)
-	}
-	args = append(args, "-ex", fmt.Sprintf(`echo \n%s end\n`, marker))
-	args = append(args, target...)
-	ctx, cancel := context.WithTimeout(context.Background(), gdbTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gdb, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
-	text := out.String()
-	if ctx.Err() != nil || !strings.Contains(text, fmt.Sprintf("%s %d\n", marker, len(cmds)-1)) {
-		t.Fatalf("gdb did not finish (%v, %v):\n%s", ctx.Err(), runErr, text)
-	}
-	blocks := make([]string, len(cmds))
-	cur := -1
-	for _, line := range strings.Split(text, "\n") {
-		if rest, ok := strings.CutPrefix(line, marker+" "); ok {
-			cur, _ = strconv.Atoi(rest) // "end" gives 0 but nothing follows
-			if rest == "end" {
-				cur = -1
-			}
-			continue
-		}
-		if cur >= 0 && cur < len(blocks) {
-			blocks[cur] += line + "\n"
-		}
-	}
-	return blocks, text
+	s := &gdbtest.Session{GDB: gdb, Args: append([]string{"-iex", "set print thread-events off"}, target...),
+		Cmds: cmds, NoScript: true, LastMayFail: true, Timeout: gdbTimeout}
+	r := gdbtest.MustRun(t, s)
+	return r.Blocks, r.Output
 }
 
 func mustContain(t *testing.T, what, block, want string) {

@@ -86,17 +86,9 @@ func TestAArch64Disassembly(t *testing.T) {
 	addLo := regexp.MustCompile(`^(x\d+), (x\d+), #0x([0-9a-f]+)$`)
 	for _, name := range aarch64Programs {
 		m, path := linkAArch64(t, name)
-		f, err := elf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, syms := tooltest.ELFSymbols(t, path)
 		if f.Machine != elf.EM_AARCH64 {
 			t.Errorf("%s: e_machine %v", name, f.Machine)
-		}
-		syms, err := f.Symbols()
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
 		}
 		procAt, dataAt := map[string]uint64{}, map[uint64]string{}
 		for _, s := range syms {
