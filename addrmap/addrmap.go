@@ -621,6 +621,27 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 // is fewer: a map of 64 to 127 ranges builds on every second insert, so
 // that lookups stay off the delta.
 func (m *Map[T]) Insert(start, end uintptr, v T) error {
+	return m.insert(start, end, v, nil)
+}
+
+// InsertRef is [Map.Insert] with the entry's Ref supplied by the caller
+// instead of allocated: r must point to a zero Ref that was never passed
+// to InsertRef before (InsertRef panics otherwise), typically a field of
+// the value itself, so that registering the value costs no allocation of
+// its own (the view's rebuild aside, as for Insert). From then on r is
+// the map's: [Map.Acquire] returns it, and the caller must neither write
+// nor copy it, even after the range is removed (a reader may still hold
+// it). When InsertRef returns an error, r is left as it was and may be
+// passed again. Errors and cost as for Insert, less the Ref's allocation.
+func (m *Map[T]) InsertRef(start, end uintptr, v T, r *Ref[T]) error {
+	if r == nil || r.rng != (Range{}) || r.state.Load() != 0 || r.free != nil {
+		panic("addrmap: InsertRef of a Ref that is not a fresh zero Ref")
+	}
+	return m.insert(start, end, v, r)
+}
+
+// insert is Insert, with the Ref r when it is not nil.
+func (m *Map[T]) insert(start, end uintptr, v T, r *Ref[T]) error {
 	if start >= end {
 		return fmt.Errorf("addrmap: insert [%#x, %#x): %w", start, end, ErrEmptyRange)
 	}
@@ -633,7 +654,10 @@ func (m *Map[T]) Insert(start, end uintptr, v T) error {
 				start, end, e.ref.rng.Start, e.ref.rng.End, ErrOverlap)
 		}
 	}
-	r := &Ref[T]{rng: Range{start, end}, v: v}
+	if r == nil {
+		r = new(Ref[T])
+	}
+	r.rng, r.v = Range{start, end}, v
 	e := entry[T]{start, end, v, r}
 	if cur == nil || cur.nd.Load() >= deltaCap(m.live.Load()+1) { // the delta's bound with e in the map
 		m.rebuild(e)
