@@ -417,8 +417,9 @@ func TestConcurrentLoadLookup(t *testing.T) {
 // TestOpenAllocations: a load and its Close allocate the Image and
 // nothing else (no file object, no path copy, no plan, no closure, no
 // registry entry: the image holds its own Ref; no copy of the registry:
-// its rebuild, four allocations once every sixteen inserts, averages
-// under one per load, and testing.AllocsPerRun rounds down).
+// its rebuild, one allocation once every sixteen inserts with the entry
+// image and this one registered, averages under one per load, and
+// testing.AllocsPerRun rounds down).
 func TestOpenAllocations(t *testing.T) {
 	p := writeTemp(t, buildTestImage())
 	first, err := Open(p, nil) // installs the entry image
