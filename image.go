@@ -13,6 +13,7 @@ import (
 
 	"github.com/elfimage/elfimage/formaterr"
 
+	"github.com/elfimage/elfimage/addrmap"
 	"github.com/elfimage/elfimage/arch"
 	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/dwarf/line"
@@ -89,6 +90,11 @@ type Image struct {
 	// (query.go), allocated by the first query (dbg): an image that is
 	// never asked about its debug information does not carry them.
 	debug atomic.Pointer[debugState]
+
+	// ref is the image's registry entry (addrmap.Map.InsertRef), part of
+	// the Image so that a load allocates the Image alone. The registry
+	// owns it once the image is registered.
+	ref addrmap.Ref[*Image]
 }
 
 // dbg returns the image's debug query state, allocating it on first use.

@@ -146,10 +146,9 @@ func Images() []*Image {
 // happens only when .rela.dyn is large; more for tables
 // elsewhere), one mprotect per writable and per executable
 // segment and close, plus time linear in the number of program headers,
-// dynamic entries and relocations; two allocations, the Image and its
-// registry entry (the registry's rebuild of its index, once every 16
-// loads, aside); the read fallback also copies
-// the file.
+// dynamic entries and relocations; one allocation, the Image, which holds
+// its registry entry (the registry's rebuild of its index, once every 16
+// loads, aside); the read fallback also copies the file.
 //
 // Concurrent modification of the file while it is mapped is not guarded
 // against (as with any mmap-based loader; truncation raises SIGBUS).
@@ -403,7 +402,7 @@ func finish(path string, mem []byte, src *source, mapped bool, a *arch.Arch, pag
 	// Tell debuggers before the image is reachable through Lookup, so
 	// that no Close can come between registering and notifying.
 	notifyDebuggerLoaded(im)
-	if err := registry.Insert(uintptr(base), uintptr(base+p.size), im); err != nil {
+	if err := registry.InsertRef(uintptr(base), uintptr(base+p.size), im, &im.ref); err != nil {
 		notifyDebuggerUnloaded(im)
 		return nil, fmt.Errorf("elfimage: %s: register: %w", path, err)
 	}

@@ -167,6 +167,12 @@ type view[T any] struct {
 	delta   [deltaMax]entry[T]
 	dstarts [deltaVersions]uintptr
 	dorder  [deltaVersions]uint8
+	// smallStarts and smallBuckets hold the base's starts and buckets
+	// when it has one or two ranges (at most three buckets), so that
+	// building such a view is one allocation, the view. (Last, so that
+	// the fields lookups read keep their offsets.)
+	smallStarts  [2]uintptr
+	smallBuckets [3]int32
 }
 
 // appendDelta writes e into the delta's next slot with the sorted version
@@ -235,13 +241,19 @@ type snapshot[T any] struct {
 const bucketsPerRange = 4
 
 // build makes p the snapshot of ents (sorted, non-overlapping, all live),
-// using *gaps as scratch.
-func (p *snapshot[T]) build(ents []entry[T], gaps *[]uintptr) {
+// using *gaps as scratch. The starts and buckets go into roomStarts and
+// roomBuckets when they fit, else into new slices.
+func (p *snapshot[T]) build(ents []entry[T], gaps *[]uintptr, roomStarts []uintptr, roomBuckets []int32) {
 	n := len(ents)
 	if n == 0 {
 		return
 	}
-	starts := make([]uintptr, n)
+	var starts []uintptr
+	if n <= len(roomStarts) {
+		starts = roomStarts[:n:n]
+	} else {
+		starts = make([]uintptr, n)
+	}
 	for i := range ents {
 		starts[i] = ents[i].start
 	}
@@ -268,7 +280,11 @@ func (p *snapshot[T]) build(ents []entry[T], gaps *[]uintptr) {
 	p.base = starts[p.lo]
 	span := uint64(starts[p.hi] - p.base)
 	nb := int(span>>p.shift) + 2 // the last start's bucket, and one past it
-	p.buckets = make([]int32, nb)
+	if nb <= len(roomBuckets) {
+		p.buckets = roomBuckets[:nb:nb]
+	} else {
+		p.buckets = make([]int32, nb)
+	}
 	i := p.lo
 	for b := range nb {
 		at := uint64(b) << p.shift // offset from base of the bucket's first address
@@ -601,7 +617,7 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 			v.small[1] = entry[T]{start: ^uintptr(0)} // selected by no pc but ^0, which it does not contain
 		}
 	}
-	v.build(ents, &m.gaps)
+	v.build(ents, &m.gaps, v.smallStarts[:], v.smallBuckets[:])
 	m.cur.Store(v)
 }
 
@@ -615,12 +631,34 @@ func (m *Map[T]) rebuild(extra entry[T]) {
 // insert that finds the delta full, or an empty map, builds a new view
 // instead: the live ranges merged and sorted, the bucket index rebuilt
 // (O(n log n) time; four allocations: the view, n entries, n starts, the
-// buckets; the entries of one or two ranges are kept in the view itself),
+// buckets; the entries, starts and buckets of one or two ranges are kept
+// in the view itself, which is then the only allocation),
 // so that the cost is amortised over the inserts of the delta. The delta
 // is full at 16 ranges, and in a map of n >= 64 ranges at n/64 when that
 // is fewer: a map of 64 to 127 ranges builds on every second insert, so
 // that lookups stay off the delta.
 func (m *Map[T]) Insert(start, end uintptr, v T) error {
+	return m.insert(start, end, v, nil)
+}
+
+// InsertRef is [Map.Insert] with the entry's Ref supplied by the caller
+// instead of allocated: r must point to a zero Ref that was never passed
+// to InsertRef before (InsertRef panics otherwise), typically a field of
+// the value itself, so that registering the value costs no allocation of
+// its own (the view's rebuild aside, as for Insert). From then on r is
+// the map's: [Map.Acquire] returns it, and the caller must neither write
+// nor copy it, even after the range is removed (a reader may still hold
+// it). When InsertRef returns an error, r is left as it was and may be
+// passed again. Errors and cost as for Insert, less the Ref's allocation.
+func (m *Map[T]) InsertRef(start, end uintptr, v T, r *Ref[T]) error {
+	if r == nil || r.rng != (Range{}) || r.state.Load() != 0 || r.free != nil {
+		panic("addrmap: InsertRef of a Ref that is not a fresh zero Ref")
+	}
+	return m.insert(start, end, v, r)
+}
+
+// insert is Insert, with the Ref r when it is not nil.
+func (m *Map[T]) insert(start, end uintptr, v T, r *Ref[T]) error {
 	if start >= end {
 		return fmt.Errorf("addrmap: insert [%#x, %#x): %w", start, end, ErrEmptyRange)
 	}
@@ -633,7 +671,10 @@ func (m *Map[T]) Insert(start, end uintptr, v T) error {
 				start, end, e.ref.rng.Start, e.ref.rng.End, ErrOverlap)
 		}
 	}
-	r := &Ref[T]{rng: Range{start, end}, v: v}
+	if r == nil {
+		r = new(Ref[T])
+	}
+	r.rng, r.v = Range{start, end}, v
 	e := entry[T]{start, end, v, r}
 	if cur == nil || cur.nd.Load() >= deltaCap(m.live.Load()+1) { // the delta's bound with e in the map
 		m.rebuild(e)

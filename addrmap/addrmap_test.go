@@ -560,3 +560,84 @@ func TestSmallView(t *testing.T) {
 	check(0, -1)
 	check(top, -1)
 }
+
+// TestInsertRef: a range registered with a Ref of the caller's is found
+// as one of Insert's, Acquire returns that Ref, the free function runs
+// once through it, an insert that fails leaves the Ref usable, one already
+// used panics, and a value holding its own Ref is registered without an
+// allocation of the insert's own (past the view's rebuild).
+func TestInsertRef(t *testing.T) {
+	type obj struct {
+		name string
+		ref  Ref[*obj]
+	}
+	var m Map[*obj]
+	a := &obj{name: "a"}
+	if err := m.InsertRef(0x1000, 0x2000, a, &a.ref); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.Lookup(0x1800); err != nil || v != a {
+		t.Fatalf("Lookup(0x1800) = %v, %v; want a", v, err)
+	}
+	r, err := m.Acquire(0x1fff)
+	if err != nil || r != &a.ref || r.Value() != a || r.Range() != (Range{0x1000, 0x2000}) {
+		t.Fatalf("Acquire(0x1fff) = %p (%v), %v; want a's own Ref %p for [0x1000, 0x2000)", r, r.Range(), err, &a.ref)
+	}
+
+	// A failed insert (overlap, empty range) leaves the Ref fresh.
+	b := &obj{name: "b"}
+	if err := m.InsertRef(0x1800, 0x2800, b, &b.ref); !errors.Is(err, ErrOverlap) {
+		t.Fatalf("InsertRef over a: err = %v, want ErrOverlap", err)
+	}
+	if err := m.InsertRef(0x3000, 0x3000, b, &b.ref); !errors.Is(err, ErrEmptyRange) {
+		t.Fatalf("InsertRef of an empty range: err = %v, want ErrEmptyRange", err)
+	}
+	if err := m.InsertRef(0x2000, 0x2800, b, &b.ref); err != nil {
+		t.Fatalf("InsertRef after the failures: %v", err)
+	}
+
+	// Removal with a reader holding a's Ref: free runs at its Release.
+	freed := 0
+	if removed, done := m.RemoveFunc(0x1000, func(o *obj) { freed++ }); !removed || done {
+		t.Fatalf("RemoveFunc(a) = %v, %v; want removed, not yet freed", removed, done)
+	}
+	if _, err := m.Lookup(0x1800); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Lookup after removal: %v, want ErrNotFound", err)
+	}
+	r.Release()
+	if freed != 1 {
+		t.Fatalf("free ran %d times at the last Release, want 1", freed)
+	}
+
+	// A Ref registered once may not be registered again, even removed.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("InsertRef of a used Ref did not panic")
+			}
+		}()
+		m.InsertRef(0x5000, 0x6000, a, &a.ref)
+	}()
+	if m.Len() != 1 {
+		t.Fatalf("Len = %d, want 1 (b)", m.Len())
+	}
+
+	// No allocation per insert + remove but the rebuild's, amortised
+	// (once per deltaMax inserts; AllocsPerRun rounds down).
+	objs := make([]*obj, 200*deltaMax)
+	for i := range objs {
+		objs[i] = &obj{}
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(100*deltaMax, func() {
+		o := objs[i]
+		i++
+		if err := m.InsertRef(0x10000, 0x20000, o, &o.ref); err != nil {
+			t.Fatal(err)
+		}
+		m.RemoveFunc(0x10000, nil)
+	})
+	if allocs != 0 {
+		t.Errorf("InsertRef + RemoveFunc allocate %.2f times per call, want 0 (amortised)", allocs)
+	}
+}

@@ -34,8 +34,11 @@
 // a full delta or into an empty map, and a removal that leaves more
 // tombstones than 16 plus the live ranges, instead build a new view of the
 // live ranges (merged, sorted, the index rebuilt: O(n log n) time, four
-// allocations of O(n) bytes) and publish it with one pointer store. So an insert costs O(log n)
-// time (the overlap check) and one allocation (its Ref) plus, amortised over
+// allocations of O(n) bytes, one for one or two ranges) and publish it
+// with one pointer store. So an insert costs O(log n)
+// time (the overlap check) and one allocation (its Ref; none with
+// [Map.InsertRef], whose caller supplies the Ref, typically inside the
+// value) plus, amortised over
 // the inserts of a delta (16, or n/64 for n ranges when fewer), one build; a removal costs O(log n) and nothing
 // allocated, amortised likewise. Readers that loaded an older view finish
 // their search on it; the garbage collector frees it when none does. A

@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// FuzzOps runs a byte-coded sequence of Insert, Remove, RemoveFunc,
-// Acquire, Release and Lookup against a linear model, checking every
-// result, that free runs exactly once and only after the last Release.
+// FuzzOps runs a byte-coded sequence of Insert (or InsertRef), Remove,
+// RemoveFunc, Acquire, Release and Lookup against a linear model, checking
+// every result, that free runs exactly once and only after the last
+// Release.
 func FuzzOps(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{0, 10, 5, 3, 10, 4, 2, 10, 0, 4, 10, 1, 3, 0, 0, 0})
@@ -36,7 +37,20 @@ func FuzzOps(f *testing.F) {
 						overlap = true
 					}
 				}
-				err := m.Insert(a, a+b, k)
+				var err error
+				if ops[k] >= 128 { // with a Ref of the caller's
+					r := new(Ref[int])
+					err = m.InsertRef(a, a+b, k, r)
+					if err == nil {
+						if got, aerr := m.Acquire(a); aerr != nil || got != r {
+							t.Fatalf("Acquire(%d) after InsertRef = %p, %v; want the Ref given, %p", a, got, aerr, r)
+						} else {
+							got.Release()
+						}
+					}
+				} else {
+					err = m.Insert(a, a+b, k)
+				}
 				if (err != nil) != overlap {
 					t.Fatalf("Insert(%d, %d) = %v, model overlap %v", a, a+b, err, overlap)
 				}
