@@ -4,12 +4,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"testing"
 
-	"github.com/elfimage/elfimage/internal/qemutest"
-	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/symbolize"
 )
 
@@ -69,56 +66,5 @@ func TestSlabAnswers(t *testing.T) {
 		if _, err := opened.Symbolize(addrs[0], nil); !errors.Is(err, symbolize.ErrClosed) {
 			t.Fatalf("Symbolize after Close: %v", err)
 		}
-	}
-}
-
-// TestSlabTruncated: after the file is truncated under its mapping, a
-// unit whose index faults keeps failing with ErrFault without taking
-// more of the slab on every call (a slab is freed only by Close, so an
-// index rebuilt and faulting again per query would grow it without
-// bound).
-func TestSlabTruncated(t *testing.T) {
-	if why := qemutest.Emulated(); why != "" {
-		t.Skipf("%s, and qemu-user delivers SIGBUS without the faulting address", why)
-	}
-	if !symbolize.SlabSupported {
-		t.Skip("no slab on this system")
-	}
-	defer symbolize.SetSlabMinFile(0)()
-	gcc := tooltest.Require(t, "gcc")
-	src := buildC(t, gcc, "-O2", "-g", "-gdwarf-5")
-	addrs := codeAddrs(t, src, 200, 13)
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "prog")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := symbolize.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	// The first address of each unit is answered by a scan; the next
-	// ones build the unit's index.
-	if _, err := s.Symbolize(addrs[0], nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Symbolize(addrs[0], nil); !errors.Is(err, symbolize.ErrFault) {
-		t.Fatalf("Symbolize after truncation: %v, want ErrFault", err)
-	}
-	used := symbolize.SlabBytes(s)
-	for i := range 20 {
-		if _, err := s.Symbolize(addrs[0], nil); !errors.Is(err, symbolize.ErrFault) {
-			t.Fatalf("Symbolize #%d after truncation: %v, want ErrFault", i, err)
-		}
-	}
-	if got := symbolize.SlabBytes(s); got != used {
-		t.Errorf("20 more faulting queries took the slab from %d to %d bytes, want no growth", used, got)
 	}
 }
