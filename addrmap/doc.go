@@ -79,7 +79,9 @@
 // so free runs exactly once, and the count can never rise from zero after
 // removal. There is no ABA problem: entries are garbage-collected Go objects
 // that are never reused (inserting the same range again creates a new
-// entry), so a stale pointer held by a reader still points at its own entry.
+// entry; [Map.InsertRef] takes the caller's Ref only when it was never
+// inserted before, and panics otherwise), so a stale pointer held by a
+// reader still points at its own entry.
 //
 // Compared with the alternatives: epoch-based reclamation would make
 // Acquire cheaper on a contended entry but needs a per-reader (per-thread)

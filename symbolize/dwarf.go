@@ -611,7 +611,19 @@ func (d *dwarfData) index(i int) *unitIndex {
 	if x := u.idx.Load(); x != nil {
 		return x
 	}
+	// A fault on the mapped file panics out of build: the unit's index
+	// is then that fault from now on (as lineTable's), rather than built
+	// again by every query, each taking more of the slab, which only
+	// Close frees.
+	built := false
+	defer func() {
+		if !built {
+			u.idx.Store(&unitIndex{err: fmt.Errorf("%w: indexing the unit at .debug_info+%#x", ErrFault, u.hdr.Offset)})
+			d.indexed.Add(1)
+		}
+	}()
 	x := d.build(u)
+	built = true
 	u.idx.Store(x)
 	d.indexed.Add(1)
 	return x

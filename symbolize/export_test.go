@@ -39,3 +39,18 @@ func SetSlabMinFile(n int) func() {
 	slabMinFile = n
 	return func() { slabMinFile = old }
 }
+
+// SlabBytes returns the bytes s's slab has handed out (its chunks' sizes
+// less the unused rest of the newest), 0 when s has none.
+func SlabBytes(s *Symbolizer) int {
+	if s.slab == nil {
+		return 0
+	}
+	s.slab.mu.Lock()
+	defer s.slab.mu.Unlock()
+	n := 0
+	for _, c := range s.slab.chunks {
+		n += len(c)
+	}
+	return n - len(s.slab.free)
+}

@@ -3,10 +3,10 @@ package symbolize_test
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"reflect"
 	"testing"
 
+	"github.com/elfimage/elfimage/internal/tooltest"
 	"github.com/elfimage/elfimage/symbolize"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestSlabAnswers(t *testing.T) {
 	defer symbolize.SetSlabMinFile(0)()
 	files := []string{buildGo(t)}
-	if gcc, err := exec.LookPath("gcc"); err == nil {
+	if gcc := tooltest.Optional(t, "gcc"); gcc != "" {
 		files = append(files, buildC(t, gcc, "-O2", "-g"))
 	}
 	for _, path := range files {

@@ -185,7 +185,12 @@ type Symbolizer struct {
 }
 
 // Open maps the ELF file at path and returns its Symbolizer. It reads
-// only the ELF header and the section table. Close unmaps it. Errors wrap
+// only the ELF header and the section table. Close unmaps it and, for a
+// file of 1 MiB or more, the anonymous mappings that then hold the
+// indexes' large arrays (on Linux; advised for transparent huge pages,
+// they grow in chunks of 2 MiB doubling to 64 MiB, and the garbage
+// collector never frees them: a Symbolizer of Open that is dropped
+// without Close keeps its file and its indexes mapped). Errors wrap
 // ErrNotELF or a *formaterr.Error for a malformed section table, prefixed
 // with path, or are the *os.PathError of opening the file.
 func Open(path string) (*Symbolizer, error) {
