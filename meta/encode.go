@@ -24,6 +24,13 @@ const (
 // area's start.
 const FlagInlineStrings = 1
 
+// FlagPositions is the flag (header byte 7) saying that every info entry
+// with line fields also carries a position block: the procedure's source
+// positions (file, and per row code offset, line and column), which
+// [Table.Position] answers from without reading .debug_line. Readers
+// before this flag refuse a table that sets it ("unknown flags").
+const FlagPositions = 2
+
 // Version is the format version the writer emits and the reader accepts.
 const Version = 1
 
@@ -74,6 +81,25 @@ type Proc struct {
 	// are meaningful only when HasLineSeq is set.
 	LineUnit, LineSeq uint64
 	HasLineSeq        bool
+	// File and Rows are the procedure's position block (see
+	// [FlagPositions]): the source file of every row, as [Table.Position]
+	// returns it, and the rows sorted by Offset (equal offsets allowed:
+	// the last row at an offset holds for it), each Offset below Size.
+	// Rows need HasLineSeq; a procedure without rows gets no block and
+	// its positions come from its line sequence. The writer drops a row
+	// followed by one at the same offset ([Table.Describe] returns the
+	// rows stored).
+	File string
+	Rows []Row
+}
+
+// Row is one row of a procedure's position block: from code offset Offset
+// (from the procedure's start) on, until the next row's offset or the
+// procedure's end, the code is at Line and Column (0: unknown) of the
+// procedure's File.
+type Row struct {
+	Offset       uint64
+	Line, Column uint32
 }
 
 // Prop is one property: a name and a value as the source wrote them.
@@ -119,6 +145,9 @@ func EncodeWith(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 // encode writes their references (encode relies on it).
 func forStrings(p *Proc, f func(string)) {
 	f(p.Name)
+	if p.HasLineSeq && len(p.Rows) > 0 {
+		f(p.File)
+	}
 	for j, a := range p.Args {
 		f(a)
 		if j >= p.Required {
@@ -152,6 +181,13 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	for i := range procs {
 		est += 8 + 2*len(procs[i].Args) + 2*len(procs[i].Props)
 		strBytes += len(procs[i].Name) + len(procs[i].Doc) + 2
+	}
+	positions := false
+	for i := range procs {
+		if len(procs[i].Rows) > 0 {
+			positions = true
+			est += 3*len(procs[i].Rows) + 4
+		}
 	}
 	var inline map[string]uint64
 	if strs == nil {
@@ -204,6 +240,9 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 		if p.HasLineSeq && p.LineSeq < p.LineUnit {
 			return nil, invalid(i, p, "line sequence offset %#x before its unit's %#x", p.LineSeq, p.LineUnit)
 		}
+		if err := checkRows(i, p); err != nil {
+			return nil, err
+		}
 		if err := checkStrings(i, p); err != nil {
 			return nil, err
 		}
@@ -240,6 +279,22 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 		if p.HasLineSeq {
 			info = dwarf.AppendUleb128(info, p.LineUnit)
 			info = dwarf.AppendUleb128(info, p.LineSeq-p.LineUnit)
+			if positions {
+				// posLen, then the block: file, rows.
+				if len(p.Rows) == 0 {
+					info = append(info, 0)
+				} else {
+					at := len(info)
+					str(p.File)
+					info = appendRows(info, p.Rows)
+					n := len(info) - at
+					var lb [10]byte
+					l := dwarf.AppendUleb128(lb[:0], uint64(n))
+					info = append(info, l...)
+					copy(info[at+len(l):], info[at:at+n])
+					copy(info[at:], l)
+				}
+			}
 		}
 		if p.Optional > 0 {
 			info = dwarf.AppendUleb128(info, uint64(p.Optional))
@@ -283,6 +338,9 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	if inline != nil {
 		out[7] = FlagInlineStrings
 	}
+	if positions {
+		out[7] |= FlagPositions
+	}
 	le := binary.LittleEndian
 	le.PutUint32(out[8:], uint32(len(procs)))
 	le.PutUint32(out[12:], uint32(len(info)))
@@ -302,6 +360,9 @@ func checkStrings(i int, p *Proc) error {
 		return nil
 	}
 	if err := bad("name", p.Name); err != nil {
+		return err
+	}
+	if err := bad("file", p.File); err != nil {
 		return err
 	}
 	if err := bad("docstring", p.Doc); err != nil {
@@ -326,6 +387,44 @@ func checkStrings(i int, p *Proc) error {
 		}
 	}
 	return nil
+}
+
+// checkRows checks p's position rows (see [Proc.Rows]).
+func checkRows(i int, p *Proc) error {
+	if len(p.Rows) == 0 {
+		return nil
+	}
+	if !p.HasLineSeq {
+		return invalid(i, p, "%d position rows without a line sequence", len(p.Rows))
+	}
+	for j, r := range p.Rows {
+		if r.Offset >= p.Size {
+			return invalid(i, p, "position row %d at offset %#x is past the end of the code (%#x bytes)", j, r.Offset, p.Size)
+		}
+		if j > 0 && r.Offset < p.Rows[j-1].Offset {
+			return invalid(i, p, "position row %d at offset %#x goes backwards", j, r.Offset)
+		}
+	}
+	return nil
+}
+
+// appendRows appends the rows of a position block: per row its offset
+// from the previous row's (ULEB), its line's difference from the previous
+// row's (SLEB; the first from 0) and its column (ULEB). A row followed by
+// one at the same offset never holds and is dropped.
+func appendRows(b []byte, rows []Row) []byte {
+	var off uint64
+	var line int64
+	for j, r := range rows {
+		if j+1 < len(rows) && rows[j+1].Offset == r.Offset {
+			continue
+		}
+		b = dwarf.AppendUleb128(b, r.Offset-off)
+		b = dwarf.AppendSleb128(b, int64(r.Line)-line)
+		b = dwarf.AppendUleb128(b, uint64(r.Column))
+		off, line = r.Offset, int64(r.Line)
+	}
+	return b
 }
 
 // width returns the number of bytes (1 to 4) that hold v ≤ 0xffffffff.
