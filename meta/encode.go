@@ -143,27 +143,27 @@ func EncodeWith(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 
 // forStrings calls f for every string of p, in the order in which
 // encode writes their references (encode relies on it).
-func forStrings(p *Proc, f func(string)) {
-	f(p.Name)
+func forStrings(p *Proc, f func(s string, file bool)) {
+	f(p.Name, false)
 	if p.HasLineSeq && len(p.Rows) > 0 {
-		f(p.File)
+		f(p.File, true)
 	}
 	for j, a := range p.Args {
-		f(a)
+		f(a, false)
 		if j >= p.Required {
 			d := ""
 			if len(p.Defaults) > 0 {
 				d = p.Defaults[j-p.Required]
 			}
-			f(d)
+			f(d, false)
 		}
 	}
 	if p.Doc != "" {
-		f(p.Doc)
+		f(p.Doc, false)
 	}
 	for _, pr := range p.Props {
-		f(pr.Name)
-		f(pr.Value)
+		f(pr.Name, false)
+		f(pr.Value, false)
 	}
 }
 
@@ -189,8 +189,9 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 			est += 3*len(procs[i].Rows) + 4
 		}
 	}
-	var inline map[string]uint64
+	var inline, files map[string]uint64
 	if strs == nil {
+		files = map[string]uint64{}
 		inline = make(map[string]uint64, len(procs)+16)
 		est += strBytes
 	}
@@ -248,7 +249,23 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 		}
 		if inline != nil {
 			offs, next = offs[:0], 0
-			forStrings(p, func(s string) {
+			forStrings(p, func(s string, file bool) {
+				if file {
+					// A position block's file is stored again once
+					// its last copy is fileReach bytes back, so that
+					// the query reads it from the page of the entry
+					// (or the one before), not from where the
+					// file's first procedure is.
+					off, ok := files[s]
+					if !ok || uint64(len(info))-off > fileReach {
+						off = uint64(len(info))
+						files[s] = off
+						info = append(info, s...)
+						info = append(info, 0)
+					}
+					offs = append(offs, off)
+					return
+				}
 				off, ok := inline[s]
 				if !ok {
 					off = uint64(len(info))
@@ -390,6 +407,10 @@ func checkStrings(i int, p *Proc) error {
 }
 
 // checkRows checks p's position rows (see [Proc.Rows]).
+// fileReach is how far back (in bytes of the info area) a position
+// block's file may be stored with inline strings: a page.
+const fileReach = 4096
+
 func checkRows(i int, p *Proc) error {
 	if len(p.Rows) == 0 {
 		return nil
