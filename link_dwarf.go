@@ -492,7 +492,12 @@ func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 		for _, p := range m.Procs {
 			n += len(p.Lines)
 		}
-		rows = make([]meta.Row, 0, n)
+		if pr, ok := posRowsScratch.get(); ok && cap(pr) >= n {
+			rows = pr[:0]
+		} else {
+			rows = make([]meta.Row, 0, n)
+		}
+		defer func() { posRowsScratch.put(rows[:0]) }()
 	}
 	for i, p := range m.Procs {
 		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: strs.strList(len(p.Params))}
@@ -566,8 +571,9 @@ type infoBatch struct {
 	slab  *dieSlab
 }
 
-// batchScratch, rowsScratch and procsScratch keep the batches' slabs,
-// the line rows' array and the procedure records of a link for the next
+// batchScratch, rowsScratch, procsScratch and posRowsScratch keep the
+// batches' slabs, the line rows' array, the procedure records and the
+// position index's rows of a link for the next
 // one, so that a process linking repeatedly (a JIT, a build) does not
 // allocate, zero and collect them every time. A kept slab still points
 // at the last module's strings until it is reused or dropped (within two
@@ -576,6 +582,8 @@ var (
 	batchScratch scratch[*infoBatch]
 	rowsScratch  scratch[[]line.Row]
 	procsScratch scratch[[]meta.Proc] // zeroed
+	// posRowsScratch keeps the position index's rows (numbers only).
+	posRowsScratch scratch[[]meta.Row]
 )
 
 // infoBatchSize is the number of procedures of a batch.
