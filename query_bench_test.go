@@ -323,7 +323,7 @@ func firstTouchPosition(b *testing.B, path string) {
 // Table.Position reads of e's position block for addr: the end of the
 // first row past addr, or of the block.
 func scanEnd(b *testing.B, sec []byte, t *meta.Table, e meta.Entry, addr uint64) int {
-	d, err := t.Describe(e)
+	_, rows, err := t.Positions(e)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func scanEnd(b *testing.B, sec []byte, t *meta.Table, e meta.Entry, addr uint64)
 	at += edwarf.Uleb128Size(fileOff)
 	var off uint64
 	var line int64
-	for _, r := range d.Rows {
+	for _, r := range rows {
 		at += edwarf.Uleb128Size(r.Offset-off) + edwarf.Sleb128Size(int64(r.Line)-line) + edwarf.Uleb128Size(uint64(r.Column))
 		if r.Offset > addr-e.Start {
 			return at

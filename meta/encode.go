@@ -53,7 +53,9 @@ const (
 var ErrInvalid = errors.New("meta: invalid procedure table")
 
 // Proc is what the table records about one procedure. The writer reads
-// every field; [Table.Describe] fills every field.
+// every field; [Table.Describe] fills every field but File and Rows,
+// which [Table.Positions] reads (a procedure query does not pay for
+// them).
 type Proc struct {
 	// Name is the procedure's name.
 	Name string
@@ -87,7 +89,7 @@ type Proc struct {
 	// the last row at an offset holds for it), each Offset below Size.
 	// Rows need HasLineSeq; a procedure without rows gets no block and
 	// its positions come from its line sequence. The writer drops a row
-	// followed by one at the same offset ([Table.Describe] returns the
+	// followed by one at the same offset ([Table.Positions] returns the
 	// rows stored).
 	File string
 	Rows []Row

@@ -54,6 +54,12 @@ func FuzzTable(f *testing.F) {
 				t.Fatalf("Lookup(%#x) = [%#x, +%#x)", a, e.Start, e.Size)
 			}
 			if e.HasPositions {
+				if _, _, err := tab.Positions(e); err != nil {
+					var fe *dwarf.FormatError
+					if !errors.As(err, &fe) {
+						t.Fatalf("Positions error %T %v", err, err)
+					}
+				}
 				for _, pa := range []uint64{a, e.Start, e.Start + e.Size - 1} {
 					if _, err := tab.Position(e, pa); err != nil {
 						var fe *dwarf.FormatError

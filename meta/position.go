@@ -154,7 +154,16 @@ func (t *Table) Position(e Entry, addr uint64) (Pos, error) {
 	return Pos{File: file, FileOff: fileOff, Line: uint32(line), Column: col}, nil
 }
 
-// positionRows decodes e's whole position block, for Describe.
+// Positions decodes the whole position block of the procedure e (an
+// Entry from [Table.Lookup] or [Table.At] on this table): its file and
+// its rows as stored, for tools and tests ([Table.Position] answers one
+// address without this). Errors are those of Position. Cost: linear in
+// the block; allocates the file string and the rows.
+func (t *Table) Positions(e Entry) (file string, rows []Row, err error) {
+	return t.positionRows(e)
+}
+
+// positionRows decodes e's whole position block.
 func (t *Table) positionRows(e Entry) (string, []Row, error) {
 	c, _, file := t.block(e)
 	if c.err != nil {

@@ -43,8 +43,8 @@ func lineAnswer(t testing.TB, r *line.Reader, seq, addr uint64) (file string, ln
 
 // TestPositions: in both string forms, Position gives at every address of
 // every procedure (and one before and past it) what the procedure's line
-// sequence gives, Lookup's entries carry the block, and Describe returns
-// the file and rows.
+// sequence gives, Lookup's entries carry the block, Positions returns
+// the file and rows, and Describe neither.
 func TestPositions(t *testing.T) {
 	ps := genProcs(30)
 	lsec, prog := genLines(t, ps)
@@ -94,9 +94,12 @@ func TestPositions(t *testing.T) {
 				}
 			}
 			e, _ := tab.At(i)
-			d, err := tab.Describe(e)
-			if err != nil || d.File != p.File || !reflect.DeepEqual(d.Rows, p.Rows) {
-				t.Fatalf("%s: Describe(%d): %q %v, %v", c.name, i, d.File, d.Rows, err)
+			file, rows, err := tab.Positions(e)
+			if err != nil || file != p.File || !reflect.DeepEqual(rows, p.Rows) {
+				t.Fatalf("%s: Positions(%d): %q %v, %v", c.name, i, file, rows, err)
+			}
+			if d, err := tab.Describe(e); err != nil || d.File != "" || d.Rows != nil || d.Name != p.Name {
+				t.Fatalf("%s: Describe(%d): %+v, %v", c.name, i, d, err)
 			}
 			if _, err := tab.Position(e, p.Start+p.Size); err != ErrNotFound {
 				t.Fatalf("%s: Position past the end: %v", c.name, err)
@@ -199,7 +202,7 @@ func TestPositionsHostile(t *testing.T) {
 		}
 		_, err = tab.Position(e, addr)
 		if err == nil {
-			_, err = tab.Describe(e)
+			_, _, err = tab.Positions(e)
 		}
 		return err
 	}

@@ -303,12 +303,7 @@ func (t *Table) Describe(e Entry) (Proc, error) {
 	}
 	p := Proc{Name: string(h.NameBytes), Start: h.Start, Size: h.Size,
 		LineUnit: h.LineUnit, LineSeq: h.LineSeq, HasLineSeq: h.HasLineSeq}
-	if h.HasPositions {
-		var err error
-		if p.File, p.Rows, err = t.positionRows(h); err != nil {
-			return Proc{}, err
-		}
-	}
+
 	req := c.count(shape>>shapeBits, shapeAt, 1, "shape")
 	opt := 0
 	if shape&shapeOpt != 0 {

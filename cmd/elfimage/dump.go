@@ -510,19 +510,19 @@ func positionIndex(img *elfimage.Image) (tableIndex, error) {
 			}
 			continue
 		}
-		p, err := t.Describe(e)
+		file, rows, err := t.Positions(e)
 		if err != nil {
 			return idx, err
 		}
 		off, end := e.PositionBlock()
-		idx.rows += len(p.Rows)
+		idx.rows += len(rows)
 		idx.bytes += end - off
-		if !seen[p.File] {
-			seen[p.File] = true
-			idx.files = append(idx.files, p.File)
+		if !seen[file] {
+			seen[file] = true
+			idx.files = append(idx.files, file)
 		}
-		pp := procPositions{file: p.File, rows: len(p.Rows), minLine: ^uint32(0)}
-		for _, r := range p.Rows {
+		pp := procPositions{file: file, rows: len(rows), minLine: ^uint32(0)}
+		for _, r := range rows {
 			pp.minLine, pp.maxLine = min(pp.minLine, r.Line), max(pp.maxLine, r.Line)
 		}
 		idx.procs[e.Start] = pp
