@@ -71,9 +71,8 @@
 //	lineUnit   ULEB    if LINE: .debug_line offset of the line program unit
 //	lineSeq    ULEB    if LINE: sequence offset minus lineUnit
 //	posLen     ULEB    if LINE and FlagPositions: bytes of the position
-//	                   block that follows (0: none, the line sequence
-//	                   gives the positions)
-//	block      posLen bytes: the position block, below
+//	                   block, which ends where the entry starts (0: none,
+//	                   the line sequence gives the positions)
 //	optional   ULEB    if OPT: optional parameter count (OPT clear: 0)
 //	required × String  names of the required parameters
 //	optional × (String name, String default)  default is the source text of
@@ -81,7 +80,9 @@
 //	doc        String  if DOC
 //	nprops     ULEB    if PROPS, then nprops × (String name, String value)
 //
-// Position block (the procedure's rows, sorted by offset; a row holds from
+// Position block (just before its entry, so that a procedure query, which
+// reads the entry and its strings, never reads it; the procedure's rows,
+// sorted by offset; a row holds from
 // its offset up to the next row's, or the procedure's end; an address
 // before the first row has no position):
 //
@@ -98,7 +99,7 @@
 //
 // With FlagInlineStrings the info area also holds the strings: before
 // each procedure's info entry, the strings of that procedure not stored
-// earlier (NUL-terminated, in the order name, file, parameter names and
+// earlier (NUL-terminated, in the order file, name, parameter names and
 // defaults, doc, property names and values). A position block's file is
 // stored again when its last copy is more than 4 KiB before, so that a
 // query finds it on the entry's page or the one before (one copy per 4

@@ -146,10 +146,10 @@ func EncodeWith(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 // forStrings calls f for every string of p, in the order in which
 // encode writes their references (encode relies on it).
 func forStrings(p *Proc, f func(s string, file bool)) {
-	f(p.Name, false)
 	if p.HasLineSeq && len(p.Rows) > 0 {
 		f(p.File, true)
 	}
+	f(p.Name, false)
 	for j, a := range p.Args {
 		f(a, false)
 		if j >= p.Required {
@@ -278,6 +278,15 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 				offs = append(offs, off)
 			})
 		}
+		// The position block, just before the entry: its head's posLen
+		// finds it, and a procedure query (Describe) never reads it.
+		var blockLen uint64
+		if p.HasLineSeq && len(p.Rows) > 0 {
+			at := len(info)
+			str(p.File)
+			info = appendRows(info, p.Rows)
+			blockLen = uint64(len(info) - at)
+		}
 		infoOffs[i] = uint64(len(info))
 		info = dwarf.AppendUleb128(info, p.Size)
 		str(p.Name)
@@ -299,20 +308,7 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 			info = dwarf.AppendUleb128(info, p.LineUnit)
 			info = dwarf.AppendUleb128(info, p.LineSeq-p.LineUnit)
 			if positions {
-				// posLen, then the block: file, rows.
-				if len(p.Rows) == 0 {
-					info = append(info, 0)
-				} else {
-					at := len(info)
-					str(p.File)
-					info = appendRows(info, p.Rows)
-					n := len(info) - at
-					var lb [10]byte
-					l := dwarf.AppendUleb128(lb[:0], uint64(n))
-					info = append(info, l...)
-					copy(info[at+len(l):], info[at:at+n])
-					copy(info[at:], l)
-				}
+				info = dwarf.AppendUleb128(info, blockLen) // the block just before the entry
 			}
 		}
 		if p.Optional > 0 {

@@ -185,7 +185,17 @@ func TestPositionsHostile(t *testing.T) {
 	if got := sec[off:end]; string(got) != string(want) {
 		t.Fatalf("block % x, want % x", got, want)
 	}
-	posLenAt := uint64(off - 1)
+	// posLen, in the entry's head (which starts where the block ends):
+	// after size, name, shape, lineUnit and lineSeq.
+	at := end
+	for range 5 {
+		_, n := dwarf.Uleb128(sec[at:])
+		at += n
+	}
+	posLenAt := uint64(at)
+	if v, _ := dwarf.Uleb128(sec[at:]); v != uint64(end-off) {
+		t.Fatalf("posLen at %#x is %d, want %d", at, v, end-off)
+	}
 	mod := func(f func(b []byte)) *Table {
 		b := append([]byte(nil), sec...)
 		f(b)
@@ -207,22 +217,23 @@ func TestPositionsHostile(t *testing.T) {
 		return err
 	}
 	a := ps[0].Start + 0x250
-	// posLen past the end of the section.
-	wantFormatError(t, "posLen", query(mod(func(b []byte) { b[posLenAt] = 0x7f }), a), posLenAt, "posLen")
-	// The file string's offset outside the string section (cut there).
-	short, err := NewTable(sec, strs[:sec[off]])
-	if err != nil {
-		t.Fatal(err)
+	// posLen longer than the info area before the entry.
+	infoStart := HeaderSize + int(sec[5]) + int(sec[6]) // one record
+	wantFormatError(t, "posLen", query(mod(func(b []byte) { b[posLenAt] = byte(end - infoStart + 1) }), a), posLenAt, "posLen")
+	// The file string's offset outside the string section.
+	if len(strs) >= 0x80 {
+		t.Fatalf("string section of %d bytes: the test needs a one-byte offset past it", len(strs))
 	}
-	wantFormatError(t, "file offset", query(short, a), uint64(off), "position file")
+	wantFormatError(t, "file offset", query(mod(func(b []byte) { b[off] = byte(len(strs)) }), a), uint64(off), "position file")
 	// A row offset past the procedure's end, and one that overflows.
 	wantFormatError(t, "row offset", query(mod(func(b []byte) { b[off+4], b[off+5] = 0x80, 0x7f }), a), uint64(off+4), "position row offset")
 	// A line going below 0.
 	wantFormatError(t, "row line", query(mod(func(b []byte) { b[off+6] = 0x70 }), a), uint64(off+6), "position row line")
 	// A LEB128 number cut by the block's end (its last row's column).
 	wantFormatError(t, "truncated", query(mod(func(b []byte) { b[end-1] = 0x80 }), a), uint64(end-1), "position row column")
-	// A row cut after its offset: the line runs past the block.
-	wantFormatError(t, "cut row", query(mod(func(b []byte) { b[posLenAt] = byte(end - off - 2) }), a), ^uint64(0), "position row line")
+	// A block that starts one byte late, inside its first row: read as
+	// rows shifted by a byte, whose last is cut by the block's end.
+	wantFormatError(t, "shifted", query(mod(func(b []byte) { b[posLenAt] = byte(end - off - 1) }), a), ^uint64(0), "position row column")
 	// Every truncation of the section's info area: refused or answered,
 	// never a panic.
 	for n := len(sec) - 1; n > HeaderSize; n-- {

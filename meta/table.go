@@ -252,6 +252,7 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 		return c, 0, 0
 	}
 	c.off = t.infoOff + int(infoRel)
+	entryOff := c.off
 	e.Index = i
 	e.Start = t.startAt(i)
 	sizeAt := c.off
@@ -274,13 +275,12 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 		if t.positions {
 			at := c.off
 			n := c.uleb("posLen")
-			if c.err == nil && n > uint64(len(t.sec)-c.off) {
-				c.err = fail(uint64(at), "posLen", fmt.Sprintf("position block of %d bytes runs past the end of the section (%d bytes left)", n, len(t.sec)-c.off))
+			if before := uint64(entryOff - t.infoOff); c.err == nil && n > before {
+				c.err = fail(uint64(at), "posLen", fmt.Sprintf("position block of %d bytes does not fit in the %d bytes of info area before the entry", n, before))
 			}
 			if c.err == nil && n > 0 {
 				e.HasPositions = true
-				e.posOff, e.posEnd = c.off, c.off+int(n)
-				c.off = e.posEnd
+				e.posOff, e.posEnd = entryOff-int(n), entryOff
 			}
 		}
 	}
