@@ -18,6 +18,7 @@ import (
 	"github.com/elfimage/elfimage/debugfile"
 	"github.com/elfimage/elfimage/dwarf/line"
 	"github.com/elfimage/elfimage/elfobj"
+	"github.com/elfimage/elfimage/meta"
 )
 
 // FormatError is the error every elfimage decoder returns for malformed
@@ -118,6 +119,14 @@ type positionState struct {
 	path0 [filePathRoom]byte // the first file path's bytes (debugState.pathMem)
 }
 
+// indexPositionState is positionState for an image whose procedure
+// table has a position index (meta.FlagPositions): PositionAt reads no
+// line program there, so no reader is allocated (or zeroed) with it.
+type indexPositionState struct {
+	debugState
+	path0 [filePathRoom]byte
+}
+
 // filePathRoom is the longest first file path that positionState holds
 // in place; a longer one is allocated.
 const filePathRoom = 128
@@ -127,6 +136,14 @@ const filePathRoom = 128
 func (im *Image) dbgPosition() *debugState {
 	if d := im.debug.Load(); d != nil {
 		return d
+	}
+	// The table header's flags (the first query reads the header anyway)
+	// say whether the query will read the line program.
+	if sec := im.tail.get(PTProcTable); len(sec) >= meta.HeaderSize && sec[7]&meta.FlagPositions != 0 {
+		ps := new(indexPositionState)
+		ps.pathMem = ps.path0[:0]
+		im.debug.CompareAndSwap(nil, &ps.debugState)
+		return im.debug.Load()
 	}
 	ps := new(positionState)
 	ps.seq0Mem = &ps.line0

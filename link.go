@@ -476,8 +476,13 @@ func orDefault(a, d int) uint64 {
 // headers it already read at load, without reading the section headers:
 // PTProcTable at the procedure table (.elfimage.procs, package meta),
 // PTLineProgram at .debug_line and PTLineStrings at .debug_line_str. Their
-// p_offset and p_filesz give the section; p_vaddr and p_memsz are 0, as
-// the tail is not loaded.
+// p_offset and p_filesz give the section; p_memsz is 0, as the tail is
+// not loaded, and p_vaddr and p_paddr equal p_offset, past every loaded
+// address: objcopy and strip, which place a segment's sections by their
+// addresses, then find none of the loaded sections in it (with p_vaddr
+// 0 a table longer than the ELF and program headers took in .rela.dyn,
+// .dynstr and .dynamic, and the stripped image had a PTProcTable with
+// p_memsz set, which Open refuses).
 const (
 	PTProcTable   = elf.ProgType(0x6e1f0001)
 	PTLineProgram = elf.ProgType(0x6e1f0002)
@@ -541,8 +546,9 @@ func (p *program) header() elf.ProgHeader {
 	}
 	h.Off = start
 	h.Filesz = p.last.Offset + p.last.Size - start
+	h.Vaddr, h.Paddr = start, start
 	if p.tail == "" {
-		h.Vaddr, h.Paddr, h.Memsz = start, start, h.Filesz
+		h.Memsz = h.Filesz
 	}
 	return h
 }

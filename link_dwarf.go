@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"strings"
@@ -137,6 +138,12 @@ type lineResult struct {
 	seqOffsets []uint64 // of each sequence
 	strOffsets []uint64 // .debug_line fields holding .debug_line_str offsets
 	seqOf      []int    // each procedure's sequence, -1 for none
+	// filePath is the path PositionAt gives for the rows' file (entry
+	// fileIndex), as the line program's header resolves it; hasPath is
+	// false when the header could not be read back (no position index
+	// is written then).
+	filePath string
+	hasPath  bool
 }
 
 // buildLine builds .debug_line: one sequence per procedure with rows.
@@ -191,6 +198,19 @@ func (l *linker) buildLine(file string) (r lineResult, err0 error) {
 	r.data, r.seqOffsets, r.strOffsets, err = prog.EncodeStrOffsets(r.lineStr)
 	if err != nil {
 		return r, &LinkError{"module", fmt.Sprintf(".debug_line: %v", err)}
+	}
+	// The file name as a query resolves it from the header (directory
+	// joined, cleaned), for the procedure table's position index: the
+	// very code of the DWARF path, so that both give the same string.
+	// Before DWARF 5 the directory is the unit's DW_AT_comp_dir.
+	compDir := ""
+	if l.enc.Version < 5 {
+		compDir = m.CompDir
+	}
+	var hr line.Reader
+	sec := line.Sections{Order: binary.LittleEndian, Line: r.data, LineStr: r.lineStr.Bytes()}
+	if hr.InitSequence(sec, 0, compDir) == nil {
+		r.filePath, r.hasPath = hr.FilePath(fileIndex)
 	}
 	return r, nil
 }
@@ -464,6 +484,21 @@ func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 	var strs dieSlab // not the linker's: this runs beside the .debug_info builder
 	procs := getProcs(len(m.Procs))
 	defer putProcs(procs)
+	// The position index: each procedure's rows, in one array.
+	var rows []meta.Row
+	index := lr.hasPath && writePositionIndex
+	if index {
+		n := 0
+		for _, p := range m.Procs {
+			n += len(p.Lines)
+		}
+		if pr, ok := posRowsScratch.get(); ok && cap(pr) >= n {
+			rows = pr[:0]
+		} else {
+			rows = make([]meta.Row, 0, n)
+		}
+		defer func() { posRowsScratch.put(rows[:0]) }()
+	}
 	for i, p := range m.Procs {
 		mp := meta.Proc{Name: p.Name, Start: l.procAddr[i], Size: uint64(len(p.Code)), Doc: p.Doc, Args: strs.strList(len(p.Params))}
 		for _, v := range p.Params {
@@ -483,6 +518,13 @@ func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 		}
 		if lr.seqOf[i] >= 0 {
 			mp.LineSeq, mp.HasLineSeq = lr.seqOffsets[lr.seqOf[i]], true
+			if index {
+				at := len(rows)
+				for _, r := range p.Lines {
+					rows = append(rows, meta.Row{Offset: uint64(r.Offset), Line: r.Line, Column: r.Column})
+				}
+				mp.File, mp.Rows = lr.filePath, rows[at:len(rows):len(rows)]
+			}
 		}
 		procs[i] = mp
 	}
@@ -492,6 +534,11 @@ func (l *linker) buildProcTable(lr *lineResult) ([]byte, error) {
 	}
 	return table, nil
 }
+
+// writePositionIndex is whether Link writes the procedure table's
+// position index (meta.FlagPositions); tests clear it to link an image as
+// Link wrote them before the index.
+var writePositionIndex = true
 
 // getProcs returns n zero records for buildProcTable, from procsScratch
 // when a record array of the last links is there (1.5 MB for 10,000
@@ -524,8 +571,9 @@ type infoBatch struct {
 	slab  *dieSlab
 }
 
-// batchScratch, rowsScratch and procsScratch keep the batches' slabs,
-// the line rows' array and the procedure records of a link for the next
+// batchScratch, rowsScratch, procsScratch and posRowsScratch keep the
+// batches' slabs, the line rows' array, the procedure records and the
+// position index's rows of a link for the next
 // one, so that a process linking repeatedly (a JIT, a build) does not
 // allocate, zero and collect them every time. A kept slab still points
 // at the last module's strings until it is reused or dropped (within two
@@ -534,6 +582,8 @@ var (
 	batchScratch scratch[*infoBatch]
 	rowsScratch  scratch[[]line.Row]
 	procsScratch scratch[[]meta.Proc] // zeroed
+	// posRowsScratch keeps the position index's rows (numbers only).
+	posRowsScratch scratch[[]meta.Row]
 )
 
 // infoBatchSize is the number of procedures of a batch.

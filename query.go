@@ -213,28 +213,37 @@ func (im *Image) readSymbols() ([]procSym, error) {
 	return disjoint(syms, func(s procSym) (uint64, uint64) { return s.start, s.start + s.size }), nil
 }
 
-// PositionAt returns the source position of the link-time address addr
-// from the image's .debug_line. When the image has a procedure table
-// (.elfimage.procs, written by Link), it finds the procedure's line
-// sequence there and runs that one sequence: the first call checks the
-// line program's header (its file table is left in place, the one file
-// name asked is resolved there), and no call decodes the whole program
-// (cost: O(log n) plus one sequence; allocations: on the image's first
-// debug query its query state, on the first call the line unit's reader,
-// on a file name not asked just before its string — when PositionAt is
-// the image's first debug query, these three are one allocation, for a
-// first file name of up to 128 bytes —, and from the second answer on a
-// 1.5 KiB chunk of remembered answers on the first answer that falls in
-// it; an address answered recently, of the 256 remembered two-way
-// set-associative by address, costs one uncontended lock). Otherwise the
-// first call decodes the whole line program and later calls bisect it. It
-// returns an error wrapping ErrUnknownPC when no sequence covers addr, or a
-// *FormatError when the sections are malformed.
+// PositionAt returns the source position of the link-time address addr.
+// When the image has a procedure table (.elfimage.procs, written by Link)
+// with a position index (meta.FlagPositions, Link's images since the
+// index), it bisects the table, decodes the procedure's entry and scans
+// its position rows there, reading no DWARF: cost O(log n) plus the
+// procedure's rows up to addr; allocations: on the image's first debug
+// query its query state, and on a file name not asked just before its
+// string — when PositionAt is the image's first debug query, both are
+// one allocation, for a first file name of up to 128 bytes. A procedure
+// without index rows, or a table without the index, has its position
+// from the procedure's one .debug_line sequence: the first call checks
+// the line program's header (its file table is left in place, the one
+// file name asked is resolved there), and no call decodes the whole
+// program (cost: O(log n) plus one sequence; allocations as above, plus
+// the line unit's reader, in the same first allocation). From the second
+// answer on, a 1.5 KiB chunk of remembered answers is allocated on the
+// first answer that falls in it; an address answered recently, of the
+// 256 remembered two-way set-associative by address, costs one
+// uncontended lock. Without a procedure table, the first call decodes
+// the whole line program and later calls bisect it. Both sources give
+// the same answers for the images Link writes. It returns an error
+// wrapping ErrUnknownPC when no row covers addr, or a *FormatError when
+// the sections are malformed.
 func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
-	if p, ok := im.dbgPosition().answers.position(addr); ok {
-		return p, nil
+	if d := im.debug.Load(); d != nil {
+		if p, ok := d.answers.position(addr); ok {
+			return p, nil
+		}
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	im.dbgPosition() // reads the table's header: under the guard
 	if t, err := im.procTable(); err == nil {
 		p, err := im.positionFromTable(t, addr)
 		if err == nil {
@@ -773,6 +782,23 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 		}
 		return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
 	}
+	if e.HasPositions {
+		p, err := t.Position(e, addr)
+		if err == meta.ErrNotFound {
+			return Position{}, fmt.Errorf("%w %#x in %s", ErrUnknownPC, addr, im.path)
+		}
+		if err != nil {
+			return Position{}, err
+		}
+		return Position{File: im.indexFilePath(p), Line: int(p.Line), Column: int(p.Column)}, nil
+	}
+	return im.positionFromLines(e, addr)
+}
+
+// positionFromLines runs the line sequence of the procedure e (found in
+// the procedure table) for addr: the path of a table without a position
+// index, and of procedures that have none.
+func (im *Image) positionFromLines(e meta.Entry, addr uint64) (Position, error) {
 	r, err := im.lineUnit(e.LineUnit)
 	if err != nil {
 		return Position{}, err
@@ -793,7 +819,7 @@ func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error)
 func (im *Image) filePath(off uint64, r *line.Reader, i uint64) string {
 	d := im.dbg()
 	d.seqMu.Lock()
-	if m := d.lastFile; m.ok && m.unit == off && m.index == i {
+	if m := d.lastFile; m.ok && !m.fromIndex && m.unit == off && m.index == i {
 		d.seqMu.Unlock()
 		return m.path
 	}
@@ -814,11 +840,39 @@ func (im *Image) filePath(off uint64, r *line.Reader, i uint64) string {
 	return p
 }
 
-// fileMemo is the last file path [Image.filePath] resolved.
+// indexFilePath returns p.File as a string: the one made for the last
+// position asked when it named the same file, else a copy (into the
+// state's room for the first path when it is free).
+func (im *Image) indexFilePath(p meta.Pos) string {
+	d := im.dbg()
+	d.seqMu.Lock()
+	if m := d.lastFile; m.ok && m.fromIndex && m.index == p.FileOff {
+		d.seqMu.Unlock()
+		return m.path
+	}
+	buf := d.pathMem
+	d.pathMem = nil
+	d.seqMu.Unlock()
+	var s string
+	if buf != nil && len(p.File) > 0 {
+		b := append(buf, p.File...) // in the state's room, or the slice append made: never written again
+		s = unsafe.String(unsafe.SliceData(b), len(b))
+	} else {
+		s = string(p.File)
+	}
+	d.seqMu.Lock()
+	d.lastFile = fileMemo{ok: true, fromIndex: true, index: p.FileOff, path: s}
+	d.seqMu.Unlock()
+	return s
+}
+
+// fileMemo is the last file path [Image.filePath] or
+// [Image.indexFilePath] resolved: file index of the line unit at unit,
+// or (fromIndex) the string at offset index of the procedure table.
 type fileMemo struct {
-	ok          bool
-	unit, index uint64
-	path        string
+	ok, fromIndex bool
+	unit, index   uint64
+	path          string
 }
 
 // lineUnit returns the reader of the line program unit at off of

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/elfimage/elfimage"
+	edwarf "github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/lang/scheme"
 	"github.com/elfimage/elfimage/meta"
 )
@@ -23,10 +24,13 @@ import (
 const benchProcs = 10000
 
 var (
-	benchOnce  sync.Once
-	benchPath  string
-	benchAddrs []uint64 // the middle of 64 procedures spread over the image
-	benchErr   error
+	benchOnce sync.Once
+	benchPath string
+	// benchLinesPath is the benchmark image without the procedure
+	// table's position index: PositionAt runs the line sequence.
+	benchLinesPath string
+	benchAddrs     []uint64 // the middle of 64 procedures spread over the image
+	benchErr       error
 )
 
 // benchImage writes, once per test binary, an image of benchProcs
@@ -50,6 +54,14 @@ func benchImage(b *testing.B) string {
 		}
 		benchPath = filepath.Join(dir, "bench.elf")
 		if benchErr = elfimage.WriteFile(benchPath, m, elfimage.LinkOptions{}); benchErr != nil {
+			return
+		}
+		// The same image as Link wrote it before the position index.
+		benchLinesPath = filepath.Join(dir, "bench-lines.elf")
+		old := elfimage.SetPositionIndex(false)
+		benchErr = elfimage.WriteFile(benchLinesPath, m, elfimage.LinkOptions{})
+		elfimage.SetPositionIndex(old)
+		if benchErr != nil {
 			return
 		}
 		im, err := elfimage.Open(benchPath, nil)
@@ -90,7 +102,12 @@ func benchImage(b *testing.B) string {
 // of the cost of reading that clock; faults/query counts its minor page
 // faults.
 func firstQuery(b *testing.B, query func(im *elfimage.Image, addr uint64) error) {
-	path := benchImage(b)
+	firstQueryOn(b, benchImage(b), query)
+}
+
+// firstQueryOn is firstQuery on the image at path (benchPath or
+// benchLinesPath).
+func firstQueryOn(b *testing.B, path string, query func(im *elfimage.Image, addr uint64) error) {
 	runtime.LockOSThread() // the thread CPU clock must be this goroutine's
 	defer runtime.UnlockOSThread()
 	clockCost := threadClockCost()
@@ -201,13 +218,31 @@ func BenchmarkFirstTouch(b *testing.B) {
 // BenchmarkFirstTouchPosition is the floor under a first PositionAt: on a
 // freshly opened image, read one byte of each place of the file the query
 // must read, and nothing else: the procedure table's header, the records
-// its bisection probes, the procedure's info entry, the line program
-// unit's header, .debug_line_str (the file name) and the procedure's line
-// sequence. Each place more than a fault-around window (64 KiB) from the
-// others costs a first-touch fault; in a 10,000-procedure image they are
-// four to six windows.
-func BenchmarkFirstTouchPosition(b *testing.B) {
-	path := benchImage(b)
+// its bisection probes, the procedure's info entry, and then, when the
+// table has a position index (meta.FlagPositions), the entry's position
+// block (its first and last byte: the query scans up to the row) and the
+// file name's string; else (an image linked before the index) the line
+// program unit's header, .debug_line_str (the file name) and the
+// procedure's line sequence. Each place more than a fault-around window
+// (64 KiB) from the others costs a first-touch fault unless the kernel
+// maps the whole 2 MiB span at once.
+func BenchmarkFirstTouchPosition(b *testing.B) { firstTouchPosition(b, benchImage(b)) }
+
+// BenchmarkFirstPositionLines and BenchmarkFirstTouchPositionLines are
+// BenchmarkFirstPosition and BenchmarkFirstTouchPosition on the benchmark
+// image linked without the position index: the line-sequence path of the
+// images Link wrote before it.
+func BenchmarkFirstPositionLines(b *testing.B) {
+	benchImage(b)
+	firstQueryOn(b, benchLinesPath, position)
+}
+
+func BenchmarkFirstTouchPositionLines(b *testing.B) {
+	benchImage(b)
+	firstTouchPosition(b, benchLinesPath)
+}
+
+func firstTouchPosition(b *testing.B, path string) {
 	var offs [][]uint64 // per benchAddrs entry, the file offsets to touch
 	{
 		im, err := elfimage.Open(path, nil)
@@ -229,7 +264,7 @@ func BenchmarkFirstTouchPosition(b *testing.B) {
 		rec := ss + is
 		infoOff := meta.HeaderSize + t.Len()*rec
 		for _, addr := range benchAddrs {
-			o := []uint64{procsOff, lineStrOff}
+			o := []uint64{procsOff}
 			lo, hi := 0, t.Len()
 			for lo < hi { // Table.Lookup's bisection
 				m := int(uint(lo+hi) >> 1)
@@ -253,13 +288,28 @@ func BenchmarkFirstTouchPosition(b *testing.B) {
 			if err != nil || !e.HasLineSeq {
 				b.Fatalf("procedure at %#x: %+v, %v", addr, e, err)
 			}
-			o = append(o, procsOff+uint64(infoOff)+rel, lineOff+e.LineUnit, lineOff+e.LineSeq)
+			o = append(o, procsOff+uint64(infoOff)+rel)
+			if e.HasPositions {
+				p, err := t.Position(e, addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				// The block, and the file name (Link's tables keep their
+				// strings in the info area: FlagInlineStrings).
+				if sec[7]&meta.FlagInlineStrings == 0 {
+					b.Fatal("table strings not inline")
+				}
+				off, _ := e.PositionBlock()
+				o = append(o, procsOff+uint64(off), procsOff+uint64(scanEnd(b, sec, t, e, addr)-1), procsOff+uint64(infoOff)+p.FileOff)
+			} else {
+				o = append(o, lineStrOff, lineOff+e.LineUnit, lineOff+e.LineSeq)
+			}
 			offs = append(offs, o)
 		}
 		im.Close()
 	}
 	n := 0
-	firstQuery(b, func(im *elfimage.Image, addr uint64) error {
+	firstQueryOn(b, path, func(im *elfimage.Image, addr uint64) error {
 		data := im.Bytes()
 		for _, off := range offs[n&63] {
 			sink += data[off]
@@ -267,6 +317,29 @@ func BenchmarkFirstTouchPosition(b *testing.B) {
 		n++
 		return nil
 	})
+}
+
+// scanEnd returns the section offset just past the last byte
+// Table.Position reads of e's position block for addr: the end of the
+// first row past addr, or of the block.
+func scanEnd(b *testing.B, sec []byte, t *meta.Table, e meta.Entry, addr uint64) int {
+	_, rows, err := t.Positions(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	at, end := e.PositionBlock()
+	fileOff, _ := edwarf.Uleb128(sec[at:end])
+	at += edwarf.Uleb128Size(fileOff)
+	var off uint64
+	var line int64
+	for _, r := range rows {
+		at += edwarf.Uleb128Size(r.Offset-off) + edwarf.Sleb128Size(int64(r.Line)-line) + edwarf.Uleb128Size(uint64(r.Column))
+		if r.Offset > addr-e.Start {
+			return at
+		}
+		off, line = r.Offset, int64(r.Line)
+	}
+	return end
 }
 
 func sectionOffset(b *testing.B, im *elfimage.Image, name string) uint64 {

@@ -281,6 +281,10 @@ func TestStripLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fibPos, err := full.PositionAt(fib.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := answers(t, full, procs)
 	stripped, _ := os.ReadFile(filepath.Join(dir, "demo.stripped.elf"))
 	dbg, _ := os.ReadFile(filepath.Join(dir, "demo.debug"))
@@ -316,8 +320,8 @@ func TestStripLookup(t *testing.T) {
 			asked = buildID
 			return byID, nil
 		}}})
-		if pos, err := img.PositionAt(fib.Start); err != nil || pos.Line == 0 {
-			t.Errorf("PositionAt: %v, %v", pos, err)
+		if l, err := img.Locals(fib.Start); err != nil || len(l) == 0 {
+			t.Errorf("Locals: %v, %v", l, err)
 		}
 		if !bytes.Equal(asked, id) {
 			t.Errorf("Remote asked for %x, want %x", asked, id)
@@ -328,8 +332,12 @@ func TestStripLookup(t *testing.T) {
 		if p, err := img.Procedure(fib.Start); err != nil || p.Name != "fib" || len(p.Args) != 1 {
 			t.Errorf("Procedure without the debug file: %+v, %v", p, err)
 		}
+		// The procedure table's position index answers PositionAt.
+		if got, err := img.PositionAt(fib.Start); err != nil || got != fibPos {
+			t.Errorf("PositionAt without the debug file: %v, %v, want %v", got, err, fibPos)
+		}
 		for what, err := range map[string]error{
-			"PositionAt": second(img.PositionAt(fib.Start)), "Locals": second(img.Locals(fib.Start)),
+			"Locals":      second(img.Locals(fib.Start)),
 			"ProcedureAt": second(img.ProcedureAt(fib.Start)), "SubprogramAt": second(img.SubprogramAt(fib.Start)),
 		} {
 			if !errors.Is(err, elfimage.ErrNoDebugFile) || !errors.Is(err, elfimage.ErrNoSection) || !errors.Is(err, debugfile.ErrNotFound) {
@@ -363,9 +371,9 @@ func TestStripLookup(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(other, "demo.debug"), od, 0o644)
 		img := openImage(t, filepath.Join(other, "demo.elf"), noDirs)
-		_, err = img.PositionAt(fib.Start)
+		_, err = img.Locals(fib.Start)
 		if !errors.Is(err, elfimage.ErrNoDebugFile) || !strings.Contains(fmt.Sprint(err), "its build ID is ") {
-			t.Errorf("PositionAt with another image's debug file: %v", err)
+			t.Errorf("Locals with another image's debug file: %v", err)
 		}
 	})
 	t.Run("DropProcTable", func(t *testing.T) {
@@ -582,6 +590,10 @@ func TestForeignStrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	fib, _ := full.ProcedureByName("fib")
+	fibPos, err := full.PositionAt(fib.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := answers(t, full, procs)
 	debugDir := t.TempDir()
 	byID := debugfile.BuildIDPath(debugDir, full.BuildID())
@@ -636,8 +648,13 @@ func TestForeignStrip(t *testing.T) {
 				} else if err != nil && !errors.Is(err, elfimage.ErrNoDebugFile) {
 					t.Errorf("ProcedureAt: %v, want ErrNoDebugFile", err)
 				}
-				if _, err := img.PositionAt(fib.Start); !errors.Is(err, elfimage.ErrNoDebugFile) || !strings.Contains(err.Error(), "tried ") {
-					t.Errorf("PositionAt: %v, want ErrNoDebugFile naming the paths tried", err)
+				if _, err := img.Locals(fib.Start); !errors.Is(err, elfimage.ErrNoDebugFile) || !strings.Contains(err.Error(), "tried ") {
+					t.Errorf("Locals: %v, want ErrNoDebugFile naming the paths tried", err)
+				}
+				// The procedure table (kept: not a debug section) has
+				// the position index.
+				if got, err := img.PositionAt(fib.Start); err != nil || got != fibPos {
+					t.Errorf("PositionAt: %v, %v, want %v", got, err, fibPos)
 				}
 				withDebug := openImage(t, out, &elfimage.LoadOptions{DebugFiles: &debugfile.Finder{DebugDirs: []string{debugDir}}})
 				if got := answers(t, withDebug, procs); !slices.Equal(got, want) {

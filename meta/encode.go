@@ -24,6 +24,13 @@ const (
 // area's start.
 const FlagInlineStrings = 1
 
+// FlagPositions is the flag (header byte 7) saying that every info entry
+// with line fields also carries a position block: the procedure's source
+// positions (file, and per row code offset, line and column), which
+// [Table.Position] answers from without reading .debug_line. Readers
+// before this flag refuse a table that sets it ("unknown flags").
+const FlagPositions = 2
+
 // Version is the format version the writer emits and the reader accepts.
 const Version = 1
 
@@ -46,7 +53,9 @@ const (
 var ErrInvalid = errors.New("meta: invalid procedure table")
 
 // Proc is what the table records about one procedure. The writer reads
-// every field; [Table.Describe] fills every field.
+// every field; [Table.Describe] fills every field but File and Rows,
+// which [Table.Positions] reads (a procedure query does not pay for
+// them).
 type Proc struct {
 	// Name is the procedure's name.
 	Name string
@@ -74,6 +83,25 @@ type Proc struct {
 	// are meaningful only when HasLineSeq is set.
 	LineUnit, LineSeq uint64
 	HasLineSeq        bool
+	// File and Rows are the procedure's position block (see
+	// [FlagPositions]): the source file of every row, as [Table.Position]
+	// returns it, and the rows sorted by Offset (equal offsets allowed:
+	// the last row at an offset holds for it), each Offset below Size.
+	// Rows need HasLineSeq; a procedure without rows gets no block and
+	// its positions come from its line sequence. The writer drops a row
+	// followed by one at the same offset ([Table.Positions] returns the
+	// rows stored).
+	File string
+	Rows []Row
+}
+
+// Row is one row of a procedure's position block: from code offset Offset
+// (from the procedure's start) on, until the next row's offset or the
+// procedure's end, the code is at Line and Column (0: unknown) of the
+// procedure's File.
+type Row struct {
+	Offset       uint64
+	Line, Column uint32
 }
 
 // Prop is one property: a name and a value as the source wrote them.
@@ -117,24 +145,27 @@ func EncodeWith(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 
 // forStrings calls f for every string of p, in the order in which
 // encode writes their references (encode relies on it).
-func forStrings(p *Proc, f func(string)) {
-	f(p.Name)
+func forStrings(p *Proc, f func(s string, file bool)) {
+	if p.HasLineSeq && len(p.Rows) > 0 {
+		f(p.File, true)
+	}
+	f(p.Name, false)
 	for j, a := range p.Args {
-		f(a)
+		f(a, false)
 		if j >= p.Required {
 			d := ""
 			if len(p.Defaults) > 0 {
 				d = p.Defaults[j-p.Required]
 			}
-			f(d)
+			f(d, false)
 		}
 	}
 	if p.Doc != "" {
-		f(p.Doc)
+		f(p.Doc, false)
 	}
 	for _, pr := range p.Props {
-		f(pr.Name)
-		f(pr.Value)
+		f(pr.Name, false)
+		f(pr.Value, false)
 	}
 }
 
@@ -153,8 +184,16 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 		est += 8 + 2*len(procs[i].Args) + 2*len(procs[i].Props)
 		strBytes += len(procs[i].Name) + len(procs[i].Doc) + 2
 	}
-	var inline map[string]uint64
+	positions := false
+	for i := range procs {
+		if len(procs[i].Rows) > 0 {
+			positions = true
+			est += 3*len(procs[i].Rows) + 4
+		}
+	}
+	var inline, files map[string]uint64
 	if strs == nil {
+		files = map[string]uint64{}
 		inline = make(map[string]uint64, len(procs)+16)
 		est += strBytes
 	}
@@ -204,12 +243,31 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 		if p.HasLineSeq && p.LineSeq < p.LineUnit {
 			return nil, invalid(i, p, "line sequence offset %#x before its unit's %#x", p.LineSeq, p.LineUnit)
 		}
+		if err := checkRows(i, p); err != nil {
+			return nil, err
+		}
 		if err := checkStrings(i, p); err != nil {
 			return nil, err
 		}
 		if inline != nil {
 			offs, next = offs[:0], 0
-			forStrings(p, func(s string) {
+			forStrings(p, func(s string, file bool) {
+				if file {
+					// A position block's file is stored again once
+					// its last copy is fileReach bytes back, so that
+					// the query reads it from the page of the entry
+					// (or the one before), not from where the
+					// file's first procedure is.
+					off, ok := files[s]
+					if !ok || uint64(len(info))-off > fileReach {
+						off = uint64(len(info))
+						files[s] = off
+						info = append(info, s...)
+						info = append(info, 0)
+					}
+					offs = append(offs, off)
+					return
+				}
 				off, ok := inline[s]
 				if !ok {
 					off = uint64(len(info))
@@ -219,6 +277,15 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 				}
 				offs = append(offs, off)
 			})
+		}
+		// The position block, just before the entry: its head's posLen
+		// finds it, and a procedure query (Describe) never reads it.
+		var blockLen uint64
+		if p.HasLineSeq && len(p.Rows) > 0 {
+			at := len(info)
+			str(p.File)
+			info = appendRows(info, p.Rows)
+			blockLen = uint64(len(info) - at)
 		}
 		infoOffs[i] = uint64(len(info))
 		info = dwarf.AppendUleb128(info, p.Size)
@@ -240,6 +307,9 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 		if p.HasLineSeq {
 			info = dwarf.AppendUleb128(info, p.LineUnit)
 			info = dwarf.AppendUleb128(info, p.LineSeq-p.LineUnit)
+			if positions {
+				info = dwarf.AppendUleb128(info, blockLen) // the block just before the entry
+			}
 		}
 		if p.Optional > 0 {
 			info = dwarf.AppendUleb128(info, uint64(p.Optional))
@@ -283,6 +353,9 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	if inline != nil {
 		out[7] = FlagInlineStrings
 	}
+	if positions {
+		out[7] |= FlagPositions
+	}
 	le := binary.LittleEndian
 	le.PutUint32(out[8:], uint32(len(procs)))
 	le.PutUint32(out[12:], uint32(len(info)))
@@ -302,6 +375,9 @@ func checkStrings(i int, p *Proc) error {
 		return nil
 	}
 	if err := bad("name", p.Name); err != nil {
+		return err
+	}
+	if err := bad("file", p.File); err != nil {
 		return err
 	}
 	if err := bad("docstring", p.Doc); err != nil {
@@ -326,6 +402,48 @@ func checkStrings(i int, p *Proc) error {
 		}
 	}
 	return nil
+}
+
+// checkRows checks p's position rows (see [Proc.Rows]).
+// fileReach is how far back (in bytes of the info area) a position
+// block's file may be stored with inline strings: a page.
+const fileReach = 4096
+
+func checkRows(i int, p *Proc) error {
+	if len(p.Rows) == 0 {
+		return nil
+	}
+	if !p.HasLineSeq {
+		return invalid(i, p, "%d position rows without a line sequence", len(p.Rows))
+	}
+	for j, r := range p.Rows {
+		if r.Offset >= p.Size {
+			return invalid(i, p, "position row %d at offset %#x is past the end of the code (%#x bytes)", j, r.Offset, p.Size)
+		}
+		if j > 0 && r.Offset < p.Rows[j-1].Offset {
+			return invalid(i, p, "position row %d at offset %#x goes backwards", j, r.Offset)
+		}
+	}
+	return nil
+}
+
+// appendRows appends the rows of a position block: per row its offset
+// from the previous row's (ULEB), its line's difference from the previous
+// row's (SLEB; the first from 0) and its column (ULEB). A row followed by
+// one at the same offset never holds and is dropped.
+func appendRows(b []byte, rows []Row) []byte {
+	var off uint64
+	var line int64
+	for j, r := range rows {
+		if j+1 < len(rows) && rows[j+1].Offset == r.Offset {
+			continue
+		}
+		b = dwarf.AppendUleb128(b, r.Offset-off)
+		b = dwarf.AppendSleb128(b, int64(r.Line)-line)
+		b = dwarf.AppendUleb128(b, uint64(r.Column))
+		off, line = r.Offset, int64(r.Line)
+	}
+	return b
 }
 
 // width returns the number of bytes (1 to 4) that hold v ≤ 0xffffffff.

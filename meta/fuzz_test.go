@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzTable reads arbitrary bytes as a table section and a string section:
-// NewTable, Lookup at many addresses, At and Describe never panic, errors
+// NewTable, Lookup at many addresses, At, Describe and Position never panic, errors
 // are FormatErrors (or ErrNotFound), and a successful Lookup's answer
 // covers the address.
 func FuzzTable(f *testing.F) {
@@ -17,7 +17,10 @@ func FuzzTable(f *testing.F) {
 		{Name: "b", Start: 0x1020, Size: 0x200, Required: 1, Optional: 1, Args: []string{"x", "y"},
 			Defaults: []string{"3"}, Doc: "d", Props: []Prop{{"p", "v"}}, LineUnit: 0x40, LineSeq: 0x70, HasLineSeq: true},
 	}
-	for _, ps := range [][]Proc{small, genProcs(5), genProcs(40)} {
+	rows := genProcs(6)
+	lsec, prog := genLines(f, rows)
+	withRows(f, rows, lsec, prog)
+	for _, ps := range [][]Proc{small, genProcs(5), genProcs(40), rows} {
 		sec, err := Encode(ps)
 		if err != nil {
 			f.Fatal(err)
@@ -49,6 +52,22 @@ func FuzzTable(f *testing.F) {
 			}
 			if lookup && (a < e.Start || a-e.Start >= e.Size) {
 				t.Fatalf("Lookup(%#x) = [%#x, +%#x)", a, e.Start, e.Size)
+			}
+			if e.HasPositions {
+				if _, _, err := tab.Positions(e); err != nil {
+					var fe *dwarf.FormatError
+					if !errors.As(err, &fe) {
+						t.Fatalf("Positions error %T %v", err, err)
+					}
+				}
+				for _, pa := range []uint64{a, e.Start, e.Start + e.Size - 1} {
+					if _, err := tab.Position(e, pa); err != nil {
+						var fe *dwarf.FormatError
+						if !errors.As(err, &fe) && err != ErrNotFound {
+							t.Fatalf("Position error %T %v", err, err)
+						}
+					}
+				}
 			}
 			p, err := tab.Describe(e)
 			if err != nil {

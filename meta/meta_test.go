@@ -312,7 +312,7 @@ func TestHostile(t *testing.T) {
 	wantFormatError(t, "start size", err, 5, "start size")
 	_, err = NewTable(mod(func(b []byte) { b[6] = 5 }), strs)
 	wantFormatError(t, "info size", err, 6, "info size")
-	_, err = NewTable(mod(func(b []byte) { b[7] = 2 }), strs)
+	_, err = NewTable(mod(func(b []byte) { b[7] = 4 }), strs)
 	wantFormatError(t, "flags", err, 7, "flags")
 	_, err = NewTable(mod(func(b []byte) { binary.LittleEndian.PutUint32(b[8:], 0xffffffff) }), strs)
 	wantFormatError(t, "count", err, 8, "count")

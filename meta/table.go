@@ -24,6 +24,7 @@ type Table struct {
 	ss, rec   int    // start field size, record size
 	base      uint64 // address the start fields are relative to
 	infoOff   int    // section offset of the info area
+	positions bool   // FlagPositions: entries with line fields carry a position block
 }
 
 // Entry is what [Table.Lookup] finds for an address: the procedure's
@@ -42,6 +43,12 @@ type Entry struct {
 	// when HasLineSeq is set.
 	LineUnit, LineSeq uint64
 	HasLineSeq        bool
+	// HasPositions is set when the entry carries a position block
+	// ([FlagPositions]), which [Table.Position] reads; else the
+	// procedure's positions are those of its line sequence.
+	HasPositions bool
+	// posOff and posEnd delimit the position block in the section.
+	posOff, posEnd int
 }
 
 // Name returns the procedure's name as a string (a copy: one allocation).
@@ -95,7 +102,7 @@ func (t *Table) Init(sec, strs []byte) error {
 	if is < 1 || is > 4 {
 		return fail(6, "info size", fmt.Sprintf("%d not in [1, 4]", is))
 	}
-	if sec[7]&^FlagInlineStrings != 0 {
+	if sec[7]&^(FlagInlineStrings|FlagPositions) != 0 {
 		return fail(7, "flags", fmt.Sprintf("unknown flags %#x", sec[7]))
 	}
 	le := binary.LittleEndian
@@ -108,8 +115,9 @@ func (t *Table) Init(sec, strs []byte) error {
 	*t = Table{
 		sec: sec, strs: strs,
 		n: int(n), ss: ss, rec: int(rec),
-		base:    le.Uint64(sec[16:]),
-		infoOff: HeaderSize + int(n*rec),
+		base:      le.Uint64(sec[16:]),
+		infoOff:   HeaderSize + int(n*rec),
+		positions: sec[7]&FlagPositions != 0,
 	}
 	if sec[7]&FlagInlineStrings != 0 {
 		t.strs = sec[t.infoOff:]
@@ -244,6 +252,7 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 		return c, 0, 0
 	}
 	c.off = t.infoOff + int(infoRel)
+	entryOff := c.off
 	e.Index = i
 	e.Start = t.startAt(i)
 	sizeAt := c.off
@@ -263,6 +272,17 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 			c.err = fail(uint64(at), "lineSeq", "offset overflows")
 		}
 		e.LineSeq = e.LineUnit + d
+		if t.positions {
+			at := c.off
+			n := c.uleb("posLen")
+			if before := uint64(entryOff - t.infoOff); c.err == nil && n > before {
+				c.err = fail(uint64(at), "posLen", fmt.Sprintf("position block of %d bytes does not fit in the %d bytes of info area before the entry", n, before))
+			}
+			if c.err == nil && n > 0 {
+				e.HasPositions = true
+				e.posOff, e.posEnd = entryOff-int(n), entryOff
+			}
+		}
 	}
 	return c, shape, shapeAt
 }
@@ -283,6 +303,7 @@ func (t *Table) Describe(e Entry) (Proc, error) {
 	}
 	p := Proc{Name: string(h.NameBytes), Start: h.Start, Size: h.Size,
 		LineUnit: h.LineUnit, LineSeq: h.LineSeq, HasLineSeq: h.HasLineSeq}
+
 	req := c.count(shape>>shapeBits, shapeAt, 1, "shape")
 	opt := 0
 	if shape&shapeOpt != 0 {

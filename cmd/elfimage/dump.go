@@ -419,7 +419,11 @@ func dumpProcs(w io.Writer, img *elfimage.Image) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Procedure table (%s):\n", meta.SectionProcs)
+	idx, err := positionIndex(img)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Procedure table (%s): %s\n", meta.SectionProcs, idx.summary())
 	for _, s := range syms {
 		p, err := img.Procedure(s.Start)
 		if err != nil {
@@ -442,10 +446,107 @@ func dumpProcs(w io.Writer, img *elfimage.Image) error {
 		for _, pr := range p.Properties {
 			fmt.Fprintf(w, " %s=%s", pr.Name, pr.Value)
 		}
+		if r, ok := idx.procs[p.Start]; ok {
+			fmt.Fprintf(w, " positions: %d rows, lines %d-%d", r.rows, r.minLine, r.maxLine)
+			if len(idx.files) > 1 {
+				fmt.Fprintf(w, " of %s", r.file)
+			}
+		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// procPositions is what dump -procs shows of a procedure's position block.
+type procPositions struct {
+	file             string
+	rows             int
+	minLine, maxLine uint32
+}
+
+// tableIndex is the procedure table's position index (meta.FlagPositions)
+// as dump -procs shows it.
+type tableIndex struct {
+	present      bool
+	rows, bytes  int
+	files        []string
+	procs        map[uint64]procPositions // by start
+	without, all int                      // procedures without a block; all procedures
+}
+
+// positionIndex reads the position blocks of the image's procedure
+// table.
+func positionIndex(img *elfimage.Image) (tableIndex, error) {
+	idx := tableIndex{procs: map[uint64]procPositions{}}
+	sec, err := img.Section(meta.SectionProcs)
+	if errors.Is(err, elfimage.ErrNoSection) {
+		return idx, nil // Procedure says so
+	}
+	if err != nil {
+		return idx, err
+	}
+	var strs []byte
+	if meta.ExternalStrings(sec) {
+		if strs, err = img.Section(meta.SectionStrs); err != nil {
+			return idx, err
+		}
+	}
+	t, err := meta.NewTable(sec, strs)
+	if err != nil {
+		return idx, err
+	}
+	idx.present = sec[7]&meta.FlagPositions != 0
+	idx.all = t.Len()
+	seen := map[string]bool{}
+	for i := range t.Len() {
+		e, err := t.At(i)
+		if err != nil {
+			return idx, err
+		}
+		if !e.HasPositions {
+			if e.HasLineSeq {
+				idx.without++
+			}
+			continue
+		}
+		file, rows, err := t.Positions(e)
+		if err != nil {
+			return idx, err
+		}
+		off, end := e.PositionBlock()
+		idx.rows += len(rows)
+		idx.bytes += end - off
+		if !seen[file] {
+			seen[file] = true
+			idx.files = append(idx.files, file)
+		}
+		pp := procPositions{file: file, rows: len(rows), minLine: ^uint32(0)}
+		for _, r := range rows {
+			pp.minLine, pp.maxLine = min(pp.minLine, r.Line), max(pp.maxLine, r.Line)
+		}
+		idx.procs[e.Start] = pp
+	}
+	return idx, nil
+}
+
+// summary is the index's line under the table's heading.
+func (idx tableIndex) summary() string {
+	if !idx.present {
+		return fmt.Sprintf("%d procedures, no position index (positions from .debug_line)", idx.all)
+	}
+	s := fmt.Sprintf("%d procedures, position index of %d rows in %d bytes", idx.all, idx.rows, idx.bytes)
+	switch len(idx.files) {
+	case 0:
+	case 1:
+		s += fmt.Sprintf(", file %s", idx.files[0])
+	default:
+		s += fmt.Sprintf(", %d files", len(idx.files))
+	}
+	if idx.without > 0 {
+		s += fmt.Sprintf(" (%d procedures' from .debug_line)", idx.without)
+	}
+	return s
 }
 
 // progFlags spells segment flags as rwx.

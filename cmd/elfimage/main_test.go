@@ -256,7 +256,8 @@ func TestDescribeAndProcs(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	for _, want := range []string{`(fib n) doc "Return the n-th Fibonacci number, the slow way." inline=#f category="math"`,
-		"(sum-to n #:optional (from 1) (step (if (< n from) -1 1)))", "(inner a b)"} {
+		"(sum-to n #:optional (from 1) (step (if (< n from) -1 1)))", "(inner a b)",
+		"13 procedures, position index of ", "file " + filepath.Join(dir, "demo.scm"), `category="math" positions: `} {
 		if !strings.Contains(procs, want) {
 			t.Errorf("dump -procs lacks %q:\n%s", want, procs)
 		}
