@@ -23,6 +23,14 @@ import (
 // must not run concurrently with Symbolize, and every query checks closed
 // first).
 //
+// Arrays abandoned before Close stay in the slab until Close: one that an
+// append outgrew (the array then grows on the heap), the narrow rows of a
+// line table made wide (widen), the arrays of a build that failed (its
+// error is kept, and it is not built again). Each is an array that an
+// index allocated once, of at most its capacity guess (guessBudget bounds
+// the guesses of all indexes) or what the index would have kept, so the
+// slab holds at most about twice what the indexes keep plus the guesses.
+//
 // Where mmap fails, or the slab is nil or released, arrays come from the
 // Go heap (make) as before; where madvise fails the mappings work with
 // small pages. A slab is used only for large files (slabMinFile) and
