@@ -109,10 +109,17 @@ func (s *slab) release() error {
 	return err
 }
 
-// slabMake returns a zeroed array of n elements of T, which must hold no
-// pointers: from s when s is not nil and the array is large enough,
+// slabElem is the element types of the arrays in a slab, which must hold
+// no pointers (the garbage collector does not scan the slab):
+// TestSlabElemsPointerFree checks every type listed here.
+type slabElem interface {
+	int32 | uint32 | uint64 | subr | seg | narrowRow | symbol
+}
+
+// slabMake returns a zeroed array of n elements of T (pointer-free, see
+// slabElem): from s when s is not nil and the array is large enough,
 // otherwise from the heap.
-func slabMake[T any](s *slab, n int) []T {
+func slabMake[T slabElem](s *slab, n int) []T {
 	var zero T
 	size := uintptr(n) * unsafe.Sizeof(zero)
 	if s == nil || n <= 0 || size < slabMinBytes || unsafe.Alignof(zero) > 8 || size/unsafe.Sizeof(zero) != uintptr(n) {
