@@ -4,6 +4,8 @@ package tooltest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -69,5 +71,44 @@ func TestGates(t *testing.T) {
 		if strings.Contains(s, "after "+c.gate) != c.goOn {
 			t.Errorf("%s, CI %v: the test went on after the gate: %v, want %v\n%s", c.gate, c.ci, !c.goOn, c.goOn, s)
 		}
+	}
+}
+
+// result is a session result for TestMust.
+type result struct{ out string }
+
+func (r *result) ToolOutput() string {
+	if r == nil {
+		return ""
+	}
+	return r.out
+}
+
+// fatalTB records Fatalf instead of stopping the test.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper()                           {}
+func (f *fatalTB) Fatalf(format string, args ...any) { f.msg = fmt.Sprintf(format, args...) }
+
+// TestMust: Must and MustRun return the result of a run without error,
+// and otherwise fail with the error and the tool's output so far, also
+// for a nil result.
+func TestMust(t *testing.T) {
+	ok := &result{"all fine"}
+	f := &fatalTB{TB: t}
+	if r := tooltest.MustRun(f, func() (*result, error) { return ok, nil }); r != ok || f.msg != "" {
+		t.Errorf("MustRun without error: %v, message %q", r, f.msg)
+	}
+	tooltest.Must(f, &result{"gdb said this"}, errors.New("it broke"))
+	if f.msg != "it broke\ngdb said this" {
+		t.Errorf("Must with an error: message %q", f.msg)
+	}
+	f.msg = ""
+	tooltest.MustRun(f, func() (*result, error) { return nil, errors.New("no start") })
+	if f.msg != "no start\n" {
+		t.Errorf("MustRun with an error and no result: message %q", f.msg)
 	}
 }
