@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -110,5 +112,40 @@ func TestMust(t *testing.T) {
 	tooltest.MustRun(f, func() (*result, error) { return nil, errors.New("no start") })
 	if f.msg != "no start\n" {
 		t.Errorf("MustRun with an error and no result: message %q", f.msg)
+	}
+}
+
+// fatalTB's Fatal records its message as Fatalf does.
+func (f *fatalTB) Fatal(args ...any) { f.msg = fmt.Sprint(args...) }
+
+// TestPerfOutputTimeout: a perf run that outlasts its time bound is
+// killed and fails the test (sleep stands in for perf).
+func TestPerfOutputTimeout(t *testing.T) {
+	sleep := tooltest.Require(t, "sleep")
+	defer tooltest.SetTimeouts(200*time.Millisecond, time.Minute)()
+	f := &fatalTB{TB: t}
+	start := time.Now()
+	tooltest.PerfOutput(f, sleep, t.TempDir(), nil, "30")
+	if !strings.Contains(f.msg, "timed out") {
+		t.Errorf("PerfOutput of sleep 30 with a 200 ms bound: message %q, want a timeout", f.msg)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("PerfOutput returned after %v", d)
+	}
+}
+
+// TestGoProgramFailedBuild: a GoProgram whose build fails fails the test
+// with go's output and leaves no temporary directory behind.
+func TestGoProgramFailedBuild(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	p := &tooltest.GoProgram{Pkg: "./no-such-package", Name: "broken"}
+	f := &fatalTB{TB: t}
+	p.Path(f)
+	if !strings.Contains(f.msg, "go build ./no-such-package") {
+		t.Errorf("Path of a failed build: message %q", f.msg)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "elfimage-broken-*")); len(left) != 0 {
+		t.Errorf("the failed build left %v", left)
 	}
 }
