@@ -651,19 +651,24 @@ func (m *Map[T]) Insert(start, end uintptr, v T) error {
 // it). When InsertRef returns an error, r is left as it was and may be
 // passed again. Errors and cost as for Insert, less the Ref's allocation.
 func (m *Map[T]) InsertRef(start, end uintptr, v T, r *Ref[T]) error {
-	if r == nil || r.rng != (Range{}) || r.state.Load() != 0 || r.free != nil {
-		panic("addrmap: InsertRef of a Ref that is not a fresh zero Ref")
+	if r == nil {
+		panic("addrmap: InsertRef of a nil Ref")
 	}
 	return m.insert(start, end, v, r)
 }
 
-// insert is Insert, with the Ref r when it is not nil.
+// insert is Insert, with the Ref r when it is not nil. r is checked under
+// m.mu, where an insert writes it: of two InsertRef calls of one Ref
+// racing on m, the second to take the lock panics.
 func (m *Map[T]) insert(start, end uintptr, v T, r *Ref[T]) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r != nil && (r.rng != (Range{}) || r.state.Load() != 0 || r.free != nil) {
+		panic("addrmap: InsertRef of a Ref that is not a fresh zero Ref")
+	}
 	if start >= end {
 		return fmt.Errorf("addrmap: insert [%#x, %#x): %w", start, end, ErrEmptyRange)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	cur := m.cur.Load()
 	if cur != nil {
 		if e := cur.overlapping(start, end); e != nil {

@@ -561,6 +561,44 @@ func TestSmallView(t *testing.T) {
 	check(top, -1)
 }
 
+// TestInsertRefRace: of two InsertRef calls of one Ref racing on a map
+// (disjoint ranges, so neither fails for overlap), exactly one registers
+// it and the other panics; the map holds the one range (and -race sees
+// no race on the Ref).
+func TestInsertRefRace(t *testing.T) {
+	type obj struct{ ref Ref[*obj] }
+	for round := range 500 {
+		var m Map[*obj]
+		o := &obj{}
+		var wg sync.WaitGroup
+		var panics, inserted atomic.Int32
+		start := make(chan struct{})
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if recover() != nil {
+						panics.Add(1)
+					}
+				}()
+				<-start
+				lo := uintptr(0x1000 + g*0x1000)
+				if err := m.InsertRef(lo, lo+0x1000, o, &o.ref); err != nil {
+					t.Errorf("round %d: InsertRef: %v", round, err)
+					return
+				}
+				inserted.Add(1)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if panics.Load() != 1 || inserted.Load() != 1 || m.Len() != 1 {
+			t.Fatalf("round %d: %d panics, %d inserts, Len %d; want 1, 1, 1", round, panics.Load(), inserted.Load(), m.Len())
+		}
+	}
+}
+
 // TestInsertRef: a range registered with a Ref of the caller's is found
 // as one of Insert's, Acquire returns that Ref, the free function runs
 // once through it, an insert that fails leaves the Ref usable, one already

@@ -43,7 +43,8 @@ type dwarfData struct {
 	// from the others.
 	live live
 
-	nameBytes atomic.Int64 // the units' names copied so far (nameBudget)
+	nameBytes  atomic.Int64 // the units' names copied so far (nameBudget)
+	guessBytes atomic.Int64 // the bytes of the capacity guesses so far (guessBudget)
 
 	// slab, when set (Open's large files), holds the indexes' large
 	// arrays; nil: the heap.
@@ -219,6 +220,28 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // sections they come from (see build): each unit copies the names it
 // needs, and a hostile file can make many units name one long string.
 const nameBudget = 16
+
+// guessBudget bounds the bytes that the indexes' capacity guesses
+// (build, decodeLines) allocate in all, as a multiple of .debug_info and
+// .debug_line: a guess comes from a unit's or line program's header, and
+// a hostile file can make many units point at overlapping line programs
+// that each claim the rest of .debug_line, a guess of up to 12 MiB each
+// (in the slab, which only Close frees). Well-formed files take about
+// 4 bytes per byte of .debug_line and 1 per byte of .debug_info.
+const guessBudget = 8
+
+// guessCap returns n, a capacity guess in elements of size bytes each,
+// while the guesses so far leave room for it in guessBudget, else 0: the
+// array then grows by append from the heap, in proportion to what it
+// holds.
+func (d *dwarfData) guessCap(n uint64, size uintptr) int {
+	b := int64(n) * int64(size)
+	if d.guessBytes.Add(b) > guessBudget*int64(len(d.sec.Info)+len(d.line)) {
+		d.guessBytes.Add(-b)
+		return 0
+	}
+	return int(n)
+}
 
 // maxScratch is the largest capacity, in elements, that a scratch array
 // keeps when returned to the pool; a bigger one (a huge unit) is dropped.
@@ -672,8 +695,9 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// large allocation fresh from the OS costs address space and GC
 	// accounting, not pages (a reused one is cleared, so touched). The
 	// rest comes from the scratch.
+	// The guesses of all units are bounded by guessCap.
 	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
-	subrs := slabMake[subr](d.slab, int(guess))[:0]
+	subrs := slabMake[subr](d.slab, d.guessCap(guess, unsafe.Sizeof(subr{})))[:0]
 	refs, rs := atLeast(sc.refs, guess), atLeast(sc.rs, guess)
 	defer func() {
 		sc.refs, sc.rs = refs, rs

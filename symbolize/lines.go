@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/debug"
 	"slices"
+	"unsafe"
 
 	"github.com/elfimage/elfimage/dwarf/line"
 )
@@ -130,10 +131,11 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	// Rows are at least one byte of program each, and after the merging
 	// below about one per three bytes in gcc output. As for subroutines
 	// (build), the untouched tail of a fresh allocation costs address
-	// space, not pages.
-	guess := min((h.End-h.ProgramOffset)/3+1, 1<<20)
-	t.off = slabMake[uint32](d.slab, int(guess))[:0]
-	t.narrow = slabMake[narrowRow](d.slab, int(guess))[:0]
+	// space, not pages. The guesses of all line programs are bounded by
+	// guessCap (line programs may overlap).
+	guess := d.guessCap(min((h.End-h.ProgramOffset)/3+1, 1<<20), unsafe.Sizeof(uint32(0))+unsafe.Sizeof(narrowRow{}))
+	t.off = slabMake[uint32](d.slab, guess)[:0]
+	t.narrow = slabMake[narrowRow](d.slab, guess)[:0]
 	var row line.Row
 	first := int32(0)
 	var start uint64

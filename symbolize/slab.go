@@ -23,6 +23,14 @@ import (
 // must not run concurrently with Symbolize, and every query checks closed
 // first).
 //
+// Arrays abandoned before Close stay in the slab until Close: one that an
+// append outgrew (the array then grows on the heap), the narrow rows of a
+// line table made wide (widen), the arrays of a build that failed (its
+// error is kept, and it is not built again). Each is an array that an
+// index allocated once, of at most its capacity guess (guessBudget bounds
+// the guesses of all indexes) or what the index would have kept, so the
+// slab holds at most about twice what the indexes keep plus the guesses.
+//
 // Where mmap fails, or the slab is nil or released, arrays come from the
 // Go heap (make) as before; where madvise fails the mappings work with
 // small pages. A slab is used only for large files (slabMinFile) and
@@ -101,10 +109,17 @@ func (s *slab) release() error {
 	return err
 }
 
-// slabMake returns a zeroed array of n elements of T, which must hold no
-// pointers: from s when s is not nil and the array is large enough,
+// slabElem is the element types of the arrays in a slab, which must hold
+// no pointers (the garbage collector does not scan the slab):
+// TestSlabElemsPointerFree checks every type listed here.
+type slabElem interface {
+	int32 | uint32 | uint64 | subr | seg | narrowRow | symbol
+}
+
+// slabMake returns a zeroed array of n elements of T (pointer-free, see
+// slabElem): from s when s is not nil and the array is large enough,
 // otherwise from the heap.
-func slabMake[T any](s *slab, n int) []T {
+func slabMake[T slabElem](s *slab, n int) []T {
 	var zero T
 	size := uintptr(n) * unsafe.Sizeof(zero)
 	if s == nil || n <= 0 || size < slabMinBytes || unsafe.Alignof(zero) > 8 || size/unsafe.Sizeof(zero) != uintptr(n) {

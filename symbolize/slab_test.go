@@ -1,6 +1,10 @@
 package symbolize
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -61,5 +65,80 @@ func TestSlab(t *testing.T) {
 	var nilSlab *slab
 	if err := nilSlab.release(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSlabElemsPointerFree: every element type slabMake accepts (the
+// union slabElem, read from slab.go) holds no pointer, string, slice,
+// map, interface, channel or function, at any depth: a field added with
+// one fails here, as a type added to the union without a case here does.
+func TestSlabElemsPointerFree(t *testing.T) {
+	types := map[string]reflect.Type{
+		"int32":     reflect.TypeFor[int32](),
+		"uint32":    reflect.TypeFor[uint32](),
+		"uint64":    reflect.TypeFor[uint64](),
+		"subr":      reflect.TypeFor[subr](),
+		"seg":       reflect.TypeFor[seg](),
+		"narrowRow": reflect.TypeFor[narrowRow](),
+		"symbol":    reflect.TypeFor[symbol](),
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "slab.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != "slabElem" {
+			return true
+		}
+		var terms func(e ast.Expr)
+		terms = func(e ast.Expr) {
+			switch e := e.(type) {
+			case *ast.BinaryExpr:
+				terms(e.X)
+				terms(e.Y)
+			case *ast.Ident:
+				names = append(names, e.Name)
+			default:
+				t.Errorf("slabElem: term %T not a type name", e)
+			}
+		}
+		for _, m := range ts.Type.(*ast.InterfaceType).Methods.List {
+			terms(m.Type)
+		}
+		return false
+	})
+	if len(names) == 0 {
+		t.Fatal("no slabElem union in slab.go")
+	}
+	var pointerFree func(typ reflect.Type) bool
+	pointerFree = func(typ reflect.Type) bool {
+		switch typ.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+			reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+			return true
+		case reflect.Array:
+			return pointerFree(typ.Elem())
+		case reflect.Struct:
+			for i := range typ.NumField() {
+				if !pointerFree(typ.Field(i).Type) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	for _, n := range names {
+		typ, ok := types[n]
+		if !ok {
+			t.Errorf("slabElem's %s: not checked here (add it to types)", n)
+			continue
+		}
+		if !pointerFree(typ) {
+			t.Errorf("slabElem's %s (%v) holds a pointer: arrays in a slab must not", n, typ)
+		}
 	}
 }

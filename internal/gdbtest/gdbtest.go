@@ -160,8 +160,7 @@ func (s *Session) Run() (*Result, error) {
 // of Run fails t at once, with gdb's output so far.
 func MustRun(t testing.TB, s *Session) *Result {
 	t.Helper()
-	r, err := s.Run()
-	return Must(t, r, err)
+	return tooltest.MustRun(t, s.Run)
 }
 
 // Must returns r, the result of a session run (by [Session.Run] or a
@@ -169,14 +168,11 @@ func MustRun(t testing.TB, s *Session) *Result {
 // otherwise it fails t at once with err and gdb's output so far.
 func Must(t testing.TB, r *Result, err error) *Result {
 	t.Helper()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.output())
-	}
-	return r
+	return tooltest.Must(t, r, err)
 }
 
-// output is r.Output, "" for a nil r.
-func (r *Result) output() string {
+// ToolOutput is r.Output, "" for a nil r ([tooltest.Outputter]).
+func (r *Result) ToolOutput() string {
 	if r == nil {
 		return ""
 	}

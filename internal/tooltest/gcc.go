@@ -11,7 +11,8 @@ import (
 // GCC compiles the C source src with gcc and the given flags (for
 // example "-g", "-gdwarf-5", "-O1", "-pthread") into an executable in a
 // test directory and returns its path. Without gcc the test is skipped
-// (failed under CI); a compile error fails it.
+// (failed under CI); a compile error, or a compile of more than 5 minutes
+// (killed), fails it.
 func GCC(t testing.TB, src string, flags ...string) string {
 	t.Helper()
 	gcc := Require(t, "gcc")
@@ -22,7 +23,7 @@ func GCC(t testing.TB, src string, flags ...string) string {
 	}
 	exe := filepath.Join(dir, "a.out")
 	args := append(append([]string{}, flags...), "-o", exe, c)
-	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+	if out, err := RunGroup(exec.Command(gcc, args...), buildTimeout); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", flags, err, out)
 	}
 	return exe

@@ -27,6 +27,7 @@ type GoProgram struct {
 // Path returns the path of the program, built into a new temporary
 // directory at the first call (safe for parallel tests). Without go it
 // skips t (fails it when CI is set, through [Require]); a failed build
+// (its directory removed), or one that takes more than 5 minutes (killed),
 // fails t, and every later call of the test binary, with go's output.
 // Cost: one go build at the first call (seconds, less with a warm build
 // cache).
@@ -42,7 +43,8 @@ func (p *GoProgram) Path(t testing.TB) string {
 		path := filepath.Join(dir, p.Name)
 		cmd := exec.Command(goTool, "build", "-o", path, p.Pkg)
 		cmd.Env = append(os.Environ(), p.Env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := RunGroup(cmd, buildTimeout); err != nil {
+			os.RemoveAll(dir)
 			p.err = fmt.Errorf("go build %s: %v\n%s", p.Pkg, err, out)
 			return
 		}

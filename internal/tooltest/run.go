@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"syscall"
 	"time"
@@ -12,6 +13,18 @@ import (
 // ErrTimeout is wrapped by RunGroup's error when the command ran out of
 // time.
 var ErrTimeout = errors.New("tooltest: timed out")
+
+// Time bounds of the tool runs tooltest makes itself (gdbtest and
+// lldbtest sessions take their own, 60 s by default); variables for the
+// tests.
+var (
+	// buildTimeout bounds a go build or gcc compile (a cold build cache
+	// included).
+	buildTimeout = 5 * time.Minute
+	// perfTimeout bounds a perf run (perf record of a test program, perf
+	// script, report or inject).
+	perfTimeout = 2 * time.Minute
+)
 
 // RunGroup runs cmd (not started, Stdin, Stdout and Stderr unset) with
 // standard input closed, in a process group of its own, and returns its
@@ -23,21 +36,36 @@ var ErrTimeout = errors.New("tooltest: timed out")
 // a non-zero exit).
 func RunGroup(cmd *exec.Cmd, timeout time.Duration) (string, error) {
 	var out bytes.Buffer
+	err := runGroup(cmd, &out, &out, timeout)
+	return out.String(), err
+}
+
+// RunGroupSplit is [RunGroup] with the command's standard output and
+// standard error returned apart.
+func RunGroupSplit(cmd *exec.Cmd, timeout time.Duration) (stdout, stderr string, err error) {
+	var o, e bytes.Buffer
+	err = runGroup(cmd, &o, &e, timeout)
+	return o.String(), e.String(), err
+}
+
+// runGroup is RunGroup writing standard output to stdout and standard
+// error to stderr.
+func runGroup(cmd *exec.Cmd, stdout, stderr io.Writer, timeout time.Duration) error {
 	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		return out.String(), err
+		return err
 	case <-time.After(timeout):
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		return out.String(), fmt.Errorf("%w after %v: %s", ErrTimeout, timeout, cmd.Path)
+		return fmt.Errorf("%w after %v: %s", ErrTimeout, timeout, cmd.Path)
 	}
 }

@@ -4,9 +4,13 @@ package tooltest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -69,5 +73,79 @@ func TestGates(t *testing.T) {
 		if strings.Contains(s, "after "+c.gate) != c.goOn {
 			t.Errorf("%s, CI %v: the test went on after the gate: %v, want %v\n%s", c.gate, c.ci, !c.goOn, c.goOn, s)
 		}
+	}
+}
+
+// result is a session result for TestMust.
+type result struct{ out string }
+
+func (r *result) ToolOutput() string {
+	if r == nil {
+		return ""
+	}
+	return r.out
+}
+
+// fatalTB records Fatalf instead of stopping the test.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper()                           {}
+func (f *fatalTB) Fatalf(format string, args ...any) { f.msg = fmt.Sprintf(format, args...) }
+
+// TestMust: Must and MustRun return the result of a run without error,
+// and otherwise fail with the error and the tool's output so far, also
+// for a nil result.
+func TestMust(t *testing.T) {
+	ok := &result{"all fine"}
+	f := &fatalTB{TB: t}
+	if r := tooltest.MustRun(f, func() (*result, error) { return ok, nil }); r != ok || f.msg != "" {
+		t.Errorf("MustRun without error: %v, message %q", r, f.msg)
+	}
+	tooltest.Must(f, &result{"gdb said this"}, errors.New("it broke"))
+	if f.msg != "it broke\ngdb said this" {
+		t.Errorf("Must with an error: message %q", f.msg)
+	}
+	f.msg = ""
+	tooltest.MustRun(f, func() (*result, error) { return nil, errors.New("no start") })
+	if f.msg != "no start\n" {
+		t.Errorf("MustRun with an error and no result: message %q", f.msg)
+	}
+}
+
+// fatalTB's Fatal records its message as Fatalf does.
+func (f *fatalTB) Fatal(args ...any) { f.msg = fmt.Sprint(args...) }
+
+// TestPerfOutputTimeout: a perf run that outlasts its time bound is
+// killed and fails the test (sleep stands in for perf).
+func TestPerfOutputTimeout(t *testing.T) {
+	sleep := tooltest.Require(t, "sleep")
+	defer tooltest.SetTimeouts(200*time.Millisecond, time.Minute)()
+	f := &fatalTB{TB: t}
+	start := time.Now()
+	tooltest.PerfOutput(f, sleep, t.TempDir(), nil, "30")
+	if !strings.Contains(f.msg, "timed out") {
+		t.Errorf("PerfOutput of sleep 30 with a 200 ms bound: message %q, want a timeout", f.msg)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("PerfOutput returned after %v", d)
+	}
+}
+
+// TestGoProgramFailedBuild: a GoProgram whose build fails fails the test
+// with go's output and leaves no temporary directory behind.
+func TestGoProgramFailedBuild(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	p := &tooltest.GoProgram{Pkg: "./no-such-package", Name: "broken"}
+	f := &fatalTB{TB: t}
+	p.Path(f)
+	if !strings.Contains(f.msg, "go build ./no-such-package") {
+		t.Errorf("Path of a failed build: message %q", f.msg)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "elfimage-broken-*")); len(left) != 0 {
+		t.Errorf("the failed build left %v", left)
 	}
 }

@@ -1,0 +1,11 @@
+package tooltest
+
+import "time"
+
+// SetTimeouts sets perfTimeout and buildTimeout and returns the function
+// that restores them.
+func SetTimeouts(perf, build time.Duration) (restore func()) {
+	oldPerf, oldBuild := perfTimeout, buildTimeout
+	perfTimeout, buildTimeout = perf, build
+	return func() { perfTimeout, buildTimeout = oldPerf, oldBuild }
+}
