@@ -522,17 +522,38 @@ func deadLeaveOffset(t *testing.T, img string) uint64 {
 // interface alone (no script), gdb knows a pc in fib once, and no more
 // after Close unregisters the image (checked in the loader's unload hook,
 // before the image is unmapped), while info line fib is gone too.
+//
+// gdb 13 sometimes registers one notification's symbol file twice (the
+// race package gdbjit's callRegisterCode narrows: an event reaching the
+// thread while gdb steps it over its JIT breakpoint; seen on a loaded
+// machine about once in 50 sessions), and then one copy survives the
+// unregistration. A session whose first info symbol shows fib twice is
+// that race, not an answer about Close: it is run again, up to three
+// times in all, and the test fails if every session shows it.
 func TestGDBUnpublish(t *testing.T) {
 	f := setupGDB(t)
+	fibLine := regexp.MustCompile(`(?m)^fib \+ \d+ in section \.text`)
 	for _, mode := range []gdbMode{modeJITFile, modeJITMem} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
-			r, n, _ := gdbSession(t, f, mode, "unpublish", []string{"break fib"},
-				[]string{"set $p = $pc", "info symbol $p", "delete",
-					"break 'github.com/elfimage/elfimage.gdbImageUnloaded'", "continue",
-					"info symbol $p", "info line fib", "kill"})
-			b := r.Blocks
-			if !regexp.MustCompile(`(?m)^fib \+ \d+ in section \.text`).MatchString(b[n+2]) {
+			var b []string
+			var n int
+			for attempt := 1; ; attempt++ {
+				r, before, _ := gdbSession(t, f, mode, "unpublish", []string{"break fib"},
+					[]string{"set $p = $pc", "info symbol $p", "delete",
+						"break 'github.com/elfimage/elfimage.gdbImageUnloaded'", "continue",
+						"info symbol $p", "info line fib", "kill"})
+				b, n = r.Blocks, before
+				copies := len(fibLine.FindAllString(b[n+2], -1))
+				if copies <= 1 {
+					break
+				}
+				if attempt == 3 {
+					t.Fatalf("gdb registered the symbol file %d times in each of %d sessions (info symbol):\n%s", copies, attempt, b[n+2])
+				}
+				t.Logf("session %d: gdb registered the symbol file %d times (gdb's JIT breakpoint race); running the session again", attempt, copies)
+			}
+			if !fibLine.MatchString(b[n+2]) {
 				t.Errorf("info symbol while published: want fib + N in section .text:\n%s", b[n+2])
 			}
 			mustContain(t, "continue to Close", b[n+5], "hit Breakpoint 2, github.com/elfimage/elfimage.gdbImageUnloaded")
