@@ -1,11 +1,6 @@
 package meta
 
-import (
-	"bytes"
-	"fmt"
-
-	"github.com/elfimage/elfimage/dwarf"
-)
+import "fmt"
 
 // Pos is a source position read from a position block by
 // [Table.Position].
@@ -24,79 +19,21 @@ type Pos struct {
 // that show the table's layout.
 func (e Entry) PositionBlock() (off, end int) { return e.posOff, e.posEnd }
 
-// blockCursor reads the fields of one position block, [off, end) of the
-// section.
-type blockCursor struct {
-	sec      []byte
-	off, end int
-	err      error
-}
-
-func (c *blockCursor) uleb(field string) uint64 {
-	if c.err != nil {
-		return 0
-	}
-	if c.off < c.end && c.sec[c.off] < 0x80 { // one byte: most fields
-		v := uint64(c.sec[c.off])
-		c.off++
-		return v
-	}
-	v, n := dwarf.Uleb128(c.sec[c.off:c.end])
-	if n <= 0 {
-		c.err = fail(uint64(c.off), field, "LEB128 number runs past the end of the position block")
-		return 0
-	}
-	c.off += n
-	return v
-}
-
-func (c *blockCursor) sleb(field string) int64 {
-	if c.err != nil {
-		return 0
-	}
-	if c.off < c.end && c.sec[c.off] < 0x80 { // one byte: -64 to 63
-		v := int64(c.sec[c.off]) << 57 >> 57
-		c.off++
-		return v
-	}
-	v, n := dwarf.Sleb128(c.sec[c.off:c.end])
-	if n <= 0 {
-		c.err = fail(uint64(c.off), field, "LEB128 number runs past the end of the position block")
-		return 0
-	}
-	c.off += n
-	return v
-}
-
 // block returns a cursor over e's position block, after its file field,
 // and the file's offset and bytes.
-func (t *Table) block(e Entry) (c blockCursor, fileOff uint64, file []byte) {
-	c = blockCursor{sec: t.sec, off: e.posOff, end: e.posEnd}
+func (t *Table) block(e Entry) (c cursor, fileOff uint64, file []byte) {
+	c = cursor{t: t, off: e.posOff, end: e.posEnd, block: true}
 	if !e.HasPositions || e.posOff < t.infoOff || e.posOff >= e.posEnd || e.posEnd > len(t.sec) {
 		c.err = fmt.Errorf("%w: procedure %d has no position block", ErrNotFound, e.Index)
 		return c, 0, nil
 	}
-	at := c.off
-	fileOff = c.uleb("position file")
-	if c.err != nil {
-		return c, 0, nil
-	}
-	if fileOff >= uint64(len(t.strs)) {
-		c.err = fail(uint64(at), "position file", fmt.Sprintf("string offset %#x outside the %d-byte string section", fileOff, len(t.strs)))
-		return c, 0, nil
-	}
-	s := t.strs[fileOff:]
-	n := bytes.IndexByte(s, 0)
-	if n < 0 {
-		c.err = fail(uint64(at), "position file", fmt.Sprintf("string at offset %#x is not NUL-terminated", fileOff))
-		return c, 0, nil
-	}
-	return c, fileOff, s[:n:n]
+	fileOff, file = c.strAt("position file")
+	return c, fileOff, file
 }
 
 // row reads the next row after one at offset off and line line of a
 // procedure of size bytes.
-func (c *blockCursor) row(off uint64, line int64, size uint64) (uint64, int64, uint32) {
+func (c *cursor) row(off uint64, line int64, size uint64) (uint64, int64, uint32) {
 	at := c.off
 	d := c.uleb("position row offset")
 	if c.err == nil && (off+d < off || off+d >= size) {

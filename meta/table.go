@@ -187,20 +187,57 @@ func (t *Table) At(i int) (Entry, error) {
 	return e, nil
 }
 
-// cursor reads ULEB fields of the info area.
+// cursor reads the LEB128 and string fields of the info area, [off, end)
+// of the section: the whole area for an entry, one block for a position
+// block (Table.block).
 type cursor struct {
 	t   *Table
 	off int // section offset of the next byte
-	err error
+	end int // section offset where the fields end
+	// block: the fields are a position block's, so a number cut off at
+	// end runs past the block rather than the section.
+	block bool
+	err   error
+}
+
+// pastEnd is the error text of a number cut off at c.end.
+func (c *cursor) pastEnd() string {
+	if c.block {
+		return "LEB128 number runs past the end of the position block"
+	}
+	return "LEB128 number runs past the end of the section"
 }
 
 func (c *cursor) uleb(field string) uint64 {
 	if c.err != nil {
 		return 0
 	}
-	v, n := dwarf.Uleb128(c.t.sec[c.off:])
+	if c.off < c.end && c.t.sec[c.off] < 0x80 { // one byte: most fields
+		v := uint64(c.t.sec[c.off])
+		c.off++
+		return v
+	}
+	v, n := dwarf.Uleb128(c.t.sec[c.off:c.end])
 	if n <= 0 {
-		c.err = fail(uint64(c.off), field, "LEB128 number runs past the end of the section")
+		c.err = fail(uint64(c.off), field, c.pastEnd())
+		return 0
+	}
+	c.off += n
+	return v
+}
+
+func (c *cursor) sleb(field string) int64 {
+	if c.err != nil {
+		return 0
+	}
+	if c.off < c.end && c.t.sec[c.off] < 0x80 { // one byte: -64 to 63
+		v := int64(c.t.sec[c.off]) << 57 >> 57
+		c.off++
+		return v
+	}
+	v, n := dwarf.Sleb128(c.t.sec[c.off:c.end])
+	if n <= 0 {
+		c.err = fail(uint64(c.off), field, c.pastEnd())
 		return 0
 	}
 	c.off += n
@@ -209,22 +246,28 @@ func (c *cursor) uleb(field string) uint64 {
 
 // str reads a string offset and returns the string's bytes in t.strs.
 func (c *cursor) str(field string) []byte {
+	_, s := c.strAt(field)
+	return s
+}
+
+// strAt is str that also returns the string's offset in t.strs.
+func (c *cursor) strAt(field string) (uint64, []byte) {
 	at := c.off
 	o := c.uleb(field)
 	if c.err != nil {
-		return nil
+		return 0, nil
 	}
 	if o >= uint64(len(c.t.strs)) {
 		c.err = fail(uint64(at), field, fmt.Sprintf("string offset %#x outside the %d-byte string section", o, len(c.t.strs)))
-		return nil
+		return 0, nil
 	}
 	s := c.t.strs[o:]
 	end := bytes.IndexByte(s, 0)
 	if end < 0 {
 		c.err = fail(uint64(at), field, fmt.Sprintf("string at offset %#x is not NUL-terminated", o))
-		return nil
+		return 0, nil
 	}
-	return s[:end:end]
+	return o, s[:end:end]
 }
 
 // count reads a count of items each taking at least per bytes, bounded by
@@ -246,7 +289,7 @@ func (c *cursor) count(v uint64, at int, per int, field string) int {
 func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 	rOff := HeaderSize + i*t.rec
 	infoRel := le(t.sec[rOff+t.ss:rOff+t.rec], t.rec-t.ss)
-	c = cursor{t: t}
+	c = cursor{t: t, end: len(t.sec)}
 	if infoRel >= uint64(len(t.sec)-t.infoOff) {
 		c.err = fail(uint64(rOff+t.ss), "info offset", fmt.Sprintf("offset %#x outside the %d-byte info area", infoRel, len(t.sec)-t.infoOff))
 		return c, 0, 0
