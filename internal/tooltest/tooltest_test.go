@@ -66,8 +66,7 @@ func TestGates(t *testing.T) {
 		if c.ci {
 			cmd.Env = append(cmd.Env, "CI=true")
 		}
-		out, err := cmd.CombinedOutput()
-		s := string(out)
+		s, err := tooltest.RunTool(t, cmd, 2*time.Minute)
 		if got := strings.Contains(s, "--- "+c.want+": TestGateChild"); !got || (err != nil) != (c.want == "FAIL") {
 			t.Errorf("%s, CI %v: want %s; exit %v, output:\n%s", c.gate, c.ci, c.want, err, s)
 		}
