@@ -29,9 +29,9 @@ var (
 	perfTimeout = 2 * time.Minute
 )
 
-// RunGroup runs cmd (not started, Stdin, Stdout and Stderr unset) with
-// standard input closed, in a process group of its own, and returns its
-// standard output and error merged. After timeout the whole group is
+// RunGroup runs cmd (not started; Stdin, Stdout, Stderr and SysProcAttr
+// unset: RunGroup sets them) with standard input closed, in a process
+// group of its own, and returns its standard output and error merged. After timeout the whole group is
 // killed (a debugger and the program it runs, a shell and its background
 // jobs); 5 s after the command itself exits, output pipes that processes
 // it left behind still hold open are closed. Errors: ErrTimeout (wrapped,
