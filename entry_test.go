@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -324,7 +325,7 @@ func TestEntryOwnRoutine(t *testing.T) {
 		// Under qemu-user the child runs under qemu-aarch64 too.
 		cmd := qemutest.Command(context.Background(), t, exe, "-test.run=^TestEntryOwnRoutine$", "-test.v")
 		cmd.Env = append(os.Environ(), "ELFIMAGE_TEST_OWN_ENTRY=1")
-		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestEntryOwnRoutine") {
+		if out, err := tooltest.RunTool(t, cmd, 5*time.Minute); err != nil || !strings.Contains(out, "--- PASS: TestEntryOwnRoutine") {
 			t.Fatalf("child: %v\n%s", err, out)
 		}
 		return

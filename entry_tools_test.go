@@ -244,7 +244,7 @@ func TestEntryPerf(t *testing.T) {
 	prog := handcall(t)
 	home := t.TempDir()
 	probe := filepath.Join(home, "probe.data")
-	if out, err := exec.Command(perf, "record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", "true").CombinedOutput(); err != nil {
+	if out, err := tooltest.RunTool(t, exec.Command(perf, "record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", "true"), 2*time.Minute); err != nil {
 		tooltest.Skip(t, "perf cannot record here (perf_event_open refused?): %v\n%s", err, out)
 	}
 	for _, mode := range []struct {

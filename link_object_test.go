@@ -2,7 +2,6 @@ package elfimage_test
 
 import (
 	"bytes"
-	"context"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -214,7 +213,9 @@ func TestLinkObjectTools(t *testing.T) {
 // this machine) followed by the program's path, exits 0 when fib(10) is
 // 55; and llvm-dwarfdump --verify accepts the program's DWARF, which the
 // linker relocated with the object's relocations. Each command has 2
-// minutes; one that fails or prints "error" (but "No errors") fails t.
+// minutes (tooltest.RunTool: then it is killed with its process group);
+// one that fails, runs out of time or prints "error" (but "No errors")
+// fails t.
 func checkObjectTools(t *testing.T, a *arch.Arch, gcc string, run ...string) {
 	dwarfdump := tooltest.Require(t, "llvm-dwarfdump")
 	elflint := tooltest.Require(t, "eu-elflint")
@@ -239,13 +240,11 @@ func checkObjectTools(t *testing.T, a *arch.Arch, gcc string, run ...string) {
 				append(slices.Clone(run), exe),
 				{dwarfdump, "--verify", exe},
 			} {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				out, err := exec.CommandContext(ctx, c[0], c[1:]...).CombinedOutput()
-				cancel()
+				out, err := tooltest.RunTool(t, exec.Command(c[0], c[1:]...), 2*time.Minute)
 				if err != nil {
 					t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
 				}
-				if strings.Contains(string(out), "error") && !strings.Contains(string(out), "No errors") {
+				if strings.Contains(out, "error") && !strings.Contains(out, "No errors") {
 					t.Errorf("%s:\n%s", strings.Join(c, " "), out)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
@@ -544,9 +545,9 @@ func framesInterpAgree(t *testing.T, opts elfimage.LinkOptions) {
 func TestGDBReadsImage(t *testing.T) {
 	gdb := tooltest.Require(t, "gdb")
 	path := writeDemo(t, elfimage.LinkOptions{})
-	out, err := exec.Command(gdb, "-q", "-nx", "-batch",
+	out, err := tooltest.RunTool(t, exec.Command(gdb, "-q", "-nx", "-batch",
 		"-ex", "info line fib", "-ex", "info scope tak", "-ex", "info address ack", "-ex", "list inner",
-		path).CombinedOutput()
+		path), 3*time.Minute)
 	if err != nil {
 		t.Fatalf("gdb: %v\n%s", err, out)
 	}
@@ -557,7 +558,7 @@ func TestGDBReadsImage(t *testing.T) {
 		`Symbol "ack" is a function at address`,
 		"(define (inner a b)",
 	} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("gdb output lacks %q:\n%s", want, out)
 		}
 	}

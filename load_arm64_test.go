@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/arch"
@@ -191,7 +192,7 @@ func TestLoadPageSizeAArch64(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, big := range []int{16384, 65536} {
-		out, err := exec.Command(qemu, "-p", fmt.Sprint(big), self, "-test.run=^TestLoadPageSizeAArch64$", "-test.v", "-test.count=1").CombinedOutput()
+		out, err := tooltest.RunTool(t, exec.Command(qemu, "-p", fmt.Sprint(big), self, "-test.run=^TestLoadPageSizeAArch64$", "-test.v", "-test.count=1"), 5*time.Minute)
 		if err != nil || !strings.Contains(string(out), fmt.Sprintf("page size %d\n", big)) || !strings.Contains(string(out), "--- PASS: TestLoadPageSizeAArch64") {
 			t.Errorf("qemu-aarch64 -p %d: %v\n%s", big, err, out)
 			continue

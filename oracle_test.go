@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
@@ -221,13 +222,13 @@ func TestRuntimeAgreesWithGDB(t *testing.T) {
 			if err := os.WriteFile(script, []byte(cmds.String()), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(gdb, "-q", "-nx", "-batch", "-x", script, path).CombinedOutput()
+			out, err := tooltest.RunTool(t, exec.Command(gdb, "-q", "-nx", "-batch", "-x", script, path), 5*time.Minute)
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", gdbName, err, out)
 			}
 			symRE := regexp.MustCompile(`^(\S+)(?: \+ \d+)? in section \.text`)
 			lineRE := regexp.MustCompile(`^Line (\d+) of "([^"]+)"`)
-			blocks := strings.Split(string(out), "@")[1:]
+			blocks := strings.Split(out, "@")[1:]
 			if len(blocks) != len(addrs) {
 				t.Fatalf("%s answered for %d addresses, asked %d", gdbName, len(blocks), len(addrs))
 			}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/debugfile"
@@ -527,11 +528,11 @@ func TestStripTools(t *testing.T) {
 	t.Run("lldb", func(t *testing.T) {
 		lldb := tooltest.Require(t, lldbtest.Names...)
 		lookup := func(f string) string {
-			out, err := exec.Command(lldb, "-b", "-o", "image lookup -n fib -v", f).CombinedOutput()
+			out, err := tooltest.RunTool(t, exec.Command(lldb, "-b", "-o", "image lookup -n fib -v", f), 3*time.Minute)
 			if err != nil {
 				t.Fatalf("lldb: %v\n%s", err, out)
 			}
-			m := regexp.MustCompile(`LineEntry: .*`).FindString(string(out))
+			m := regexp.MustCompile(`LineEntry: .*`).FindString(out)
 			if m == "" {
 				t.Fatalf("lldb found no line entry for fib in %s:\n%s", f, out)
 			}
@@ -544,11 +545,11 @@ func TestStripTools(t *testing.T) {
 	t.Run("gdb", func(t *testing.T) {
 		gdb := tooltest.Require(t, "gdb")
 		info := func(f string) string {
-			out, err := exec.Command(gdb, "-q", "-nx", "-batch", "-ex", "info line fib", "-ex", "info scope fib", "-ex", "info line demo.scm:33", f).CombinedOutput()
+			out, err := tooltest.RunTool(t, exec.Command(gdb, "-q", "-nx", "-batch", "-ex", "info line fib", "-ex", "info scope fib", "-ex", "info line demo.scm:33", f), 3*time.Minute)
 			if err != nil {
 				t.Fatalf("gdb: %v\n%s", err, out)
 			}
-			return string(out)
+			return out
 		}
 		got, want := info(stripped), info(full)
 		if got != want || !strings.Contains(want, `Line `) || !strings.Contains(want, "Symbol n is") {

@@ -13,11 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/elfimage/elfimage/internal/qemutest"
+	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
 // loadCode maps code read-write, copies it, then makes it read-execute
@@ -346,8 +348,8 @@ func TestGuardPageKills(t *testing.T) {
 	// Under qemu-user without binfmt_misc the child runs under qemu-aarch64.
 	cmd := qemutest.Command(context.Background(), t, exe, "-test.run=^TestGuardPageKills$")
 	cmd.Env = append(os.Environ(), "NATIVE_TEST_OVERFLOW=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "SIGSEGV") {
+	out, err := tooltest.RunTool(t, cmd, 2*time.Minute)
+	if err == nil || !strings.Contains(out, "SIGSEGV") {
 		t.Errorf("overflowing child: err %v, output %q; want death by SIGSEGV", err, out)
 	}
 }

@@ -2,7 +2,6 @@ package procview_test
 
 import (
 	"bytes"
-	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -155,12 +154,10 @@ func qemuCore(t *testing.T, qemu, dir, exe string, args ...string) string {
 	for _, o := range old {
 		os.Remove(o)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	script := `ulimit -c unlimited && exec "$@"`
-	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "sh", qemu, "-L", qemuSysroot, exe}, args...)...)
+	cmd := exec.Command("sh", append([]string{"-c", script, "sh", qemu, "-L", qemuSysroot, exe}, args...)...)
 	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out, err := tooltest.RunTool(t, cmd, 2*time.Minute)
 	if err == nil {
 		t.Fatalf("%s %v did not crash:\n%s", exe, args, out)
 	}
@@ -176,14 +173,12 @@ func qemuCore(t *testing.T, qemu, dir, exe string, args ...string) string {
 // backtrace frames.
 func gdbCoreAArch64(t *testing.T, gdb, exe, core string) (map[string]uint64, []gdbBTFrame) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, gdb, "-nx", "-batch", "-iex", "set sysroot "+qemuSysroot,
-		"-ex", "echo @@regs\\n", "-ex", "info registers", "-ex", "echo @@bt\\n", "-ex", "bt", exe, core).CombinedOutput()
+	out, err := tooltest.RunTool(t, exec.Command(gdb, "-nx", "-batch", "-iex", "set sysroot "+qemuSysroot,
+		"-ex", "echo @@regs\\n", "-ex", "info registers", "-ex", "echo @@bt\\n", "-ex", "bt", exe, core), 3*time.Minute)
 	if err != nil {
 		t.Fatalf("gdb-multiarch: %v\n%s", err, out)
 	}
-	text := string(out)
+	text := out
 	regsText, btText, ok := strings.Cut(text, "@@bt\n")
 	if !ok {
 		t.Fatalf("gdb-multiarch printed no backtrace:\n%s", text)
@@ -453,14 +448,12 @@ func TestCoreStacksAArch64Scheme(t *testing.T) {
 		t.Errorf("spinning thread: %s\nwant it to contain %s ... main.main\n%v", seq, want, th.Err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, gdb, "-nx", "-batch", "-ex", "thread apply all bt", cli, core).CombinedOutput()
+	out, err := tooltest.RunTool(t, exec.Command(gdb, "-nx", "-batch", "-ex", "thread apply all bt", cli, core), 3*time.Minute)
 	if err != nil {
 		t.Fatalf("gdb-multiarch: %v\n%s", err, out)
 	}
 	compared := 0
-	for tid, block := range gdbtest.Threads(string(out)) {
+	for tid, block := range gdbtest.Threads(out) {
 		var ours *procview.Thread
 		for i := range threads {
 			if threads[i].TID == tid {

@@ -2,7 +2,6 @@ package procview_test
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,16 +91,14 @@ var (
 // and returns each thread's frames by thread id. eu-stack exits non-zero
 // when it cannot finish a thread (it stops at the first frame without CFI
 // that it cannot unwind by frame pointer); what it printed up to there is
-// kept.
+// kept. eu-stack attaches to the process as a debugger does: a run of
+// more than 2 minutes is killed and fails the test (tooltest.RunToolSplit).
 func euStacks(t *testing.T, euStack string, args ...string) map[int][]euFrame {
 	t.Helper()
-	cmd := exec.Command(euStack, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Run()
+	stdout, stderr, _ := tooltest.RunToolSplit(t, exec.Command(euStack, args...), 2*time.Minute)
 	out := map[int][]euFrame{}
 	tid := 0
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(strings.NewReader(stdout))
 	for sc.Scan() {
 		line := sc.Text()
 		if m := euThreadRE.FindStringSubmatch(line); m != nil {
@@ -114,7 +111,7 @@ func euStacks(t *testing.T, euStack string, args ...string) map[int][]euFrame {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("no stacks from eu-stack:\n%s\n%s", stdout.String(), stderr.String())
+		t.Fatalf("no stacks from eu-stack:\n%s\n%s", stdout, stderr)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -57,8 +58,8 @@ func TestLoadOnlyLinksNoGDBJIT(t *testing.T) {
 			}
 		}
 		// Built for the test's GOARCH: under qemu-user, run by qemu-aarch64.
-		run, err := qemutest.Command(context.Background(), t, exe).CombinedOutput()
-		if err != nil || string(run) != c.output {
+		run, err := tooltest.RunTool(t, qemutest.Command(context.Background(), t, exe), 2*time.Minute)
+		if err != nil || run != c.output {
 			t.Errorf("%s: ran with %v, output %q; want %q", c.prog, err, run, c.output)
 		}
 	}

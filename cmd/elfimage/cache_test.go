@@ -660,9 +660,9 @@ func TestPerfCache(t *testing.T) {
 		t.Errorf("elfimage symbolize -e %s: exit %d\n%s%s\nwant:\n%s", cf.img, code, sym, errOut, want.String())
 	}
 	_, l := cf.lineAt(spin.Start)
-	gout, err := exec.Command(gdb, "-q", "-nx", "-batch", "-ex", "info line spin", "-ex", "list spin,+1", cf.img).CombinedOutput()
-	if err != nil || !strings.Contains(string(gout), fmt.Sprintf("Line %d of %q starts at address %#x <spin>", l, f.src, spin.Start)) ||
-		!strings.Contains(string(gout), "(define (spin n acc)") {
+	gout, err := tooltest.RunTool(t, exec.Command(gdb, "-q", "-nx", "-batch", "-ex", "info line spin", "-ex", "list spin,+1", cf.img), 3*time.Minute)
+	if err != nil || !strings.Contains(gout, fmt.Sprintf("Line %d of %q starts at address %#x <spin>", l, f.src, spin.Start)) ||
+		!strings.Contains(gout, "(define (spin n acc)") {
 		t.Errorf("gdb -batch on %s: %v\n%s", cf.img, err, gout)
 	}
 }

@@ -165,11 +165,13 @@ func pprofFlat(out string) map[string]float64 {
 	return m
 }
 
-// runUnder runs perf with args, the program's output discarded.
+// runUnder runs perf with args, the program's output discarded; a
+// non-zero exit, or a run of more than 2 minutes (tooltest.RunTool),
+// fails t.
 func (f *perfFixture) runUnder(t *testing.T, args []string) {
 	t.Helper()
 	cmd := f.perfCmd(args...)
-	out, err := tooltest.RunGroup(cmd, 2*time.Minute)
+	out, err := tooltest.RunTool(t, cmd, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

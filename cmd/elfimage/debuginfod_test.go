@@ -237,26 +237,24 @@ func TestDebuginfod(t *testing.T) {
 			{cprog, cStripped, cID, funcAddrs(t, cprog)},
 			{img, imgStripped, imgID, rowAddrs(t, img)},
 		} {
-			want, err := qemutest.Command(context.Background(), t, fix.cli, append([]string{"symbolize", "-e", c.full}, c.addrs...)...).Output()
+			want, errOut, err := tooltest.RunToolSplit(t, qemutest.Command(context.Background(), t, fix.cli, append([]string{"symbolize", "-e", c.full}, c.addrs...)...), 2*time.Minute)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v\n%s", err, errOut)
 			}
-			if strings.Count(string(want), "??") > len(c.addrs)/2 {
+			if strings.Count(want, "??") > len(c.addrs)/2 {
 				t.Fatalf("the unstripped file's answers are mostly ??:\n%s", want)
 			}
-			alone, _ := qemutest.Command(context.Background(), t, fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...).Output()
-			if bytes.Equal(alone, want) {
+			alone, _, _ := tooltest.RunToolSplit(t, qemutest.Command(context.Background(), t, fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...), 2*time.Minute)
+			if alone == want {
 				t.Fatalf("%s answers as the unstripped file without the server", c.stripped)
 			}
 			cli, args := emulatedCLI(t, fix.cli, append([]string{"symbolize", "-debug-dir", noDirs, "-e", c.stripped}, c.addrs...)...)
 			cmd, cache := s.command(t, cli, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			got, err := cmd.Output()
-			if err != nil || stderr.Len() > 0 {
-				t.Fatalf("symbolize %s through debuginfod: %v\n%s", c.stripped, err, stderr.Bytes())
+			got, errOut, err := tooltest.RunToolSplit(t, cmd, 2*time.Minute)
+			if err != nil || errOut != "" {
+				t.Fatalf("symbolize %s through debuginfod: %v\n%s", c.stripped, err, errOut)
 			}
-			if !bytes.Equal(got, want) {
+			if got != want {
 				t.Errorf("symbolize %s through debuginfod:\n%s\nunstripped:\n%s", c.stripped, got, want)
 			}
 			if st, err := os.Stat(filepath.Join(cache, c.id, "debuginfo")); err != nil || st.Mode().Perm() != 0o400 {

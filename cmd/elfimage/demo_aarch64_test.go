@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -31,7 +31,7 @@ func TestDemoAArch64(t *testing.T) {
 	dir := t.TempDir()
 	bin := qemutest.BuildArm64(t, dir, ".", "elfimage")
 	armDir, hostDir := filepath.Join(dir, "arm64"), filepath.Join(dir, "amd64")
-	out, err := exec.Command(qemu, bin, "demo", "-o", armDir).CombinedOutput()
+	out, err := tooltest.RunTool(t, exec.Command(qemu, bin, "demo", "-o", armDir), 5*time.Minute)
 	if err != nil {
 		t.Fatalf("qemu-aarch64 elfimage demo: %v\n%s", err, out)
 	}
@@ -47,7 +47,7 @@ func TestDemoAArch64(t *testing.T) {
 		}
 		return addr.ReplaceAllString(strings.ReplaceAll(s[i:j], dir, "DIR"), "ADDR ")
 	}
-	got, want := runSection(string(out), armDir), runSection(hostOut, hostDir)
+	got, want := runSection(out, armDir), runSection(hostOut, hostDir)
 	if got != want {
 		t.Errorf("AArch64 demo run section\n%s\nwant (x86-64)\n%s", got, want)
 	}
@@ -115,18 +115,16 @@ func TestRunAArch64SameOutput(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, hostOut, hostErr := runCLI(t, "run", "-v", path)
-		cmd := exec.Command(qemu, bin, "run", "-v", path)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		stdout, stderr, err := tooltest.RunToolSplit(t, exec.Command(qemu, bin, "run", "-v", path), 3*time.Minute)
 		armCode := 0
-		if err := cmd.Run(); err != nil {
+		if err != nil {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
 				t.Fatalf("%s: qemu-aarch64 elfimage run: %v", name, err)
 			}
 			armCode = ee.ExitCode()
 		}
-		got := fmt.Sprintf("exit %d\n-- stdout\n%s-- stderr\n%s", armCode, mask(stdout.String()), mask(stderr.String()))
+		got := fmt.Sprintf("exit %d\n-- stdout\n%s-- stderr\n%s", armCode, mask(stdout), mask(stderr))
 		want := fmt.Sprintf("exit %d\n-- stdout\n%s-- stderr\n%s", code, mask(hostOut), mask(hostErr))
 		if got != want {
 			t.Errorf("%s: AArch64 under qemu\n%s\nwant (x86-64)\n%s", name, got, want)
@@ -184,12 +182,11 @@ func TestRunPageSizeAArch64(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	run := func(page string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(qemu, append([]string{"-p", page, bin}, args...)...)
-		out, err := cmd.CombinedOutput()
+		out, err := tooltest.RunTool(t, exec.Command(qemu, append([]string{"-p", page, bin}, args...)...), 3*time.Minute)
 		if err != nil {
 			t.Fatalf("qemu-aarch64 -p %s elfimage %s: %v\n%s", page, strings.Join(args, " "), err, out)
 		}
-		return strings.ReplaceAll(string(out), dir, "DIR")
+		return strings.ReplaceAll(out, dir, "DIR")
 	}
 	want := run("4096", "run", "-cache", cache, src)
 	for _, page := range []string{"16384", "65536", "4096"} {

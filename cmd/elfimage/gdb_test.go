@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -118,7 +119,7 @@ func setupCLI(t *testing.T) *gdbFixture {
 			return
 		}
 		f := &gdbFixture{dir: dir, cli: filepath.Join(dir, "elfimage"), img: filepath.Join(dir, "prog.elf")}
-		out, err := exec.Command(goTool, "build", "-o", f.cli, "github.com/elfimage/elfimage/cmd/elfimage").CombinedOutput()
+		out, err := tooltest.RunGroup(exec.Command(goTool, "build", "-o", f.cli, "github.com/elfimage/elfimage/cmd/elfimage"), 5*time.Minute)
 		if err != nil {
 			gdbErr = fmt.Errorf("go build: %v\n%s", err, out)
 			return
@@ -129,7 +130,7 @@ func setupCLI(t *testing.T) *gdbFixture {
 		}
 		build := qemutest.Command(context.Background(), t, f.cli, "build", "-o", "prog.elf", "prog.scm")
 		build.Dir = dir
-		if out, err := build.CombinedOutput(); err != nil {
+		if out, err := tooltest.RunGroup(build, 5*time.Minute); err != nil {
 			gdbErr = fmt.Errorf("elfimage build: %v\n%s", err, out)
 			return
 		}

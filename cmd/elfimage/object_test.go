@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,19 +38,15 @@ func buildObjectArch(t *testing.T, arch, dir, src, name string) string {
 }
 
 // runProgram runs exe with args, after the command prefix run when it is
-// not empty (qemu-aarch64 -L SYSROOT for an AArch64 program), for 2
-// minutes at the most, and returns its standard output and error and its
-// error (an *exec.ExitError for a non-zero exit or a signal).
+// not empty (qemu-aarch64 -L SYSROOT for an AArch64 program), through
+// tooltest.RunToolSplit: after 2 minutes it is killed with its process
+// group and the test fails with its output. It returns its standard output
+// and error and its error (an *exec.ExitError for a non-zero exit or a
+// signal).
 func runProgram(t *testing.T, run []string, exe string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	argv := append(append(slices.Clone(run), exe), args...)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var o, e strings.Builder
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	return o.String(), e.String(), err
+	return tooltest.RunToolSplit(t, exec.Command(argv[0], argv[1:]...), 2*time.Minute)
 }
 
 // checkOutput checks that out, the output of what, contains each of wants
@@ -95,14 +90,16 @@ func checkLinkedObject(t *testing.T, readelf, dwarfdump, exe string, run []strin
 }
 
 // tool runs name with args and returns its output (standard output and
-// error merged), failing the test on a non-zero exit.
+// error merged), failing the test on a non-zero exit or after 3 minutes
+// (tooltest.RunTool: the tool is killed with its process group; perf
+// report is one of the tools).
 func tool(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	out, err := tooltest.RunTool(t, exec.Command(name, args...), 3*time.Minute)
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
 }
 
 // TestObjectLinkers: the object of build -c passes eu-elflint --gnu-ld,
@@ -189,7 +186,7 @@ int main(void) { int64_t s = 0; for (int i = 0; i < 40; i++) s += fib(25); print
 		tool(t, gcc, "-g", loop, obj, "-o", prog)
 		data := filepath.Join(dir, "perf.data")
 		rec := exec.Command(perf, "record", "-q", "-e", "cpu-clock", "-F", "1000", "--call-graph", "dwarf", "-o", data, prog)
-		if out, err := rec.CombinedOutput(); err != nil {
+		if out, err := tooltest.RunTool(t, rec, 2*time.Minute); err != nil {
 			tooltest.Skip(t, "perf record cannot record here: %v\n%s", err, out)
 		}
 		rep := tool(t, perf, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym,srcline")

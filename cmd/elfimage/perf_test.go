@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage"
 	"github.com/elfimage/elfimage/dwarf/line"
@@ -99,7 +100,7 @@ func setupPerf(t *testing.T) *perfFixture {
 	f := &perfFixture{perf: perf, dir: dir, cli: cli,
 		src: filepath.Join(dir, "hot.scm"), img: filepath.Join(dir, "hot.elf")}
 	probe := filepath.Join(dir, "probe.data")
-	if out, err := f.perfCmd("record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", cli, "-h").CombinedOutput(); err != nil {
+	if out, err := tooltest.RunTool(t, f.perfCmd("record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", cli, "-h"), 2*time.Minute); err != nil {
 		tooltest.Skip(t, "perf cannot record here (perf_event_open refused? .ci/run must let it through): perf record -e cpu-clock: %v\n%s", err, out)
 	}
 	if err := os.WriteFile(f.src, []byte(perfProg), 0o644); err != nil {
@@ -167,26 +168,20 @@ func (f *perfFixture) perfOutput(t *testing.T, args ...string) string {
 	return tooltest.PerfOutput(t, f.perf, f.dir, []string{perfAsCLI + "=1"}, args...)
 }
 
-// record runs `perf record recordArgs -o data -- elfimage runArgs` with the
-// program's output in a file of its own, and checks the output.
+// record runs `perf record recordArgs -o data -- elfimage runArgs`, for 3
+// minutes at the most (tooltest.RunToolSplit), with the program's output
+// (perf's standard output) apart from perf's messages, and checks the
+// output.
 func (f *perfFixture) record(t *testing.T, data string, recordArgs, runArgs []string) {
 	t.Helper()
-	progOut := data + ".out"
 	args := append(append([]string{"record", "-e", "cpu-clock", "-N", "-o", data}, recordArgs...), "--", f.cli)
 	cmd := f.perfCmd(append(args, runArgs...)...)
-	out, err := os.Create(progOut)
+	got, stderr, err := tooltest.RunToolSplit(t, cmd, 3*time.Minute)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("perf %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, stderr)
 	}
-	defer out.Close()
-	cmd.Stdout = out
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("perf %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, stderr.String())
-	}
-	if got, _ := os.ReadFile(progOut); string(got) != perfProgOutput {
-		t.Fatalf("program printed %q, want %q (perf: %s)", got, perfProgOutput, stderr.String())
+	if got != perfProgOutput {
+		t.Fatalf("program printed %q, want %q (perf: %s)", got, perfProgOutput, stderr)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,11 +55,9 @@ func TestStackCoreAArch64(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	os.Mkdir(filepath.Join(dir, "core"), 0o755) // no core of qemu itself
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", `ulimit -c unlimited && exec "$@"`, "sh", qemu, "-L", a64Sysroot, exe)
+	cmd := exec.Command("sh", "-c", `ulimit -c unlimited && exec "$@"`, "sh", qemu, "-L", a64Sysroot, exe)
 	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err == nil {
+	if out, err := tooltest.RunTool(t, cmd, 2*time.Minute); err == nil {
 		t.Fatalf("%s did not crash:\n%s", exe, out)
 	}
 	cores, _ := filepath.Glob(filepath.Join(dir, "qemu_*.core"))
@@ -79,7 +76,7 @@ func TestStackCoreAArch64(t *testing.T) {
 	if !strings.Contains(text, "Program terminated with signal SIGSEGV") || !strings.Contains(text, "via registers") {
 		t.Errorf("no SIGSEGV or innermost frame:\n%s", text)
 	}
-	g, err := exec.CommandContext(ctx, gdb, "-nx", "-batch", "-iex", "set sysroot "+a64Sysroot, "-ex", "bt", exe, cores[0]).CombinedOutput()
+	g, err := tooltest.RunTool(t, exec.Command(gdb, "-nx", "-batch", "-iex", "set sysroot "+a64Sysroot, "-ex", "bt", exe, cores[0]), 3*time.Minute)
 	if err != nil {
 		t.Fatalf("gdb-multiarch: %v\n%s", err, g)
 	}
@@ -89,7 +86,7 @@ func TestStackCoreAArch64(t *testing.T) {
 			ours = append(ours, m[1:])
 		}
 	}
-	for _, l := range strings.Split(string(g), "\n") {
+	for _, l := range strings.Split(g, "\n") {
 		if m := srcFrameRE.FindStringSubmatch(l); m != nil && strings.HasPrefix(l, "#") {
 			theirs = append(theirs, m[1:])
 		}

@@ -421,7 +421,7 @@ func TestPerf(t *testing.T) {
 	busy := filepath.Join(testdata(t), "busy.b")
 	home := t.TempDir()
 	probe := filepath.Join(home, "probe.data")
-	if out, err := exec.Command(perf, "record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", "true").CombinedOutput(); err != nil {
+	if out, err := tooltest.RunTool(t, exec.Command(perf, "record", "-e", "cpu-clock", "-N", "-q", "-o", probe, "--", "true"), 2*time.Minute); err != nil {
 		tooltest.Skip(t, "perf cannot record here (perf_event_open refused?): %v\n%s", err, out)
 	}
 	busyShare := func(report string, srcline bool) float64 {

@@ -38,6 +38,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/gdbtest"
 	"github.com/elfimage/elfimage/internal/lldbtest"
@@ -54,14 +55,16 @@ const Port = 1234
 // CGO_ENABLED=0 into dir/name and returns the executable's path: a normal
 // Go binary, with its symbol table and DWARF, which the debuggers need.
 // It skips (fails under CI) without go, and fails the test when the build
-// fails. Cost: one go build (seconds, less when the build cache is warm).
+// fails or takes more than 5 minutes (tooltest.RunTool: go is then killed
+// with its process group). Cost: one go build (seconds, less when the
+// build cache is warm).
 func BuildArm64(t testing.TB, dir, pkg, name string) string {
 	t.Helper()
 	goCmd := tooltest.Require(t, "go")
 	out := filepath.Join(dir, name)
 	build := exec.Command(goCmd, "build", "-o", out, pkg)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	if b, err := build.CombinedOutput(); err != nil {
+	if b, err := tooltest.RunTool(t, build, 5*time.Minute); err != nil {
 		t.Fatalf("GOARCH=arm64 go build %s: %v\n%s", pkg, err, b)
 	}
 	return out
@@ -97,7 +100,7 @@ func Wrapper(t testing.TB, dir, debugger, prog string, args ...string) (wrapper,
 	qemu := tooltest.Require(t, "qemu-aarch64")
 	unshare := tooltest.Require(t, "unshare")
 	ip := tooltest.Require(t, "ip")
-	if out, err := exec.Command(unshare, "-rn", "true").CombinedOutput(); err != nil {
+	if out, err := tooltest.RunTool(t, exec.Command(unshare, "-rn", "true"), time.Minute); err != nil {
 		t.Fatalf("unshare -rn (user and network namespaces): %v\n%s", err, out)
 	}
 	progOut = filepath.Join(dir, "prog.out")

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -26,9 +29,9 @@ var (
 	perfTimeout = 2 * time.Minute
 )
 
-// RunGroup runs cmd (not started, Stdin, Stdout and Stderr unset) with
-// standard input closed, in a process group of its own, and returns its
-// standard output and error merged. After timeout the whole group is
+// RunGroup runs cmd (not started; Stdin, Stdout, Stderr and SysProcAttr
+// unset: RunGroup sets them) with standard input closed, in a process
+// group of its own, and returns its standard output and error merged. After timeout the whole group is
 // killed (a debugger and the program it runs, a shell and its background
 // jobs); 5 s after the command itself exits, output pipes that processes
 // it left behind still hold open are closed. Errors: ErrTimeout (wrapped,
@@ -68,4 +71,41 @@ func runGroup(cmd *exec.Cmd, stdout, stderr io.Writer, timeout time.Duration) er
 		<-done
 		return fmt.Errorf("%w after %v: %s", ErrTimeout, timeout, cmd.Path)
 	}
+}
+
+// RunTool runs cmd as [RunGroup] does, killed with its process group
+// after timeout, and returns its standard output and error merged, with
+// the error of cmd.Run (nil, an *exec.ExitError for a non-zero exit, or
+// a failure to start), for the test to judge: a debugger's exit status
+// is not always the test's verdict. A timeout instead fails t at once,
+// with a message that names the tool (the base name of cmd.Path), the
+// timeout and the command line, and the output so far. It is for the
+// tests' runs of debuggers, emulators and profilers, which can hang
+// (gdb waiting on a stopped program, qemu on its gdb stub); timeouts of
+// minutes keep a loaded CI machine from failing spuriously.
+func RunTool(t testing.TB, cmd *exec.Cmd, timeout time.Duration) (string, error) {
+	t.Helper()
+	out, err := RunGroup(cmd, timeout)
+	if errors.Is(err, ErrTimeout) {
+		t.Fatalf("%s\noutput so far:\n%s", timeoutMessage(cmd, timeout), out)
+	}
+	return out, err
+}
+
+// RunToolSplit is [RunTool] with the command's standard output and
+// standard error returned apart (for a test that parses standard output
+// only); a timeout's message shows both.
+func RunToolSplit(t testing.TB, cmd *exec.Cmd, timeout time.Duration) (stdout, stderr string, err error) {
+	t.Helper()
+	stdout, stderr, err = RunGroupSplit(cmd, timeout)
+	if errors.Is(err, ErrTimeout) {
+		t.Fatalf("%s\nstandard output so far:\n%s\nstandard error so far:\n%s", timeoutMessage(cmd, timeout), stdout, stderr)
+	}
+	return stdout, stderr, err
+}
+
+// timeoutMessage says that cmd, which ran, timed out after timeout.
+func timeoutMessage(cmd *exec.Cmd, timeout time.Duration) string {
+	return fmt.Sprintf("%s timed out after %v and was killed with its process group: %s",
+		filepath.Base(cmd.Path), timeout, strings.Join(cmd.Args, " "))
 }

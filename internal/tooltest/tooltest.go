@@ -6,6 +6,13 @@
 // by skipping. Tests call [Require] for a tool they cannot do without,
 // [Optional] for a tool that only adds checks, and [Skip] when a tool is
 // present but the environment refuses what it needs.
+//
+// Tests run debuggers, emulators and profilers bounded in time: through
+// [RunTool] and [RunToolSplit] (one that hangs is killed with its process
+// group and fails the test with its output so far), or [RunGroup] and
+// [RunGroupSplit] where the caller judges the timeout itself; gdb and
+// LLDB sessions go through internal/gdbtest and internal/lldbtest, which
+// use RunGroup.
 package tooltest
 
 import (

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,8 +66,7 @@ func TestGates(t *testing.T) {
 		if c.ci {
 			cmd.Env = append(cmd.Env, "CI=true")
 		}
-		out, err := cmd.CombinedOutput()
-		s := string(out)
+		s, err := tooltest.RunTool(t, cmd, 2*time.Minute)
 		if got := strings.Contains(s, "--- "+c.want+": TestGateChild"); !got || (err != nil) != (c.want == "FAIL") {
 			t.Errorf("%s, CI %v: want %s; exit %v, output:\n%s", c.gate, c.ci, c.want, err, s)
 		}
@@ -147,5 +147,52 @@ func TestGoProgramFailedBuild(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "elfimage-broken-*")); len(left) != 0 {
 		t.Errorf("the failed build left %v", left)
+	}
+}
+
+// TestRunToolTimeout: a run that outlasts its time bound is killed with
+// its process group (the shell's sleep too, or the run would wait for
+// the pipe it holds) and fails the test with a message naming the tool
+// and the timeout, and the output so far; merged or apart.
+func TestRunToolTimeout(t *testing.T) {
+	sh := tooltest.Require(t, "sh")
+	const script = "echo partial; echo oops >&2; sleep 30; echo after-$((1+1))"
+	for _, split := range []bool{false, true} {
+		f := &fatalTB{TB: t}
+		start := time.Now()
+		cmd := exec.Command(sh, "-c", script)
+		if split {
+			tooltest.RunToolSplit(f, cmd, 500*time.Millisecond)
+		} else {
+			tooltest.RunTool(f, cmd, 500*time.Millisecond)
+		}
+		for _, want := range []string{"sh timed out after 500ms", "sleep 30", "partial", "oops"} {
+			if !strings.Contains(f.msg, want) {
+				t.Errorf("split %v: message lacks %q:\n%s", split, want, f.msg)
+			}
+		}
+		if strings.Contains(f.msg, "after-2") {
+			t.Errorf("split %v: the command ran on after the timeout:\n%s", split, f.msg)
+		}
+		if d := time.Since(start); d > 4*time.Second {
+			t.Errorf("split %v: returned after %v (the group was not killed?)", split, d)
+		}
+	}
+}
+
+// TestRunTool: a run within its bound returns the output (merged, or
+// standard output and error apart) and cmd.Run's error, a non-zero exit
+// included, without failing the test.
+func TestRunTool(t *testing.T) {
+	sh := tooltest.Require(t, "sh")
+	f := &fatalTB{TB: t}
+	out, err := tooltest.RunTool(f, exec.Command(sh, "-c", "echo out; echo err >&2; exit 3"), time.Minute)
+	var exit *exec.ExitError
+	if out != "out\nerr\n" || !errors.As(err, &exit) || exit.ExitCode() != 3 || f.msg != "" {
+		t.Errorf("RunTool: %q, %v, message %q; want the output, exit status 3 and no failure", out, err, f.msg)
+	}
+	stdout, stderr, err := tooltest.RunToolSplit(f, exec.Command(sh, "-c", "echo out; echo err >&2"), time.Minute)
+	if stdout != "out\n" || stderr != "err\n" || err != nil || f.msg != "" {
+		t.Errorf("RunToolSplit: %q, %q, %v, message %q", stdout, stderr, err, f.msg)
 	}
 }

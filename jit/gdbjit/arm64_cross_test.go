@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elfimage/elfimage/internal/qemutest"
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -63,11 +64,11 @@ func TestSymbolsInSymtabArm64(t *testing.T) {
 		t.Errorf("__jit_debug_register_code starts with %#08x, want RET (0xd65f03c0)", w)
 	}
 	qemu := tooltest.Require(t, "qemu-aarch64")
-	out, err := exec.Command(qemu, prog, "addr").Output()
+	out, stderr, err := tooltest.RunToolSplit(t, exec.Command(qemu, prog, "addr"), 2*time.Minute)
 	if err != nil {
-		t.Fatalf("qemu-aarch64 jitprog addr: %v", err)
+		t.Fatalf("qemu-aarch64 jitprog addr: %v\n%s", err, stderr)
 	}
-	if got := strings.TrimSpace(string(out)); got != fmt.Sprintf("%#x", d.Value) {
+	if got := strings.TrimSpace(out); got != fmt.Sprintf("%#x", d.Value) {
 		t.Errorf("DescriptorAddr() = %s at run time under qemu-aarch64, .symtab says %#x", got, d.Value)
 	}
 }
