@@ -194,7 +194,7 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 			// to 16 pages around it (fault-around) that munmap must
 			// tear down again and that count in the process's RSS.
 			buf := ioBufs.Get().(*ioBuf)
-			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:], anchor: anchor}
+			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:], progs: buf.progs[:], anchor: anchor}
 			im, err := finish(path, mem, &src, true, a, pageSize, opts)
 			ioBufs.Put(buf)
 			if err != nil {
@@ -501,6 +501,7 @@ func (ts *tailSections) get(t elf.ProgType) []byte {
 type ioBuf struct {
 	head    [headSize]byte
 	scratch [scratchSize]byte
+	progs   [progStack]elf.ProgHeader
 }
 
 const (
@@ -513,6 +514,9 @@ const (
 	// note segment; dynamic or relocation tables placed elsewhere, the
 	// latter read in chunks). Larger tables are read through the mapping.
 	scratchSize = 2048
+	// progStack is how many program headers parseFrom decodes into a
+	// table it does not allocate (Link writes 11).
+	progStack = 16
 )
 
 var ioBufs = sync.Pool{New: func() any { return new(ioBuf) }}
@@ -529,7 +533,8 @@ type source struct {
 	head    []byte // data[:len(head)] as read from the file, once read
 	nhead   int    // bytes of head read (0: not read yet)
 	scratch []byte
-	anchor  unsafe.Pointer // the page-table anchor below data (place.go), or nil
+	progs   []elf.ProgHeader // room for the decoded program headers, or nil
+	anchor  unsafe.Pointer   // the page-table anchor below data (place.go), or nil
 }
 
 // memSource reads the image data in memory.
@@ -633,8 +638,8 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	if err != nil {
 		return err
 	}
-	h, err := elfobj.DecodeHeader(hb)
-	if err != nil {
+	var h elfobj.Header
+	if err := elfobj.DecodeHeaderInto(&h, hb); err != nil {
 		return objError(path, err) // bad magic, class or data encoding
 	}
 	switch {
@@ -680,16 +685,22 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 		return err
 	}
 
-	// Decode the program headers once, on the stack for the usual
-	// handful.
-	var stack [16]elf.ProgHeader
-	phs := stack[:0]
-	if int(h.Phnum) > len(stack) {
-		phs = make([]elf.ProgHeader, 0, h.Phnum)
+	// Decode the program headers once, each straight into its slot:
+	// of the source's table (Open's pooled buffer, not zeroed again per
+	// load), else on the stack for the usual handful.
+	phs := src.progs
+	if int(h.Phnum) > len(phs) {
+		if h.Phnum <= progStack {
+			var stack [progStack]elf.ProgHeader
+			phs = stack[:]
+		} else {
+			phs = make([]elf.ProgHeader, h.Phnum)
+		}
 	}
+	phs = phs[:h.Phnum]
 	nload := 0
-	for i := range int(h.Phnum) {
-		phs = append(phs, h.DecodeProg(phtab[i*phdrSize:]))
+	for i := range phs {
+		h.DecodeProgInto(&phs[i], phtab[i*phdrSize:])
 		if phs[i].Type == elf.PT_LOAD {
 			nload++
 		}
@@ -825,7 +836,7 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 		}
 		switch t {
 		case elf.PT_NOTE:
-			if err := p.parseNotes(d, elf.Prog64{Off: ph.Off, Align: ph.Align}, body, data[ph.Off:ph.Off+ph.Filesz]); err != nil {
+			if err := p.parseNotes(d, ph.Off, ph.Align, body, data[ph.Off:ph.Off+ph.Filesz]); err != nil {
 				return err
 			}
 		case elf.PT_DYNAMIC:
@@ -852,14 +863,14 @@ func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
 }
 
 // parseNotes scans the notes of one PT_NOTE segment (gABI "Note Section")
-// at file offset ph.Off, aligned to ph.Align, for the first NT_GNU_BUILD_ID
-// of owner "GNU". body holds the segment's bytes (possibly a copy); keep
-// is the same bytes as the image holds them, which the build ID aliases.
-func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body, keep []byte) error {
-	r := elfobj.NewNoteReader(body, ph.Off, elf.ELFDATA2LSB, ph.Align, "PT_NOTE")
+// at file offset off, aligned to align, for the first NT_GNU_BUILD_ID of
+// owner "GNU". body holds the segment's bytes (possibly a copy); keep is
+// the same bytes as the image holds them, which the build ID aliases.
+func (p *plan) parseNotes(d *decoder, off, align uint64, body, keep []byte) error {
+	r := elfobj.NewNoteReader(body, off, elf.ELFDATA2LSB, align, "PT_NOTE")
 	for n, ok := r.Next(); ok; n, ok = r.Next() {
 		if n.Type == elfobj.NT_GNU_BUILD_ID && string(n.Name) == "GNU" && p.buildID == nil {
-			at, end := n.DescOffset-ph.Off, n.DescOffset-ph.Off+uint64(len(n.Desc))
+			at, end := n.DescOffset-off, n.DescOffset-off+uint64(len(n.Desc))
 			p.buildID = keep[at:end:end]
 		}
 	}

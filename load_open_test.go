@@ -439,3 +439,20 @@ func TestOpenAllocations(t *testing.T) {
 	}
 	t.Logf("Open+Close: %.1f allocations", loads)
 }
+
+// BenchmarkParseImage measures the loader's validation alone (parseFrom:
+// the ELF and program headers, the dynamic table, the note and the
+// relocations) of the test image in memory, warm: the user work of Open
+// that the system calls do not include.
+func BenchmarkParseImage(b *testing.B) {
+	data := buildTestImage()
+	a, pageSize := options(nil)
+	var p plan
+	b.ReportAllocs()
+	for b.Loop() {
+		src := memSource("x", data)
+		if err := parseFrom(&src, a, pageSize, &p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
