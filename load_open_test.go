@@ -456,3 +456,56 @@ func BenchmarkParseImage(b *testing.B) {
 		}
 	}
 }
+
+// TestOpenHeadReads: an image whose relocation table lies past the first
+// read of the head (here at 0xc00, past 1 KiB) loads as one whose tables
+// fit (its relocations applied: the data words hold the base plus their
+// addends), whether or not the previous loads needed as much of the head;
+// and headFirst grows at once to what a load used and shrinks a step after
+// headShrink loads in a row that used less.
+func TestOpenHeadReads(t *testing.T) {
+	small := buildTestImage()
+	big := bytes.Clone(small)
+	const relaAt = 0xc00
+	copy(big[relaAt:], small[tRelaOff:tRelaOff+tRelaN*relaSize])
+	putDyn(big, 0, elf.DT_RELA, relaAt)
+	putPhSize(big, phR, relaAt+tRelaN*relaSize)
+	ps, pb := writeTemp(t, small), writeTemp(t, big)
+	saved := headFirst.n.Load()
+	t.Cleanup(func() { headFirst.n.Store(saved); headFirst.below.Store(0) })
+	headFirst.n.Store(headStep)
+	headFirst.below.Store(0)
+	open := func(p string) {
+		t.Helper()
+		im, err := Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer im.Close()
+		data := im.mem[tDataOff : tDataOff+16]
+		for i, r := range tRelocs {
+			if got, want := binary.LittleEndian.Uint64(data[8*i:]), uint64(im.Base())+r.addend; got != want {
+				t.Fatalf("%s: relocated word %d is %#x, want %#x", p, i, got, want)
+			}
+		}
+	}
+	open(ps)
+	if n := firstRead(); n != headStep {
+		t.Fatalf("after the small image, first read %d, want %d", n, headStep)
+	}
+	open(pb) // the table past the first read: a second read
+	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep)); n != want {
+		t.Fatalf("after the large image, first read %d, want %d", n, want)
+	}
+	open(pb)
+	for range headShrink - 1 {
+		open(ps)
+	}
+	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep)); n != want {
+		t.Fatalf("after %d small images, first read %d, want %d still", headShrink-1, n, want)
+	}
+	open(ps)
+	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep))-headStep; n != want {
+		t.Fatalf("after %d small images, first read %d, want %d", headShrink, n, want)
+	}
+}
