@@ -110,8 +110,7 @@ func Images() []*Image {
 // with one more (or, past 2 KiB, through the mapping). A load thus faults
 // in no page of the file but one copy-on-write page per relocated data
 // page (a read fault would also map up to 16 neighbouring pages, which
-// munmap must tear down and which count
-// in the process's RSS). The non-loaded tail (symbols, DWARF, section
+// munmap must tear down and which count in the process's RSS). The non-loaded tail (symbols, DWARF, section
 // headers) is not read: the kernel pages it in when a query touches it.
 // The file is mapped one page above a page-table anchor when one is free
 // (a PROT_NONE page that outlives the image, at most 16 of them; see
@@ -145,11 +144,12 @@ func Images() []*Image {
 // Errors: a malformed image gives a *FormatError naming the file offset and
 // field; system call failures are returned wrapped with the path. On any
 // error nothing stays mapped (but for an anchor page). Cost: open, fstat,
-// mmap (plus an mmap and up to two munmaps when it makes an anchor), one pread (two when
-// a table lies past what the previous loads read of the first 4 KiB, or
-// the notes past those 4 KiB, which in the images Link writes happens
-// only when .rela.dyn is large; more for tables elsewhere), one mprotect per writable and per executable
-// segment and close, plus time linear in the number of program headers,
+// mmap (plus an mmap and up to two munmaps when it makes an anchor), one
+// pread (two when a table lies past what the previous loads read of the
+// first 4 KiB, or the notes past those 4 KiB, which in the images Link
+// writes happens only when .rela.dyn is large; more for tables
+// elsewhere), one mprotect per writable and per executable segment and
+// close, plus time linear in the number of program headers,
 // dynamic entries and relocations; one allocation, the Image, which holds
 // its registry entry (the registry's rebuild of its index, once every 16
 // loads, aside); the read fallback also copies the file.
@@ -502,9 +502,10 @@ func (ts *tailSections) get(t elf.ProgType) []byte {
 	return nil
 }
 
-// ioBuf is the scratch memory of one Open: the file's first bytes and
-// room for one more table read with pread. Pooled, so that a load
-// allocates only what its image keeps.
+// ioBuf is the scratch memory of one Open: the file's first bytes, room
+// for one more table read with pread and the decoded program headers.
+// Pooled, so that a load allocates only what its image keeps and zeroes
+// none of it.
 type ioBuf struct {
 	head    [headSize]byte
 	scratch [scratchSize]byte
