@@ -457,6 +457,47 @@ func BenchmarkParseImage(b *testing.B) {
 	}
 }
 
+// TestOpenConcurrentLayouts: goroutines opening and closing images of two
+// layouts at once (tables within the first KiB; .rela.dyn at 0xc00) share
+// the pooled buffers and the learned first read: every load gets its own
+// relocations applied (run with -race).
+func TestOpenConcurrentLayouts(t *testing.T) {
+	small := buildTestImage()
+	big := bytes.Clone(small)
+	const relaAt = 0xc00
+	copy(big[relaAt:], small[tRelaOff:tRelaOff+tRelaN*relaSize])
+	putDyn(big, 0, elf.DT_RELA, relaAt)
+	putPhSize(big, phR, relaAt+tRelaN*relaSize)
+	paths := []string{writeTemp(t, small), writeTemp(t, big)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				p := paths[(g+i/3)%2]
+				im, err := Open(p, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j, r := range tRelocs {
+					if got, want := binary.LittleEndian.Uint64(im.mem[tDataOff+8*j:]), uint64(im.Base())+r.addend; got != want {
+						errs <- fmt.Errorf("%s: relocated word %d is %#x, want %#x", p, j, got, want)
+					}
+				}
+				im.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
 // TestOpenHeadReads: an image whose relocation table lies past the first
 // read of the head (here at 0xc00, past 1 KiB) loads as one whose tables
 // fit (its relocations applied: the data words hold the base plus their
