@@ -103,11 +103,14 @@ func Images() []*Image {
 // registration of [Base, Base+Size) for [Lookup]. No page is ever writable
 // and executable at once. What the loader validates (the ELF and program
 // headers, the dynamic table, the notes, the relocation table) it reads
-// with pread(2) into a pooled buffer, the file's first 4 KiB at once, not
-// through the mapping: a load faults in no page of the file but one
-// copy-on-write page per relocated data page (a read fault would also map
-// up to 16 neighbouring pages, which munmap must tear down and which count
-// in the process's RSS). The non-loaded tail (symbols, DWARF, section
+// with pread(2) into a pooled buffer, not through the mapping: the
+// file's first KiB, or as much of its first 4 KiB as the process's
+// previous loads used (rounded up to a KiB), at once; the rest of those
+// 4 KiB with a second pread when a table lies there; a table further out
+// with one more (or, past 2 KiB, through the mapping). A load thus faults
+// in no page of the file but one copy-on-write page per relocated data
+// page (a read fault would also map up to 16 neighbouring pages, which
+// munmap must tear down and which count in the process's RSS). The non-loaded tail (symbols, DWARF, section
 // headers) is not read: the kernel pages it in when a query touches it.
 // The file is mapped one page above a page-table anchor when one is free
 // (a PROT_NONE page that outlives the image, at most 16 of them; see
@@ -141,11 +144,12 @@ func Images() []*Image {
 // Errors: a malformed image gives a *FormatError naming the file offset and
 // field; system call failures are returned wrapped with the path. On any
 // error nothing stays mapped (but for an anchor page). Cost: open, fstat,
-// mmap (plus an mmap and up to two munmaps when it makes an anchor), one pread (two when
-// the notes lie past the first 4 KiB, which in the images Link writes
-// happens only when .rela.dyn is large; more for tables
-// elsewhere), one mprotect per writable and per executable
-// segment and close, plus time linear in the number of program headers,
+// mmap (plus an mmap and up to two munmaps when it makes an anchor), one
+// pread (two when a table lies past what the previous loads read of the
+// first 4 KiB, or the notes past those 4 KiB, which in the images Link
+// writes happens only when .rela.dyn is large; more for tables
+// elsewhere), one mprotect per writable and per executable segment and
+// close, plus time linear in the number of program headers,
 // dynamic entries and relocations; one allocation, the Image, which holds
 // its registry entry (the registry's rebuild of its index, once every 16
 // loads, aside); the read fallback also copies the file.
@@ -194,9 +198,12 @@ func openImage(path string, opts *LoadOptions) (*Image, error) {
 			// to 16 pages around it (fault-around) that munmap must
 			// tear down again and that count in the process's RSS.
 			buf := ioBufs.Get().(*ioBuf)
-			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], scratch: buf.scratch[:], anchor: anchor}
+			src := source{path: path, data: mem[:size:size], fd: fd, head: buf.head[:], first: firstRead(), scratch: buf.scratch[:], progs: buf.progs[:], anchor: anchor}
 			im, err := finish(path, mem, &src, true, a, pageSize, opts)
 			ioBufs.Put(buf)
+			if err == nil {
+				noteHeadUsed(src.used)
+			}
 			if err != nil {
 				putAnchor(anchor) // finish unmapped mem
 			}
@@ -495,27 +502,79 @@ func (ts *tailSections) get(t elf.ProgType) []byte {
 	return nil
 }
 
-// ioBuf is the scratch memory of one Open: the file's first bytes and
-// room for one more table read with pread. Pooled, so that a load
-// allocates only what its image keeps.
+// ioBuf is the scratch memory of one Open: the file's first bytes, room
+// for one more table read with pread and the decoded program headers.
+// Pooled, so that a load allocates only what its image keeps and zeroes
+// none of it.
 type ioBuf struct {
 	head    [headSize]byte
 	scratch [scratchSize]byte
+	progs   [progStack]elf.ProgHeader
 }
 
 const (
-	// headSize is how much of the file Open reads with one pread before
-	// anything else: the ELF header and program headers and, in the
-	// images Link writes, .rela.dyn and .dynamic (at the start of the
-	// first segment).
+	// headSize is how much of the file's start Open reads with pread
+	// into the head, at most: the ELF header and program headers and, in
+	// the images Link writes, .rela.dyn and .dynamic (at the start of the
+	// first segment). The first pread reads headFirst bytes of it, the
+	// rest with a second one when a table lies there.
 	headSize = 4096
+	// headStep is the unit of headFirst: the first read rounded up.
+	headStep = 1024
 	// scratchSize bounds one further pread of a table past the head (the
 	// note segment; dynamic or relocation tables placed elsewhere, the
 	// latter read in chunks). Larger tables are read through the mapping.
 	scratchSize = 2048
+	// progStack is how many program headers parseFrom decodes into a
+	// table it does not allocate (Link writes 11).
+	progStack = 16
 )
 
 var ioBufs = sync.Pool{New: func() any { return new(ioBuf) }}
+
+// headFirst is how many bytes of the head the first pread of an Open
+// reads: what the previous loads used of it, rounded up to headStep
+// (starting at headStep; images Link writes with fewer than about ten
+// relocations need 1 KiB). It grows at once to what a load used and
+// shrinks a step after headShrink loads in a row that used less, so that
+// a process loading images of one layout reads once per load what it
+// needs and no more (a 4 KiB read copies three more KiB, about 1% of an
+// Open), and one alternating layouts pays the second read rarely.
+var headFirst struct {
+	n     atomic.Int32 // bytes: headStep to headSize
+	below atomic.Int32 // loads in a row that used less than n
+}
+
+// headShrink is how many loads in a row must use less than headFirst
+// before it shrinks by a step.
+const headShrink = 16
+
+// firstRead returns headFirst's current size.
+func firstRead() int {
+	if n := int(headFirst.n.Load()); n >= headStep {
+		return n
+	}
+	return headStep
+}
+
+// noteHeadUsed updates headFirst with the bytes of the head a successful
+// load used (its reads ended at used).
+func noteHeadUsed(used int) {
+	need := min(headSize, max(headStep, int(alignUp(uint64(used), headStep))))
+	n := firstRead()
+	switch {
+	case need > n:
+		headFirst.n.Store(int32(need))
+		headFirst.below.Store(0)
+	case need == n:
+		if headFirst.below.Load() != 0 {
+			headFirst.below.Store(0)
+		}
+	case headFirst.below.Add(1) >= headShrink:
+		headFirst.n.Store(int32(n - headStep))
+		headFirst.below.Store(0)
+	}
+}
 
 // source gives the loader the bytes it validates of the image data: from
 // head, the file's first bytes read with pread; with pread into scratch
@@ -528,8 +587,11 @@ type source struct {
 	at      io.ReaderAt
 	head    []byte // data[:len(head)] as read from the file, once read
 	nhead   int    // bytes of head read (0: not read yet)
+	first   int    // bytes the first read of head reads (0: all of head)
+	used    int    // end of the bytes of head read served (for headFirst)
 	scratch []byte
-	anchor  unsafe.Pointer // the page-table anchor below data (place.go), or nil
+	progs   []elf.ProgHeader // room for the decoded program headers, or nil
+	anchor  unsafe.Pointer   // the page-table anchor below data (place.go), or nil
 }
 
 // memSource reads the image data in memory.
@@ -541,15 +603,20 @@ func (s *source) read(off, n uint64) ([]byte, error) {
 	if s.fd < 0 && s.at == nil {
 		return s.data[off : off+n : off+n], nil
 	}
-	if s.nhead == 0 {
-		h := s.head[:min(len(s.head), len(s.data))]
-		if err := s.readAt(h, 0); err != nil {
+	if end := off + n; end > uint64(s.nhead) && end <= uint64(min(len(s.head), len(s.data))) {
+		// Read the head, or the rest of it: what the first read left.
+		want := min(len(s.head), len(s.data))
+		if s.nhead == 0 && s.first > 0 && end <= uint64(s.first) {
+			want = min(s.first, want)
+		}
+		if err := s.readAt(s.head[s.nhead:want], uint64(s.nhead)); err != nil {
 			return nil, err
 		}
-		s.nhead = len(h)
+		s.nhead = want
 	}
 	switch {
 	case off+n <= uint64(s.nhead):
+		s.used = max(s.used, int(off+n))
 		return s.head[off : off+n : off+n], nil
 	case n <= uint64(len(s.scratch)):
 		b := s.scratch[:n:n]
@@ -633,8 +700,8 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 	if err != nil {
 		return err
 	}
-	h, err := elfobj.DecodeHeader(hb)
-	if err != nil {
+	var h elfobj.Header
+	if err := elfobj.DecodeHeaderInto(&h, hb); err != nil {
 		return objError(path, err) // bad magic, class or data encoding
 	}
 	switch {
@@ -680,16 +747,22 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 		return err
 	}
 
-	// Decode the program headers once, on the stack for the usual
-	// handful.
-	var stack [16]elf.ProgHeader
-	phs := stack[:0]
-	if int(h.Phnum) > len(stack) {
-		phs = make([]elf.ProgHeader, 0, h.Phnum)
+	// Decode the program headers once, each straight into its slot:
+	// of the source's table (Open's pooled buffer, not zeroed again per
+	// load), else on the stack for the usual handful.
+	phs := src.progs
+	if int(h.Phnum) > len(phs) {
+		if h.Phnum <= progStack {
+			var stack [progStack]elf.ProgHeader
+			phs = stack[:]
+		} else {
+			phs = make([]elf.ProgHeader, h.Phnum)
+		}
 	}
+	phs = phs[:h.Phnum]
 	nload := 0
-	for i := range int(h.Phnum) {
-		phs = append(phs, h.DecodeProg(phtab[i*phdrSize:]))
+	for i := range phs {
+		h.DecodeProgInto(&phs[i], phtab[i*phdrSize:])
 		if phs[i].Type == elf.PT_LOAD {
 			nload++
 		}
@@ -825,7 +898,7 @@ func parseFrom(src *source, a *arch.Arch, pageSize uint64, p *plan) error {
 		}
 		switch t {
 		case elf.PT_NOTE:
-			if err := p.parseNotes(d, elf.Prog64{Off: ph.Off, Align: ph.Align}, body, data[ph.Off:ph.Off+ph.Filesz]); err != nil {
+			if err := p.parseNotes(d, ph.Off, ph.Align, body, data[ph.Off:ph.Off+ph.Filesz]); err != nil {
 				return err
 			}
 		case elf.PT_DYNAMIC:
@@ -852,14 +925,14 @@ func (p *plan) segmentOf(addr, n uint64) (Segment, bool) {
 }
 
 // parseNotes scans the notes of one PT_NOTE segment (gABI "Note Section")
-// at file offset ph.Off, aligned to ph.Align, for the first NT_GNU_BUILD_ID
-// of owner "GNU". body holds the segment's bytes (possibly a copy); keep
-// is the same bytes as the image holds them, which the build ID aliases.
-func (p *plan) parseNotes(d *decoder, ph elf.Prog64, body, keep []byte) error {
-	r := elfobj.NewNoteReader(body, ph.Off, elf.ELFDATA2LSB, ph.Align, "PT_NOTE")
+// at file offset off, aligned to align, for the first NT_GNU_BUILD_ID of
+// owner "GNU". body holds the segment's bytes (possibly a copy); keep is
+// the same bytes as the image holds them, which the build ID aliases.
+func (p *plan) parseNotes(d *decoder, off, align uint64, body, keep []byte) error {
+	r := elfobj.NewNoteReader(body, off, elf.ELFDATA2LSB, align, "PT_NOTE")
 	for n, ok := r.Next(); ok; n, ok = r.Next() {
 		if n.Type == elfobj.NT_GNU_BUILD_ID && string(n.Name) == "GNU" && p.buildID == nil {
-			at, end := n.DescOffset-ph.Off, n.DescOffset-ph.Off+uint64(len(n.Desc))
+			at, end := n.DescOffset-off, n.DescOffset-off+uint64(len(n.Desc))
 			p.buildID = keep[at:end:end]
 		}
 	}

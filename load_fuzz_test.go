@@ -61,16 +61,19 @@ func FuzzParseImage(f *testing.F) {
 // checkPreadParse is the oracle of the pread path Open takes: parsing data
 // through a source that reads a head and a scratch buffer from a file
 // (here an io.ReaderAt, with small buffers so that the head, the scratch
-// and the fall-through to the mapping all serve reads) must give the plan
+// and the fall-through to the mapping all serve reads, and first reads of
+// the head shorter than it, so that its second read serves some) must give the plan
 // (or the error) that parsing the bytes in memory gave, and applying the
 // relocations through it the same bytes.
 func checkPreadParse(t *testing.T, data []byte, a *arch.Arch, want *plan, wantErr error) {
-	for _, sz := range [][2]int{{64, 24}, {64 + len(data)%300, 24 * (1 + len(data)%7)}, {headSize, scratchSize}} {
-		src := source{path: "fuzz", data: data, fd: -1, at: bytes.NewReader(data), head: make([]byte, sz[0]), scratch: make([]byte, sz[1])}
+	// sz: head, scratch, and the first read of the head (0: all of it).
+	for _, sz := range [][3]int{{64, 24, 0}, {64 + len(data)%300, 24 * (1 + len(data)%7), 0}, {headSize, scratchSize, 0},
+		{headSize, scratchSize, headStep}, {256, 24, 64 + len(data)%128}, {headSize, scratchSize, 1 + len(data)%headSize}} {
+		src := source{path: "fuzz", data: data, fd: -1, at: bytes.NewReader(data), head: make([]byte, sz[0]), scratch: make([]byte, sz[1]), first: sz[2]}
 		var got plan
 		err := parseFrom(&src, a, 4096, &got)
 		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
-			t.Fatalf("head %d, scratch %d: parse through pread: %v; in memory: %v", sz[0], sz[1], err, wantErr)
+			t.Fatalf("head %d, scratch %d, first %d: parse through pread: %v; in memory: %v", sz[0], sz[1], sz[2], err, wantErr)
 		}
 		if err != nil {
 			continue

@@ -439,3 +439,114 @@ func TestOpenAllocations(t *testing.T) {
 	}
 	t.Logf("Open+Close: %.1f allocations", loads)
 }
+
+// BenchmarkParseImage measures the loader's validation alone (parseFrom:
+// the ELF and program headers, the dynamic table, the note and the
+// relocations) of the test image in memory, warm: the user work of Open
+// that the system calls do not include.
+func BenchmarkParseImage(b *testing.B) {
+	data := buildTestImage()
+	a, pageSize := options(nil)
+	var p plan
+	b.ReportAllocs()
+	for b.Loop() {
+		src := memSource("x", data)
+		if err := parseFrom(&src, a, pageSize, &p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestOpenConcurrentLayouts: goroutines opening and closing images of two
+// layouts at once (tables within the first KiB; .rela.dyn at 0xc00) share
+// the pooled buffers and the learned first read: every load gets its own
+// relocations applied (run with -race).
+func TestOpenConcurrentLayouts(t *testing.T) {
+	small := buildTestImage()
+	big := bytes.Clone(small)
+	const relaAt = 0xc00
+	copy(big[relaAt:], small[tRelaOff:tRelaOff+tRelaN*relaSize])
+	putDyn(big, 0, elf.DT_RELA, relaAt)
+	putPhSize(big, phR, relaAt+tRelaN*relaSize)
+	paths := []string{writeTemp(t, small), writeTemp(t, big)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				p := paths[(g+i/3)%2]
+				im, err := Open(p, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j, r := range tRelocs {
+					if got, want := binary.LittleEndian.Uint64(im.mem[tDataOff+8*j:]), uint64(im.Base())+r.addend; got != want {
+						errs <- fmt.Errorf("%s: relocated word %d is %#x, want %#x", p, j, got, want)
+					}
+				}
+				im.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenHeadReads: an image whose relocation table lies past the first
+// read of the head (here at 0xc00, past 1 KiB) loads as one whose tables
+// fit (its relocations applied: the data words hold the base plus their
+// addends), whether or not the previous loads needed as much of the head;
+// and headFirst grows at once to what a load used and shrinks a step after
+// headShrink loads in a row that used less.
+func TestOpenHeadReads(t *testing.T) {
+	small := buildTestImage()
+	big := bytes.Clone(small)
+	const relaAt = 0xc00
+	copy(big[relaAt:], small[tRelaOff:tRelaOff+tRelaN*relaSize])
+	putDyn(big, 0, elf.DT_RELA, relaAt)
+	putPhSize(big, phR, relaAt+tRelaN*relaSize)
+	ps, pb := writeTemp(t, small), writeTemp(t, big)
+	saved := headFirst.n.Load()
+	t.Cleanup(func() { headFirst.n.Store(saved); headFirst.below.Store(0) })
+	headFirst.n.Store(headStep)
+	headFirst.below.Store(0)
+	open := func(p string) {
+		t.Helper()
+		im, err := Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer im.Close()
+		data := im.mem[tDataOff : tDataOff+16]
+		for i, r := range tRelocs {
+			if got, want := binary.LittleEndian.Uint64(data[8*i:]), uint64(im.Base())+r.addend; got != want {
+				t.Fatalf("%s: relocated word %d is %#x, want %#x", p, i, got, want)
+			}
+		}
+	}
+	open(ps)
+	if n := firstRead(); n != headStep {
+		t.Fatalf("after the small image, first read %d, want %d", n, headStep)
+	}
+	open(pb) // the table past the first read: a second read
+	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep)); n != want {
+		t.Fatalf("after the large image, first read %d, want %d", n, want)
+	}
+	open(pb)
+	for range headShrink - 1 {
+		open(ps)
+	}
+	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep)); n != want {
+		t.Fatalf("after %d small images, first read %d, want %d still", headShrink-1, n, want)
+	}
+	open(ps)
+	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep))-headStep; n != want {
+		t.Fatalf("after %d small images, first read %d, want %d", headShrink, n, want)
+	}
+}

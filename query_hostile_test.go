@@ -311,7 +311,7 @@ func FuzzNotes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, align uint64, body []byte) {
 		p := &plan{}
 		d := &decoder{path: "fuzz", data: body}
-		err := p.parseNotes(d, elf.Prog64{Off: 0x1000, Align: align}, body, body)
+		err := p.parseNotes(d, 0x1000, align, body, body)
 		if _, _, ok := refBuildID(body, align); ok != (err == nil) {
 			t.Fatalf("parseNotes: %v; the reference walk finds the notes well-formed: %v", err, ok)
 		}

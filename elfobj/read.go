@@ -104,11 +104,22 @@ func notELF(off uint64, field, format string, args ...any) error {
 // Cost: constant; it allocates nothing but its error.
 func DecodeHeader(b []byte) (Header, error) {
 	var h Header
+	err := DecodeHeaderInto(&h, b)
+	return h, err
+}
+
+// DecodeHeaderInto is [DecodeHeader] decoding into *h, which it overwrites
+// in full (fields it does not reach on an error are zero), instead of
+// returning a Header: a caller that keeps the header in place (on its
+// stack, in a struct) saves the copy of the result, about 100 bytes.
+// Errors and cost as for DecodeHeader.
+func DecodeHeaderInto(h *Header, b []byte) error {
+	*h = Header{}
 	if len(b) < elf.EI_NIDENT {
-		return h, notELF(0, "e_ident", "%d bytes, shorter than e_ident (%d bytes)", len(b), elf.EI_NIDENT)
+		return notELF(0, "e_ident", "%d bytes, shorter than e_ident (%d bytes)", len(b), elf.EI_NIDENT)
 	}
 	if string(b[:4]) != elf.ELFMAG {
-		return h, notELF(0, "e_ident[EI_MAG]", "bad magic %q", b[:4])
+		return notELF(0, "e_ident[EI_MAG]", "bad magic %q", b[:4])
 	}
 	h.Class = elf.Class(b[elf.EI_CLASS])
 	switch h.Class {
@@ -116,7 +127,7 @@ func DecodeHeader(b []byte) (Header, error) {
 	case elf.ELFCLASS64:
 		h.is64 = true
 	default:
-		return h, notELF(elf.EI_CLASS, "e_ident[EI_CLASS]", "unknown class %d", b[elf.EI_CLASS])
+		return notELF(elf.EI_CLASS, "e_ident[EI_CLASS]", "unknown class %d", b[elf.EI_CLASS])
 	}
 	h.Data = elf.Data(b[elf.EI_DATA])
 	switch h.Data {
@@ -126,14 +137,32 @@ func DecodeHeader(b []byte) (Header, error) {
 		h.ByteOrder = binary.BigEndian
 		h.big = true
 	default:
-		return h, notELF(elf.EI_DATA, "e_ident[EI_DATA]", "unknown data encoding %d", b[elf.EI_DATA])
+		return notELF(elf.EI_DATA, "e_ident[EI_DATA]", "unknown data encoding %d", b[elf.EI_DATA])
 	}
 	if n := h.HeaderSize(); len(b) < n {
-		return h, notELF(0, "e_ident", "%d bytes, shorter than the %d-byte %v header", len(b), n, h.Class)
+		return notELF(0, "e_ident", "%d bytes, shorter than the %d-byte %v header", len(b), n, h.Class)
 	}
 	h.Version = elf.Version(b[elf.EI_VERSION])
 	h.OSABI = elf.OSABI(b[elf.EI_OSABI])
 	h.ABIVersion = b[elf.EI_ABIVERSION]
+	if h.is64 && !h.big { // the common case, without a branch per field
+		le := binary.LittleEndian
+		_ = b[header64Size-1]
+		h.Type = elf.Type(le.Uint16(b[16:]))
+		h.Machine = elf.Machine(le.Uint16(b[18:]))
+		h.ObjectVersion = le.Uint32(b[20:])
+		h.Entry = le.Uint64(b[24:])
+		h.Phoff = le.Uint64(b[32:])
+		h.Shoff = le.Uint64(b[40:])
+		h.Flags = le.Uint32(b[48:])
+		h.Ehsize = le.Uint16(b[52:])
+		h.Phentsize = le.Uint16(b[54:])
+		h.Phnum = le.Uint16(b[56:])
+		h.Shentsize = le.Uint16(b[58:])
+		h.Shnum = le.Uint16(b[60:])
+		h.Shstrndx = le.Uint16(b[62:])
+		return nil
+	}
 	h.Type = elf.Type(h.u16(b[16:]))
 	h.Machine = elf.Machine(h.u16(b[18:]))
 	h.ObjectVersion = h.u32(b[20:])
@@ -155,7 +184,7 @@ func DecodeHeader(b []byte) (Header, error) {
 	h.Shentsize = h.u16(b[10:])
 	h.Shnum = h.u16(b[12:])
 	h.Shstrndx = h.u16(b[14:])
-	return h, nil
+	return nil
 }
 
 // HeaderFor returns a Header with only the class and data encoding set
@@ -288,25 +317,41 @@ func (h *Header) DynSize() int {
 // [Header.ProgHeaderSize] bytes (it panics otherwise, as indexing does).
 // Cost: constant; no allocation.
 func (h *Header) DecodeProg(b []byte) elf.ProgHeader {
+	var p elf.ProgHeader
+	h.DecodeProgInto(&p, b)
+	return p
+}
+
+// DecodeProgInto is [Header.DecodeProg] storing the fields straight into
+// *p (all of them) instead of returning a ProgHeader: a caller filling a
+// table saves the copy of each 64-byte result, whose 16-byte loads of the
+// fields just stored stall on store forwarding. Panics and cost as for
+// DecodeProg.
+func (h *Header) DecodeProgInto(p *elf.ProgHeader, b []byte) {
 	if h.is64 && !h.big { // the common case, without a branch per field
 		le := binary.LittleEndian
 		_ = b[prog64Size-1]
-		return elf.ProgHeader{
-			Type: elf.ProgType(le.Uint32(b)), Flags: elf.ProgFlag(le.Uint32(b[4:])),
-			Off: le.Uint64(b[8:]), Vaddr: le.Uint64(b[16:]), Paddr: le.Uint64(b[24:]),
-			Filesz: le.Uint64(b[32:]), Memsz: le.Uint64(b[40:]), Align: le.Uint64(b[48:]),
-		}
+		p.Type, p.Flags = elf.ProgType(le.Uint32(b)), elf.ProgFlag(le.Uint32(b[4:]))
+		p.Off, p.Vaddr, p.Paddr = le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
+		p.Filesz, p.Memsz, p.Align = le.Uint64(b[32:]), le.Uint64(b[40:]), le.Uint64(b[48:])
+		return
 	}
+	h.decodeProgSlow(p, b)
+}
+
+// decodeProgSlow is DecodeProgInto for ELF32 and big-endian files.
+func (h *Header) decodeProgSlow(p *elf.ProgHeader, b []byte) {
 	if h.is64 {
 		_ = b[prog64Size-1]
-		return elf.ProgHeader{
+		*p = elf.ProgHeader{
 			Type: elf.ProgType(h.u32(b)), Flags: elf.ProgFlag(h.u32(b[4:])),
 			Off: h.u64(b[8:]), Vaddr: h.u64(b[16:]), Paddr: h.u64(b[24:]),
 			Filesz: h.u64(b[32:]), Memsz: h.u64(b[40:]), Align: h.u64(b[48:]),
 		}
+		return
 	}
 	_ = b[prog32Size-1]
-	return elf.ProgHeader{
+	*p = elf.ProgHeader{
 		Type: elf.ProgType(h.u32(b)), Off: uint64(h.u32(b[4:])),
 		Vaddr: uint64(h.u32(b[8:])), Paddr: uint64(h.u32(b[12:])),
 		Filesz: uint64(h.u32(b[16:])), Memsz: uint64(h.u32(b[20:])),
@@ -422,6 +467,12 @@ type Rel struct {
 // allocation.
 func (h *Header) DecodeRel(b []byte, rela bool) Rel {
 	var r Rel
+	if h.is64 && !h.big && rela { // the common case, without a branch per field
+		le := binary.LittleEndian
+		_ = b[rela64Size-1]
+		info := le.Uint64(b[8:])
+		return Rel{Off: le.Uint64(b), Sym: uint32(info >> 32), Type: uint32(info), Addend: int64(le.Uint64(b[16:]))}
+	}
 	if h.is64 {
 		_ = b[rel64Size-1]
 		info := h.u64(b[8:])
@@ -445,6 +496,11 @@ func (h *Header) DecodeRel(b []byte, rela bool) Rel {
 // [Header.DynSize] bytes (it panics otherwise): its tag and its value (or
 // address). ELF32 tags are sign-extended. Cost: constant; no allocation.
 func (h *Header) DecodeDyn(b []byte) (elf.DynTag, uint64) {
+	if h.is64 && !h.big { // the common case, without a branch per field
+		le := binary.LittleEndian
+		_ = b[dyn64Size-1]
+		return elf.DynTag(int64(le.Uint64(b))), le.Uint64(b[8:])
+	}
 	if h.is64 {
 		_ = b[dyn64Size-1]
 		return elf.DynTag(int64(h.u64(b))), h.u64(b[8:])

@@ -282,7 +282,7 @@ func (h *Header) readProgs(src source, max int) ([]elf.ProgHeader, error) {
 	}
 	progs := make([]elf.ProgHeader, n)
 	for i := range progs {
-		progs[i] = h.DecodeProg(tab[uint64(i)*ent:])
+		h.DecodeProgInto(&progs[i], tab[uint64(i)*ent:])
 	}
 	return progs, nil
 }

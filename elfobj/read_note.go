@@ -3,6 +3,7 @@ package elfobj
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 )
 
@@ -30,13 +31,13 @@ type Note struct {
 //	for n, ok := r.Next(); ok; n, ok = r.Next() { ... }
 //	if err := r.Err(); err != nil { ... }
 type NoteReader struct {
-	h       Header
 	b       []byte
 	base    uint64
 	pos     uint64
 	align   uint64
 	section string
 	err     error
+	big     bool // ELFDATA2MSB
 }
 
 // NewNoteReader returns a reader of the notes in b, whose first byte is at
@@ -49,7 +50,7 @@ func NewNoteReader(b []byte, base uint64, data elf.Data, align uint64, section s
 	switch data {
 	case elf.ELFDATA2LSB:
 	case elf.ELFDATA2MSB:
-		r.h.big = true
+		r.big = true
 	default:
 		r.err = formatErr(section, base, "e_ident[EI_DATA]", "unknown data encoding %v", data)
 	}
@@ -75,9 +76,13 @@ func (r *NoteReader) Next() (Note, bool) {
 		r.err = formatErr(r.section, r.base+at, "note header", "truncated note header (%d bytes left, %d needed)", n-at, noteHdrSize)
 		return Note{}, false
 	}
-	namesz := uint64(r.h.u32(r.b[at:]))
-	descsz := uint64(r.h.u32(r.b[at+4:]))
-	typ := elf.NType(r.h.u32(r.b[at+8:]))
+	hdr := r.b[at : at+noteHdrSize]
+	le := binary.LittleEndian
+	namesz, descsz, typ := uint64(le.Uint32(hdr)), uint64(le.Uint32(hdr[4:])), elf.NType(le.Uint32(hdr[8:]))
+	if r.big {
+		be := binary.BigEndian
+		namesz, descsz, typ = uint64(be.Uint32(hdr)), uint64(be.Uint32(hdr[4:])), elf.NType(be.Uint32(hdr[8:]))
+	}
 	off := at + noteHdrSize
 	if namesz > n-off {
 		r.err = formatErr(r.section, r.base+at, "n_namesz", "note name of %d bytes runs past the end of %s (%d bytes left)", namesz, r.section, n-off)
