@@ -65,11 +65,13 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 }
 
 // TestFirstPositionAllocations: the first PositionAt on a freshly loaded
-// image allocates its query state, with the line unit's reader and the
-// file name's bytes beside it, nothing else (no line header tables, no
-// remembered-answers chunk, no string), and a
-// second address in the same file allocates nothing but the chunks of
-// remembered answers the two answers then go to (one or two).
+// image allocates one thing: its file name's string (answered from the
+// position index without a query state) or, on the line-sequence path,
+// its query state with the line unit's reader and the file name's bytes
+// beside it (no line header tables, no remembered-answers chunk, no
+// string); a second address in the same file allocates at most two: the
+// query state (the index's path) or the chunks of remembered answers the
+// two answers then go to (one or two).
 func TestFirstPositionAllocations(t *testing.T) {
 	m := &Module{File: "first.s"}
 	for _, name := range []string{"f", "g"} {

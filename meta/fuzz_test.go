@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -109,11 +110,20 @@ func FuzzTable(f *testing.F) {
 		for _, a := range addrs {
 			e, err := tab.Lookup(a)
 			check(e, err, a, true)
+			// LookupHead: Lookup's answer without the name, or its
+			// error when that is not the name's.
+			h, herr := tab.LookupHead(a)
+			var fe *dwarf.FormatError
+			if err == nil || !errors.As(err, &fe) || fe.Field != "name" {
+				e.NameBytes = nil
+				if (herr == nil) != (err == nil) || (err != nil && herr.Error() != err.Error()) || !reflect.DeepEqual(h, e) {
+					t.Fatalf("LookupHead(%#x) = %+v, %v; Lookup %+v, %v", a, h, herr, e, err)
+				}
+			}
 			if !sorted {
 				continue
 			}
 			i, ferr := tab.find(a, nil)
-			var fe *dwarf.FormatError
 			switch want := flatFind(tab, a); {
 			case errors.As(ferr, &fe):
 				if agrees || fe.Field != "start index" {

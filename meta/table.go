@@ -159,12 +159,24 @@ func (t *Table) startAt(i int) uint64 {
 // and the decoding of four to five LEB128 numbers and one name; no
 // allocation.
 func (t *Table) Lookup(addr uint64) (Entry, error) {
+	return t.lookup(addr, true)
+}
+
+// LookupHead is [Table.Lookup] without the name: the Entry's NameBytes
+// is nil and the name's string is neither read nor checked, for a query
+// that does not need it (a source position: [Table.Position]). Errors
+// and cost are Lookup's, less the name's bytes.
+func (t *Table) LookupHead(addr uint64) (Entry, error) {
+	return t.lookup(addr, false)
+}
+
+func (t *Table) lookup(addr uint64, name bool) (Entry, error) {
 	i, err := t.find(addr, nil)
 	if err != nil {
 		return Entry{}, err
 	}
 	var e Entry
-	if c, _, _ := t.entry(i, &e); c.err != nil {
+	if c, _, _ := t.entry(i, &e, name); c.err != nil {
 		return Entry{}, c.err
 	}
 	if addr-e.Start >= e.Size {
@@ -264,7 +276,7 @@ func (t *Table) At(i int) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: index %d out of range [0, %d)", ErrNotFound, i, t.n)
 	}
 	var e Entry
-	if c, _, _ := t.entry(i, &e); c.err != nil {
+	if c, _, _ := t.entry(i, &e, true); c.err != nil {
 		return Entry{}, c.err
 	}
 	return e, nil
@@ -366,10 +378,10 @@ func (c *cursor) count(v uint64, at int, per int, field string) int {
 	return int(v)
 }
 
-// entry decodes record i and the head of its info entry into *e, and
-// returns a cursor positioned after the line fields, the shape and the
-// shape's section offset.
-func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
+// entry decodes record i and the head of its info entry into *e (the
+// name's bytes only with name), and returns a cursor positioned after
+// the line fields, the shape and the shape's section offset.
+func (t *Table) entry(i int, e *Entry, name bool) (c cursor, shape uint64, shapeAt int) {
 	rOff := t.recOff + i*t.rec
 	infoRel := le(t.sec[rOff+t.ss:rOff+t.rec], t.rec-t.ss)
 	c = cursor{t: t, end: len(t.sec)}
@@ -386,7 +398,11 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 	if c.err == nil && e.Start+e.Size < e.Start {
 		c.err = fail(uint64(sizeAt), "size", fmt.Sprintf("range [%#x, +%#x) wraps around", e.Start, e.Size))
 	}
-	e.NameBytes = c.str("name")
+	if name {
+		e.NameBytes = c.str("name")
+	} else {
+		c.uleb("name")
+	}
 	shapeAt = c.off
 	shape = c.uleb("shape")
 	if shape&shapeLine != 0 {
@@ -423,7 +439,7 @@ func (t *Table) Describe(e Entry) (Proc, error) {
 		return Proc{}, fmt.Errorf("%w: index %d out of range [0, %d)", ErrNotFound, e.Index, t.n)
 	}
 	var h Entry
-	c, shape, shapeAt := t.entry(e.Index, &h)
+	c, shape, shapeAt := t.entry(e.Index, &h, true)
 	if c.err != nil {
 		return Proc{}, c.err
 	}
