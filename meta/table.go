@@ -134,6 +134,10 @@ func (t *Table) Init(sec, strs []byte) error {
 // Len returns the number of procedures in the table.
 func (t *Table) Len() int { return t.n }
 
+// IndexLen returns the number of entries of the table's start index
+// ([FlagStartIndex]), 0 when it has none.
+func (t *Table) IndexLen() int { return t.k }
+
 // le reads an n-byte little-endian number at b[0:n], 1 ≤ n ≤ 4.
 func le(b []byte, n int) uint64 {
 	var v uint64
