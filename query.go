@@ -222,8 +222,8 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // first debug query and the table keeps its strings inline (Link's
 // tables), it answers without making the image's query state: the
 // table's header is checked into a value on the stack, the file name's
-// string is the one allocation, and the answer is not remembered (the
-// next query makes the state). Otherwise it allocates, on the image's
+// string is the one allocation, and the answer is not remembered (only
+// the first PositionAt does this: the next query makes the state). Otherwise it allocates, on the image's
 // first debug query, its query state, and on a file name not asked just
 // before, its string (in the state's room for a first file name of up to
 // 128 bytes when PositionAt made the state). A procedure
@@ -248,7 +248,7 @@ func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
 		}
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
-	if im.debug.Load() == nil {
+	if im.debug.Load() == nil && !im.firstAsked.Swap(true) {
 		if p, ok := im.firstPosition(addr); ok {
 			return p, nil
 		}
@@ -782,8 +782,8 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	return p, err
 }
 
-// firstPosition answers PositionAt on an image that has no query state
-// yet, without making one, when its procedure table (found through
+// firstPosition answers the image's first PositionAt, when no other
+// query has made the query state, without making it, when its procedure table (found through
 // PTProcTable) keeps its strings inline and has a position block for
 // addr: a table header checked into a Table on the stack, the bisection,
 // the entry's head (not its name) and the block's rows; the answer's
