@@ -134,6 +134,16 @@ func TestStartIndexHostile(t *testing.T) {
 	ps := genProcs(300)
 	sec := mustEncode(t, ps)
 	ss := int(sec[5])
+	// Every truncation, and one byte more, is refused by NewTable (the
+	// index's length follows from the count).
+	for n := 0; n <= len(sec); n++ {
+		b := append(append([]byte(nil), sec[:n]...), make([]byte, n/len(sec))...)
+		_, err := NewTable(b, nil)
+		var fe *dwarf.FormatError
+		if !errors.As(err, &fe) {
+			t.Fatalf("%d of %d bytes: %v", len(b), len(sec), err)
+		}
+	}
 	for _, c := range []struct {
 		j     int
 		delta int64
