@@ -236,3 +236,55 @@ func TestFirstPositionStateless(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstPositionConcurrent: goroutines asking a fresh image's first
+// positions at once (some without the query state, some making it) all
+// get the answers of an image that has its state. Run with -race.
+func TestFirstPositionConcurrent(t *testing.T) {
+	m := positionModules(t)["demo.scm"]
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := elfimage.Load("demo.elf", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	procs, err := warm.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	var want []elfimage.Position
+	for _, p := range procs {
+		if w, err := warm.PositionAt(p.Start + p.Size/2); err == nil {
+			addrs, want = append(addrs, p.Start+p.Size/2), append(want, w)
+		}
+	}
+	for range 20 {
+		im, err := elfimage.Load("demo.elf", b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 8)
+		for g := range 8 {
+			go func() {
+				for k := range addrs {
+					i := (k + g) % len(addrs)
+					if got, err := im.PositionAt(addrs[i]); err != nil || got != want[i] {
+						errs <- fmt.Errorf("goroutine %d, %#x: %v, %v; want %v", g, addrs[i], got, err, want[i])
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		im.Close()
+	}
+}
