@@ -91,6 +91,10 @@ type Image struct {
 	// (query.go), allocated by the first query (dbg): an image that is
 	// never asked about its debug information does not carry them.
 	debug atomic.Pointer[debugState]
+	// firstAsked is set by the first PositionAt, which may answer
+	// without making the debug state (Image.firstPosition); every later
+	// query makes it, so that answers are remembered from the second on.
+	firstAsked atomic.Bool
 
 	// ref is the image's registry entry (addrmap.Map.InsertRef), part of
 	// the Image so that a load allocates the Image alone. The registry

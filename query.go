@@ -216,12 +216,17 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // PositionAt returns the source position of the link-time address addr.
 // When the image has a procedure table (.elfimage.procs, written by Link)
 // with a position index (meta.FlagPositions, Link's images since the
-// index), it bisects the table, decodes the procedure's entry and scans
-// its position rows there, reading no DWARF: cost O(log n) plus the
-// procedure's rows up to addr; allocations: on the image's first debug
-// query its query state, and on a file name not asked just before its
-// string — when PositionAt is the image's first debug query, both are
-// one allocation, for a first file name of up to 128 bytes. A procedure
+// index), it bisects the table, decodes the procedure's entry (not its
+// name) and scans its position rows there, reading no DWARF: cost
+// O(log n) plus the procedure's rows up to addr. When it is the image's
+// first debug query and the table keeps its strings inline (Link's
+// tables), it answers without making the image's query state: the
+// table's header is checked into a value on the stack, the file name's
+// string is the one allocation, and the answer is not remembered (only
+// the first PositionAt does this: the next query makes the state). Otherwise it allocates, on the image's
+// first debug query, its query state, and on a file name not asked just
+// before, its string (in the state's room for a first file name of up to
+// 128 bytes when PositionAt made the state). A procedure
 // without index rows, or a table without the index, has its position
 // from the procedure's one .debug_line sequence: the first call checks
 // the line program's header (its file table is left in place, the one
@@ -243,6 +248,11 @@ func (im *Image) PositionAt(addr uint64) (_ Position, err error) {
 		}
 	}
 	defer im.guardFaults(&err, debug.SetPanicOnFault(true))
+	if im.debug.Load() == nil && !im.firstAsked.Swap(true) {
+		if p, ok := im.firstPosition(addr); ok {
+			return p, nil
+		}
+	}
 	im.dbgPosition() // reads the table's header: under the guard
 	if t, err := im.procTable(); err == nil {
 		p, err := im.positionFromTable(t, addr)
@@ -772,10 +782,40 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	return p, err
 }
 
+// firstPosition answers the image's first PositionAt, when no other
+// query has made the query state, without making it, when its procedure table (found through
+// PTProcTable) keeps its strings inline and has a position block for
+// addr: a table header checked into a Table on the stack, the bisection,
+// the entry's head (not its name) and the block's rows; the answer's
+// file is the one allocation, and the answer is not remembered. It says
+// false on anything else (no such table, a malformed one, an address
+// without a procedure or without rows), and PositionAt then answers with
+// the state, from the start.
+func (im *Image) firstPosition(addr uint64) (Position, bool) {
+	sec := im.tail.get(PTProcTable)
+	const need = meta.FlagPositions | meta.FlagInlineStrings
+	if len(sec) < meta.HeaderSize || sec[7]&need != need {
+		return Position{}, false
+	}
+	var t meta.Table
+	if t.Init(sec, nil) != nil {
+		return Position{}, false
+	}
+	e, err := t.LookupHead(addr)
+	if err != nil || !e.HasPositions {
+		return Position{}, false
+	}
+	p, err := t.Position(e, addr)
+	if err != nil {
+		return Position{}, false
+	}
+	return Position{File: string(p.File), Line: int(p.Line), Column: int(p.Column)}, true
+}
+
 // positionFromTable finds addr's procedure in the table and runs its one
 // line sequence.
 func (im *Image) positionFromTable(t *meta.Table, addr uint64) (Position, error) {
-	e, err := t.Lookup(addr)
+	e, err := t.LookupHead(addr)
 	if err != nil || !e.HasLineSeq {
 		if err != nil && err != meta.ErrNotFound {
 			return Position{}, err

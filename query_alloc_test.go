@@ -65,11 +65,13 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 }
 
 // TestFirstPositionAllocations: the first PositionAt on a freshly loaded
-// image allocates its query state, with the line unit's reader and the
-// file name's bytes beside it, nothing else (no line header tables, no
-// remembered-answers chunk, no string), and a
-// second address in the same file allocates nothing but the chunks of
-// remembered answers the two answers then go to (one or two).
+// image allocates one thing: its file name's string (answered from the
+// position index without a query state) or, on the line-sequence path,
+// its query state with the line unit's reader and the file name's bytes
+// beside it (no line header tables, no remembered-answers chunk, no
+// string); a second address in the same file allocates at most two: the
+// query state (the index's path) or the chunks of remembered answers the
+// two answers then go to (one or two).
 func TestFirstPositionAllocations(t *testing.T) {
 	m := &Module{File: "first.s"}
 	for _, name := range []string{"f", "g"} {
@@ -158,5 +160,49 @@ func TestFirstPositionPathRoom(t *testing.T) {
 		if p.File != file {
 			t.Fatalf("after Close: %q", p.File)
 		}
+	}
+}
+
+// TestPositionOnlyRemembers: on an image asked nothing but PositionAt,
+// only the first answer is made without the query state (and not
+// remembered); from the second query on the state holds the answers, so
+// that a repeated PositionAt allocates nothing.
+func TestPositionOnlyRemembers(t *testing.T) {
+	m := &Module{File: "only.s", Procs: []*Proc{{
+		Name:  "f",
+		Code:  []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
+		Lines: []LineRow{{Offset: 0, Line: 1, Column: 1, IsStmt: true}, {Offset: 4, Line: 2, Column: 3}},
+	}}}
+	b, err := Link(m, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() *Image {
+		im, err := Load("only.elf", b, &LoadOptions{Arch: arch.X86_64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	im0 := load()
+	procs, err := im0.Procedures()
+	im0.Close()
+	if err != nil || len(procs) != 1 {
+		t.Fatalf("Procedures = %v, %v", procs, err)
+	}
+	addr := procs[0].Start + 4
+	im := load()
+	defer im.Close()
+	for i := range 2 {
+		p, err := im.PositionAt(addr)
+		if err != nil || p.Line != 2 || p.Column != 3 || p.File != "only.s" {
+			t.Fatalf("PositionAt %d = %v, %v", i, p, err)
+		}
+		if (im.debug.Load() != nil) != (i == 1) {
+			t.Fatalf("after PositionAt %d: query state made %v, want %v", i, im.debug.Load() != nil, i == 1)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { im.PositionAt(addr) }); n != 0 {
+		t.Errorf("repeated PositionAt allocates %.1f times per call", n)
 	}
 }

@@ -1,6 +1,7 @@
 package elfimage_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -260,35 +261,27 @@ func firstTouchPosition(b *testing.B, path string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ss, is := int(sec[5]), int(sec[6])
-		rec := ss + is
-		infoOff := meta.HeaderSize + t.Len()*rec
+		// The info area is the section's last L bytes (header field 12).
+		infoOff := uint64(len(sec)) - uint64(binary.LittleEndian.Uint32(sec[12:]))
 		for _, addr := range benchAddrs {
 			o := []uint64{procsOff}
-			lo, hi := 0, t.Len()
-			for lo < hi { // Table.Lookup's bisection
-				m := int(uint(lo+hi) >> 1)
-				o = append(o, procsOff+uint64(meta.HeaderSize+m*rec))
-				e, err := t.At(m)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if e.Start <= addr {
-					lo = m + 1
-				} else {
-					hi = m
-				}
+			// Table.Lookup's bisections (of the start index, then of
+			// one chunk of records, or of all the records in a table
+			// without the index), ending at the record's info field.
+			probes := t.Probes(addr)
+			for _, p := range probes {
+				o = append(o, procsOff+uint64(p))
 			}
-			r := meta.HeaderSize + (lo-1)*rec + ss
 			var rel uint64
-			for i := is - 1; i >= 0; i-- {
+			r := probes[len(probes)-1]
+			for i := int(sec[6]) - 1; i >= 0; i-- {
 				rel = rel<<8 | uint64(sec[r+i])
 			}
-			e, err := t.At(lo - 1)
+			e, err := t.Lookup(addr)
 			if err != nil || !e.HasLineSeq {
 				b.Fatalf("procedure at %#x: %+v, %v", addr, e, err)
 			}
-			o = append(o, procsOff+uint64(infoOff)+rel)
+			o = append(o, procsOff+infoOff+rel) // the entry
 			if e.HasPositions {
 				p, err := t.Position(e, addr)
 				if err != nil {

@@ -180,3 +180,111 @@ func TestPositionIndexSize(t *testing.T) {
 			n, file[1], file[0], 100*float64(file[0]-file[1])/float64(file[1]), table[1], table[0], table[0]-table[1], float64(table[0]-table[1])/float64(n))
 	}
 }
+
+// TestFirstPositionStateless checks the first PositionAt of a freshly
+// loaded image, which the position index answers without making the
+// image's query state, against the answer of an image that has its state
+// (a Procedure asked first) and against the DWARF line program, at every
+// address of every procedure of positionModules and one past each (a
+// fresh image per address), and that the image answers again afterwards.
+func TestFirstPositionStateless(t *testing.T) {
+	for name, m := range positionModules(t) {
+		t.Run(name, func(t *testing.T) {
+			b, err := elfimage.Link(m, elfimage.LinkOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			warm, err := elfimage.Load(name+".elf", b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer warm.Close()
+			procs, err := warm.Procedures()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, p := range procs {
+				for a := p.Start; a <= p.Start+p.Size; a++ {
+					want, werr := warm.PositionAt(a)
+					dw, ok := dwarfPosition(t, warm, a)
+					if ok != (werr == nil) || (ok && dw != want) {
+						t.Fatalf("%#x (%s): with state %v, %v; DWARF %v, %v", a, p.Name, want, werr, dw, ok)
+					}
+					im, err := elfimage.Load(name+".elf", b, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := im.PositionAt(a)
+					again, aerr := im.PositionAt(a)
+					im.Close()
+					if werr != nil {
+						if !errors.Is(err, elfimage.ErrUnknownPC) || !errors.Is(aerr, elfimage.ErrUnknownPC) {
+							t.Fatalf("%#x (%s): first %v, %v, again %v; want ErrUnknownPC", a, p.Name, got, err, aerr)
+						}
+						continue
+					}
+					if err != nil || got != want || aerr != nil || again != want {
+						t.Fatalf("%#x (%s): first %v, %v, again %v, %v; want %v", a, p.Name, got, err, again, aerr, want)
+					}
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatal("no address has a position")
+			}
+		})
+	}
+}
+
+// TestFirstPositionConcurrent: goroutines asking a fresh image's first
+// positions at once (some without the query state, some making it) all
+// get the answers of an image that has its state. Run with -race.
+func TestFirstPositionConcurrent(t *testing.T) {
+	m := positionModules(t)["demo.scm"]
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := elfimage.Load("demo.elf", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	procs, err := warm.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	var want []elfimage.Position
+	for _, p := range procs {
+		if w, err := warm.PositionAt(p.Start + p.Size/2); err == nil {
+			addrs, want = append(addrs, p.Start+p.Size/2), append(want, w)
+		}
+	}
+	for range 20 {
+		im, err := elfimage.Load("demo.elf", b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 8)
+		for g := range 8 {
+			go func() {
+				for k := range addrs {
+					i := (k + g) % len(addrs)
+					if got, err := im.PositionAt(addrs[i]); err != nil || got != want[i] {
+						errs <- fmt.Errorf("goroutine %d, %#x: %v, %v; want %v", g, addrs[i], got, err, want[i])
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		im.Close()
+	}
+}

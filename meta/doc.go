@@ -18,10 +18,14 @@
 // [NewTable] checks only the 24-byte header (O(1), one allocation for the
 // *Table; [Table.Init] checks it into a Table the caller holds). [Table.Lookup] bisects the fixed-width records in place and
 // decodes four or five LEB128 numbers of the one procedure found: no
-// allocation, O(log n). [Table.Describe] decodes the rest of that one
-// procedure's info entry (allocating its strings). The first query on a
-// freshly mapped image therefore touches the header, about log2(n)
-// records, one info entry and its strings: a few pages.
+// allocation, O(log n). A table of more than [IndexStride] procedures
+// has a start index ([FlagStartIndex]): Lookup bisects it (beside the
+// header) and then the IndexStride records of one chunk, so that its
+// probes read two or three pages rather than one per probe.
+// [Table.Describe] decodes the rest of that one procedure's info entry
+// (allocating its strings). The first query on a freshly mapped image
+// therefore touches the header and the index, one chunk of records, one
+// info entry and its strings: a few pages.
 //
 // A procedure's source positions come from its position block when the
 // table has them ([FlagPositions], [Entry.HasPositions]): [Table.Position]
@@ -47,12 +51,24 @@
 //	4       1     version, 1
 //	5       1     S: bytes of a record's start field, 1 to 4
 //	6       1     I: bytes of a record's info field, 1 to 4
-//	7       1     flags: bit 0 FlagInlineStrings, bit 1 FlagPositions; other bits 0
+//	7       1     flags: bit 0 FlagInlineStrings, bit 1 FlagPositions,
+//	              bit 2 FlagStartIndex; other bits 0
 //	8       4     N: number of procedures (u32)
 //	12      4     L: bytes of the info area (u32)
 //	16      8     base: link-time address the start fields are relative to (u64)
-//	24      N*R   records, R = S+I bytes each
-//	24+N*R  L     info area; the section is exactly 24+N*R+L bytes
+//	24      K*S   start index, K = ⌊(N-1)/64⌋ entries with FlagStartIndex
+//	              (0 when N = 0), else K = 0
+//	24+K*S  N*R   records, R = S+I bytes each
+//	...     L     info area; the section is exactly 24+K*S+N*R+L bytes
+//
+// Start index entry j (FlagStartIndex; the writer sets the flag when N
+// > 64, IndexStride): a copy of record 64(j+1)'s start field, S bytes.
+// Chunk c holds records [64c, min(64c+64, N)); the record covering an
+// address is in the chunk c that is the number of entries at or below
+// it. A reader finding a record that disagrees with the entry that chose
+// its chunk (the chunk's first record starting past the address, or the
+// next chunk's at or before it) reports a FormatError at the entry,
+// field "start index".
 //
 // Record i (sorted by start, strictly increasing, ranges disjoint):
 //
@@ -114,16 +130,17 @@
 // # Cost
 //
 // Per procedure: R bytes of record (6 for an image of up to 16 MiB of code
-// and 16 MiB of info, 8 at most) plus the info entry: size (1 to 3 bytes),
+// and 16 MiB of info, 8 at most), S/64 bytes of start index (under 0.07),
+// plus the info entry: size (1 to 3 bytes),
 // name (1 to 3), shape (1 while required ≤ 7), line fields (1 + 1 to 3),
 // one string offset (1 to 3) per parameter, two per optional parameter and
 // per property, one for a docstring. On the 10,000-procedure benchmark
 // table (names of about 20 bytes, 2 required parameters, a third of the
 // procedures with an optional one, a docstring and a property;
-// TestSizePerProcedure prints the figures) that is 20.9 bytes per
-// procedure excluding strings, against Guile's fixed 28-byte records
-// before any string. Strings shared with .debug_str add 8.6 bytes per
-// procedure (only docstrings, defaults and properties are new), 29.5
+// TestSizePerProcedure prints the figures) that is 21.0 bytes per
+// procedure excluding strings (0.05 of them start index), against
+// Guile's fixed 28-byte records before any string. Strings shared with .debug_str add 8.6 bytes per
+// procedure (only docstrings, defaults and properties are new), 29.6
 // bytes in all; the self-contained form is 52.0 bytes per procedure
 // including every string (30.5 of them string bytes). The position block
 // adds its posLen byte, a string offset, and one to three bytes per row

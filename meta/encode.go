@@ -31,6 +31,21 @@ const FlagInlineStrings = 1
 // before this flag refuse a table that sets it ("unknown flags").
 const FlagPositions = 2
 
+// FlagStartIndex is the flag (header byte 7) saying that a start index
+// lies between the header and the records: the start field of every
+// [IndexStride]-th record after the first (records IndexStride,
+// 2×IndexStride, ...), so that [Table.Lookup] bisects that small block
+// and then the IndexStride records of one chunk instead of all the
+// records (on a freshly mapped image: two or three pages read instead of
+// one per probe). The writer sets it when the table has more than
+// IndexStride procedures. Readers before this flag refuse a table that
+// sets it ("unknown flags").
+const FlagStartIndex = 4
+
+// IndexStride is the number of records per chunk of the start index
+// ([FlagStartIndex]).
+const IndexStride = 64
+
 // Version is the format version the writer emits and the reader accepts.
 const Version = 1
 
@@ -345,7 +360,8 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	}
 	ss, is := width(maxStart), width(lastInfo)
 	rec := ss + is
-	out := make([]byte, HeaderSize, HeaderSize+len(procs)*rec+len(info))
+	k := indexLen(len(procs), writeStartIndex && len(procs) > IndexStride)
+	out := make([]byte, HeaderSize, HeaderSize+k*ss+len(procs)*rec+len(info))
 	copy(out, magic[:])
 	out[4] = Version
 	out[5] = byte(ss)
@@ -356,10 +372,16 @@ func encode(procs []Proc, strs *dwarf.StrTab) ([]byte, error) {
 	if positions {
 		out[7] |= FlagPositions
 	}
+	if k > 0 {
+		out[7] |= FlagStartIndex
+	}
 	le := binary.LittleEndian
 	le.PutUint32(out[8:], uint32(len(procs)))
 	le.PutUint32(out[12:], uint32(len(info)))
 	le.PutUint64(out[16:], base)
+	for j := 1; j <= k; j++ {
+		out = putLE(out, procs[j*IndexStride].Start-base, ss)
+	}
 	for i := range procs {
 		out = putLE(out, procs[i].Start-base, ss)
 		out = putLE(out, infoOffs[i], is)
@@ -444,6 +466,20 @@ func appendRows(b []byte, rows []Row) []byte {
 		off, line = r.Offset, int64(r.Line)
 	}
 	return b
+}
+
+// writeStartIndex says whether encode writes the start index: tests
+// clear it to write tables as before the index.
+var writeStartIndex = true
+
+// indexLen returns the number of start index entries of a table of n
+// records: ⌊(n-1)/IndexStride⌋ with the index (on), 0 without or for
+// an empty table.
+func indexLen(n int, on bool) int {
+	if !on || n == 0 {
+		return 0
+	}
+	return (n - 1) / IndexStride
 }
 
 // width returns the number of bytes (1 to 4) that hold v ≤ 0xffffffff.

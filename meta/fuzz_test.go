@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/elfimage/elfimage/dwarf"
@@ -10,7 +11,10 @@ import (
 // FuzzTable reads arbitrary bytes as a table section and a string section:
 // NewTable, Lookup at many addresses, At, Describe and Position never panic, errors
 // are FormatErrors (or ErrNotFound), and a successful Lookup's answer
-// covers the address.
+// covers the address. When the records are sorted, Lookup's record is the
+// last one starting at or before the address (flatFind, a scan of every
+// record), or, only when the start index disagrees with the records, a
+// FormatError naming it.
 func FuzzTable(f *testing.F) {
 	small := []Proc{
 		{Name: "a", Start: 0x1000, Size: 0x10},
@@ -20,7 +24,7 @@ func FuzzTable(f *testing.F) {
 	rows := genProcs(6)
 	lsec, prog := genLines(f, rows)
 	withRows(f, rows, lsec, prog)
-	for _, ps := range [][]Proc{small, genProcs(5), genProcs(40), rows} {
+	for _, ps := range [][]Proc{small, genProcs(5), genProcs(40), rows, genProcs(200)} {
 		sec, err := Encode(ps)
 		if err != nil {
 			f.Fatal(err)
@@ -89,9 +93,49 @@ func FuzzTable(f *testing.F) {
 				addrs = append(addrs, e.Start, e.Start+e.Size-1, e.Start+e.Size)
 			}
 		}
+		// The oracle of the bisections: on sorted records, the record
+		// flatFind finds, whatever the start index holds (it may make
+		// Lookup fail, only when it disagrees with the records).
+		sorted, agrees := true, true
+		for i := 1; i < tab.n && sorted; i++ {
+			sorted = tab.startAt(i-1) < tab.startAt(i)
+		}
+		for j := 0; j < tab.k; j++ {
+			agrees = agrees && le(sec[HeaderSize+j*tab.ss:], tab.ss) == le(sec[tab.recOff+(j+1)*IndexStride*tab.rec:], tab.ss)
+		}
+		for i := 0; i < tab.k && i < 64; i++ {
+			s := tab.base + le(sec[HeaderSize+i*tab.ss:], tab.ss)
+			addrs = append(addrs, s, s-1)
+		}
 		for _, a := range addrs {
 			e, err := tab.Lookup(a)
 			check(e, err, a, true)
+			// LookupHead: Lookup's answer without the name, or its
+			// error when that is not the name's.
+			h, herr := tab.LookupHead(a)
+			var fe *dwarf.FormatError
+			if err == nil || !errors.As(err, &fe) || fe.Field != "name" {
+				e.NameBytes = nil
+				if (herr == nil) != (err == nil) || (err != nil && herr.Error() != err.Error()) || !reflect.DeepEqual(h, e) {
+					t.Fatalf("LookupHead(%#x) = %+v, %v; Lookup %+v, %v", a, h, herr, e, err)
+				}
+			}
+			if !sorted {
+				continue
+			}
+			i, ferr := tab.find(a, nil)
+			switch want := flatFind(tab, a); {
+			case errors.As(ferr, &fe):
+				if agrees || fe.Field != "start index" {
+					t.Fatalf("find(%#x) = %v; want record %d (index agrees: %v)", a, ferr, want, agrees)
+				}
+			case want < 0:
+				if ferr != ErrNotFound {
+					t.Fatalf("find(%#x) = %d, %v; want ErrNotFound", a, i, ferr)
+				}
+			case ferr != nil || i != want:
+				t.Fatalf("find(%#x) = %d, %v; want record %d", a, i, ferr, want)
+			}
 		}
 	})
 }

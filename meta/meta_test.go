@@ -118,8 +118,13 @@ func TestExactBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sec[5] != 3 || sec[6] != 2 || len(sec) != HeaderSize+301*5+301*3 {
-		t.Errorf("S=%d I=%d len=%d, want 3, 2, %d", sec[5], sec[6], len(sec), HeaderSize+301*5+301*3)
+	// The start index: records 64, 128, 192 and 256's starts, 3 bytes
+	// each, between the header and the records.
+	if want := HeaderSize + 4*3 + 301*5 + 301*3; sec[5] != 3 || sec[6] != 2 || sec[7]&FlagStartIndex == 0 || len(sec) != want {
+		t.Errorf("S=%d I=%d flags=%#x len=%d, want 3, 2, start index, %d", sec[5], sec[6], sec[7], len(sec), want)
+	}
+	if got, want := sec[HeaderSize:HeaderSize+12], []byte{0x00, 0x10, 0, 0x00, 0x20, 0, 0x00, 0x30, 0, 0x00, 0x40, 0}; !bytes.Equal(got, want) {
+		t.Errorf("start index % x, want % x", got, want)
 	}
 }
 
@@ -312,7 +317,7 @@ func TestHostile(t *testing.T) {
 	wantFormatError(t, "start size", err, 5, "start size")
 	_, err = NewTable(mod(func(b []byte) { b[6] = 5 }), strs)
 	wantFormatError(t, "info size", err, 6, "info size")
-	_, err = NewTable(mod(func(b []byte) { b[7] = 4 }), strs)
+	_, err = NewTable(mod(func(b []byte) { b[7] = 8 }), strs)
 	wantFormatError(t, "flags", err, 7, "flags")
 	_, err = NewTable(mod(func(b []byte) { binary.LittleEndian.PutUint32(b[8:], 0xffffffff) }), strs)
 	wantFormatError(t, "count", err, 8, "count")

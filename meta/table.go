@@ -23,6 +23,8 @@ type Table struct {
 	n         int    // number of records
 	ss, rec   int    // start field size, record size
 	base      uint64 // address the start fields are relative to
+	k         int    // start index entries (FlagStartIndex), at HeaderSize
+	recOff    int    // section offset of the records
 	infoOff   int    // section offset of the info area
 	positions bool   // FlagPositions: entries with line fields carry a position block
 }
@@ -102,21 +104,25 @@ func (t *Table) Init(sec, strs []byte) error {
 	if is < 1 || is > 4 {
 		return fail(6, "info size", fmt.Sprintf("%d not in [1, 4]", is))
 	}
-	if sec[7]&^(FlagInlineStrings|FlagPositions) != 0 {
+	if sec[7]&^(FlagInlineStrings|FlagPositions|FlagStartIndex) != 0 {
 		return fail(7, "flags", fmt.Sprintf("unknown flags %#x", sec[7]))
 	}
 	le := binary.LittleEndian
 	n := uint64(le.Uint32(sec[8:]))
 	l := uint64(le.Uint32(sec[12:]))
 	rec := uint64(ss + is)
-	if want := HeaderSize + n*rec + l; want != uint64(len(sec)) {
-		return fail(8, "count", fmt.Sprintf("%d records of %d bytes and %d bytes of info need a %d-byte section, have %d", n, rec, l, want, len(sec)))
+	k := uint64(indexLen(int(n), sec[7]&FlagStartIndex != 0))
+	if want := HeaderSize + k*uint64(ss) + n*rec + l; want != uint64(len(sec)) {
+		return fail(8, "count", fmt.Sprintf("%d records of %d bytes, %d start index entries and %d bytes of info need a %d-byte section, have %d", n, rec, k, l, want, len(sec)))
 	}
+	recOff := HeaderSize + int(k)*ss
 	*t = Table{
 		sec: sec, strs: strs,
 		n: int(n), ss: ss, rec: int(rec),
 		base:      le.Uint64(sec[16:]),
-		infoOff:   HeaderSize + int(n*rec),
+		k:         int(k),
+		recOff:    recOff,
+		infoOff:   recOff + int(n*rec),
 		positions: sec[7]&FlagPositions != 0,
 	}
 	if sec[7]&FlagInlineStrings != 0 {
@@ -127,6 +133,10 @@ func (t *Table) Init(sec, strs []byte) error {
 
 // Len returns the number of procedures in the table.
 func (t *Table) Len() int { return t.n }
+
+// IndexLen returns the number of entries of the table's start index
+// ([FlagStartIndex]), 0 when it has none.
+func (t *Table) IndexLen() int { return t.k }
 
 // le reads an n-byte little-endian number at b[0:n], 1 ≤ n ≤ 4.
 func le(b []byte, n int) uint64 {
@@ -139,37 +149,126 @@ func le(b []byte, n int) uint64 {
 
 // startAt returns the start address of record i.
 func (t *Table) startAt(i int) uint64 {
-	off := HeaderSize + i*t.rec
+	off := t.recOff + i*t.rec
 	return t.base + le(t.sec[off:off+t.ss], t.ss)
 }
 
 // Lookup returns the procedure whose range [Start, Start+Size) contains
 // the link-time address addr. It returns [ErrNotFound] when none does
 // (addr before the first procedure, in a gap, or past the last), and a
-// *formaterr.Error when the entry it reads is malformed. Cost: a
-// bisection of the records (O(log n) reads) and the decoding of four to
-// five LEB128 numbers and one name; no allocation.
+// *formaterr.Error when the entry it reads is malformed, or when the
+// start index ([FlagStartIndex]) disagrees with the records it bisects.
+// Cost: a bisection of the records (O(log n) reads; with the start
+// index, of the index and then of one chunk of [IndexStride] records)
+// and the decoding of four to five LEB128 numbers and one name; no
+// allocation.
 func (t *Table) Lookup(addr uint64) (Entry, error) {
-	lo, hi := 0, t.n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t.startAt(m) <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
-		return Entry{}, ErrNotFound
+	return t.lookup(addr, true)
+}
+
+// LookupHead is [Table.Lookup] without the name: the Entry's NameBytes
+// is nil and the name's string is neither read nor checked, for a query
+// that does not need it (a source position: [Table.Position]). Errors
+// and cost are Lookup's, less the name's bytes.
+func (t *Table) LookupHead(addr uint64) (Entry, error) {
+	return t.lookup(addr, false)
+}
+
+func (t *Table) lookup(addr uint64, name bool) (Entry, error) {
+	i, err := t.find(addr, nil)
+	if err != nil {
+		return Entry{}, err
 	}
 	var e Entry
-	if c, _, _ := t.entry(lo-1, &e); c.err != nil {
+	if c, _, _ := t.entry(i, &e, name); c.err != nil {
 		return Entry{}, c.err
 	}
 	if addr-e.Start >= e.Size {
 		return Entry{}, ErrNotFound
 	}
 	return e, nil
+}
+
+// Probes returns the section offsets of the start fields [Table.Lookup]
+// reads for addr, in the order it reads them (the start index's entries,
+// then the records'), followed by the offset of the found record's info
+// field (none when Lookup finds no record): for benchmarks and tools
+// that show what a query touches. Cost: as Lookup's bisection;
+// allocates the result.
+func (t *Table) Probes(addr uint64) []int {
+	var offs []int
+	if i, err := t.find(addr, &offs); err == nil {
+		offs = append(offs, t.recOff+i*t.rec+t.ss)
+	}
+	return offs
+}
+
+// find returns the index of the last record whose start is at most addr
+// (by bisection; with the start index, of the index and then of one
+// chunk), [ErrNotFound] when there is none, or a *formaterr.Error when
+// the index disagrees with the records of its chunk. With trace, the
+// section offset of every start field read is appended to *trace.
+func (t *Table) find(addr uint64, trace *[]int) (int, error) {
+	lo, hi := 0, t.n
+	chunk := -1 // the start index's answer: records [lo, hi)
+	if t.k > 0 {
+		a, b := 0, t.k
+		for a < b {
+			m := int(uint(a+b) >> 1)
+			off := HeaderSize + m*t.ss
+			if trace != nil {
+				*trace = append(*trace, off)
+			}
+			if t.base+le(t.sec[off:off+t.ss], t.ss) <= addr {
+				a = m + 1
+			} else {
+				b = m
+			}
+		}
+		// Entries [0, a) are at most addr: the record is in chunk a.
+		chunk = a
+		lo, hi = a*IndexStride, min((a+1)*IndexStride, t.n)
+	}
+	l, h := lo, hi
+	for l < h {
+		m := int(uint(l+h) >> 1)
+		if trace != nil {
+			*trace = append(*trace, t.recOff+m*t.rec)
+		}
+		if t.startAt(m) <= addr {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	if l == lo && lo > 0 {
+		// Index entry chunk-1 said record lo starts at most at addr; the
+		// record starts past it.
+		return 0, t.indexDisagrees(chunk - 1)
+	}
+	if l == hi && hi < t.n {
+		// Index entry chunk said record hi starts past addr: check it
+		// (the chunk's last record is the answer only if so).
+		if trace != nil {
+			*trace = append(*trace, t.recOff+hi*t.rec)
+		}
+		if t.startAt(hi) <= addr {
+			return 0, t.indexDisagrees(chunk)
+		}
+	}
+	if l == 0 {
+		return 0, ErrNotFound
+	}
+	return l - 1, nil
+}
+
+// indexDisagrees is the error of start index entry j, which differs from
+// the start field of the record it copies.
+func (t *Table) indexDisagrees(j int) error {
+	off := HeaderSize + j*t.ss
+	r := (j + 1) * IndexStride
+	return fail(uint64(off), "start index", fmt.Sprintf("entry %d (start %#x) is not record %d's start %#x",
+		j, t.base+le(t.sec[off:off+t.ss], t.ss), r, t.startAt(r)))
 }
 
 // At returns the procedure at index i in [0, Len()), in address order, as
@@ -181,7 +280,7 @@ func (t *Table) At(i int) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: index %d out of range [0, %d)", ErrNotFound, i, t.n)
 	}
 	var e Entry
-	if c, _, _ := t.entry(i, &e); c.err != nil {
+	if c, _, _ := t.entry(i, &e, true); c.err != nil {
 		return Entry{}, c.err
 	}
 	return e, nil
@@ -283,11 +382,11 @@ func (c *cursor) count(v uint64, at int, per int, field string) int {
 	return int(v)
 }
 
-// entry decodes record i and the head of its info entry into *e, and
-// returns a cursor positioned after the line fields, the shape and the
-// shape's section offset.
-func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
-	rOff := HeaderSize + i*t.rec
+// entry decodes record i and the head of its info entry into *e (the
+// name's bytes only with name), and returns a cursor positioned after
+// the line fields, the shape and the shape's section offset.
+func (t *Table) entry(i int, e *Entry, name bool) (c cursor, shape uint64, shapeAt int) {
+	rOff := t.recOff + i*t.rec
 	infoRel := le(t.sec[rOff+t.ss:rOff+t.rec], t.rec-t.ss)
 	c = cursor{t: t, end: len(t.sec)}
 	if infoRel >= uint64(len(t.sec)-t.infoOff) {
@@ -303,7 +402,11 @@ func (t *Table) entry(i int, e *Entry) (c cursor, shape uint64, shapeAt int) {
 	if c.err == nil && e.Start+e.Size < e.Start {
 		c.err = fail(uint64(sizeAt), "size", fmt.Sprintf("range [%#x, +%#x) wraps around", e.Start, e.Size))
 	}
-	e.NameBytes = c.str("name")
+	if name {
+		e.NameBytes = c.str("name")
+	} else {
+		c.uleb("name")
+	}
 	shapeAt = c.off
 	shape = c.uleb("shape")
 	if shape&shapeLine != 0 {
@@ -340,7 +443,7 @@ func (t *Table) Describe(e Entry) (Proc, error) {
 		return Proc{}, fmt.Errorf("%w: index %d out of range [0, %d)", ErrNotFound, e.Index, t.n)
 	}
 	var h Entry
-	c, shape, shapeAt := t.entry(e.Index, &h)
+	c, shape, shapeAt := t.entry(e.Index, &h, true)
 	if c.err != nil {
 		return Proc{}, c.err
 	}

@@ -473,6 +473,7 @@ type tableIndex struct {
 	files        []string
 	procs        map[uint64]procPositions // by start
 	without, all int                      // procedures without a block; all procedures
+	starts       int                      // start index entries (meta.FlagStartIndex)
 }
 
 // positionIndex reads the position blocks of the image's procedure
@@ -497,7 +498,7 @@ func positionIndex(img *elfimage.Image) (tableIndex, error) {
 		return idx, err
 	}
 	idx.present = sec[7]&meta.FlagPositions != 0
-	idx.all = t.Len()
+	idx.all, idx.starts = t.Len(), t.IndexLen()
 	seen := map[string]bool{}
 	for i := range t.Len() {
 		e, err := t.At(i)
@@ -532,10 +533,14 @@ func positionIndex(img *elfimage.Image) (tableIndex, error) {
 
 // summary is the index's line under the table's heading.
 func (idx tableIndex) summary() string {
-	if !idx.present {
-		return fmt.Sprintf("%d procedures, no position index (positions from .debug_line)", idx.all)
+	starts := ""
+	if idx.starts > 0 {
+		starts = fmt.Sprintf(", start index of %d entries (one per %d records)", idx.starts, meta.IndexStride)
 	}
-	s := fmt.Sprintf("%d procedures, position index of %d rows in %d bytes", idx.all, idx.rows, idx.bytes)
+	if !idx.present {
+		return fmt.Sprintf("%d procedures%s, no position index (positions from .debug_line)", idx.all, starts)
+	}
+	s := fmt.Sprintf("%d procedures%s, position index of %d rows in %d bytes", idx.all, starts, idx.rows, idx.bytes)
 	switch len(idx.files) {
 	case 0:
 	case 1:
