@@ -222,8 +222,14 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // first debug query and the table keeps its strings inline (Link's
 // tables), it answers without making the image's query state: the
 // table's header is checked into a value on the stack, the file name's
-// string is the one allocation, and the answer is not remembered (only
-// the first PositionAt does this: the next query makes the state). Otherwise it allocates, on the image's
+// string is the one allocation, and the answer is not remembered. This
+// is a policy for the image asked once (a backtrace through a module,
+// a profiler's one sample in it), which thus does not pay for a query
+// state and an answer cache it would not use again; it is not free for
+// the image asked more: only the first PositionAt skips the state, the
+// next query makes it (so an image asked twice allocates the state
+// anyway, one query later, and answers its first address again from the
+// table if asked it again). Otherwise it allocates, on the image's
 // first debug query, its query state, and on a file name not asked just
 // before, its string (in the state's room for a first file name of up to
 // 128 bytes when PositionAt made the state). A procedure
