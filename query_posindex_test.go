@@ -186,7 +186,8 @@ func TestPositionIndexSize(t *testing.T) {
 // image's query state, against the answer of an image that has its state
 // (a Procedure asked first) and against the DWARF line program, at every
 // address of every procedure of positionModules and one past each (a
-// fresh image per address), and that the image answers again afterwards.
+// fresh image per address); that the answer came without the state; and
+// that the image answers again afterwards, making the state then.
 func TestFirstPositionStateless(t *testing.T) {
 	for name, m := range positionModules(t) {
 		t.Run(name, func(t *testing.T) {
@@ -216,7 +217,9 @@ func TestFirstPositionStateless(t *testing.T) {
 						t.Fatal(err)
 					}
 					got, err := im.PositionAt(a)
+					stateless := !elfimage.HasQueryState(im)
 					again, aerr := im.PositionAt(a)
+					made := elfimage.HasQueryState(im)
 					im.Close()
 					if werr != nil {
 						if !errors.Is(err, elfimage.ErrUnknownPC) || !errors.Is(aerr, elfimage.ErrUnknownPC) {
@@ -226,6 +229,12 @@ func TestFirstPositionStateless(t *testing.T) {
 					}
 					if err != nil || got != want || aerr != nil || again != want {
 						t.Fatalf("%#x (%s): first %v, %v, again %v, %v; want %v", a, p.Name, got, err, again, aerr, want)
+					}
+					// The first answer came from the path without the
+					// state (else this compares the state path with
+					// itself); the second made the state.
+					if !stateless || !made {
+						t.Fatalf("%#x (%s): query state after the first answer %v, after the second %v; want false, true", a, p.Name, !stateless, made)
 					}
 					n++
 				}
