@@ -181,6 +181,27 @@ func TestPositionIndexSize(t *testing.T) {
 	}
 }
 
+// linkWarm links m and loads it as path, an image whose query state
+// Procedures made (closed when t ends): the reference for the first
+// PositionAt of fresh loads of the returned bytes.
+func linkWarm(t *testing.T, path string, m *elfimage.Module) ([]byte, *elfimage.Image, []elfimage.Procedure) {
+	t.Helper()
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := elfimage.Load(path, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm.Close() })
+	procs, err := warm.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, warm, procs
+}
+
 // TestFirstPositionStateless checks the first PositionAt of a freshly
 // loaded image, which the position index answers without making the
 // image's query state, against the answer of an image that has its state
@@ -191,19 +212,7 @@ func TestPositionIndexSize(t *testing.T) {
 func TestFirstPositionStateless(t *testing.T) {
 	for name, m := range positionModules(t) {
 		t.Run(name, func(t *testing.T) {
-			b, err := elfimage.Link(m, elfimage.LinkOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			warm, err := elfimage.Load(name+".elf", b, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer warm.Close()
-			procs, err := warm.Procedures()
-			if err != nil {
-				t.Fatal(err)
-			}
+			b, warm, procs := linkWarm(t, name+".elf", m)
 			n := 0
 			for _, p := range procs {
 				for a := p.Start; a <= p.Start+p.Size; a++ {
@@ -250,20 +259,7 @@ func TestFirstPositionStateless(t *testing.T) {
 // positions at once (some without the query state, some making it) all
 // get the answers of an image that has its state. Run with -race.
 func TestFirstPositionConcurrent(t *testing.T) {
-	m := positionModules(t)["demo.scm"]
-	b, err := elfimage.Link(m, elfimage.LinkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm, err := elfimage.Load("demo.elf", b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer warm.Close()
-	procs, err := warm.Procedures()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, warm, procs := linkWarm(t, "demo.elf", positionModules(t)["demo.scm"])
 	var addrs []uint64
 	var want []elfimage.Position
 	for _, p := range procs {
