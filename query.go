@@ -788,15 +788,16 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	return p, err
 }
 
-// firstPosition answers the image's first PositionAt, when no other
-// query has made the query state, without making it, when its procedure table (found through
-// PTProcTable) keeps its strings inline and has a position block for
-// addr: a table header checked into a Table on the stack, the bisection,
-// the entry's head (not its name) and the block's rows; the answer's
-// file is the one allocation, and the answer is not remembered. It says
-// false on anything else (no such table, a malformed one, an address
-// without a procedure or without rows), and PositionAt then answers with
-// the state, from the start.
+// firstPosition answers the image's first PositionAt without making the
+// query state (PositionAt calls it only while no query has made it),
+// when the procedure table found through PTProcTable keeps its strings
+// inline and has a position block for addr: the table's header checked
+// into a Table on the stack, the bisection, the entry's head (not its
+// name) and the block's rows; the answer's file is the one allocation,
+// and the answer is not remembered. It says false on anything else (no
+// such table, a malformed one, an address without a procedure or
+// without rows), and PositionAt then answers with the state, from the
+// start, with the same functions (so the same answer or error).
 func (im *Image) firstPosition(addr uint64) (Position, bool) {
 	sec := im.tail.get(PTProcTable)
 	const need = meta.FlagPositions | meta.FlagInlineStrings
