@@ -523,7 +523,8 @@ func TestOpenConcurrentLayouts(t *testing.T) {
 // fit (its relocations applied: the data words hold the base plus their
 // addends), whether or not the previous loads needed as much of the head;
 // and headFirst grows at once to what a load used and shrinks a step after
-// headShrink loads in a row that used less.
+// headShrink loads in a row that used less (a load using all of it
+// between them starts the count again).
 func TestOpenHeadReads(t *testing.T) {
 	ps, pb := headLayouts(t)
 	saved := headFirst.n.Load()
@@ -549,15 +550,22 @@ func TestOpenHeadReads(t *testing.T) {
 	if n, want := firstRead(), int(alignUp(tFarRelaOff+tRelaN*relaSize, headStep)); n != want {
 		t.Fatalf("after the large image, first read %d, want %d", n, want)
 	}
-	open(pb)
-	for range headShrink - 1 {
-		open(ps)
-	}
-	if n, want := firstRead(), int(alignUp(tFarRelaOff+tRelaN*relaSize, headStep)); n != want {
-		t.Fatalf("after %d small images, first read %d, want %d still", headShrink-1, n, want)
+	grown := int(alignUp(tFarRelaOff+tRelaN*relaSize, headStep))
+	// A load that uses all of the first read ends a run of smaller ones:
+	// the count of loads in a row starts again.
+	for _, again := range []bool{true, false} {
+		for range headShrink - 1 {
+			open(ps)
+		}
+		if n := firstRead(); n != grown {
+			t.Fatalf("after %d small images, first read %d, want %d still", headShrink-1, n, grown)
+		}
+		if again {
+			open(pb)
+		}
 	}
 	open(ps)
-	if n, want := firstRead(), int(alignUp(tFarRelaOff+tRelaN*relaSize, headStep))-headStep; n != want {
+	if n, want := firstRead(), grown-headStep; n != want {
 		t.Fatalf("after %d small images, first read %d, want %d", headShrink, n, want)
 	}
 }
