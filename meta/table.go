@@ -136,7 +136,7 @@ func (t *Table) Len() int { return t.n }
 
 // IndexLen returns the number of entries of the table's start index
 // ([FlagStartIndex]): ⌊(Len()-1)/[IndexStride]⌋ when the header sets the
-// flag, 0 when it has none. Cost: O(1).
+// flag and the table is not empty, else 0. Cost: O(1).
 func (t *Table) IndexLen() int { return t.k }
 
 // le reads an n-byte little-endian number at b[0:n], 1 ≤ n ≤ 4.
