@@ -8,3 +8,8 @@ func SetPositionIndex(on bool) bool {
 	writePositionIndex = on
 	return old
 }
+
+// HasQueryState reports whether im has made its query state (the debug
+// queries' indexes and remembered answers): for the tests of the first
+// PositionAt, which answers without it.
+func HasQueryState(im *Image) bool { return im.debug.Load() != nil }

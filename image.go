@@ -92,8 +92,10 @@ type Image struct {
 	// never asked about its debug information does not carry them.
 	debug atomic.Pointer[debugState]
 	// firstAsked is set by the first PositionAt, which may answer
-	// without making the debug state (Image.firstPosition); every later
-	// query makes it, so that answers are remembered from the second on.
+	// without making the debug state (Image.firstPosition): an image
+	// asked once pays for no state and no answer cache. Every later
+	// query makes the state, so that answers are remembered from the
+	// second on (the first's is not).
 	firstAsked atomic.Bool
 
 	// ref is the image's registry entry (addrmap.Map.InsertRef), part of

@@ -540,6 +540,10 @@ var ioBufs = sync.Pool{New: func() any { return new(ioBuf) }}
 // a process loading images of one layout reads once per load what it
 // needs and no more (a 4 KiB read copies three more KiB, about 1% of an
 // Open), and one alternating layouts pays the second read rarely.
+// Concurrent loads update the two counters without a lock, so that the
+// size may lag or drop a step more than the rule says: that costs a load
+// its second pread (the source reads what a table needs whatever the
+// first read was), never a wrong byte.
 var headFirst struct {
 	n     atomic.Int32 // bytes: headStep to headSize
 	below atomic.Int32 // loads in a row that used less than n

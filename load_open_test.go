@@ -457,18 +457,40 @@ func BenchmarkParseImage(b *testing.B) {
 	}
 }
 
+// tFarRelaOff is where headLayouts's second image has its relocation table:
+// past the first KiB of the head, within its 4 KiB.
+const tFarRelaOff = 0xc00
+
+// headLayouts writes the test image (its tables within the first KiB)
+// and a copy whose .rela.dyn lies at tFarRelaOff, and returns their paths.
+func headLayouts(t *testing.T) (small, big string) {
+	t.Helper()
+	s := buildTestImage()
+	b := bytes.Clone(s)
+	copy(b[tFarRelaOff:], s[tRelaOff:tRelaOff+tRelaN*relaSize])
+	putDyn(b, 0, elf.DT_RELA, tFarRelaOff)
+	putPhSize(b, phR, tFarRelaOff+tRelaN*relaSize)
+	return writeTemp(t, s), writeTemp(t, b)
+}
+
+// checkRelocated says whether the test image im, opened from path, has
+// its relocations applied: each data word the base plus its addend.
+func checkRelocated(im *Image, path string) error {
+	for i, r := range tRelocs {
+		if got, want := binary.LittleEndian.Uint64(im.mem[tDataOff+8*i:]), uint64(im.Base())+r.addend; got != want {
+			return fmt.Errorf("%s: relocated word %d is %#x, want %#x", path, i, got, want)
+		}
+	}
+	return nil
+}
+
 // TestOpenConcurrentLayouts: goroutines opening and closing images of two
 // layouts at once (tables within the first KiB; .rela.dyn at 0xc00) share
 // the pooled buffers and the learned first read: every load gets its own
 // relocations applied (run with -race).
 func TestOpenConcurrentLayouts(t *testing.T) {
-	small := buildTestImage()
-	big := bytes.Clone(small)
-	const relaAt = 0xc00
-	copy(big[relaAt:], small[tRelaOff:tRelaOff+tRelaN*relaSize])
-	putDyn(big, 0, elf.DT_RELA, relaAt)
-	putPhSize(big, phR, relaAt+tRelaN*relaSize)
-	paths := []string{writeTemp(t, small), writeTemp(t, big)}
+	ps, pb := headLayouts(t)
+	paths := []string{ps, pb}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for g := range 4 {
@@ -482,10 +504,8 @@ func TestOpenConcurrentLayouts(t *testing.T) {
 					errs <- err
 					return
 				}
-				for j, r := range tRelocs {
-					if got, want := binary.LittleEndian.Uint64(im.mem[tDataOff+8*j:]), uint64(im.Base())+r.addend; got != want {
-						errs <- fmt.Errorf("%s: relocated word %d is %#x, want %#x", p, j, got, want)
-					}
+				if err := checkRelocated(im, p); err != nil {
+					errs <- err
 				}
 				im.Close()
 			}
@@ -503,15 +523,10 @@ func TestOpenConcurrentLayouts(t *testing.T) {
 // fit (its relocations applied: the data words hold the base plus their
 // addends), whether or not the previous loads needed as much of the head;
 // and headFirst grows at once to what a load used and shrinks a step after
-// headShrink loads in a row that used less.
+// headShrink loads in a row that used less (a load using all of it
+// between them starts the count again).
 func TestOpenHeadReads(t *testing.T) {
-	small := buildTestImage()
-	big := bytes.Clone(small)
-	const relaAt = 0xc00
-	copy(big[relaAt:], small[tRelaOff:tRelaOff+tRelaN*relaSize])
-	putDyn(big, 0, elf.DT_RELA, relaAt)
-	putPhSize(big, phR, relaAt+tRelaN*relaSize)
-	ps, pb := writeTemp(t, small), writeTemp(t, big)
+	ps, pb := headLayouts(t)
 	saved := headFirst.n.Load()
 	t.Cleanup(func() { headFirst.n.Store(saved); headFirst.below.Store(0) })
 	headFirst.n.Store(headStep)
@@ -523,11 +538,8 @@ func TestOpenHeadReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer im.Close()
-		data := im.mem[tDataOff : tDataOff+16]
-		for i, r := range tRelocs {
-			if got, want := binary.LittleEndian.Uint64(data[8*i:]), uint64(im.Base())+r.addend; got != want {
-				t.Fatalf("%s: relocated word %d is %#x, want %#x", p, i, got, want)
-			}
+		if err := checkRelocated(im, p); err != nil {
+			t.Fatal(err)
 		}
 	}
 	open(ps)
@@ -535,18 +547,25 @@ func TestOpenHeadReads(t *testing.T) {
 		t.Fatalf("after the small image, first read %d, want %d", n, headStep)
 	}
 	open(pb) // the table past the first read: a second read
-	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep)); n != want {
+	if n, want := firstRead(), int(alignUp(tFarRelaOff+tRelaN*relaSize, headStep)); n != want {
 		t.Fatalf("after the large image, first read %d, want %d", n, want)
 	}
-	open(pb)
-	for range headShrink - 1 {
-		open(ps)
-	}
-	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep)); n != want {
-		t.Fatalf("after %d small images, first read %d, want %d still", headShrink-1, n, want)
+	grown := int(alignUp(tFarRelaOff+tRelaN*relaSize, headStep))
+	// A load that uses all of the first read ends a run of smaller ones:
+	// the count of loads in a row starts again.
+	for _, again := range []bool{true, false} {
+		for range headShrink - 1 {
+			open(ps)
+		}
+		if n := firstRead(); n != grown {
+			t.Fatalf("after %d small images, first read %d, want %d still", headShrink-1, n, grown)
+		}
+		if again {
+			open(pb)
+		}
 	}
 	open(ps)
-	if n, want := firstRead(), int(alignUp(relaAt+tRelaN*relaSize, headStep))-headStep; n != want {
+	if n, want := firstRead(), grown-headStep; n != want {
 		t.Fatalf("after %d small images, first read %d, want %d", headShrink, n, want)
 	}
 }

@@ -222,8 +222,14 @@ func (im *Image) readSymbols() ([]procSym, error) {
 // first debug query and the table keeps its strings inline (Link's
 // tables), it answers without making the image's query state: the
 // table's header is checked into a value on the stack, the file name's
-// string is the one allocation, and the answer is not remembered (only
-// the first PositionAt does this: the next query makes the state). Otherwise it allocates, on the image's
+// string is the one allocation, and the answer is not remembered. This
+// is a policy for the image asked once (a backtrace through a module,
+// a profiler's one sample in it), which thus does not pay for a query
+// state and an answer cache it would not use again; it is not free for
+// the image asked more: only the first PositionAt skips the state, the
+// next query makes it (so an image asked twice allocates the state
+// anyway, one query later, and answers its first address again from the
+// table if asked it again). Otherwise it allocates, on the image's
 // first debug query, its query state, and on a file name not asked just
 // before, its string (in the state's room for a first file name of up to
 // 128 bytes when PositionAt made the state). A procedure
@@ -782,15 +788,16 @@ func (im *Image) Procedure(addr uint64) (_ Procedure, err error) {
 	return p, err
 }
 
-// firstPosition answers the image's first PositionAt, when no other
-// query has made the query state, without making it, when its procedure table (found through
-// PTProcTable) keeps its strings inline and has a position block for
-// addr: a table header checked into a Table on the stack, the bisection,
-// the entry's head (not its name) and the block's rows; the answer's
-// file is the one allocation, and the answer is not remembered. It says
-// false on anything else (no such table, a malformed one, an address
-// without a procedure or without rows), and PositionAt then answers with
-// the state, from the start.
+// firstPosition answers the image's first PositionAt without making the
+// query state (PositionAt calls it only while no query has made it),
+// when the procedure table found through PTProcTable keeps its strings
+// inline and has a position block for addr: the table's header checked
+// into a Table on the stack, the bisection, the entry's head (not its
+// name) and the block's rows; the answer's file is the one allocation,
+// and the answer is not remembered. It says false on anything else (no
+// such table, a malformed one, an address without a procedure or
+// without rows), and PositionAt then answers with the state, from the
+// start, with the same functions (so the same answer or error).
 func (im *Image) firstPosition(addr uint64) (Position, bool) {
 	sec := im.tail.get(PTProcTable)
 	const need = meta.FlagPositions | meta.FlagInlineStrings

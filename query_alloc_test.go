@@ -64,17 +64,13 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	check("FindFDE through the registry", func() error { return finder.FindFDE(uint64(pc), &fde) })
 }
 
-// TestFirstPositionAllocations: the first PositionAt on a freshly loaded
-// image allocates one thing: its file name's string (answered from the
-// position index without a query state) or, on the line-sequence path,
-// its query state with the line unit's reader and the file name's bytes
-// beside it (no line header tables, no remembered-answers chunk, no
-// string); a second address in the same file allocates at most two: the
-// query state (the index's path) or the chunks of remembered answers the
-// two answers then go to (one or two).
-func TestFirstPositionAllocations(t *testing.T) {
-	m := &Module{File: "first.s"}
-	for _, name := range []string{"f", "g"} {
+// linkLineProcs links a module of source file file whose procedures,
+// named names, are x86-64 "push rbp; mov rbp, rsp; pop rbp; ret" (6
+// bytes) with two line rows: offset 0 at 1:1, offset 4 (pop) at 2:3.
+func linkLineProcs(t *testing.T, file string, names ...string) []byte {
+	t.Helper()
+	m := &Module{File: file}
+	for _, name := range names {
 		m.Procs = append(m.Procs, &Proc{
 			Name:  name,
 			Code:  []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
@@ -85,6 +81,19 @@ func TestFirstPositionAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// TestFirstPositionAllocations: the first PositionAt on a freshly loaded
+// image allocates one thing: its file name's string (answered from the
+// position index without a query state) or, on the line-sequence path,
+// its query state with the line unit's reader and the file name's bytes
+// beside it (no line header tables, no remembered-answers chunk, no
+// string); a second address in the same file allocates at most two: the
+// query state (the index's path) or the chunks of remembered answers the
+// two answers then go to (one or two).
+func TestFirstPositionAllocations(t *testing.T) {
+	b := linkLineProcs(t, "first.s", "f", "g")
 	mallocs := func(f func()) uint64 {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
@@ -121,20 +130,14 @@ func TestFirstPositionAllocations(t *testing.T) {
 	}
 }
 
-// TestFirstPositionPathRoom: the first PositionAt's file name, built in
-// the query state's room or (longer than it) in a slice of its own, is
-// the file's path, and stays so after Close and after other queries.
+// TestFirstPositionPathRoom: the file names of an image's first
+// PositionAt (a string of its own, made without the query state) and of
+// its second (which makes the state: built in the state's room or,
+// longer than it, in a slice of its own) are the file's path, and stay
+// so after Close.
 func TestFirstPositionPathRoom(t *testing.T) {
 	for _, file := range []string{"s.scm", strings.Repeat("d/", 40) + "s.scm", strings.Repeat("long/", 60) + "s.scm"} {
-		m := &Module{File: file, Procs: []*Proc{{
-			Name:  "f",
-			Code:  []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
-			Lines: []LineRow{{Offset: 0, Line: 1, Column: 1, IsStmt: true}, {Offset: 4, Line: 2, Column: 3}},
-		}}}
-		b, err := Link(m, LinkOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := linkLineProcs(t, file, "f")
 		im, err := Load("room.elf", b, &LoadOptions{Arch: arch.X86_64})
 		if err != nil {
 			t.Fatal(err)
@@ -157,8 +160,8 @@ func TestFirstPositionPathRoom(t *testing.T) {
 		}
 		im.Close()
 		runtime.GC()
-		if p.File != file {
-			t.Fatalf("after Close: %q", p.File)
+		if p.File != file || q.File != file {
+			t.Fatalf("after Close: %q, %q", p.File, q.File)
 		}
 	}
 }
@@ -168,15 +171,7 @@ func TestFirstPositionPathRoom(t *testing.T) {
 // remembered); from the second query on the state holds the answers, so
 // that a repeated PositionAt allocates nothing.
 func TestPositionOnlyRemembers(t *testing.T) {
-	m := &Module{File: "only.s", Procs: []*Proc{{
-		Name:  "f",
-		Code:  []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
-		Lines: []LineRow{{Offset: 0, Line: 1, Column: 1, IsStmt: true}, {Offset: 4, Line: 2, Column: 3}},
-	}}}
-	b, err := Link(m, LinkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := linkLineProcs(t, "only.s", "f")
 	load := func() *Image {
 		im, err := Load("only.elf", b, &LoadOptions{Arch: arch.X86_64})
 		if err != nil {

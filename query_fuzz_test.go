@@ -5,6 +5,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"path"
 	"testing"
 
@@ -82,7 +83,10 @@ func queryErr(t *testing.T, what string, addr uint64, err error) {
 //     SubprogramAt, when they answer, give ranges containing the address;
 //   - PositionAt (which runs one sequence found through the procedure
 //     table) agrees with the whole line program decoded by LineTable and
-//     with Go's debug/dwarf line reader on the same bytes, when they decode.
+//     with Go's debug/dwarf line reader on the same bytes, when they decode;
+//     a fresh image's first PositionAt (made without the query state when
+//     the table allows) gives the answer or error of the image with its
+//     state.
 func FuzzQueries(f *testing.F) {
 	m, err := scheme.Compile(scheme.DemoFile, scheme.DemoSource)
 	if err != nil {
@@ -106,6 +110,16 @@ func FuzzQueries(f *testing.F) {
 			t.Fatalf("Load with only the tail changed: %v", err)
 		}
 		defer im.Close()
+		// A fresh image's first PositionAt, which answers without the
+		// query state when it can: the answer (or the error) of the
+		// image with its state, below.
+		firstAddr := lay.addrs[int(at/7)%len(lay.addrs)]
+		fresh, err := elfimage.Load("fuzz.elf", b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		firstPos, firstErr := fresh.PositionAt(firstAddr)
+		fresh.Close()
 		_, err = im.Procedures()
 		queryErr(t, "Procedures", 0, err)
 		var goSyms []elf.Symbol
@@ -129,6 +143,9 @@ func FuzzQueries(f *testing.F) {
 			}
 			pos, err := im.PositionAt(addr)
 			queryErr(t, "PositionAt", addr, err)
+			if addr == firstAddr && (pos != firstPos || fmt.Sprint(err) != fmt.Sprint(firstErr)) {
+				t.Fatalf("PositionAt(%#x) = %v, %v; as a fresh image's first query %v, %v", addr, pos, err, firstPos, firstErr)
+			}
 			if err == nil && terr == nil {
 				if row, ok := table.Lookup(addr); ok && (int(row.Line) != pos.Line || int(row.Column) != pos.Column) {
 					t.Fatalf("PositionAt(%#x) = %v; LineTable has line %d column %d", addr, pos, row.Line, row.Column)

@@ -181,28 +181,38 @@ func TestPositionIndexSize(t *testing.T) {
 	}
 }
 
+// linkWarm links m and loads it as path, an image whose query state
+// Procedures made (closed when t ends): the reference for the first
+// PositionAt of fresh loads of the returned bytes.
+func linkWarm(t *testing.T, path string, m *elfimage.Module) ([]byte, *elfimage.Image, []elfimage.Procedure) {
+	t.Helper()
+	b, err := elfimage.Link(m, elfimage.LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := elfimage.Load(path, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm.Close() })
+	procs, err := warm.Procedures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, warm, procs
+}
+
 // TestFirstPositionStateless checks the first PositionAt of a freshly
 // loaded image, which the position index answers without making the
 // image's query state, against the answer of an image that has its state
 // (a Procedure asked first) and against the DWARF line program, at every
 // address of every procedure of positionModules and one past each (a
-// fresh image per address), and that the image answers again afterwards.
+// fresh image per address); that the answer came without the state; and
+// that the image answers again afterwards, making the state then.
 func TestFirstPositionStateless(t *testing.T) {
 	for name, m := range positionModules(t) {
 		t.Run(name, func(t *testing.T) {
-			b, err := elfimage.Link(m, elfimage.LinkOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			warm, err := elfimage.Load(name+".elf", b, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer warm.Close()
-			procs, err := warm.Procedures()
-			if err != nil {
-				t.Fatal(err)
-			}
+			b, warm, procs := linkWarm(t, name+".elf", m)
 			n := 0
 			for _, p := range procs {
 				for a := p.Start; a <= p.Start+p.Size; a++ {
@@ -216,7 +226,9 @@ func TestFirstPositionStateless(t *testing.T) {
 						t.Fatal(err)
 					}
 					got, err := im.PositionAt(a)
+					stateless := !elfimage.HasQueryState(im)
 					again, aerr := im.PositionAt(a)
+					made := elfimage.HasQueryState(im)
 					im.Close()
 					if werr != nil {
 						if !errors.Is(err, elfimage.ErrUnknownPC) || !errors.Is(aerr, elfimage.ErrUnknownPC) {
@@ -226,6 +238,12 @@ func TestFirstPositionStateless(t *testing.T) {
 					}
 					if err != nil || got != want || aerr != nil || again != want {
 						t.Fatalf("%#x (%s): first %v, %v, again %v, %v; want %v", a, p.Name, got, err, again, aerr, want)
+					}
+					// The first answer came from the path without the
+					// state (else this compares the state path with
+					// itself); the second made the state.
+					if !stateless || !made {
+						t.Fatalf("%#x (%s): query state after the first answer %v, after the second %v; want false, true", a, p.Name, !stateless, made)
 					}
 					n++
 				}
@@ -241,20 +259,7 @@ func TestFirstPositionStateless(t *testing.T) {
 // positions at once (some without the query state, some making it) all
 // get the answers of an image that has its state. Run with -race.
 func TestFirstPositionConcurrent(t *testing.T) {
-	m := positionModules(t)["demo.scm"]
-	b, err := elfimage.Link(m, elfimage.LinkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm, err := elfimage.Load("demo.elf", b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer warm.Close()
-	procs, err := warm.Procedures()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, warm, procs := linkWarm(t, "demo.elf", positionModules(t)["demo.scm"])
 	var addrs []uint64
 	var want []elfimage.Position
 	for _, p := range procs {

@@ -18,7 +18,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, class, data byte, rest []byte) {
 		b := append([]byte(elf.ELFMAG+string([]byte{class, data})+"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"), rest...)
 		h, err := DecodeHeader(b)
-		var into Header
+		into := Header{is64: true, big: true} // overwritten in full, on an error too
+		into.Entry, into.Phnum, into.Class = 0x1234, 7, elf.ELFCLASS64
 		if ierr := DecodeHeaderInto(&into, b); (ierr == nil) != (err == nil) || into != h {
 			t.Fatalf("DecodeHeaderInto: %+v, %v; DecodeHeader: %+v, %v", into, ierr, h, err)
 		}

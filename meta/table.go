@@ -135,7 +135,8 @@ func (t *Table) Init(sec, strs []byte) error {
 func (t *Table) Len() int { return t.n }
 
 // IndexLen returns the number of entries of the table's start index
-// ([FlagStartIndex]), 0 when it has none.
+// ([FlagStartIndex]): ⌊(Len()-1)/[IndexStride]⌋ when the header sets the
+// flag and the table is not empty, else 0. Cost: O(1).
 func (t *Table) IndexLen() int { return t.k }
 
 // le reads an n-byte little-endian number at b[0:n], 1 ≤ n ≤ 4.

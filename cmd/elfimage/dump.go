@@ -535,7 +535,11 @@ func positionIndex(img *elfimage.Image) (tableIndex, error) {
 func (idx tableIndex) summary() string {
 	starts := ""
 	if idx.starts > 0 {
-		starts = fmt.Sprintf(", start index of %d entries (one per %d records)", idx.starts, meta.IndexStride)
+		entries := "entries"
+		if idx.starts == 1 {
+			entries = "entry"
+		}
+		starts = fmt.Sprintf(", start index of %d %s (one per %d records)", idx.starts, entries, meta.IndexStride)
 	}
 	if !idx.present {
 		return fmt.Sprintf("%d procedures%s, no position index (positions from .debug_line)", idx.all, starts)
