@@ -136,77 +136,80 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	guess := d.guessCap(min((h.End-h.ProgramOffset)/3+1, 1<<20), unsafe.Sizeof(uint32(0))+unsafe.Sizeof(narrowRow{}))
 	t.off = slabMake[uint32](d.slab, guess)[:0]
 	t.narrow = slabMake[narrowRow](d.slab, guess)[:0]
-	var row line.Row
+	var buf [128]line.PosRow
 	first := int32(0)
 	var start uint64
 	empty := true
 	n := int32(0) // rows kept
 	for {
-		err := r.Next(&row)
-		if errors.Is(err, io.EOF) {
+		k, rerr := r.ReadRows(buf[:])
+		for i := range k {
+			row := &buf[i]
+			if empty {
+				start, first, empty = row.Address, n, false
+			}
+			if row.EndSequence {
+				if start < row.Address && n > first && d.live.ok(start) {
+					t.seqs = append(t.seqs, lineSeq{start, row.Address, first, n, -1})
+				} else {
+					n = first
+					if t.wide {
+						t.rows, t.addrs = t.rows[:n], t.addrs[:n]
+					} else {
+						t.narrow, t.off = t.narrow[:n], t.off[:n]
+					}
+				}
+				empty = true
+				continue
+			}
+			f := uint32(row.File)
+			if row.File > 1<<32-1 {
+				f = 1<<32 - 1
+			}
+			if !t.wide && (row.Address < start || row.Address-start > 1<<32-1 || f > 1<<16-1 || row.Column > 1<<16-1) {
+				t.widen(start, first)
+			}
+			// Keep only the rows a lookup can return: of several rows at
+			// one address the last (lookup takes the last row at or
+			// before the address), and not a row that repeats the
+			// position of the row before it (the earlier row answers the
+			// same). gcc -O2 output loses about half its rows this way.
+			if t.wide {
+				lr := lineRow{f, row.Line, row.Column}
+				if n > first {
+					if t.addrs[n-1] == row.Address {
+						t.rows[n-1] = lr
+						continue
+					}
+					if t.rows[n-1] == lr {
+						continue
+					}
+				}
+				t.rows = append(t.rows, lr)
+				t.addrs = append(t.addrs, row.Address)
+				n++
+				continue
+			}
+			lr, o := narrowRow{row.Line, uint16(f), uint16(row.Column)}, uint32(row.Address-start)
+			if n > first {
+				if t.off[n-1] == o {
+					t.narrow[n-1] = lr
+					continue
+				}
+				if t.narrow[n-1] == lr {
+					continue
+				}
+			}
+			t.narrow = append(t.narrow, lr)
+			t.off = append(t.off, o)
+			n++
+		}
+		if errors.Is(rerr, io.EOF) {
 			break
 		}
-		if err != nil {
-			return nil, err
+		if rerr != nil {
+			return nil, rerr
 		}
-		if empty {
-			start, first, empty = row.Address, n, false
-		}
-		if row.EndSequence {
-			if start < row.Address && n > first && d.live.ok(start) {
-				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, n, -1})
-			} else {
-				n = first
-				if t.wide {
-					t.rows, t.addrs = t.rows[:n], t.addrs[:n]
-				} else {
-					t.narrow, t.off = t.narrow[:n], t.off[:n]
-				}
-			}
-			empty = true
-			continue
-		}
-		f := uint32(row.File)
-		if row.File > 1<<32-1 {
-			f = 1<<32 - 1
-		}
-		if !t.wide && (row.Address < start || row.Address-start > 1<<32-1 || f > 1<<16-1 || row.Column > 1<<16-1) {
-			t.widen(start, first)
-		}
-		// Keep only the rows a lookup can return: of several rows at
-		// one address the last (lookup takes the last row at or before
-		// the address), and not a row that repeats the position of the
-		// row before it (the earlier row answers the same). gcc -O2
-		// output loses about half its rows this way.
-		if t.wide {
-			lr := lineRow{f, row.Line, row.Column}
-			if n > first {
-				if t.addrs[n-1] == row.Address {
-					t.rows[n-1] = lr
-					continue
-				}
-				if t.rows[n-1] == lr {
-					continue
-				}
-			}
-			t.rows = append(t.rows, lr)
-			t.addrs = append(t.addrs, row.Address)
-			n++
-			continue
-		}
-		lr, o := narrowRow{row.Line, uint16(f), uint16(row.Column)}, uint32(row.Address-start)
-		if n > first {
-			if t.off[n-1] == o {
-				t.narrow[n-1] = lr
-				continue
-			}
-			if t.narrow[n-1] == lr {
-				continue
-			}
-		}
-		t.narrow = append(t.narrow, lr)
-		t.off = append(t.off, o)
-		n++
 	}
 	slices.SortStableFunc(t.seqs, func(a, b lineSeq) int {
 		if a.end != b.end {

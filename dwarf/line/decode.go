@@ -1018,3 +1018,137 @@ func (t *Table) File(i uint64) (*FileEntry, bool) {
 	}
 	return &t.Files[i], true
 }
+
+// PosRow is the part of a [Row] that places code in the source: its
+// address, file index, line and column, and whether it ends a sequence
+// (32 bytes where a Row takes 72).
+type PosRow struct {
+	Address     uint64
+	File        uint64
+	Line        uint32
+	Column      uint32
+	EndSequence bool
+}
+
+// ReadRows runs the program up to the next len(dst) rows and stores
+// their positions in dst, as that many calls of [Reader.Next] would (the
+// registers, the other fields of Row among them, end as Next leaves
+// them). It returns the number of rows stored and, when the program
+// ended or failed after them, io.EOF or Next's *formaterr.Error (n may
+// then be below len(dst), also 0). Cost: the opcodes compilers emit for
+// nearly every row (special opcodes, DW_LNS_copy, advance_pc,
+// advance_line, set_file, set_column, negate_stmt, const_add_pc, the
+// flag opcodes) are decoded in one loop with the registers in locals,
+// without a call per row; anything else goes through Next.
+// Allocation-free except as Next.
+func (r *Reader) ReadRows(dst []PosRow) (int, error) {
+	h := &r.hdr
+	b := &r.b
+	n := 0
+	var row Row
+	for n < len(dst) {
+		if h.MaxOpsPerInst == 1 && b.Err() == nil {
+			data, off, end := b.Data(), int(b.Off()), int(b.End())
+			end = min(end, len(data))
+			addr, ln, file, col := r.state.Address, r.line, r.state.File, r.state.Column
+			minInst, base, lineBase, lineRange, mul := uint64(h.MinInstLength), h.OpcodeBase, int64(h.LineBase), uint32(h.LineRange), r.rangeMul
+			// flags: a per-row flag may be set, which a row clears (emit).
+			flags := r.state.Discriminator != 0 || r.state.BasicBlock || r.state.PrologueEnd || r.state.EpilogueBegin
+			last := r.state.Line // the line register's value at the last row (emit)
+		fast:
+			for off < end && n < len(dst) {
+				op := data[off]
+				if op >= base {
+					adj := uint32(op - base)
+					q := adj * mul >> 24
+					addr += minInst * uint64(q)
+					ln += lineBase + int64(adj-q*lineRange)
+					off++
+					last = uint32(ln)
+					dst[n] = PosRow{Address: addr, File: file, Line: last, Column: col}
+					n++
+					if flags {
+						r.state.Discriminator, r.state.BasicBlock, r.state.PrologueEnd, r.state.EpilogueBegin = 0, false, false, false
+						flags = false
+					}
+					continue
+				}
+				switch dwarf.LNS(op) {
+				case dwarf.DW_LNS_copy:
+					off++
+					last = uint32(ln)
+					dst[n] = PosRow{Address: addr, File: file, Line: last, Column: col}
+					n++
+					if flags {
+						r.state.Discriminator, r.state.BasicBlock, r.state.PrologueEnd, r.state.EpilogueBegin = 0, false, false, false
+						flags = false
+					}
+				case dwarf.DW_LNS_advance_pc:
+					v, k := dwarf.Uleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					addr += minInst * v
+					off += 1 + k
+				case dwarf.DW_LNS_advance_line:
+					v, k := dwarf.Sleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					ln += v
+					off += 1 + k
+				case dwarf.DW_LNS_set_file:
+					v, k := dwarf.Uleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					file = v
+					off += 1 + k
+				case dwarf.DW_LNS_set_column:
+					if off+1 < end && data[off+1] < 0x80 {
+						col = uint32(data[off+1])
+						off += 2
+						continue
+					}
+					v, k := dwarf.Uleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					col = uint32(v)
+					off += 1 + k
+				case dwarf.DW_LNS_negate_stmt:
+					r.state.IsStmt = !r.state.IsStmt
+					off++
+				case dwarf.DW_LNS_set_basic_block:
+					r.state.BasicBlock, flags = true, true
+					off++
+				case dwarf.DW_LNS_set_prologue_end:
+					r.state.PrologueEnd, flags = true, true
+					off++
+				case dwarf.DW_LNS_set_epilogue_begin:
+					r.state.EpilogueBegin, flags = true, true
+					off++
+				case dwarf.DW_LNS_const_add_pc:
+					addr += minInst * uint64((255-uint32(base))*mul>>24)
+					off++
+				default:
+					break fast
+				}
+			}
+			r.state.Address, r.line, r.state.File, r.state.Column = addr, ln, file, col
+			r.state.Line = last
+			b.Seek(uint64(off), "opcode")
+			if n == len(dst) {
+				return n, nil
+			}
+		}
+		// An opcode the loop leaves to Next (or a program Next decodes
+		// throughout): one row.
+		if err := r.Next(&row); err != nil {
+			return n, err
+		}
+		dst[n] = PosRow{Address: row.Address, File: row.File, Line: row.Line, Column: row.Column, EndSequence: row.EndSequence}
+		n++
+	}
+	return n, nil
+}
