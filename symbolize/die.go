@@ -148,6 +148,7 @@ func planMixed(a *abbrev, all *[]fastAttr) {
 					if s.fs.Size == dwarf.SizeImplicit {
 						f.implicit = s.implicit
 					}
+					f.planSlot()
 					mixed = append(mixed, f)
 				case kindOther:
 				default:
@@ -161,7 +162,9 @@ func planMixed(a *abbrev, all *[]fastAttr) {
 		if s.want {
 			switch {
 			case s.kind == kindStr && s.fs.Size == dwarf.SizeString:
-				mixed = append(mixed, fastAttr{kind: kindStr, attr: s.attr, form: s.form, step: int16(step), str: true})
+				f := fastAttr{kind: kindStr, attr: s.attr, form: s.form, step: int16(step), str: true}
+				f.planSlot()
+				mixed = append(mixed, f)
 			case s.kind == kindOther:
 			default:
 				mixed = mixed[:start]
@@ -301,6 +304,50 @@ type fastAttr struct {
 	// the step's variable-size one.
 	step int16
 	str  bool
+	// slot is where attrs.put stores the value (slotOf the attribute
+	// and the class value gives), planned with the rest.
+	slot slot
+}
+
+// planSlot sets f.slot from f's attribute and kind.
+func (f *fastAttr) planSlot() {
+	class := byte('s') // a DW_FORM_string name of abbrev.mixed
+	if !f.str {
+		_, class = f.value(0, 0)
+	}
+	f.slot = slotOf(f.attr, class)
+}
+
+// load returns the value of f (not a str one) in place in p, whose byte
+// f.off is the value's first: value's result for the bytes there.
+func (f *fastAttr) load(p []byte, le bool, unitOffset uint64) uint64 {
+	var raw uint64
+	if le {
+		switch f.size {
+		case 0:
+		case 1:
+			raw = uint64(p[f.off])
+		case 2:
+			raw = uint64(binary.LittleEndian.Uint16(p[f.off:]))
+		case 4:
+			raw = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+		case 8:
+			raw = binary.LittleEndian.Uint64(p[f.off:])
+		default:
+			raw = fixedUint(p[f.off:f.off+int32(f.size)], le)
+		}
+	} else {
+		raw = fixedUint(p[f.off:f.off+int32(f.size)], le)
+	}
+	switch f.kind {
+	case kindConst:
+		if f.size == 0 {
+			return uint64(f.implicit)
+		}
+	case kindUnitRef:
+		return unitOffset + raw
+	}
+	return raw
 }
 
 // value returns the attribute's value and its class ('c' constant, 'a'
@@ -353,6 +400,7 @@ func planFast(a *abbrev, all *[]fastAttr) {
 				if s.fs.Size == dwarf.SizeImplicit {
 					f.implicit = s.implicit
 				}
+				f.planSlot()
 				fast = append(fast, f)
 			case kindOther: // nothing kept (class 0)
 			default:
@@ -509,9 +557,7 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 		le := b.Order == binary.LittleEndian
 		for i := range a.fast {
 			f := &a.fast[i]
-			v := fixedUint(p[f.off:f.off+int32(f.size)], le)
-			v, class := f.value(v, u.hdr.Offset)
-			out.set(f.attr, class, f.form, v)
+			out.put(f.slot, f.form, f.load(p, le, u.hdr.Offset))
 		}
 		return
 	}
@@ -525,12 +571,10 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 				at := starts[f.step]
 				if f.str {
 					// The step's string, after its fixed bytes.
-					out.set(f.attr, 's', f.form, uint64(at+int(a.skip[f.step].fixed)))
+					out.put(f.slot, f.form, uint64(at+int(a.skip[f.step].fixed)))
 					continue
 				}
-				v := fixedUint(data[at+int(f.off):at+int(f.off)+int(f.size)], le)
-				v, class := f.value(v, u.hdr.Offset)
-				out.set(f.attr, class, f.form, v)
+				out.put(f.slot, f.form, f.load(data[at:], le, u.hdr.Offset))
 			}
 			b.Seek(uint64(end), "attribute value")
 			return
@@ -597,69 +641,138 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 // a address, s string, r reference, o section offset, 0 other) and form
 // form, when it is one symbolization reads in that class.
 func (out *attrs) set(attr dwarf.Attr, class byte, form dwarf.Form, v uint64) {
+	out.put(slotOf(attr, class), form, v)
+}
+
+// slot is a field of attrs that set fills, chosen by attribute and
+// class (slotOf), so that readAttrs' planned attributes choose it once
+// per abbreviation instead of once per value.
+type slot uint8
+
+const (
+	slotNone       slot = iota // not read
+	slotLow                    // DW_AT_low_pc, an address
+	slotHigh                   // DW_AT_high_pc, an address
+	slotHighLen                // DW_AT_high_pc, a constant (a length)
+	slotRanges                 // DW_AT_ranges
+	slotStmt                   // DW_AT_stmt_list
+	slotDwoID                  // DW_AT_GNU_dwo_id
+	slotRangesBase             // DW_AT_GNU_ranges_base
+	slotName                   // DW_AT_name
+	slotCompDir                // DW_AT_comp_dir
+	slotDwoName                // DW_AT_dwo_name, DW_AT_GNU_dwo_name
+	slotLinkage                // DW_AT_linkage_name, DW_AT_MIPS_linkage_name
+	slotSpec                   // DW_AT_specification
+	slotOrigin                 // DW_AT_abstract_origin
+	slotCallFile               // DW_AT_call_file
+	slotCallLine               // DW_AT_call_line
+	slotCallCol                // DW_AT_call_column
+)
+
+// slotOf is the field of attrs that a value of attribute attr and class
+// class fills, slotNone for one symbolization does not read.
+func slotOf(attr dwarf.Attr, class byte) slot {
 	switch attr {
 	case dwarf.DW_AT_low_pc:
 		if class == 'a' {
-			out.lowPC, out.hasLow = v, true
+			return slotLow
 		}
 	case dwarf.DW_AT_high_pc:
 		switch class {
 		case 'a':
-			out.highPC, out.hasHigh = v, true
+			return slotHigh
 		case 'c':
-			out.highPC, out.hasHigh, out.highIsLen = v, true, true
+			return slotHighLen
 		}
 	case dwarf.DW_AT_ranges:
 		if class == 'o' {
-			out.ranges, out.hasRanges = v, true
+			return slotRanges
 		}
 	case dwarf.DW_AT_stmt_list:
 		if class == 'o' || class == 'c' {
-			out.stmtList, out.hasStmt = v, true
+			return slotStmt
 		}
 	case atGNUDwoID:
 		if class == 'c' {
-			out.dwoID, out.hasDwoID = v, true
+			return slotDwoID
 		}
 	case atGNURangesBase:
 		if class == 'o' || class == 'c' {
-			out.rangesBase = v
+			return slotRangesBase
 		}
 	case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name, atGNUDwoName:
 		if class != 's' {
-			return
+			return slotNone
 		}
-		r := strRef{form: form, val: v}
 		switch attr {
 		case dwarf.DW_AT_name:
-			out.name = r
+			return slotName
 		case dwarf.DW_AT_comp_dir:
-			out.compDir = r
+			return slotCompDir
 		case dwarf.DW_AT_dwo_name, atGNUDwoName:
-			out.dwoName = r
+			return slotDwoName
 		default:
-			out.linkage = r
+			return slotLinkage
 		}
 	case dwarf.DW_AT_specification:
 		if class == 'r' {
-			out.spec = v
+			return slotSpec
 		}
 	case dwarf.DW_AT_abstract_origin:
 		if class == 'r' {
-			out.origin = v
+			return slotOrigin
 		}
 	case dwarf.DW_AT_call_file:
 		if class == 'c' {
-			out.callFile = v
+			return slotCallFile
 		}
 	case dwarf.DW_AT_call_line:
 		if class == 'c' {
-			out.callLine = v
+			return slotCallLine
 		}
 	case dwarf.DW_AT_call_column:
 		if class == 'c' {
-			out.callCol = v
+			return slotCallCol
 		}
+	}
+	return slotNone
+}
+
+// put stores v, of form form, in field sl.
+func (out *attrs) put(sl slot, form dwarf.Form, v uint64) {
+	switch sl {
+	case slotLow:
+		out.lowPC, out.hasLow = v, true
+	case slotHigh:
+		out.highPC, out.hasHigh = v, true
+	case slotHighLen:
+		out.highPC, out.hasHigh, out.highIsLen = v, true, true
+	case slotRanges:
+		out.ranges, out.hasRanges = v, true
+	case slotStmt:
+		out.stmtList, out.hasStmt = v, true
+	case slotDwoID:
+		out.dwoID, out.hasDwoID = v, true
+	case slotRangesBase:
+		out.rangesBase = v
+	case slotName:
+		out.name = strRef{form: form, val: v}
+	case slotCompDir:
+		out.compDir = strRef{form: form, val: v}
+	case slotDwoName:
+		out.dwoName = strRef{form: form, val: v}
+	case slotLinkage:
+		out.linkage = strRef{form: form, val: v}
+	case slotSpec:
+		out.spec = v
+	case slotOrigin:
+		out.origin = v
+	case slotCallFile:
+		out.callFile = v
+	case slotCallLine:
+		out.callLine = v
+	case slotCallCol:
+		out.callCol = v
 	}
 }
 
