@@ -1026,18 +1026,35 @@ func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int
 	}
 	sc.order = order
 	// Order by start, then preorder (so the enclosing DIE first). Compilers
-	// write subroutines mostly in address order: check first; then sort
-	// packed integer keys (start offset, index) when they fit in 64 bits
-	// (pdqsort is fast on nearly sorted integers), else pairs.
-	sorted := true
+	// write subroutines mostly in address order, or (gcc for C: a unit's
+	// functions last defined first) in the reverse order: check first;
+	// then sort packed integer keys (start offset, index) when they fit
+	// in 64 bits (pdqsort is fast on nearly sorted integers), else pairs.
+	sorted, reversed := true, true
 	lo, hi := rs[0].start, rs[0].start
 	for i := 1; i < len(rs); i++ {
 		sorted = sorted && rs[i-1].start <= rs[i].start
+		reversed = reversed && rs[i-1].start >= rs[i].start
 		lo, hi = min(lo, rs[i].start), max(hi, rs[i].start)
 	}
 	idxBits := bits.Len(uint(len(rs)))
 	switch {
-	case sorted:
+	case sorted && presorted:
+	case reversed && presorted:
+		// Starts that do not increase: the reverse order, but for the
+		// runs of equal starts, which stay in preorder.
+		for i := 0; i < len(rs); {
+			j := i + 1
+			for j < len(rs) && rs[j].start == rs[i].start {
+				j++
+			}
+			// rs[i:j] share a start: they go, in preorder, to the
+			// positions that mirror theirs.
+			for k := i; k < j; k++ {
+				order[len(rs)-j+(k-i)] = int32(k)
+			}
+			i = j
+		}
 	case bits.Len64(hi-lo)+idxBits <= packedSortBits:
 		keys := sc.keys[:0]
 		for i, r := range rs {
@@ -1116,6 +1133,11 @@ func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int
 	sc.stack, sc.starts = stack, starts
 	return starts, out, long
 }
+
+// presorted lets flattenSubrs take ranges that are in (or in the
+// reverse of) start order without sorting them (a variable so that tests
+// compare with the sorts).
+var presorted = true
 
 // leaf returns the innermost subroutine covering addr, or -1.
 // Cost: the bucket index's load and a comparison with one or two
