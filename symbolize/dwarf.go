@@ -758,13 +758,30 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		clear(names)
 		sc.picks = picks[:0]
 	}()
+	// The name of the last subroutine named only through references
+	// (inlined copies, out-of-line instances: often many of one origin
+	// in a row, between subprograms with names of their own): names
+	// gives the same answer for the same references.
+	var lastRefs nameRefs
+	var lastLink []byte
+	haveLast := false
 	for i := range x.subrs {
 		if !isNeeded[i] {
 			continue
 		}
-		link, name, _, _ := d.names(u, &refs[i], names, 0)
-		if len(link) == 0 {
-			link = name
+		r := &refs[i]
+		var link []byte
+		if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && *r == lastRefs {
+			link = lastLink
+		} else {
+			var name []byte
+			link, name, _, _ = d.names(u, r, names, 0)
+			if len(link) == 0 {
+				link = name
+			}
+			if byRef {
+				lastRefs, lastLink, haveLast = *r, link, true
+			}
 		}
 		if len(link) == 0 {
 			continue

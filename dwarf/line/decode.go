@@ -1037,9 +1037,10 @@ type PosRow struct {
 // ended or failed after them, io.EOF or Next's *formaterr.Error (n may
 // then be below len(dst), also 0). Cost: the opcodes compilers emit for
 // nearly every row (special opcodes, DW_LNS_copy, advance_pc,
-// advance_line, set_file, set_column, negate_stmt, const_add_pc, the
-// flag opcodes) are decoded in one loop with the registers in locals,
-// without a call per row; anything else goes through Next.
+// advance_line, set_file, set_column, negate_stmt, const_add_pc) are
+// decoded in one loop with the registers in locals,
+// without a call per row; anything else (the flag opcodes among them)
+// goes through Next.
 // Allocation-free except as Next.
 func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 	h := &r.hdr
@@ -1047,16 +1048,16 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 	n := 0
 	var row Row
 	for n < len(dst) {
-		if h.MaxOpsPerInst == 1 && b.Err() == nil {
+		// The loop below neither sets nor clears the per-row flags (a
+		// row clears them, emit): with one set, Next decodes the row.
+		if h.MaxOpsPerInst == 1 && b.Err() == nil && r.state.Discriminator == 0 && !r.state.BasicBlock && !r.state.PrologueEnd && !r.state.EpilogueBegin {
 			data, off, end := b.Data(), int(b.Off()), int(b.End())
 			end = min(end, len(data))
-			addr, ln, file, col := r.state.Address, r.line, r.state.File, r.state.Column
+			n0 := n
+			addr, ln, file, col, stmt := r.state.Address, r.line, r.state.File, r.state.Column, r.state.IsStmt
 			minInst, base, lineBase, lineRange, mul := uint64(h.MinInstLength), h.OpcodeBase, int64(h.LineBase), uint32(h.LineRange), r.rangeMul
-			// flags: a per-row flag may be set, which a row clears (emit).
-			flags := r.state.Discriminator != 0 || r.state.BasicBlock || r.state.PrologueEnd || r.state.EpilogueBegin
-			last := r.state.Line // the line register's value at the last row (emit)
 		fast:
-			for off < end && n < len(dst) {
+			for off < end {
 				op := data[off]
 				if op >= base {
 					adj := uint32(op - base)
@@ -1064,46 +1065,19 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					addr += minInst * uint64(q)
 					ln += lineBase + int64(adj-q*lineRange)
 					off++
-					last = uint32(ln)
-					dst[n] = PosRow{Address: addr, File: file, Line: last, Column: col}
-					n++
-					if flags {
-						r.state.Discriminator, r.state.BasicBlock, r.state.PrologueEnd, r.state.EpilogueBegin = 0, false, false, false
-						flags = false
+					dst[n] = PosRow{Address: addr, File: file, Line: uint32(ln), Column: col}
+					if n++; n == len(dst) {
+						break
 					}
 					continue
 				}
 				switch dwarf.LNS(op) {
 				case dwarf.DW_LNS_copy:
 					off++
-					last = uint32(ln)
-					dst[n] = PosRow{Address: addr, File: file, Line: last, Column: col}
-					n++
-					if flags {
-						r.state.Discriminator, r.state.BasicBlock, r.state.PrologueEnd, r.state.EpilogueBegin = 0, false, false, false
-						flags = false
-					}
-				case dwarf.DW_LNS_advance_pc:
-					v, k := dwarf.Uleb128(data[off+1 : end])
-					if k == 0 {
+					dst[n] = PosRow{Address: addr, File: file, Line: uint32(ln), Column: col}
+					if n++; n == len(dst) {
 						break fast
 					}
-					addr += minInst * v
-					off += 1 + k
-				case dwarf.DW_LNS_advance_line:
-					v, k := dwarf.Sleb128(data[off+1 : end])
-					if k == 0 {
-						break fast
-					}
-					ln += v
-					off += 1 + k
-				case dwarf.DW_LNS_set_file:
-					v, k := dwarf.Uleb128(data[off+1 : end])
-					if k == 0 {
-						break fast
-					}
-					file = v
-					off += 1 + k
 				case dwarf.DW_LNS_set_column:
 					if off+1 < end && data[off+1] < 0x80 {
 						col = uint32(data[off+1])
@@ -1117,17 +1091,29 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					col = uint32(v)
 					off += 1 + k
 				case dwarf.DW_LNS_negate_stmt:
-					r.state.IsStmt = !r.state.IsStmt
+					stmt = !stmt
 					off++
-				case dwarf.DW_LNS_set_basic_block:
-					r.state.BasicBlock, flags = true, true
-					off++
-				case dwarf.DW_LNS_set_prologue_end:
-					r.state.PrologueEnd, flags = true, true
-					off++
-				case dwarf.DW_LNS_set_epilogue_begin:
-					r.state.EpilogueBegin, flags = true, true
-					off++
+				case dwarf.DW_LNS_advance_line:
+					v, k := dwarf.Sleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					ln += v
+					off += 1 + k
+				case dwarf.DW_LNS_advance_pc:
+					v, k := dwarf.Uleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					addr += minInst * v
+					off += 1 + k
+				case dwarf.DW_LNS_set_file:
+					v, k := dwarf.Uleb128(data[off+1 : end])
+					if k == 0 {
+						break fast
+					}
+					file = v
+					off += 1 + k
 				case dwarf.DW_LNS_const_add_pc:
 					addr += minInst * uint64((255-uint32(base))*mul>>24)
 					off++
@@ -1135,8 +1121,10 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					break fast
 				}
 			}
-			r.state.Address, r.line, r.state.File, r.state.Column = addr, ln, file, col
-			r.state.Line = last
+			r.state.Address, r.line, r.state.File, r.state.Column, r.state.IsStmt = addr, ln, file, col, stmt
+			if n > n0 {
+				r.state.Line = dst[n-1].Line // as emit leaves it
+			}
 			b.Seek(uint64(off), "opcode")
 			if n == len(dst) {
 				return n, nil
