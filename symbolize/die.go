@@ -547,14 +547,15 @@ type strRef struct {
 
 // readAttrs decodes the attributes of abbreviation a at b's cursor into
 // out, resolving address indexes and rnglistx (the strings stay
-// references). Unknown forms fail b.
+// references). Unknown forms fail b. b reads d's .debug_info, in its
+// byte order.
 func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	*out = attrs{spec: noRef, origin: noRef}
 	enc := u.hdr.Enc
 	if a.fixedOK && b.Len() >= a.fixed && !slowAttrs {
 		// Every value at a known offset: read the kept ones in place.
 		p := b.Bytes(uint64(a.fixed), "attribute value")
-		le := b.Order == binary.LittleEndian
+		le := d.le
 		for i := range a.fast {
 			f := &a.fast[i]
 			out.put(f.slot, f.form, f.load(p, le, u.hdr.Offset))
@@ -564,8 +565,8 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	if a.mixedOK && !slowAttrs {
 		var starts [maxMixedSteps]int
 		data := b.Data()
-		if end, ok := skipInPlace(data, int(b.Off()), int(b.End()), a.skip, b.Order == binary.LittleEndian, &starts); ok {
-			le := b.Order == binary.LittleEndian
+		le := d.le
+		if end, ok := skipInPlace(data, int(b.Off()), int(b.End()), a.skip, le, &starts); ok {
 			for i := range a.mixed {
 				f := &a.mixed[i]
 				at := starts[f.step]

@@ -43,6 +43,10 @@ type dwarfData struct {
 	// from the others.
 	live live
 
+	// le is sec.Order == binary.LittleEndian, decided once (comparing
+	// the interfaces calls the runtime, per attribute read).
+	le bool
+
 	nameBytes  atomic.Int64 // the units' names copied so far (nameBudget)
 	guessBytes atomic.Int64 // the bytes of the capacity guesses so far (guessBudget)
 
@@ -384,6 +388,7 @@ func loadLive(section func(name string) ([]byte, error), order binary.ByteOrder,
 	d.ranges = get(".debug_ranges")
 	d.line = get(".debug_line")
 	d.sec.Order = order
+	d.le = order == binary.LittleEndian
 	if err != nil {
 		return nil, err
 	}
@@ -887,11 +892,17 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 	first := true
 	n := int32(0)
 	var a attrs
-	le := b.Order == binary.LittleEndian
+	le := d.le
+	data := b.Data()
 	for b.Len() > 0 {
 		off := b.Off()
-		code := b.Uleb("abbrev code")
-		if b.Err() != nil {
+		var code uint64
+		if c := data[off]; c < 0x80 {
+			// A one-byte code (nearly all; b.Len() > 0, so data has
+			// the byte).
+			code = uint64(c)
+			b.Seek(off+1, "abbrev code")
+		} else if code = b.Uleb("abbrev code"); b.Err() != nil {
 			break
 		}
 		if code == 0 {

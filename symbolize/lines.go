@@ -141,6 +141,8 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	var start uint64
 	empty := true
 	n := int32(0) // rows kept
+	// The narrow rows are appended in locals (t's until widen).
+	offs, narrow := t.off, t.narrow
 	for {
 		k, rerr := r.ReadRows(buf[:])
 		for i := range k {
@@ -156,52 +158,57 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 					if t.wide {
 						t.rows, t.addrs = t.rows[:n], t.addrs[:n]
 					} else {
-						t.narrow, t.off = t.narrow[:n], t.off[:n]
+						narrow, offs = narrow[:n], offs[:n]
 					}
 				}
 				empty = true
 				continue
 			}
+			if !t.wide {
+				if row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
+					t.off, t.narrow = offs, narrow
+					t.widen(start, first)
+					offs, narrow = nil, nil
+				} else {
+					// Keep only the rows a lookup can return: of several
+					// rows at one address the last (lookup takes the
+					// last row at or before the address), and not a row
+					// that repeats the position of the row before it
+					// (the earlier row answers the same). gcc -O2 output
+					// loses about half its rows this way.
+					lr, o := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}, uint32(row.Address-start)
+					if n > first {
+						if offs[n-1] == o {
+							narrow[n-1] = lr
+							continue
+						}
+						if narrow[n-1] == lr {
+							continue
+						}
+					}
+					narrow = append(narrow, lr)
+					offs = append(offs, o)
+					n++
+					continue
+				}
+			}
 			f := uint32(row.File)
 			if row.File > 1<<32-1 {
 				f = 1<<32 - 1
 			}
-			if !t.wide && (row.Address < start || row.Address-start > 1<<32-1 || f > 1<<16-1 || row.Column > 1<<16-1) {
-				t.widen(start, first)
-			}
-			// Keep only the rows a lookup can return: of several rows at
-			// one address the last (lookup takes the last row at or
-			// before the address), and not a row that repeats the
-			// position of the row before it (the earlier row answers the
-			// same). gcc -O2 output loses about half its rows this way.
-			if t.wide {
-				lr := lineRow{f, row.Line, row.Column}
-				if n > first {
-					if t.addrs[n-1] == row.Address {
-						t.rows[n-1] = lr
-						continue
-					}
-					if t.rows[n-1] == lr {
-						continue
-					}
-				}
-				t.rows = append(t.rows, lr)
-				t.addrs = append(t.addrs, row.Address)
-				n++
-				continue
-			}
-			lr, o := narrowRow{row.Line, uint16(f), uint16(row.Column)}, uint32(row.Address-start)
+			// As for the narrow rows above.
+			lr := lineRow{f, row.Line, row.Column}
 			if n > first {
-				if t.off[n-1] == o {
-					t.narrow[n-1] = lr
+				if t.addrs[n-1] == row.Address {
+					t.rows[n-1] = lr
 					continue
 				}
-				if t.narrow[n-1] == lr {
+				if t.rows[n-1] == lr {
 					continue
 				}
 			}
-			t.narrow = append(t.narrow, lr)
-			t.off = append(t.off, o)
+			t.rows = append(t.rows, lr)
+			t.addrs = append(t.addrs, row.Address)
 			n++
 		}
 		if errors.Is(rerr, io.EOF) {
@@ -210,6 +217,9 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		if rerr != nil {
 			return nil, rerr
 		}
+	}
+	if !t.wide {
+		t.off, t.narrow = offs, narrow
 	}
 	slices.SortStableFunc(t.seqs, func(a, b lineSeq) int {
 		if a.end != b.end {
