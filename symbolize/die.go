@@ -307,6 +307,9 @@ type fastAttr struct {
 	// slot is where attrs.put stores the value (slotOf the attribute
 	// and the class value gives), planned with the rest.
 	slot slot
+	// op is how load reads it (planOp), for the byte order of the
+	// table's units.
+	op uint8
 }
 
 // planSlot sets f.slot from f's attribute and kind.
@@ -318,9 +321,56 @@ func (f *fastAttr) planSlot() {
 	f.slot = slotOf(f.attr, class)
 }
 
+// Load plans of fastAttr (op): how load reads the value.
+const (
+	opGeneric = iota // loadSlow
+	opLE1            // one byte
+	opLE2            // little-endian, 2 bytes
+	opLE4            // little-endian, 4 bytes
+	opLE8            // little-endian, 8 bytes
+	opLERef4         // little-endian, 4 bytes, plus the unit's offset (DW_FORM_ref4)
+)
+
+// planOp sets f.op for values read in byte order le.
+func (f *fastAttr) planOp(le bool) {
+	f.op = opGeneric
+	if !le || f.str || f.kind == kindConst && f.size == 0 {
+		return
+	}
+	switch {
+	case f.kind == kindUnitRef && f.size == 4:
+		f.op = opLERef4
+	case f.kind == kindUnitRef:
+	case f.size == 1:
+		f.op = opLE1
+	case f.size == 2:
+		f.op = opLE2
+	case f.size == 4:
+		f.op = opLE4
+	case f.size == 8:
+		f.op = opLE8
+	}
+}
+
 // load returns the value of f (not a str one) in place in p, whose byte
-// f.off is the value's first: value's result for the bytes there.
+// f.off is the value's first: value's result for the bytes there. Small
+// enough to be inlined for the plans compilers' output takes.
 func (f *fastAttr) load(p []byte, le bool, unitOffset uint64) uint64 {
+	switch f.op {
+	case opLE1:
+		return uint64(p[f.off])
+	case opLE4:
+		return uint64(binary.LittleEndian.Uint32(p[f.off:]))
+	case opLERef4:
+		return unitOffset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
+	case opLE8:
+		return binary.LittleEndian.Uint64(p[f.off:])
+	}
+	return f.loadSlow(p, le, unitOffset)
+}
+
+// loadSlow is load for the other plans.
+func (f *fastAttr) loadSlow(p []byte, le bool, unitOffset uint64) uint64 {
 	var raw uint64
 	if le {
 		switch f.size {
@@ -470,11 +520,12 @@ func fixedSize(fs *dwarf.FormSpec, enc dwarf.Encoding) int8 {
 }
 
 // convertAbbrev turns an abbreviation table decoded (and checked) by
-// dwarf/info into one for units of encoding enc: each declaration gets the
+// dwarf/info into one for units of encoding enc and byte order le (little
+// endian when set): each declaration gets the
 // form sizes and kept attributes that readAttrs and build's skipping use.
 // It returns the table and a lower bound of the bytes the table takes in
 // .debug_abbrev (three per declaration, two per attribute specification).
-func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint64) {
+func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding, le bool) (*abbrevTable, uint64) {
 	count, nspecs := 0, 0
 	for _, a := range it.All() {
 		count, nspecs = count+1, nspecs+len(a.Specs)
@@ -504,6 +555,12 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 		planFast(&a, &fastAll)
 		planSkip(&a, &skipAll)
 		planMixed(&a, &mixedAll)
+		for i := range a.fast {
+			a.fast[i].planOp(le)
+		}
+		for i := range a.mixed {
+			a.mixed[i].planOp(le)
+		}
 		if code == uint64(len(t.dense))+1 {
 			t.dense = append(t.dense, a)
 		} else {
@@ -558,7 +615,20 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 		le := d.le
 		for i := range a.fast {
 			f := &a.fast[i]
-			out.put(f.slot, f.form, f.load(p, le, u.hdr.Offset))
+			var v uint64
+			switch f.op { // load, inlined
+			case opLE1:
+				v = uint64(p[f.off])
+			case opLE4:
+				v = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+			case opLERef4:
+				v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
+			case opLE8:
+				v = binary.LittleEndian.Uint64(p[f.off:])
+			default:
+				v = f.loadSlow(p, le, u.hdr.Offset)
+			}
+			out.put(f.slot, f.form, v)
 		}
 		return
 	}

@@ -601,7 +601,7 @@ func (d *dwarfData) abbrevTable(u *unit) (*abbrevTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, n := convertAbbrev(it, u.hdr.Enc)
+	t, n := convertAbbrev(it, u.hdr.Enc, d.le)
 	d.abbrevWork += n
 	if budget := 8*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
 		return nil, &formaterr.Error{Source: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
