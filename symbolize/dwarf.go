@@ -886,6 +886,9 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 	b := dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
 	b.Seek(u.hdr.DataOffset, "unit")
 	b.SetEnd(int(u.hdr.End))
+	if b.Err() != nil {
+		return parents[:0], b.Err()
+	}
 	// parents[k] is the nearest subroutine enclosing the DIEs at depth
 	// k+1.
 	parents = parents[:0]
@@ -893,17 +896,21 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 	n := int32(0)
 	var a attrs
 	le := d.le
-	data := b.Data()
-	for b.Len() > 0 {
-		off := b.Off()
+	// The walk keeps its offset in pos (b's cursor is set from it for
+	// what b reads: a long code, a subroutine's attributes, an
+	// unplanned DIE, and every failure, which b reports as it did).
+	data, pos, end := b.Data(), int(b.Off()), int(b.End())
+	for pos < end {
+		off := pos
 		var code uint64
-		if c := data[off]; c < 0x80 {
-			// A one-byte code (nearly all; b.Len() > 0, so data has
-			// the byte).
-			code = uint64(c)
-			b.Seek(off+1, "abbrev code")
-		} else if code = b.Uleb("abbrev code"); b.Err() != nil {
-			break
+		if c := data[pos]; c < 0x80 {
+			code, pos = uint64(c), pos+1 // a one-byte code: nearly all
+		} else {
+			b.Seek(uint64(pos), "abbrev code")
+			if code = b.Uleb("abbrev code"); b.Err() != nil {
+				break
+			}
+			pos = int(b.Off())
 		}
 		if code == 0 {
 			if len(parents) > 0 {
@@ -913,7 +920,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 		}
 		ab := t.lookup(code)
 		if ab == nil {
-			b.FailAt(off, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
+			b.FailAt(uint64(off), "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
 			break
 		}
 		parent := int32(-1)
@@ -922,33 +929,46 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 		}
 		me := parent
 		if !first && (ab.tag == dwarf.DW_TAG_subprogram || ab.tag == dwarf.DW_TAG_inlined_subroutine) {
+			b.Seek(uint64(pos), "attribute value")
 			d.readAttrs(&b, u, ab, &a)
 			if b.Err() != nil {
 				break
 			}
+			pos = int(b.Off())
 			me, n = n, n+1
 			if err := visit(&a, ab.tag == dwarf.DW_TAG_inlined_subroutine, me, parent); err != nil {
 				return parents, err
 			}
-		} else if ab.fixed >= 0 {
-			b.Skip(uint64(ab.fixed), "attribute value")
-		} else if p, ok := skipInPlace(b.Data(), int(b.Off()), int(b.End()), ab.skip, le, nil); ok && !slowAttrs {
+		} else if ab.fixed >= 0 && ab.fixed <= end-pos {
+			pos += ab.fixed
+		} else if p, ok := skipInPlace(data, pos, end, ab.skip, le, nil); ok && !slowAttrs {
 			// (ok only for a planned abbreviation: ab.skip is nil
 			// otherwise.)
-			b.Seek(uint64(p), "attribute value")
+			pos = p
 		} else {
+			b.Seek(uint64(pos), "attribute value")
+			if ab.fixed >= 0 {
+				b.Skip(uint64(ab.fixed), "attribute value") // fails: past the end
+			}
 			for i := range ab.specs {
+				if ab.fixed >= 0 {
+					break
+				}
 				if s := &ab.specs[i]; s.size >= 0 {
 					b.Skip(uint64(s.size), "attribute value")
 				} else {
 					skipForm(&b, s, u.hdr.Enc)
 				}
 			}
+			if b.Err() != nil {
+				break
+			}
+			pos = int(b.Off())
 		}
 		first = false
 		if ab.children {
 			if len(parents) >= info.MaxDepth {
-				b.FailAt(off, "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
+				b.FailAt(uint64(off), "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
 				break
 			}
 			parents = append(parents, me)
