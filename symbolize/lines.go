@@ -145,7 +145,17 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	offs, narrow := t.off, t.narrow
 	for {
 		k, rerr := r.ReadRows(buf[:])
-		for i := range k {
+		for i := 0; i < k; i++ {
+			if !t.wide && !empty {
+				// The rows of a narrow sequence, up to one that ends
+				// it or does not fit.
+				var m int
+				offs, narrow, m = keepNarrow(buf[i:k], offs, narrow, start, first)
+				n = int32(len(offs))
+				if i += m; i == k {
+					break
+				}
+			}
 			row := &buf[i]
 			if empty {
 				start, first, empty = row.Address, n, false
@@ -246,6 +256,35 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		t.files[i] = filePath(h, files, uint64(i), compDir)
 	}
 	return t, nil
+}
+
+// keepNarrow appends the rows of rows to a narrow table's offs and narrow
+// as decodeLines keeps them, for a sequence that starts at start with its
+// first kept row at first (below len(offs): the sequence has a row),
+// until a row that ends the sequence or does not fit the narrow form. It
+// returns the arrays and the number of rows it took.
+func keepNarrow(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uint64, first int32) ([]uint32, []narrowRow, int) {
+	n := int32(len(offs))
+	for i := range rows {
+		row := &rows[i]
+		if row.EndSequence || row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
+			return offs, narrow, i
+		}
+		lr, o := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}, uint32(row.Address-start)
+		if n > first {
+			if offs[n-1] == o {
+				narrow[n-1] = lr
+				continue
+			}
+			if narrow[n-1] == lr {
+				continue
+			}
+		}
+		narrow = append(narrow, lr)
+		offs = append(offs, o)
+		n++
+	}
+	return offs, narrow, len(rows)
 }
 
 // widen turns the narrow rows decoded so far into the wide form: those of
