@@ -359,6 +359,8 @@ func (f *fastAttr) load(p []byte, le bool, unitOffset uint64) uint64 {
 	switch f.op {
 	case opLE1:
 		return uint64(p[f.off])
+	case opLE2:
+		return uint64(binary.LittleEndian.Uint16(p[f.off:]))
 	case opLE4:
 		return uint64(binary.LittleEndian.Uint32(p[f.off:]))
 	case opLERef4:
@@ -607,50 +609,14 @@ type strRef struct {
 // references). Unknown forms fail b. b reads d's .debug_info, in its
 // byte order.
 func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
-	*out = attrs{spec: noRef, origin: noRef}
-	enc := u.hdr.Enc
-	if a.fixedOK && b.Len() >= a.fixed && !slowAttrs {
-		// Every value at a known offset: read the kept ones in place.
-		p := b.Bytes(uint64(a.fixed), "attribute value")
-		le := d.le
-		for i := range a.fast {
-			f := &a.fast[i]
-			var v uint64
-			switch f.op { // load, inlined
-			case opLE1:
-				v = uint64(p[f.off])
-			case opLE4:
-				v = uint64(binary.LittleEndian.Uint32(p[f.off:]))
-			case opLERef4:
-				v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
-			case opLE8:
-				v = binary.LittleEndian.Uint64(p[f.off:])
-			default:
-				v = f.loadSlow(p, le, u.hdr.Offset)
-			}
-			out.put(f.slot, f.form, v)
-		}
-		return
-	}
-	if a.mixedOK && !slowAttrs {
-		var starts [maxMixedSteps]int
-		data := b.Data()
-		le := d.le
-		if end, ok := skipInPlace(data, int(b.Off()), int(b.End()), a.skip, le, &starts); ok {
-			for i := range a.mixed {
-				f := &a.mixed[i]
-				at := starts[f.step]
-				if f.str {
-					// The step's string, after its fixed bytes.
-					out.put(f.slot, f.form, uint64(at+int(a.skip[f.step].fixed)))
-					continue
-				}
-				out.put(f.slot, f.form, f.load(data[at:], le, u.hdr.Offset))
-			}
+	if b.Err() == nil {
+		if end, ok := d.readPlanned(b.Data(), int(b.Off()), int(b.End()), u, a, out); ok {
 			b.Seek(uint64(end), "attribute value")
 			return
 		}
 	}
+	*out = attrs{spec: noRef, origin: noRef}
+	enc := u.hdr.Enc
 	for i := range a.specs {
 		s := &a.specs[i]
 		if !s.want {
@@ -706,6 +672,83 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 		}
 		out.set(s.attr, class, form, v)
 	}
+}
+
+// readPlanned is readAttrs in place for a planned abbreviation (fixedOK
+// or mixedOK) whose values, from pos of data, all end by end: it returns
+// the offset after them and true. Otherwise (an abbreviation without a
+// plan, values past end, slowAttrs) it returns false and out is
+// unspecified: readAttrs then reads value by value, and reports what
+// fails.
+func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, out *attrs) (int, bool) {
+	if slowAttrs || end > len(data) || pos > end {
+		return 0, false
+	}
+	le := d.le
+	if a.fixedOK {
+		// Every value at a known offset: read the kept ones in place.
+		if a.fixed > end-pos {
+			return 0, false
+		}
+		p := data[pos : pos+a.fixed]
+		*out = attrs{spec: noRef, origin: noRef}
+		for i := range a.fast {
+			f := &a.fast[i]
+			var v uint64
+			switch f.op { // load, inlined
+			case opLE1:
+				v = uint64(p[f.off])
+			case opLE2:
+				v = uint64(binary.LittleEndian.Uint16(p[f.off:]))
+			case opLE4:
+				v = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+			case opLERef4:
+				v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
+			case opLE8:
+				v = binary.LittleEndian.Uint64(p[f.off:])
+			default:
+				v = f.loadSlow(p, le, u.hdr.Offset)
+			}
+			out.put(f.slot, f.form, v)
+		}
+		return pos + a.fixed, true
+	}
+	if !a.mixedOK {
+		return 0, false
+	}
+	var starts [maxMixedSteps]int
+	next, ok := skipInPlace(data, pos, end, a.skip, le, &starts)
+	if !ok {
+		return 0, false
+	}
+	*out = attrs{spec: noRef, origin: noRef}
+	for i := range a.mixed {
+		f := &a.mixed[i]
+		at := starts[f.step]
+		if f.str {
+			// The step's string, after its fixed bytes.
+			out.put(f.slot, f.form, uint64(at+int(a.skip[f.step].fixed)))
+			continue
+		}
+		p := data[at:]
+		var v uint64
+		switch f.op { // load, inlined
+		case opLE1:
+			v = uint64(p[f.off])
+		case opLE2:
+			v = uint64(binary.LittleEndian.Uint16(p[f.off:]))
+		case opLE4:
+			v = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+		case opLERef4:
+			v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
+		case opLE8:
+			v = binary.LittleEndian.Uint64(p[f.off:])
+		default:
+			v = f.loadSlow(p, le, u.hdr.Offset)
+		}
+		out.put(f.slot, f.form, v)
+	}
+	return next, true
 }
 
 // set records the value v of attribute attr, of class class (c constant,

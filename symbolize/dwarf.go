@@ -929,12 +929,16 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 		}
 		me := parent
 		if !first && (ab.tag == dwarf.DW_TAG_subprogram || ab.tag == dwarf.DW_TAG_inlined_subroutine) {
-			b.Seek(uint64(pos), "attribute value")
-			d.readAttrs(&b, u, ab, &a)
-			if b.Err() != nil {
-				break
+			if p, ok := d.readPlanned(data, pos, end, u, ab, &a); ok {
+				pos = p
+			} else {
+				b.Seek(uint64(pos), "attribute value")
+				d.readAttrs(&b, u, ab, &a)
+				if b.Err() != nil {
+					break
+				}
+				pos = int(b.Off())
 			}
-			pos = int(b.Off())
 			me, n = n, n+1
 			if err := visit(&a, ab.tag == dwarf.DW_TAG_inlined_subroutine, me, parent); err != nil {
 				return parents, err
