@@ -307,8 +307,8 @@ type fastAttr struct {
 	// slot is where attrs.put stores the value (slotOf the attribute
 	// and the class value gives), planned with the rest.
 	slot slot
-	// op is how load reads it (planOp), for the byte order of the
-	// table's units.
+	// op is how readPlanned reads it (planOp), for the byte order of
+	// the table's units.
 	op uint8
 }
 
@@ -321,20 +321,25 @@ func (f *fastAttr) planSlot() {
 	f.slot = slotOf(f.attr, class)
 }
 
-// Load plans of fastAttr (op): how load reads the value.
+// Load plans of fastAttr (op): how readPlanned reads the value.
 const (
-	opGeneric = iota // loadSlow
-	opLE1            // one byte
-	opLE2            // little-endian, 2 bytes
-	opLE4            // little-endian, 4 bytes
-	opLE8            // little-endian, 8 bytes
-	opLERef4         // little-endian, 4 bytes, plus the unit's offset (DW_FORM_ref4)
+	opGeneric  = iota // loadSlow
+	opLE1             // one byte
+	opLE2             // little-endian, 2 bytes
+	opLE4             // little-endian, 4 bytes
+	opLE8             // little-endian, 8 bytes
+	opLERef4          // little-endian, 4 bytes, plus the unit's offset (DW_FORM_ref4)
+	opImplicit        // the abbreviation's DW_FORM_implicit_const
 )
 
 // planOp sets f.op for values read in byte order le.
 func (f *fastAttr) planOp(le bool) {
 	f.op = opGeneric
-	if !le || f.str || f.kind == kindConst && f.size == 0 {
+	if f.kind == kindConst && f.size == 0 && !f.str {
+		f.op = opImplicit
+		return
+	}
+	if !le || f.str {
 		return
 	}
 	switch {
@@ -352,26 +357,10 @@ func (f *fastAttr) planOp(le bool) {
 	}
 }
 
-// load returns the value of f (not a str one) in place in p, whose byte
-// f.off is the value's first: value's result for the bytes there. Small
-// enough to be inlined for the plans compilers' output takes.
-func (f *fastAttr) load(p []byte, le bool, unitOffset uint64) uint64 {
-	switch f.op {
-	case opLE1:
-		return uint64(p[f.off])
-	case opLE2:
-		return uint64(binary.LittleEndian.Uint16(p[f.off:]))
-	case opLE4:
-		return uint64(binary.LittleEndian.Uint32(p[f.off:]))
-	case opLERef4:
-		return unitOffset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
-	case opLE8:
-		return binary.LittleEndian.Uint64(p[f.off:])
-	}
-	return f.loadSlow(p, le, unitOffset)
-}
-
-// loadSlow is load for the other plans.
+// loadSlow returns the value of f (not a str one) in place in p, whose
+// byte f.off is the value's first (value's result for the bytes there),
+// for the plans that readPlanned does not read inline (opGeneric: a
+// big-endian file, sizes other than 1, 2, 4 and 8).
 func (f *fastAttr) loadSlow(p []byte, le bool, unitOffset uint64) uint64 {
 	var raw uint64
 	if le {
@@ -695,7 +684,7 @@ func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, o
 		for i := range a.fast {
 			f := &a.fast[i]
 			var v uint64
-			switch f.op { // load, inlined
+			switch f.op { // the load plan (loadSlow for the rest)
 			case opLE1:
 				v = uint64(p[f.off])
 			case opLE2:
@@ -706,6 +695,8 @@ func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, o
 				v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
 			case opLE8:
 				v = binary.LittleEndian.Uint64(p[f.off:])
+			case opImplicit:
+				v = uint64(f.implicit)
 			default:
 				v = f.loadSlow(p, le, u.hdr.Offset)
 			}
@@ -732,7 +723,7 @@ func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, o
 		}
 		p := data[at:]
 		var v uint64
-		switch f.op { // load, inlined
+		switch f.op { // the load plan (loadSlow for the rest)
 		case opLE1:
 			v = uint64(p[f.off])
 		case opLE2:
@@ -743,6 +734,8 @@ func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, o
 			v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
 		case opLE8:
 			v = binary.LittleEndian.Uint64(p[f.off:])
+		case opImplicit:
+			v = uint64(f.implicit)
 		default:
 			v = f.loadSlow(p, le, u.hdr.Offset)
 		}
