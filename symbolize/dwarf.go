@@ -712,6 +712,18 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32) error {
 		subrs = append(subrs, newSubr(a, inlined, parent))
 		refs = append(refs, a.nameRefs())
+		if a.hasLow && a.hasHigh {
+			// appendRanges' first case, inlined (nearly every
+			// subroutine of compilers' output).
+			hi := a.highPC
+			if a.highIsLen {
+				hi = a.lowPC + a.highPC
+			}
+			if a.lowPC < hi && d.live.ok(a.lowPC) {
+				rs = append(rs, cuRange{a.lowPC, hi, int(me)})
+			}
+			return nil
+		}
 		var err error
 		rs, err = d.appendRanges(rs, u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
 		return err
