@@ -1021,7 +1021,7 @@ func (t *Table) File(i uint64) (*FileEntry, bool) {
 
 // PosRow is the part of a [Row] that places code in the source: its
 // address, file index, line and column, and whether it ends a sequence
-// (32 bytes where a Row takes 72).
+// (32 bytes where a Row takes 56).
 type PosRow struct {
 	Address     uint64
 	File        uint64
@@ -1038,9 +1038,8 @@ type PosRow struct {
 // then be below len(dst), also 0). Cost: the opcodes compilers emit for
 // nearly every row (special opcodes, DW_LNS_copy, advance_pc,
 // advance_line, set_file, set_column, negate_stmt, const_add_pc) are
-// decoded in one loop with the registers in locals,
-// without a call per row; anything else (the flag opcodes among them)
-// goes through Next.
+// decoded in one loop with the registers in locals, without a call per
+// row; anything else (the flag opcodes among them) goes through Next.
 // Allocation-free except as Next.
 func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 	h := &r.hdr
