@@ -1050,13 +1050,15 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 		// The loop below neither sets nor clears the per-row flags (a
 		// row clears them, emit): with one set, Next decodes the row.
 		if h.MaxOpsPerInst == 1 && b.Err() == nil && r.state.Discriminator == 0 && !r.state.BasicBlock && !r.state.PrologueEnd && !r.state.EpilogueBegin {
-			data, off, end := b.Data(), int(b.Off()), int(b.End())
-			end = min(end, len(data))
+			data, off := b.Data(), int(b.Off())
+			data = data[:min(int(b.End()), len(data))] // so that end is len(data)
 			n0 := n
-			addr, ln, file, col, stmt := r.state.Address, r.line, r.state.File, r.state.Column, r.state.IsStmt
+			// The registers that change on nearly every row in locals;
+			// file and is_stmt (rarely set) stay in r.state.
+			addr, ln, col := r.state.Address, r.line, r.state.Column
 			minInst, base, lineBase, lineRange, mul := uint64(h.MinInstLength), h.OpcodeBase, int64(h.LineBase), uint32(h.LineRange), r.rangeMul
 		fast:
-			for off < end {
+			for off < len(data) {
 				op := data[off]
 				if op >= base {
 					adj := uint32(op - base)
@@ -1064,7 +1066,7 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					addr += minInst * uint64(q)
 					ln += lineBase + int64(adj-q*lineRange)
 					off++
-					dst[n] = PosRow{Address: addr, File: file, Line: uint32(ln), Column: col}
+					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
 					if n++; n == len(dst) {
 						break
 					}
@@ -1073,45 +1075,45 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 				switch dwarf.LNS(op) {
 				case dwarf.DW_LNS_copy:
 					off++
-					dst[n] = PosRow{Address: addr, File: file, Line: uint32(ln), Column: col}
+					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
 					if n++; n == len(dst) {
 						break fast
 					}
 				case dwarf.DW_LNS_set_column:
-					if off+1 < end && data[off+1] < 0x80 {
+					if off+1 < len(data) && data[off+1] < 0x80 {
 						col = uint32(data[off+1])
 						off += 2
 						continue
 					}
-					v, k := dwarf.Uleb128(data[off+1 : end])
+					v, k := dwarf.Uleb128(data[off+1:])
 					if k == 0 {
 						break fast
 					}
 					col = uint32(v)
 					off += 1 + k
 				case dwarf.DW_LNS_negate_stmt:
-					stmt = !stmt
+					r.state.IsStmt = !r.state.IsStmt
 					off++
 				case dwarf.DW_LNS_advance_line:
-					v, k := dwarf.Sleb128(data[off+1 : end])
+					v, k := dwarf.Sleb128(data[off+1:])
 					if k == 0 {
 						break fast
 					}
 					ln += v
 					off += 1 + k
 				case dwarf.DW_LNS_advance_pc:
-					v, k := dwarf.Uleb128(data[off+1 : end])
+					v, k := dwarf.Uleb128(data[off+1:])
 					if k == 0 {
 						break fast
 					}
 					addr += minInst * v
 					off += 1 + k
 				case dwarf.DW_LNS_set_file:
-					v, k := dwarf.Uleb128(data[off+1 : end])
+					v, k := dwarf.Uleb128(data[off+1:])
 					if k == 0 {
 						break fast
 					}
-					file = v
+					r.state.File = v
 					off += 1 + k
 				case dwarf.DW_LNS_const_add_pc:
 					addr += minInst * uint64((255-uint32(base))*mul>>24)
@@ -1120,7 +1122,7 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					break fast
 				}
 			}
-			r.state.Address, r.line, r.state.File, r.state.Column, r.state.IsStmt = addr, ln, file, col, stmt
+			r.state.Address, r.line, r.state.Column = addr, ln, col
 			if n > n0 {
 				r.state.Line = dst[n-1].Line // as emit leaves it
 			}
