@@ -264,14 +264,14 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 // until a row that ends the sequence or does not fit the narrow form. It
 // returns the arrays and the number of rows it took.
 func keepNarrow(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uint64, first int32) ([]uint32, []narrowRow, int) {
-	n := int32(len(offs))
+	// len(offs) (= len(narrow)) is the rows kept: n in decodeLines.
 	for i := range rows {
 		row := &rows[i]
 		if row.EndSequence || row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
 			return offs, narrow, i
 		}
 		lr, o := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}, uint32(row.Address-start)
-		if n > first {
+		if n := len(offs); int32(n) > first {
 			if offs[n-1] == o {
 				narrow[n-1] = lr
 				continue
@@ -282,7 +282,6 @@ func keepNarrow(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uin
 		}
 		narrow = append(narrow, lr)
 		offs = append(offs, o)
-		n++
 	}
 	return offs, narrow, len(rows)
 }
