@@ -148,6 +148,7 @@ func planMixed(a *abbrev, all *[]fastAttr) {
 					if s.fs.Size == dwarf.SizeImplicit {
 						f.implicit = s.implicit
 					}
+					f.planSlot()
 					mixed = append(mixed, f)
 				case kindOther:
 				default:
@@ -161,7 +162,9 @@ func planMixed(a *abbrev, all *[]fastAttr) {
 		if s.want {
 			switch {
 			case s.kind == kindStr && s.fs.Size == dwarf.SizeString:
-				mixed = append(mixed, fastAttr{kind: kindStr, attr: s.attr, form: s.form, step: int16(step), str: true})
+				f := fastAttr{kind: kindStr, attr: s.attr, form: s.form, step: int16(step), str: true}
+				f.planSlot()
+				mixed = append(mixed, f)
 			case s.kind == kindOther:
 			default:
 				mixed = mixed[:start]
@@ -301,6 +304,91 @@ type fastAttr struct {
 	// the step's variable-size one.
 	step int16
 	str  bool
+	// slot is where attrs.put stores the value (slotOf the attribute
+	// and the class value gives), planned with the rest.
+	slot slot
+	// op is how readPlanned reads it (planOp), for the byte order of
+	// the table's units.
+	op uint8
+}
+
+// planSlot sets f.slot from f's attribute and kind.
+func (f *fastAttr) planSlot() {
+	class := byte('s') // a DW_FORM_string name of abbrev.mixed
+	if !f.str {
+		_, class = f.value(0, 0)
+	}
+	f.slot = slotOf(f.attr, class)
+}
+
+// Load plans of fastAttr (op): how readPlanned reads the value.
+const (
+	opGeneric  = iota // loadSlow
+	opLE1             // one byte
+	opLE2             // little-endian, 2 bytes
+	opLE4             // little-endian, 4 bytes
+	opLE8             // little-endian, 8 bytes
+	opLERef4          // little-endian, 4 bytes, plus the unit's offset (DW_FORM_ref4)
+	opImplicit        // the abbreviation's DW_FORM_implicit_const
+)
+
+// planOp sets f.op for values read in byte order le.
+func (f *fastAttr) planOp(le bool) {
+	f.op = opGeneric
+	if f.kind == kindConst && f.size == 0 && !f.str {
+		f.op = opImplicit
+		return
+	}
+	if !le || f.str {
+		return
+	}
+	switch {
+	case f.kind == kindUnitRef && f.size == 4:
+		f.op = opLERef4
+	case f.kind == kindUnitRef:
+	case f.size == 1:
+		f.op = opLE1
+	case f.size == 2:
+		f.op = opLE2
+	case f.size == 4:
+		f.op = opLE4
+	case f.size == 8:
+		f.op = opLE8
+	}
+}
+
+// loadSlow returns the value of f (not a str one) in place in p, whose
+// byte f.off is the value's first (value's result for the bytes there),
+// for the plans that readPlanned does not read inline (opGeneric: a
+// big-endian file, sizes other than 1, 2, 4 and 8).
+func (f *fastAttr) loadSlow(p []byte, le bool, unitOffset uint64) uint64 {
+	var raw uint64
+	if le {
+		switch f.size {
+		case 0:
+		case 1:
+			raw = uint64(p[f.off])
+		case 2:
+			raw = uint64(binary.LittleEndian.Uint16(p[f.off:]))
+		case 4:
+			raw = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+		case 8:
+			raw = binary.LittleEndian.Uint64(p[f.off:])
+		default:
+			raw = fixedUint(p[f.off:f.off+int32(f.size)], le)
+		}
+	} else {
+		raw = fixedUint(p[f.off:f.off+int32(f.size)], le)
+	}
+	switch f.kind {
+	case kindConst:
+		if f.size == 0 {
+			return uint64(f.implicit)
+		}
+	case kindUnitRef:
+		return unitOffset + raw
+	}
+	return raw
 }
 
 // value returns the attribute's value and its class ('c' constant, 'a'
@@ -353,6 +441,7 @@ func planFast(a *abbrev, all *[]fastAttr) {
 				if s.fs.Size == dwarf.SizeImplicit {
 					f.implicit = s.implicit
 				}
+				f.planSlot()
 				fast = append(fast, f)
 			case kindOther: // nothing kept (class 0)
 			default:
@@ -422,11 +511,12 @@ func fixedSize(fs *dwarf.FormSpec, enc dwarf.Encoding) int8 {
 }
 
 // convertAbbrev turns an abbreviation table decoded (and checked) by
-// dwarf/info into one for units of encoding enc: each declaration gets the
+// dwarf/info into one for units of encoding enc and byte order le (little
+// endian when set): each declaration gets the
 // form sizes and kept attributes that readAttrs and build's skipping use.
 // It returns the table and a lower bound of the bytes the table takes in
 // .debug_abbrev (three per declaration, two per attribute specification).
-func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint64) {
+func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding, le bool) (*abbrevTable, uint64) {
 	count, nspecs := 0, 0
 	for _, a := range it.All() {
 		count, nspecs = count+1, nspecs+len(a.Specs)
@@ -456,6 +546,12 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding) (*abbrevTable, uint
 		planFast(&a, &fastAll)
 		planSkip(&a, &skipAll)
 		planMixed(&a, &mixedAll)
+		for i := range a.fast {
+			a.fast[i].planOp(le)
+		}
+		for i := range a.mixed {
+			a.mixed[i].planOp(le)
+		}
 		if code == uint64(len(t.dense))+1 {
 			t.dense = append(t.dense, a)
 		} else {
@@ -499,43 +595,17 @@ type strRef struct {
 
 // readAttrs decodes the attributes of abbreviation a at b's cursor into
 // out, resolving address indexes and rnglistx (the strings stay
-// references). Unknown forms fail b.
+// references). Unknown forms fail b. b reads d's .debug_info, in its
+// byte order.
 func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
-	*out = attrs{spec: noRef, origin: noRef}
-	enc := u.hdr.Enc
-	if a.fixedOK && b.Len() >= a.fixed && !slowAttrs {
-		// Every value at a known offset: read the kept ones in place.
-		p := b.Bytes(uint64(a.fixed), "attribute value")
-		le := b.Order == binary.LittleEndian
-		for i := range a.fast {
-			f := &a.fast[i]
-			v := fixedUint(p[f.off:f.off+int32(f.size)], le)
-			v, class := f.value(v, u.hdr.Offset)
-			out.set(f.attr, class, f.form, v)
-		}
-		return
-	}
-	if a.mixedOK && !slowAttrs {
-		var starts [maxMixedSteps]int
-		data := b.Data()
-		if end, ok := skipInPlace(data, int(b.Off()), int(b.End()), a.skip, b.Order == binary.LittleEndian, &starts); ok {
-			le := b.Order == binary.LittleEndian
-			for i := range a.mixed {
-				f := &a.mixed[i]
-				at := starts[f.step]
-				if f.str {
-					// The step's string, after its fixed bytes.
-					out.set(f.attr, 's', f.form, uint64(at+int(a.skip[f.step].fixed)))
-					continue
-				}
-				v := fixedUint(data[at+int(f.off):at+int(f.off)+int(f.size)], le)
-				v, class := f.value(v, u.hdr.Offset)
-				out.set(f.attr, class, f.form, v)
-			}
+	if b.Err() == nil {
+		if end, ok := d.readPlanned(b.Data(), int(b.Off()), int(b.End()), u, a, out); ok {
 			b.Seek(uint64(end), "attribute value")
 			return
 		}
 	}
+	*out = attrs{spec: noRef, origin: noRef}
+	enc := u.hdr.Enc
 	for i := range a.specs {
 		s := &a.specs[i]
 		if !s.want {
@@ -593,73 +663,223 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 	}
 }
 
+// readPlanned is readAttrs in place for a planned abbreviation (fixedOK
+// or mixedOK) whose values, from pos of data, all end by end: it returns
+// the offset after them and true. Otherwise (an abbreviation without a
+// plan, values past end, slowAttrs) it returns false and out is
+// unspecified: readAttrs then reads value by value, and reports what
+// fails.
+func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, out *attrs) (int, bool) {
+	if slowAttrs || end > len(data) || pos > end {
+		return 0, false
+	}
+	le := d.le
+	if a.fixedOK {
+		// Every value at a known offset: read the kept ones in place.
+		if a.fixed > end-pos {
+			return 0, false
+		}
+		p := data[pos : pos+a.fixed]
+		*out = attrs{spec: noRef, origin: noRef}
+		for i := range a.fast {
+			f := &a.fast[i]
+			var v uint64
+			switch f.op { // the load plan (loadSlow for the rest)
+			case opLE1:
+				v = uint64(p[f.off])
+			case opLE2:
+				v = uint64(binary.LittleEndian.Uint16(p[f.off:]))
+			case opLE4:
+				v = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+			case opLERef4:
+				v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
+			case opLE8:
+				v = binary.LittleEndian.Uint64(p[f.off:])
+			case opImplicit:
+				v = uint64(f.implicit)
+			default:
+				v = f.loadSlow(p, le, u.hdr.Offset)
+			}
+			out.put(f.slot, f.form, v)
+		}
+		return pos + a.fixed, true
+	}
+	if !a.mixedOK {
+		return 0, false
+	}
+	var starts [maxMixedSteps]int
+	next, ok := skipInPlace(data, pos, end, a.skip, le, &starts)
+	if !ok {
+		return 0, false
+	}
+	*out = attrs{spec: noRef, origin: noRef}
+	for i := range a.mixed {
+		f := &a.mixed[i]
+		at := starts[f.step]
+		if f.str {
+			// The step's string, after its fixed bytes.
+			out.put(f.slot, f.form, uint64(at+int(a.skip[f.step].fixed)))
+			continue
+		}
+		p := data[at:]
+		var v uint64
+		switch f.op { // the load plan (loadSlow for the rest)
+		case opLE1:
+			v = uint64(p[f.off])
+		case opLE2:
+			v = uint64(binary.LittleEndian.Uint16(p[f.off:]))
+		case opLE4:
+			v = uint64(binary.LittleEndian.Uint32(p[f.off:]))
+		case opLERef4:
+			v = u.hdr.Offset + uint64(binary.LittleEndian.Uint32(p[f.off:]))
+		case opLE8:
+			v = binary.LittleEndian.Uint64(p[f.off:])
+		case opImplicit:
+			v = uint64(f.implicit)
+		default:
+			v = f.loadSlow(p, le, u.hdr.Offset)
+		}
+		out.put(f.slot, f.form, v)
+	}
+	return next, true
+}
+
 // set records the value v of attribute attr, of class class (c constant,
 // a address, s string, r reference, o section offset, 0 other) and form
 // form, when it is one symbolization reads in that class.
 func (out *attrs) set(attr dwarf.Attr, class byte, form dwarf.Form, v uint64) {
+	out.put(slotOf(attr, class), form, v)
+}
+
+// slot is a field of attrs that set fills, chosen by attribute and
+// class (slotOf), so that readAttrs' planned attributes choose it once
+// per abbreviation instead of once per value.
+type slot uint8
+
+const (
+	slotNone       slot = iota // not read
+	slotLow                    // DW_AT_low_pc, an address
+	slotHigh                   // DW_AT_high_pc, an address
+	slotHighLen                // DW_AT_high_pc, a constant (a length)
+	slotRanges                 // DW_AT_ranges
+	slotStmt                   // DW_AT_stmt_list
+	slotDwoID                  // DW_AT_GNU_dwo_id
+	slotRangesBase             // DW_AT_GNU_ranges_base
+	slotName                   // DW_AT_name
+	slotCompDir                // DW_AT_comp_dir
+	slotDwoName                // DW_AT_dwo_name, DW_AT_GNU_dwo_name
+	slotLinkage                // DW_AT_linkage_name, DW_AT_MIPS_linkage_name
+	slotSpec                   // DW_AT_specification
+	slotOrigin                 // DW_AT_abstract_origin
+	slotCallFile               // DW_AT_call_file
+	slotCallLine               // DW_AT_call_line
+	slotCallCol                // DW_AT_call_column
+)
+
+// slotOf is the field of attrs that a value of attribute attr and class
+// class fills, slotNone for one symbolization does not read.
+func slotOf(attr dwarf.Attr, class byte) slot {
 	switch attr {
 	case dwarf.DW_AT_low_pc:
 		if class == 'a' {
-			out.lowPC, out.hasLow = v, true
+			return slotLow
 		}
 	case dwarf.DW_AT_high_pc:
 		switch class {
 		case 'a':
-			out.highPC, out.hasHigh = v, true
+			return slotHigh
 		case 'c':
-			out.highPC, out.hasHigh, out.highIsLen = v, true, true
+			return slotHighLen
 		}
 	case dwarf.DW_AT_ranges:
 		if class == 'o' {
-			out.ranges, out.hasRanges = v, true
+			return slotRanges
 		}
 	case dwarf.DW_AT_stmt_list:
 		if class == 'o' || class == 'c' {
-			out.stmtList, out.hasStmt = v, true
+			return slotStmt
 		}
 	case atGNUDwoID:
 		if class == 'c' {
-			out.dwoID, out.hasDwoID = v, true
+			return slotDwoID
 		}
 	case atGNURangesBase:
 		if class == 'o' || class == 'c' {
-			out.rangesBase = v
+			return slotRangesBase
 		}
 	case dwarf.DW_AT_name, dwarf.DW_AT_linkage_name, dwarf.DW_AT_MIPS_linkage_name, dwarf.DW_AT_comp_dir, dwarf.DW_AT_dwo_name, atGNUDwoName:
 		if class != 's' {
-			return
+			return slotNone
 		}
-		r := strRef{form: form, val: v}
 		switch attr {
 		case dwarf.DW_AT_name:
-			out.name = r
+			return slotName
 		case dwarf.DW_AT_comp_dir:
-			out.compDir = r
+			return slotCompDir
 		case dwarf.DW_AT_dwo_name, atGNUDwoName:
-			out.dwoName = r
+			return slotDwoName
 		default:
-			out.linkage = r
+			return slotLinkage
 		}
 	case dwarf.DW_AT_specification:
 		if class == 'r' {
-			out.spec = v
+			return slotSpec
 		}
 	case dwarf.DW_AT_abstract_origin:
 		if class == 'r' {
-			out.origin = v
+			return slotOrigin
 		}
 	case dwarf.DW_AT_call_file:
 		if class == 'c' {
-			out.callFile = v
+			return slotCallFile
 		}
 	case dwarf.DW_AT_call_line:
 		if class == 'c' {
-			out.callLine = v
+			return slotCallLine
 		}
 	case dwarf.DW_AT_call_column:
 		if class == 'c' {
-			out.callCol = v
+			return slotCallCol
 		}
+	}
+	return slotNone
+}
+
+// put stores v, of form form, in field sl.
+func (out *attrs) put(sl slot, form dwarf.Form, v uint64) {
+	switch sl {
+	case slotLow:
+		out.lowPC, out.hasLow = v, true
+	case slotHigh:
+		out.highPC, out.hasHigh = v, true
+	case slotHighLen:
+		out.highPC, out.hasHigh, out.highIsLen = v, true, true
+	case slotRanges:
+		out.ranges, out.hasRanges = v, true
+	case slotStmt:
+		out.stmtList, out.hasStmt = v, true
+	case slotDwoID:
+		out.dwoID, out.hasDwoID = v, true
+	case slotRangesBase:
+		out.rangesBase = v
+	case slotName:
+		out.name = strRef{form: form, val: v}
+	case slotCompDir:
+		out.compDir = strRef{form: form, val: v}
+	case slotDwoName:
+		out.dwoName = strRef{form: form, val: v}
+	case slotLinkage:
+		out.linkage = strRef{form: form, val: v}
+	case slotSpec:
+		out.spec = v
+	case slotOrigin:
+		out.origin = v
+	case slotCallFile:
+		out.callFile = v
+	case slotCallLine:
+		out.callLine = v
+	case slotCallCol:
+		out.callCol = v
 	}
 }
 

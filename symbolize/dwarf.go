@@ -43,6 +43,10 @@ type dwarfData struct {
 	// from the others.
 	live live
 
+	// le is sec.Order == binary.LittleEndian, decided once (comparing
+	// the interfaces calls the runtime, per attribute read).
+	le bool
+
 	nameBytes  atomic.Int64 // the units' names copied so far (nameBudget)
 	guessBytes atomic.Int64 // the bytes of the capacity guesses so far (guessBudget)
 
@@ -384,6 +388,7 @@ func loadLive(section func(name string) ([]byte, error), order binary.ByteOrder,
 	d.ranges = get(".debug_ranges")
 	d.line = get(".debug_line")
 	d.sec.Order = order
+	d.le = order == binary.LittleEndian
 	if err != nil {
 		return nil, err
 	}
@@ -596,7 +601,7 @@ func (d *dwarfData) abbrevTable(u *unit) (*abbrevTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, n := convertAbbrev(it, u.hdr.Enc)
+	t, n := convertAbbrev(it, u.hdr.Enc, d.le)
 	d.abbrevWork += n
 	if budget := 8*uint64(len(d.sec.Abbrev)) + 4096; d.abbrevWork > budget {
 		return nil, &formaterr.Error{Source: secAbbrev, Offset: off, Field: "debug_abbrev_offset",
@@ -707,6 +712,18 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32) error {
 		subrs = append(subrs, newSubr(a, inlined, parent))
 		refs = append(refs, a.nameRefs())
+		if a.hasLow && a.hasHigh {
+			// appendRanges' first case, inlined (nearly every
+			// subroutine of compilers' output).
+			hi := a.highPC
+			if a.highIsLen {
+				hi = a.lowPC + a.highPC
+			}
+			if a.lowPC < hi && d.live.ok(a.lowPC) {
+				rs = append(rs, cuRange{a.lowPC, hi, int(me)})
+			}
+			return nil
+		}
 		var err error
 		rs, err = d.appendRanges(rs, u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget)
 		return err
@@ -758,13 +775,30 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		clear(names)
 		sc.picks = picks[:0]
 	}()
+	// The name of the last subroutine named only through references
+	// (inlined copies, out-of-line instances: often many of one origin
+	// in a row, between subprograms with names of their own): names
+	// gives the same answer for the same references.
+	var lastRefs nameRefs
+	var lastLink []byte
+	haveLast := false
 	for i := range x.subrs {
 		if !isNeeded[i] {
 			continue
 		}
-		link, name, _, _ := d.names(u, &refs[i], names, 0)
-		if len(link) == 0 {
-			link = name
+		r := &refs[i]
+		var link []byte
+		if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && *r == lastRefs {
+			link = lastLink
+		} else {
+			var name []byte
+			link, name, _, _ = d.names(u, r, names, 0)
+			if len(link) == 0 {
+				link = name
+			}
+			if byRef {
+				lastRefs, lastLink, haveLast = *r, link, true
+			}
 		}
 		if len(link) == 0 {
 			continue
@@ -864,18 +898,31 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 	b := dwarf.MakeBuf(secInfo, d.sec.Order, d.sec.Info)
 	b.Seek(u.hdr.DataOffset, "unit")
 	b.SetEnd(int(u.hdr.End))
+	if b.Err() != nil {
+		return parents[:0], b.Err()
+	}
 	// parents[k] is the nearest subroutine enclosing the DIEs at depth
 	// k+1.
 	parents = parents[:0]
 	first := true
 	n := int32(0)
 	var a attrs
-	le := b.Order == binary.LittleEndian
-	for b.Len() > 0 {
-		off := b.Off()
-		code := b.Uleb("abbrev code")
-		if b.Err() != nil {
-			break
+	le := d.le
+	// The walk keeps its offset in pos (b's cursor is set from it for
+	// what b reads: a long code, a subroutine's attributes, an
+	// unplanned DIE, and every failure, which b reports as it did).
+	data, pos, end := b.Data(), int(b.Off()), int(b.End())
+	for pos < end {
+		off := pos
+		var code uint64
+		if c := data[pos]; c < 0x80 {
+			code, pos = uint64(c), pos+1 // a one-byte code: nearly all
+		} else {
+			b.Seek(uint64(pos), "abbrev code")
+			if code = b.Uleb("abbrev code"); b.Err() != nil {
+				break
+			}
+			pos = int(b.Off())
 		}
 		if code == 0 {
 			if len(parents) > 0 {
@@ -885,7 +932,7 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 		}
 		ab := t.lookup(code)
 		if ab == nil {
-			b.FailAt(off, "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
+			b.FailAt(uint64(off), "abbrev code", fmt.Sprintf("code %d not in the table at .debug_abbrev+%#x", code, u.hdr.AbbrevOffset))
 			break
 		}
 		parent := int32(-1)
@@ -894,33 +941,50 @@ func (d *dwarfData) walkSubrs(u *unit, t *abbrevTable, parents []int32, visit fu
 		}
 		me := parent
 		if !first && (ab.tag == dwarf.DW_TAG_subprogram || ab.tag == dwarf.DW_TAG_inlined_subroutine) {
-			d.readAttrs(&b, u, ab, &a)
-			if b.Err() != nil {
-				break
+			if p, ok := d.readPlanned(data, pos, end, u, ab, &a); ok {
+				pos = p
+			} else {
+				b.Seek(uint64(pos), "attribute value")
+				d.readAttrs(&b, u, ab, &a)
+				if b.Err() != nil {
+					break
+				}
+				pos = int(b.Off())
 			}
 			me, n = n, n+1
 			if err := visit(&a, ab.tag == dwarf.DW_TAG_inlined_subroutine, me, parent); err != nil {
 				return parents, err
 			}
-		} else if ab.fixed >= 0 {
-			b.Skip(uint64(ab.fixed), "attribute value")
-		} else if p, ok := skipInPlace(b.Data(), int(b.Off()), int(b.End()), ab.skip, le, nil); ok && !slowAttrs {
+		} else if ab.fixed >= 0 && ab.fixed <= end-pos {
+			pos += ab.fixed
+		} else if p, ok := skipInPlace(data, pos, end, ab.skip, le, nil); ok && !slowAttrs {
 			// (ok only for a planned abbreviation: ab.skip is nil
 			// otherwise.)
-			b.Seek(uint64(p), "attribute value")
+			pos = p
 		} else {
+			b.Seek(uint64(pos), "attribute value")
+			if ab.fixed >= 0 {
+				b.Skip(uint64(ab.fixed), "attribute value") // fails: past the end
+			}
 			for i := range ab.specs {
+				if ab.fixed >= 0 {
+					break
+				}
 				if s := &ab.specs[i]; s.size >= 0 {
 					b.Skip(uint64(s.size), "attribute value")
 				} else {
 					skipForm(&b, s, u.hdr.Enc)
 				}
 			}
+			if b.Err() != nil {
+				break
+			}
+			pos = int(b.Off())
 		}
 		first = false
 		if ab.children {
 			if len(parents) >= info.MaxDepth {
-				b.FailAt(off, "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
+				b.FailAt(uint64(off), "DIE nesting", fmt.Sprintf("deeper than %d levels", info.MaxDepth))
 				break
 			}
 			parents = append(parents, me)
@@ -1026,18 +1090,35 @@ func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int
 	}
 	sc.order = order
 	// Order by start, then preorder (so the enclosing DIE first). Compilers
-	// write subroutines mostly in address order: check first; then sort
-	// packed integer keys (start offset, index) when they fit in 64 bits
-	// (pdqsort is fast on nearly sorted integers), else pairs.
-	sorted := true
+	// write subroutines mostly in address order, or (gcc for C: a unit's
+	// functions last defined first) in the reverse order: check first;
+	// then sort packed integer keys (start offset, index) when they fit
+	// in 64 bits (pdqsort is fast on nearly sorted integers), else pairs.
+	sorted, reversed := true, true
 	lo, hi := rs[0].start, rs[0].start
 	for i := 1; i < len(rs); i++ {
 		sorted = sorted && rs[i-1].start <= rs[i].start
+		reversed = reversed && rs[i-1].start >= rs[i].start
 		lo, hi = min(lo, rs[i].start), max(hi, rs[i].start)
 	}
 	idxBits := bits.Len(uint(len(rs)))
 	switch {
-	case sorted:
+	case sorted && presorted:
+	case reversed && presorted:
+		// Starts that do not increase: the reverse order, but for the
+		// runs of equal starts, which stay in preorder.
+		for i := 0; i < len(rs); {
+			j := i + 1
+			for j < len(rs) && rs[j].start == rs[i].start {
+				j++
+			}
+			// rs[i:j] share a start: they go, in preorder, to the
+			// positions that mirror theirs.
+			for k := i; k < j; k++ {
+				order[len(rs)-j+(k-i)] = int32(k)
+			}
+			i = j
+		}
 	case bits.Len64(hi-lo)+idxBits <= packedSortBits:
 		keys := sc.keys[:0]
 		for i, r := range rs {
@@ -1116,6 +1197,11 @@ func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int
 	sc.stack, sc.starts = stack, starts
 	return starts, out, long
 }
+
+// presorted lets flattenSubrs take ranges that are in (or in the
+// reverse of) start order without sorting them (a variable so that tests
+// compare with the sorts).
+var presorted = true
 
 // leaf returns the innermost subroutine covering addr, or -1.
 // Cost: the bucket index's load and a comparison with one or two

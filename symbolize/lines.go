@@ -136,49 +136,77 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	guess := d.guessCap(min((h.End-h.ProgramOffset)/3+1, 1<<20), unsafe.Sizeof(uint32(0))+unsafe.Sizeof(narrowRow{}))
 	t.off = slabMake[uint32](d.slab, guess)[:0]
 	t.narrow = slabMake[narrowRow](d.slab, guess)[:0]
-	var row line.Row
+	var buf [128]line.PosRow
 	first := int32(0)
 	var start uint64
 	empty := true
 	n := int32(0) // rows kept
+	// The narrow rows are appended in locals (t's until widen).
+	offs, narrow := t.off, t.narrow
 	for {
-		err := r.Next(&row)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if empty {
-			start, first, empty = row.Address, n, false
-		}
-		if row.EndSequence {
-			if start < row.Address && n > first && d.live.ok(start) {
-				t.seqs = append(t.seqs, lineSeq{start, row.Address, first, n, -1})
-			} else {
-				n = first
-				if t.wide {
-					t.rows, t.addrs = t.rows[:n], t.addrs[:n]
-				} else {
-					t.narrow, t.off = t.narrow[:n], t.off[:n]
+		k, rerr := r.ReadRows(buf[:])
+		for i := 0; i < k; i++ {
+			if !t.wide && !empty {
+				// The rows of a narrow sequence, up to one that ends
+				// it or does not fit.
+				var m int
+				offs, narrow, m = keepNarrow(buf[i:k], offs, narrow, start, first)
+				n = int32(len(offs))
+				if i += m; i == k {
+					break
 				}
 			}
-			empty = true
-			continue
-		}
-		f := uint32(row.File)
-		if row.File > 1<<32-1 {
-			f = 1<<32 - 1
-		}
-		if !t.wide && (row.Address < start || row.Address-start > 1<<32-1 || f > 1<<16-1 || row.Column > 1<<16-1) {
-			t.widen(start, first)
-		}
-		// Keep only the rows a lookup can return: of several rows at
-		// one address the last (lookup takes the last row at or before
-		// the address), and not a row that repeats the position of the
-		// row before it (the earlier row answers the same). gcc -O2
-		// output loses about half its rows this way.
-		if t.wide {
+			row := &buf[i]
+			if empty {
+				start, first, empty = row.Address, n, false
+			}
+			if row.EndSequence {
+				if start < row.Address && n > first && d.live.ok(start) {
+					t.seqs = append(t.seqs, lineSeq{start, row.Address, first, n, -1})
+				} else {
+					n = first
+					if t.wide {
+						t.rows, t.addrs = t.rows[:n], t.addrs[:n]
+					} else {
+						narrow, offs = narrow[:n], offs[:n]
+					}
+				}
+				empty = true
+				continue
+			}
+			if !t.wide {
+				if row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
+					t.off, t.narrow = offs, narrow
+					t.widen(start, first)
+					offs, narrow = nil, nil
+				} else {
+					// Keep only the rows a lookup can return: of several
+					// rows at one address the last (lookup takes the
+					// last row at or before the address), and not a row
+					// that repeats the position of the row before it
+					// (the earlier row answers the same). gcc -O2 output
+					// loses about half its rows this way.
+					lr, o := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}, uint32(row.Address-start)
+					if n > first {
+						if offs[n-1] == o {
+							narrow[n-1] = lr
+							continue
+						}
+						if narrow[n-1] == lr {
+							continue
+						}
+					}
+					narrow = append(narrow, lr)
+					offs = append(offs, o)
+					n++
+					continue
+				}
+			}
+			f := uint32(row.File)
+			if row.File > 1<<32-1 {
+				f = 1<<32 - 1
+			}
+			// As for the narrow rows above.
 			lr := lineRow{f, row.Line, row.Column}
 			if n > first {
 				if t.addrs[n-1] == row.Address {
@@ -192,21 +220,16 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 			t.rows = append(t.rows, lr)
 			t.addrs = append(t.addrs, row.Address)
 			n++
-			continue
 		}
-		lr, o := narrowRow{row.Line, uint16(f), uint16(row.Column)}, uint32(row.Address-start)
-		if n > first {
-			if t.off[n-1] == o {
-				t.narrow[n-1] = lr
-				continue
-			}
-			if t.narrow[n-1] == lr {
-				continue
-			}
+		if errors.Is(rerr, io.EOF) {
+			break
 		}
-		t.narrow = append(t.narrow, lr)
-		t.off = append(t.off, o)
-		n++
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+	if !t.wide {
+		t.off, t.narrow = offs, narrow
 	}
 	slices.SortStableFunc(t.seqs, func(a, b lineSeq) int {
 		if a.end != b.end {
@@ -233,6 +256,34 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		t.files[i] = filePath(h, files, uint64(i), compDir)
 	}
 	return t, nil
+}
+
+// keepNarrow appends the rows of rows to a narrow table's offs and narrow
+// as decodeLines keeps them, for a sequence that starts at start with its
+// first kept row at first (below len(offs): the sequence has a row),
+// until a row that ends the sequence or does not fit the narrow form. It
+// returns the arrays and the number of rows it took.
+func keepNarrow(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uint64, first int32) ([]uint32, []narrowRow, int) {
+	// len(offs) (= len(narrow)) is the rows kept: n in decodeLines.
+	for i := range rows {
+		row := &rows[i]
+		if row.EndSequence || row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
+			return offs, narrow, i
+		}
+		lr, o := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}, uint32(row.Address-start)
+		if n := len(offs); int32(n) > first {
+			if offs[n-1] == o {
+				narrow[n-1] = lr
+				continue
+			}
+			if narrow[n-1] == lr {
+				continue
+			}
+		}
+		narrow = append(narrow, lr)
+		offs = append(offs, o)
+	}
+	return offs, narrow, len(rows)
 }
 
 // widen turns the narrow rows decoded so far into the wide form: those of

@@ -118,6 +118,44 @@ func TestFlattenSubrsSort(t *testing.T) {
 	}
 }
 
+// TestFlattenSubrsReversed: ranges whose starts do not increase (gcc's
+// C units list functions last defined first), with children that share
+// their parent's start or not, and runs of equal starts at any depth,
+// flatten as the sort flattens them.
+func TestFlattenSubrsReversed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for round := range 100 {
+		var rs []cuRange
+		base := uint64(0x401000 + 64*400)
+		for range 400 {
+			base -= 16 + uint64(rng.IntN(48))
+			n := 1 + rng.IntN(4) // the function and children at its start
+			if round%4 == 0 {
+				n = 1
+			}
+			for k := range n {
+				rs = append(rs, cuRange{base, base + 64 - uint64(8*k), len(rs)})
+			}
+			if round%3 == 1 && rng.IntN(2) == 0 {
+				// A child past the start breaks the order: sorted.
+				rs = append(rs, cuRange{base + 4, base + 8, len(rs)})
+			}
+		}
+		sc := new(scratch)
+		s1, g1, _ := flattenSubrs(rs, sc, nil)
+		s1 = slices.Clone(s1)
+		presorted = false
+		s2, g2, _ := flattenSubrs(rs, sc, nil)
+		presorted = true
+		if !slices.Equal(s1, s2) || !slices.Equal(g1, g2) {
+			t.Fatalf("round %d: in-order and sorted flattening differ (%d and %d segments)", round, len(g1), len(g2))
+		}
+		if len(g1) == 0 {
+			t.Fatal("no segments")
+		}
+	}
+}
+
 // TestFlattenSubrsLongMerge: adjacent ranges of one subroutine merge into
 // one segment also when they are 4 GiB or more (its end kept aside, see
 // seg), and a short segment that grows past 4 GiB by merging becomes one.

@@ -1018,3 +1018,126 @@ func (t *Table) File(i uint64) (*FileEntry, bool) {
 	}
 	return &t.Files[i], true
 }
+
+// PosRow is the part of a [Row] that places code in the source: its
+// address, file index, line and column, and whether it ends a sequence
+// (32 bytes where a Row takes 56).
+type PosRow struct {
+	Address     uint64
+	File        uint64
+	Line        uint32
+	Column      uint32
+	EndSequence bool
+}
+
+// ReadRows runs the program up to the next len(dst) rows and stores
+// their positions in dst, as that many calls of [Reader.Next] would (the
+// registers, the other fields of Row among them, end as Next leaves
+// them). It returns the number of rows stored and, when the program
+// ended or failed after them, io.EOF or Next's *formaterr.Error (n may
+// then be below len(dst), also 0). Cost: the opcodes compilers emit for
+// nearly every row (special opcodes, DW_LNS_copy, advance_pc,
+// advance_line, set_file, set_column, negate_stmt, const_add_pc) are
+// decoded in one loop with the registers in locals, without a call per
+// row; anything else (the flag opcodes among them) goes through Next.
+// Allocation-free except as Next.
+func (r *Reader) ReadRows(dst []PosRow) (int, error) {
+	h := &r.hdr
+	b := &r.b
+	n := 0
+	var row Row
+	for n < len(dst) {
+		// The loop below neither sets nor clears the per-row flags (a
+		// row clears them, emit): with one set, Next decodes the row.
+		if h.MaxOpsPerInst == 1 && b.Err() == nil && r.state.Discriminator == 0 && !r.state.BasicBlock && !r.state.PrologueEnd && !r.state.EpilogueBegin {
+			data, off := b.Data(), int(b.Off())
+			data = data[:min(int(b.End()), len(data))] // so that end is len(data)
+			n0 := n
+			// The registers that change on nearly every row in locals;
+			// file and is_stmt (rarely set) stay in r.state.
+			addr, ln, col := r.state.Address, r.line, r.state.Column
+			minInst, base, lineBase, lineRange, mul := uint64(h.MinInstLength), h.OpcodeBase, int64(h.LineBase), uint32(h.LineRange), r.rangeMul
+		fast:
+			for off < len(data) {
+				op := data[off]
+				if op >= base {
+					adj := uint32(op - base)
+					q := adj * mul >> 24
+					addr += minInst * uint64(q)
+					ln += lineBase + int64(adj-q*lineRange)
+					off++
+					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
+					if n++; n == len(dst) {
+						break
+					}
+					continue
+				}
+				switch dwarf.LNS(op) {
+				case dwarf.DW_LNS_copy:
+					off++
+					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
+					if n++; n == len(dst) {
+						break fast
+					}
+				case dwarf.DW_LNS_set_column:
+					if off+1 < len(data) && data[off+1] < 0x80 {
+						col = uint32(data[off+1])
+						off += 2
+						continue
+					}
+					v, k := dwarf.Uleb128(data[off+1:])
+					if k == 0 {
+						break fast
+					}
+					col = uint32(v)
+					off += 1 + k
+				case dwarf.DW_LNS_negate_stmt:
+					r.state.IsStmt = !r.state.IsStmt
+					off++
+				case dwarf.DW_LNS_advance_line:
+					v, k := dwarf.Sleb128(data[off+1:])
+					if k == 0 {
+						break fast
+					}
+					ln += v
+					off += 1 + k
+				case dwarf.DW_LNS_advance_pc:
+					v, k := dwarf.Uleb128(data[off+1:])
+					if k == 0 {
+						break fast
+					}
+					addr += minInst * v
+					off += 1 + k
+				case dwarf.DW_LNS_set_file:
+					v, k := dwarf.Uleb128(data[off+1:])
+					if k == 0 {
+						break fast
+					}
+					r.state.File = v
+					off += 1 + k
+				case dwarf.DW_LNS_const_add_pc:
+					addr += minInst * uint64((255-uint32(base))*mul>>24)
+					off++
+				default:
+					break fast
+				}
+			}
+			r.state.Address, r.line, r.state.Column = addr, ln, col
+			if n > n0 {
+				r.state.Line = dst[n-1].Line // as emit leaves it
+			}
+			b.Seek(uint64(off), "opcode")
+			if n == len(dst) {
+				return n, nil
+			}
+		}
+		// An opcode the loop leaves to Next (or a program Next decodes
+		// throughout): one row.
+		if err := r.Next(&row); err != nil {
+			return n, err
+		}
+		dst[n] = PosRow{Address: row.Address, File: row.File, Line: row.Line, Column: row.Column, EndSequence: row.EndSequence}
+		n++
+	}
+	return n, nil
+}
