@@ -144,6 +144,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		if p.array {
 			w.WriteString("]\n")
 		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
 		return p.err()
 	}
 	// Addresses are answered in batches: whatever input is already waiting
@@ -175,7 +178,12 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			if in.Buffered() == 0 {
-				w.Flush()
+				// A failed write (stdout on a full device or a closed
+				// pipe) ends the command: the bufio.Writer keeps the
+				// error, so it is seen at the first flush after it.
+				if err := w.Flush(); err != nil {
+					return err
+				}
 			}
 		}
 		if rerr == io.EOF {
@@ -184,6 +192,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		if rerr != nil {
 			return rerr
 		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	return p.err()
 }

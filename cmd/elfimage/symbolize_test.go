@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -413,4 +414,62 @@ func BenchmarkBatchOrder(b *testing.B) {
 			slices.Sort(work)
 		}
 	})
+}
+
+// failAfter is a writer that accepts n bytes and then fails, as stdout
+// on a full device does.
+type failAfter struct{ n int }
+
+var errDeviceFull = errors.New("no space left on device")
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		k := f.n
+		f.n = 0
+		return k, errDeviceFull
+	}
+	f.n -= len(b)
+	return len(b), nil
+}
+
+// TestSymbolizeWriteError: answers that cannot be written (stdout on a
+// full device) fail the command with the write's error, for addresses
+// given as arguments and on standard input, whether the failure comes
+// at the first write or after some answers.
+func TestSymbolizeWriteError(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	path := filepath.Join(dir, "demo.elf")
+	good := fmt.Sprintf("%#x", funcSymbols(t, path)[0].Value)
+	var many strings.Builder
+	for range 20000 {
+		many.WriteString(good + "\n")
+	}
+	for _, n := range []int{0, 100, 70000} {
+		var stderr bytes.Buffer
+		args := []string{"symbolize", "-e", path}
+		for range 10000 {
+			args = append(args, good)
+		}
+		if code := run(args, &failAfter{n}, &stderr); code != 1 || !strings.Contains(stderr.String(), errDeviceFull.Error()) {
+			t.Errorf("arguments, failing after %d bytes: exit %d, error %q: want 1 and the write's error", n, code, stderr.String())
+		}
+		f, err := os.CreateTemp(dir, "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(many.String())
+		f.Seek(0, 0)
+		saved := os.Stdin
+		os.Stdin = f
+		stderr.Reset()
+		code := run([]string{"symbolize", "-e", path}, &failAfter{n}, &stderr)
+		os.Stdin = saved
+		f.Close()
+		if code != 1 || !strings.Contains(stderr.String(), errDeviceFull.Error()) {
+			t.Errorf("standard input, failing after %d bytes: exit %d, error %q: want 1 and the write's error", n, code, stderr.String())
+		}
+	}
 }
