@@ -337,7 +337,24 @@ func (p *symPrinter) flush() error {
 		_ = p.sym.Prepare(p.addrs)
 	}
 	if len(p.addrs) >= sortedMin {
-		return p.flushSorted()
+		// In windows of the batch, each sorted and printed before the
+		// next: the frames and text kept for input order are one
+		// window's, in memory the next window reuses (a batch of
+		// 10,000 in one window faulted in about 300 pages of them).
+		// Windows of equal size, so that the last is not too small to
+		// be answered on two goroutines.
+		all, n := p.batch, len(p.batch)
+		windows := (n + sortedWindow - 1) / sortedWindow
+		size := (n + windows - 1) / windows
+		for w := 0; w < n; w += size {
+			p.batch = all[w:min(w+size, n)]
+			if err := p.flushSorted(); err != nil {
+				p.batch = all
+				return err
+			}
+		}
+		p.batch, p.words = all[:0], p.words[:0]
+		return nil
 	}
 	for _, q := range p.batch {
 		if err := p.one(q, p.lookup(q, p.frames[:0])); err != nil {
@@ -352,7 +369,13 @@ func (p *symPrinter) flush() error {
 // answers in address order.
 const sortedMin = 64
 
-// flushSorted answers the batch's addresses in address order, keeping
+// sortedWindow is the most words of a batch that flushSorted answers
+// and prints at once (the batch's windows are of equal size, at most
+// this); a variable for the tests.
+var sortedWindow = 4096
+
+// flushSorted answers the batch's addresses (flush's window of the
+// batch) in address order, keeping
 // the frames, then prints them in input order. Consecutive lookups then
 // read neighbouring parts of the indexes (the same segments, names, line
 // rows and symbols, or the next ones), where random order misses the
@@ -367,8 +390,10 @@ func (p *symPrinter) flushSorted() error {
 	// executable's), so that the sort moves and compares plain integers.
 	k := bits.Len(uint(n))
 	maxAddr := uint64(0)
-	for _, a := range p.addrs {
-		maxAddr = max(maxAddr, a)
+	for _, q := range p.batch {
+		if q.bad < 0 {
+			maxAddr = max(maxAddr, q.addr)
+		}
 	}
 	packed := bits.Len64(maxAddr)+k <= 64
 	for i, q := range p.batch {
@@ -436,7 +461,6 @@ func (p *symPrinter) flushSorted() error {
 		return err
 	}
 	clear(p.errs)
-	p.batch, p.words = p.batch[:0], p.words[:0]
 	return nil
 }
 
