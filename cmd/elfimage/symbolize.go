@@ -250,6 +250,10 @@ type query struct {
 // between white space (unicode.IsSpace, as strings.Fields splits). ASCII
 // bytes are classified by table; only other bytes decode a rune.
 func (p *symPrinter) add(line []byte) {
+	if a, ok := lineAddr(line); ok {
+		p.batch = append(p.batch, query{addr: a, bad: -1})
+		return
+	}
 	i := 0
 	for i < len(line) {
 		// Skip white space.
@@ -279,6 +283,30 @@ func (p *symPrinter) add(line []byte) {
 		p.addWord(line[i:j])
 		i = j
 	}
+}
+
+// lineAddr parses the usual line, an address of at most 16 hexadecimal
+// digits (0x or 0X before them or not) and its newline, in one pass;
+// ok false for any other line, which add then splits into words.
+func lineAddr(line []byte) (a uint64, ok bool) {
+	b := line
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if len(b) > 2 && b[0] == '0' && b[1]|0x20 == 'x' {
+		b = b[2:]
+	}
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	for _, c := range b {
+		d := hexDigit[c]
+		if d > 0xf {
+			return 0, false
+		}
+		a = a<<4 | uint64(d)
+	}
+	return a, true
 }
 
 // asciiSpace marks the ASCII white-space bytes (those unicode.IsSpace

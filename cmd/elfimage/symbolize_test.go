@@ -126,11 +126,33 @@ func TestSymbolizeGCC(t *testing.T) {
 // optional 0x or 0X, which is what addr2line accepts.
 func TestParseAddr(t *testing.T) {
 	for _, s := range []string{"0", "0x0", "0X1f", "401000", "0xffffffffffffffff", "0x10000000000000000",
-		"00000000000000000000abc", "0x", "x10", "0xg", "-1", "+1", "1_0", "ffff ", "0x0x1", "FfFf"} {
+		"00000000000000000000abc", "0x", "0x\n", "x10", "0xg", "ffffffffffffffff", "1ffffffffffffffff", "0001ffffffffffffffff", "-1", "+1", "1_0", "ffff ", "0x0x1", "FfFf"} {
 		want, werr := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
 		got, ok := parseAddr([]byte(s))
 		if ok != (werr == nil) || (ok && got != want) {
 			t.Errorf("parseAddr(%q) = %#x, %v; strconv: %#x, %v", s, got, ok, want, werr)
+		}
+		// A line of one word: lineAddr's pass agrees with the words'
+		// (where it does not decline the line).
+		for _, line := range []string{s, s + "\n", s + "\r\n", " " + s + "\n"} {
+			var p symPrinter
+			p.add([]byte(line))
+			var oracle []query
+			bad := int32(0)
+			for _, w := range strings.Fields(line) {
+				if a, ok := parseAddr([]byte(w)); ok {
+					oracle = append(oracle, query{addr: a, bad: -1})
+				} else {
+					oracle = append(oracle, query{bad: bad})
+					bad++
+				}
+			}
+			if !slices.Equal(p.batch, oracle) {
+				t.Errorf("line %q: words %v, want %v", line, p.batch, oracle)
+			}
+			if a, ok := lineAddr([]byte(line)); ok && (len(oracle) != 1 || oracle[0] != query{addr: a, bad: -1}) {
+				t.Errorf("lineAddr(%q) = %#x, want the words' %v", line, a, oracle)
+			}
 		}
 	}
 }
