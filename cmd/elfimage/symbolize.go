@@ -123,7 +123,10 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer sym.Close()
-	w := bufio.NewWriter(stdout)
+	// Answers are written in chunks of 64 KiB (a batch of 10,000 in a
+	// few writes, where 4 KiB took a hundred), or at the end of each
+	// batch.
+	w := bufio.NewWriterSize(stdout, 64<<10)
 	defer w.Flush()
 	p := symPrinter{w: w, sym: sym, file: exe, symOptions: o}
 	p.loaded, p.addrDigits = loadedRanges(exe)
@@ -228,6 +231,7 @@ type symPrinter struct {
 	store      []symbolize.Frame // flushSorted's frames of a batch
 	store2     []symbolize.Frame // flushSorted's frames of the upper half answered concurrently
 	later      *bytes.Buffer     // printSorted's text of the later half of a batch
+	laterW     *bufio.Writer     // printSorted's writer into later
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
@@ -544,7 +548,13 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 		size += 8
 	}
 	p.later.Grow(size)
-	later := symPrinter{w: bufio.NewWriterSize(p.later, 64<<10), sym: p.sym, file: p.file, symOptions: p.symOptions,
+	// The copy's writer is made once and reused by every window: a
+	// fresh one a window zeroed (and faulted in) its buffer each time.
+	if p.laterW == nil {
+		p.laterW = bufio.NewWriterSize(p.later, 8<<10)
+	}
+	p.laterW.Reset(p.later)
+	later := symPrinter{w: p.laterW, sym: p.sym, file: p.file, symOptions: p.symOptions,
 		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, answered: p.answered + h, words: p.words}
 	var laterErr error
 	done := make(chan struct{})
