@@ -130,6 +130,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	defer w.Flush()
 	p := symPrinter{w: w, sym: sym, file: exe, symOptions: o}
 	p.loaded, p.addrDigits = loadedRanges(exe)
+	p.filePlain = jsonPlainString(exe)
 	if fs.NArg() > 0 {
 		// One answer per argument, for its first word, as addr2line and
 		// llvm-symbolizer give (an empty argument is malformed);
@@ -222,6 +223,7 @@ type symPrinter struct {
 	symOptions
 	loaded     [][2]uint64 // the allocated sections' [start, end); nil: no check
 	addrDigits int         // addr2line's width of an address: 16 or 8 hex digits
+	filePlain  bool        // file needs no escaping in JSON (jsonPlainString)
 	array      bool        // JSON answers go in one array: a comma before all but the first
 	answered   int
 	batch      []query  // the addresses read and not yet answered
@@ -555,7 +557,7 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 	}
 	p.laterW.Reset(p.later)
 	later := symPrinter{w: p.laterW, sym: p.sym, file: p.file, symOptions: p.symOptions,
-		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, answered: p.answered + h, words: p.words}
+		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, filePlain: p.filePlain, answered: p.answered + h, words: p.words}
 	var laterErr error
 	done := make(chan struct{})
 	go func() {
@@ -893,6 +895,10 @@ func (p *symPrinter) one(q query, r result) error {
 // as a line of --json).
 func (p *symPrinter) json(q query, addr uint64, ok bool, frames []symbolize.Frame) error {
 	lines := p.style == styleJSONLines
+	if ok && p.jsonPlain(frames) {
+		p.jsonFast(addr, frames, lines)
+		return nil
+	}
 	a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
 	switch {
 	case !ok && lines:
@@ -930,6 +936,75 @@ func (p *symPrinter) json(q query, addr uint64, ok bool, frames []symbolize.Fram
 	}
 	p.w.Write(b)
 	return nil
+}
+
+// jsonPlain reports whether the strings of an answer (the module's and
+// the frames' names) need no escaping in JSON: printable ASCII without
+// quote and backslash, which encoding/json writes as they are. Then
+// jsonFast formats the answer; otherwise json's encoder does.
+func (p *symPrinter) jsonPlain(frames []symbolize.Frame) bool {
+	if !p.filePlain {
+		return false
+	}
+	for _, f := range frames {
+		if !jsonPlainString(f.Function) || !jsonPlainString(f.File) {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonPlainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonFast appends one answer of a known address whose strings are plain
+// (jsonPlain) as json's encoder writes jsonAnswer: the same fields in the
+// same order, nothing escaped, the newline only outside an array.
+func (p *symPrinter) jsonFast(addr uint64, frames []symbolize.Frame, lines bool) {
+	b := p.num[:0]
+	if p.array && p.answered > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, `{"Address":"0x`...)
+	b = strconv.AppendUint(b, addr, 16)
+	b = append(b, `","ModuleName":"`...)
+	b = append(b, p.file...)
+	b = append(b, `","Symbol":[`...)
+	one := [1]symbolize.Frame{}
+	if len(frames) == 0 {
+		frames = one[:] // llvm-symbolizer's one empty frame
+	}
+	for i, f := range frames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"Column":`...)
+		b = strconv.AppendUint(b, uint64(f.Column), 10)
+		b = append(b, `,"Discriminator":0,"FileName":"`...)
+		b = append(b, f.File...)
+		b = append(b, `","FunctionName":"`...)
+		b = append(b, f.Function...)
+		b = append(b, '"')
+		if lines {
+			b = append(b, `,"Inlined":`...)
+			b = strconv.AppendBool(b, f.Inlined)
+		}
+		b = append(b, `,"Line":`...)
+		b = strconv.AppendUint(b, uint64(f.Line), 10)
+		b = append(b, `,"StartAddress":"","StartFileName":"","StartLine":0}`...)
+	}
+	b = append(b, "]}"...)
+	if !p.array {
+		b = append(b, '\n')
+	}
+	p.num = b
+	p.w.Write(b)
 }
 
 // gnu prints one answer as addr2line does with the same flags:

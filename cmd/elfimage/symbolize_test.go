@@ -21,6 +21,7 @@ import (
 
 	"github.com/elfimage/elfimage/internal/radix"
 	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/symbolize"
 )
 
 // TestSymbolizeGCC: on a gcc -O2 -g binary (not ours), `symbolize --json`
@@ -496,6 +497,43 @@ func TestSymbolizeWriteError(t *testing.T) {
 		f.Close()
 		if code != 1 || !strings.Contains(stderr.String(), errDeviceFull.Error()) {
 			t.Errorf("standard input, failing after %d bytes: exit %d, error %q: want 1 and the write's error", n, code, stderr.String())
+		}
+	}
+}
+
+// TestSymbolizeJSONFast: an answer whose strings need no escaping is
+// written by jsonFast exactly as encoding/json writes it (the same
+// printer with the module's name marked as needing escapes takes the
+// encoder), in --output-style=JSON alone and in an array and in --json,
+// for no frames, one, inlined ones, and names with <, > and &; names
+// that need escapes take the encoder.
+func TestSymbolizeJSONFast(t *testing.T) {
+	answers := [][]symbolize.Frame{
+		nil,
+		{{Function: "f", File: "/a/b.c", Line: 3, Column: 7}},
+		{{Function: "mix4", File: "/tmp/f004.c", Line: 1, Column: 49, Inlined: true}, {Function: "fn<int>&", File: "x.c", Line: 2752, Column: 9}},
+		{{Function: "", File: "", Line: 0}},
+		{{Function: "caf\u00e9", File: "q\"uote\\.c\t", Line: 1}},
+	}
+	for _, style := range []int{styleJSON, styleJSONLines} {
+		for _, array := range []bool{false, true} {
+			var got, want bytes.Buffer
+			fast := symPrinter{w: bufio.NewWriter(&got), file: "/bin/mod", array: array, filePlain: true}
+			slow := symPrinter{w: bufio.NewWriter(&want), file: "/bin/mod", array: array}
+			fast.style, slow.style = style, style
+			for i, fr := range answers {
+				for _, p := range []*symPrinter{&fast, &slow} {
+					p.answered++
+					if err := p.json(query{addr: uint64(0x1000 * i), bad: -1}, uint64(0x1000*i), true, slices.Clone(fr)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			fast.w.Flush()
+			slow.w.Flush()
+			if got.String() != want.String() || got.Len() == 0 {
+				t.Errorf("style %d, array %v: jsonFast wrote\n%s\nencoding/json\n%s", style, array, got.String(), want.String())
+			}
 		}
 	}
 }
