@@ -507,7 +507,15 @@ func (p *symPrinter) flushSorted() error {
 // output is the same: an answer's text depends only on its frames and on
 // the count of answers before it (JSON's commas), known in advance.
 func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent bool) error {
+	// With addr2line's default flags (-f -i, the batch command's), an
+	// answer without error is appended straight into the writer's
+	// buffer (appendGNUPlain); any other goes through one.
+	plain := p.style == styleGNU && p.functions && p.inlines && !p.addresses && !p.pretty && !p.demangle && !p.basenames && !p.columns
 	print := func(pr *symPrinter, from, to int) error {
+		var b []byte
+		if plain {
+			b = pr.w.AvailableBuffer()
+		}
 		for i := from; i < to; i++ {
 			q := p.batch[i]
 			var r result
@@ -517,10 +525,31 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 					st = store2
 				}
 				r = result{st[a.start:a.end:a.end], p.errs[i]}
+				if plain && r.err == nil {
+					b = appendGNUPlain(b, r.frames)
+					pr.answered++
+					if len(b) > cap(b)-1024 {
+						pr.w.Write(b)
+						if pr.w.Available() < 4096 {
+							pr.w.Flush()
+						}
+						b = pr.w.AvailableBuffer()
+					}
+					continue
+				}
+			}
+			if plain {
+				pr.w.Write(b)
 			}
 			if err := pr.one(q, r); err != nil {
 				return err
 			}
+			if plain {
+				b = pr.w.AvailableBuffer()
+			}
+		}
+		if plain {
+			pr.w.Write(b)
 		}
 		return nil
 	}
@@ -1039,6 +1068,29 @@ func (p *symPrinter) gnu(addr uint64, frames []symbolize.Frame) {
 	b = p.appendFrames(b, frames, false)
 	p.num = b
 	p.w.Write(b)
+}
+
+// appendGNUPlain appends the answer gnu prints for frames with
+// addr2line's -f -i and no other flag: per frame the function and
+// FILE:LINE lines ("??" for unknown, FILE:? without a line); "??" and
+// "??:0" for no frames.
+func appendGNUPlain(b []byte, frames []symbolize.Frame) []byte {
+	if len(frames) == 0 {
+		return append(b, "??\n??:0\n"...)
+	}
+	for _, f := range frames {
+		b = appendOr(b, f.Function, "??")
+		b = append(b, '\n')
+		b = appendOr(b, f.File, "??")
+		b = append(b, ':')
+		if f.Line == 0 {
+			b = append(b, '?')
+		} else {
+			b = strconv.AppendUint(b, uint64(f.Line), 10)
+		}
+		b = append(b, '\n')
+	}
+	return b
 }
 
 // llvm prints one answer as llvm-symbolizer's default output style does:
