@@ -123,10 +123,14 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer sym.Close()
-	w := bufio.NewWriter(stdout)
+	// Answers are written in chunks of 64 KiB (a batch of 10,000 in a
+	// few writes, where 4 KiB took a hundred), or at the end of each
+	// batch.
+	w := bufio.NewWriterSize(stdout, 64<<10)
 	defer w.Flush()
 	p := symPrinter{w: w, sym: sym, file: exe, symOptions: o}
 	p.loaded, p.addrDigits = loadedRanges(exe)
+	p.filePlain = jsonPlainString(exe)
 	if fs.NArg() > 0 {
 		// One answer per argument, for its first word, as addr2line and
 		// llvm-symbolizer give (an empty argument is malformed);
@@ -143,6 +147,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		}
 		if p.array {
 			w.WriteString("]\n")
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 		return p.err()
 	}
@@ -175,7 +182,12 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			if in.Buffered() == 0 {
-				w.Flush()
+				// A failed write (stdout on a full device or a closed
+				// pipe) ends the command: the bufio.Writer keeps the
+				// error, so it is seen at the first flush after it.
+				if err := w.Flush(); err != nil {
+					return err
+				}
 			}
 		}
 		if rerr == io.EOF {
@@ -184,6 +196,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 		if rerr != nil {
 			return rerr
 		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	return p.err()
 }
@@ -208,6 +223,7 @@ type symPrinter struct {
 	symOptions
 	loaded     [][2]uint64 // the allocated sections' [start, end); nil: no check
 	addrDigits int         // addr2line's width of an address: 16 or 8 hex digits
+	filePlain  bool        // file needs no escaping in JSON (jsonPlainString)
 	array      bool        // JSON answers go in one array: a comma before all but the first
 	answered   int
 	batch      []query  // the addresses read and not yet answered
@@ -217,6 +233,7 @@ type symPrinter struct {
 	store      []symbolize.Frame // flushSorted's frames of a batch
 	store2     []symbolize.Frame // flushSorted's frames of the upper half answered concurrently
 	later      *bytes.Buffer     // printSorted's text of the later half of a batch
+	laterW     *bufio.Writer     // printSorted's writer into later
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
@@ -239,6 +256,10 @@ type query struct {
 // between white space (unicode.IsSpace, as strings.Fields splits). ASCII
 // bytes are classified by table; only other bytes decode a rune.
 func (p *symPrinter) add(line []byte) {
+	if a, ok := lineAddr(line); ok {
+		p.batch = append(p.batch, query{addr: a, bad: -1})
+		return
+	}
 	i := 0
 	for i < len(line) {
 		// Skip white space.
@@ -268,6 +289,30 @@ func (p *symPrinter) add(line []byte) {
 		p.addWord(line[i:j])
 		i = j
 	}
+}
+
+// lineAddr parses the usual line, an address of at most 16 hexadecimal
+// digits (0x or 0X before them or not) and its newline, in one pass;
+// ok false for any other line, which add then splits into words.
+func lineAddr(line []byte) (a uint64, ok bool) {
+	b := line
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if len(b) > 2 && b[0] == '0' && b[1]|0x20 == 'x' {
+		b = b[2:]
+	}
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	for _, c := range b {
+		d := hexDigit[c]
+		if d > 0xf {
+			return 0, false
+		}
+		a = a<<4 | uint64(d)
+	}
+	return a, true
 }
 
 // asciiSpace marks the ASCII white-space bytes (those unicode.IsSpace
@@ -326,7 +371,24 @@ func (p *symPrinter) flush() error {
 		_ = p.sym.Prepare(p.addrs)
 	}
 	if len(p.addrs) >= sortedMin {
-		return p.flushSorted()
+		// In windows of the batch, each sorted and printed before the
+		// next: the frames and text kept for input order are one
+		// window's, in memory the next window reuses (a batch of
+		// 10,000 in one window faulted in about 300 pages of them).
+		// Windows of equal size, so that the last is not too small to
+		// be answered on two goroutines.
+		all, n := p.batch, len(p.batch)
+		windows := (n + sortedWindow - 1) / sortedWindow
+		size := (n + windows - 1) / windows
+		for w := 0; w < n; w += size {
+			p.batch = all[w:min(w+size, n)]
+			if err := p.flushSorted(); err != nil {
+				p.batch = all
+				return err
+			}
+		}
+		p.batch, p.words = all[:0], p.words[:0]
+		return nil
 	}
 	for _, q := range p.batch {
 		if err := p.one(q, p.lookup(q, p.frames[:0])); err != nil {
@@ -341,7 +403,13 @@ func (p *symPrinter) flush() error {
 // answers in address order.
 const sortedMin = 64
 
-// flushSorted answers the batch's addresses in address order, keeping
+// sortedWindow is the most words of a batch that flushSorted answers
+// and prints at once (the batch's windows are of equal size, at most
+// this); a variable for the tests.
+var sortedWindow = 4096
+
+// flushSorted answers the batch's addresses (flush's window of the
+// batch) in address order, keeping
 // the frames, then prints them in input order. Consecutive lookups then
 // read neighbouring parts of the indexes (the same segments, names, line
 // rows and symbols, or the next ones), where random order misses the
@@ -356,8 +424,10 @@ func (p *symPrinter) flushSorted() error {
 	// executable's), so that the sort moves and compares plain integers.
 	k := bits.Len(uint(n))
 	maxAddr := uint64(0)
-	for _, a := range p.addrs {
-		maxAddr = max(maxAddr, a)
+	for _, q := range p.batch {
+		if q.bad < 0 {
+			maxAddr = max(maxAddr, q.addr)
+		}
 	}
 	packed := bits.Len64(maxAddr)+k <= 64
 	for i, q := range p.batch {
@@ -425,7 +495,6 @@ func (p *symPrinter) flushSorted() error {
 		return err
 	}
 	clear(p.errs)
-	p.batch, p.words = p.batch[:0], p.words[:0]
 	return nil
 }
 
@@ -438,7 +507,15 @@ func (p *symPrinter) flushSorted() error {
 // output is the same: an answer's text depends only on its frames and on
 // the count of answers before it (JSON's commas), known in advance.
 func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent bool) error {
+	// With addr2line's default flags (-f -i, the batch command's), an
+	// answer without error is appended straight into the writer's
+	// buffer (appendGNUPlain); any other goes through one.
+	plain := p.style == styleGNU && p.functions && p.inlines && !p.addresses && !p.pretty && !p.demangle && !p.basenames && !p.columns
 	print := func(pr *symPrinter, from, to int) error {
+		var b []byte
+		if plain {
+			b = pr.w.AvailableBuffer()
+		}
 		for i := from; i < to; i++ {
 			q := p.batch[i]
 			var r result
@@ -448,10 +525,31 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 					st = store2
 				}
 				r = result{st[a.start:a.end:a.end], p.errs[i]}
+				if plain && r.err == nil {
+					b = appendGNUPlain(b, r.frames)
+					pr.answered++
+					if len(b) > cap(b)-1024 {
+						pr.w.Write(b)
+						if pr.w.Available() < 4096 {
+							pr.w.Flush()
+						}
+						b = pr.w.AvailableBuffer()
+					}
+					continue
+				}
+			}
+			if plain {
+				pr.w.Write(b)
 			}
 			if err := pr.one(q, r); err != nil {
 				return err
 			}
+			if plain {
+				b = pr.w.AvailableBuffer()
+			}
+		}
+		if plain {
+			pr.w.Write(b)
 		}
 		return nil
 	}
@@ -481,8 +579,14 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 		size += 8
 	}
 	p.later.Grow(size)
-	later := symPrinter{w: bufio.NewWriterSize(p.later, 64<<10), sym: p.sym, file: p.file, symOptions: p.symOptions,
-		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, answered: p.answered + h, words: p.words}
+	// The copy's writer is made once and reused by every window: a
+	// fresh one a window zeroed (and faulted in) its buffer each time.
+	if p.laterW == nil {
+		p.laterW = bufio.NewWriterSize(p.later, 8<<10)
+	}
+	p.laterW.Reset(p.later)
+	later := symPrinter{w: p.laterW, sym: p.sym, file: p.file, symOptions: p.symOptions,
+		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, filePlain: p.filePlain, answered: p.answered + h, words: p.words}
 	var laterErr error
 	done := make(chan struct{})
 	go func() {
@@ -820,6 +924,10 @@ func (p *symPrinter) one(q query, r result) error {
 // as a line of --json).
 func (p *symPrinter) json(q query, addr uint64, ok bool, frames []symbolize.Frame) error {
 	lines := p.style == styleJSONLines
+	if ok && p.jsonPlain(frames) {
+		p.jsonFast(addr, frames, lines)
+		return nil
+	}
 	a := jsonAnswer{Address: fmt.Sprintf("%#x", addr), ModuleName: p.file}
 	switch {
 	case !ok && lines:
@@ -859,6 +967,75 @@ func (p *symPrinter) json(q query, addr uint64, ok bool, frames []symbolize.Fram
 	return nil
 }
 
+// jsonPlain reports whether the strings of an answer (the module's and
+// the frames' names) need no escaping in JSON: printable ASCII without
+// quote and backslash, which encoding/json writes as they are. Then
+// jsonFast formats the answer; otherwise json's encoder does.
+func (p *symPrinter) jsonPlain(frames []symbolize.Frame) bool {
+	if !p.filePlain {
+		return false
+	}
+	for _, f := range frames {
+		if !jsonPlainString(f.Function) || !jsonPlainString(f.File) {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonPlainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonFast appends one answer of a known address whose strings are plain
+// (jsonPlain) as json's encoder writes jsonAnswer: the same fields in the
+// same order, nothing escaped, the newline only outside an array.
+func (p *symPrinter) jsonFast(addr uint64, frames []symbolize.Frame, lines bool) {
+	b := p.num[:0]
+	if p.array && p.answered > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, `{"Address":"0x`...)
+	b = strconv.AppendUint(b, addr, 16)
+	b = append(b, `","ModuleName":"`...)
+	b = append(b, p.file...)
+	b = append(b, `","Symbol":[`...)
+	one := [1]symbolize.Frame{}
+	if len(frames) == 0 {
+		frames = one[:] // llvm-symbolizer's one empty frame
+	}
+	for i, f := range frames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"Column":`...)
+		b = strconv.AppendUint(b, uint64(f.Column), 10)
+		b = append(b, `,"Discriminator":0,"FileName":"`...)
+		b = append(b, f.File...)
+		b = append(b, `","FunctionName":"`...)
+		b = append(b, f.Function...)
+		b = append(b, '"')
+		if lines {
+			b = append(b, `,"Inlined":`...)
+			b = strconv.AppendBool(b, f.Inlined)
+		}
+		b = append(b, `,"Line":`...)
+		b = strconv.AppendUint(b, uint64(f.Line), 10)
+		b = append(b, `,"StartAddress":"","StartFileName":"","StartLine":0}`...)
+	}
+	b = append(b, "]}"...)
+	if !p.array {
+		b = append(b, '\n')
+	}
+	p.num = b
+	p.w.Write(b)
+}
+
 // gnu prints one answer as addr2line does with the same flags:
 // [-a] the address (0x and 16 or 8 digits); per frame [-f] the function
 // and file:line; with -p all on one line, "FUNCTION at FILE:LINE", the
@@ -891,6 +1068,29 @@ func (p *symPrinter) gnu(addr uint64, frames []symbolize.Frame) {
 	b = p.appendFrames(b, frames, false)
 	p.num = b
 	p.w.Write(b)
+}
+
+// appendGNUPlain appends the answer gnu prints for frames with
+// addr2line's -f -i and no other flag: per frame the function and
+// FILE:LINE lines ("??" for unknown, FILE:? without a line); "??" and
+// "??:0" for no frames.
+func appendGNUPlain(b []byte, frames []symbolize.Frame) []byte {
+	if len(frames) == 0 {
+		return append(b, "??\n??:0\n"...)
+	}
+	for _, f := range frames {
+		b = appendOr(b, f.Function, "??")
+		b = append(b, '\n')
+		b = appendOr(b, f.File, "??")
+		b = append(b, ':')
+		if f.Line == 0 {
+			b = append(b, '?')
+		} else {
+			b = strconv.AppendUint(b, uint64(f.Line), 10)
+		}
+		b = append(b, '\n')
+	}
+	return b
 }
 
 // llvm prints one answer as llvm-symbolizer's default output style does:

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/elfimage/elfimage/internal/radix"
 	"github.com/elfimage/elfimage/internal/tooltest"
+	"github.com/elfimage/elfimage/symbolize"
 )
 
 // TestSymbolizeGCC: on a gcc -O2 -g binary (not ours), `symbolize --json`
@@ -125,11 +127,33 @@ func TestSymbolizeGCC(t *testing.T) {
 // optional 0x or 0X, which is what addr2line accepts.
 func TestParseAddr(t *testing.T) {
 	for _, s := range []string{"0", "0x0", "0X1f", "401000", "0xffffffffffffffff", "0x10000000000000000",
-		"00000000000000000000abc", "0x", "x10", "0xg", "-1", "+1", "1_0", "ffff ", "0x0x1", "FfFf"} {
+		"00000000000000000000abc", "0x", "0x\n", "x10", "0xg", "ffffffffffffffff", "1ffffffffffffffff", "0001ffffffffffffffff", "-1", "+1", "1_0", "ffff ", "0x0x1", "FfFf"} {
 		want, werr := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
 		got, ok := parseAddr([]byte(s))
 		if ok != (werr == nil) || (ok && got != want) {
 			t.Errorf("parseAddr(%q) = %#x, %v; strconv: %#x, %v", s, got, ok, want, werr)
+		}
+		// A line of one word: lineAddr's pass agrees with the words'
+		// (where it does not decline the line).
+		for _, line := range []string{s, s + "\n", s + "\r\n", " " + s + "\n"} {
+			var p symPrinter
+			p.add([]byte(line))
+			var oracle []query
+			bad := int32(0)
+			for _, w := range strings.Fields(line) {
+				if a, ok := parseAddr([]byte(w)); ok {
+					oracle = append(oracle, query{addr: a, bad: -1})
+				} else {
+					oracle = append(oracle, query{bad: bad})
+					bad++
+				}
+			}
+			if !slices.Equal(p.batch, oracle) {
+				t.Errorf("line %q: words %v, want %v", line, p.batch, oracle)
+			}
+			if a, ok := lineAddr([]byte(line)); ok && (len(oracle) != 1 || oracle[0] != query{addr: a, bad: -1}) {
+				t.Errorf("lineAddr(%q) = %#x, want the words' %v", line, a, oracle)
+			}
 		}
 	}
 }
@@ -343,16 +367,20 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 		}
 	}
 	// Answered and printed on one goroutine, then in two halves at once
-	// (when GOMAXPROCS allows).
-	defer func(old int) { concurrentMin = old }(concurrentMin)
-	for _, cm := range []int{concurrentMin, sortedMin} {
-		concurrentMin = cm
-		code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
-		if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
-			t.Errorf("batch, concurrent from %d: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", cm, code, errOut, failed)
-		}
-		if out != want.String() {
-			t.Errorf("batch, concurrent from %d: output differs from the addresses' answers one at a time:\n%s", cm, out)
+	// (when GOMAXPROCS allows); in one window of the batch, then in
+	// three (the words zz and yy in the second and third).
+	defer func(old, win int) { concurrentMin, sortedWindow = old, win }(concurrentMin, sortedWindow)
+	for _, win := range []int{sortedWindow, sortedMin + 5} {
+		sortedWindow = win
+		for _, cm := range []int{concurrentMin, sortedMin / 2} {
+			concurrentMin = cm
+			code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
+			if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
+				t.Errorf("batch, concurrent from %d, windows of %d: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", cm, win, code, errOut, failed)
+			}
+			if out != want.String() {
+				t.Errorf("batch, concurrent from %d, windows of %d: output differs from the addresses' answers one at a time:\n%s", cm, win, out)
+			}
 		}
 	}
 }
@@ -413,4 +441,99 @@ func BenchmarkBatchOrder(b *testing.B) {
 			slices.Sort(work)
 		}
 	})
+}
+
+// failAfter is a writer that accepts n bytes and then fails, as stdout
+// on a full device does.
+type failAfter struct{ n int }
+
+var errDeviceFull = errors.New("no space left on device")
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		k := f.n
+		f.n = 0
+		return k, errDeviceFull
+	}
+	f.n -= len(b)
+	return len(b), nil
+}
+
+// TestSymbolizeWriteError: answers that cannot be written (stdout on a
+// full device) fail the command with the write's error, for addresses
+// given as arguments and on standard input, whether the failure comes
+// at the first write or after some answers.
+func TestSymbolizeWriteError(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "demo", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	path := filepath.Join(dir, "demo.elf")
+	good := fmt.Sprintf("%#x", funcSymbols(t, path)[0].Value)
+	var many strings.Builder
+	for range 20000 {
+		many.WriteString(good + "\n")
+	}
+	for _, n := range []int{0, 100, 70000} {
+		var stderr bytes.Buffer
+		args := []string{"symbolize", "-e", path}
+		for range 10000 {
+			args = append(args, good)
+		}
+		if code := run(args, &failAfter{n}, &stderr); code != 1 || !strings.Contains(stderr.String(), errDeviceFull.Error()) {
+			t.Errorf("arguments, failing after %d bytes: exit %d, error %q: want 1 and the write's error", n, code, stderr.String())
+		}
+		f, err := os.CreateTemp(dir, "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(many.String())
+		f.Seek(0, 0)
+		saved := os.Stdin
+		os.Stdin = f
+		stderr.Reset()
+		code := run([]string{"symbolize", "-e", path}, &failAfter{n}, &stderr)
+		os.Stdin = saved
+		f.Close()
+		if code != 1 || !strings.Contains(stderr.String(), errDeviceFull.Error()) {
+			t.Errorf("standard input, failing after %d bytes: exit %d, error %q: want 1 and the write's error", n, code, stderr.String())
+		}
+	}
+}
+
+// TestSymbolizeJSONFast: an answer whose strings need no escaping is
+// written by jsonFast exactly as encoding/json writes it (the same
+// printer with the module's name marked as needing escapes takes the
+// encoder), in --output-style=JSON alone and in an array and in --json,
+// for no frames, one, inlined ones, and names with <, > and &; names
+// that need escapes take the encoder.
+func TestSymbolizeJSONFast(t *testing.T) {
+	answers := [][]symbolize.Frame{
+		nil,
+		{{Function: "f", File: "/a/b.c", Line: 3, Column: 7}},
+		{{Function: "mix4", File: "/tmp/f004.c", Line: 1, Column: 49, Inlined: true}, {Function: "fn<int>&", File: "x.c", Line: 2752, Column: 9}},
+		{{Function: "", File: "", Line: 0}},
+		{{Function: "caf\u00e9", File: "q\"uote\\.c\t", Line: 1}},
+	}
+	for _, style := range []int{styleJSON, styleJSONLines} {
+		for _, array := range []bool{false, true} {
+			var got, want bytes.Buffer
+			fast := symPrinter{w: bufio.NewWriter(&got), file: "/bin/mod", array: array, filePlain: true}
+			slow := symPrinter{w: bufio.NewWriter(&want), file: "/bin/mod", array: array}
+			fast.style, slow.style = style, style
+			for i, fr := range answers {
+				for _, p := range []*symPrinter{&fast, &slow} {
+					p.answered++
+					if err := p.json(query{addr: uint64(0x1000 * i), bad: -1}, uint64(0x1000*i), true, slices.Clone(fr)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			fast.w.Flush()
+			slow.w.Flush()
+			if got.String() != want.String() || got.Len() == 0 {
+				t.Errorf("style %d, array %v: jsonFast wrote\n%s\nencoding/json\n%s", style, array, got.String(), want.String())
+			}
+		}
+	}
 }
