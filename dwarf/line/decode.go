@@ -1113,6 +1113,19 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					r.state.IsStmt = !r.state.IsStmt
 					off++
 				case dwarf.DW_LNS_advance_line:
+					if off+1 < len(data) && data[off+1] < 0x80 {
+						// One byte: bit 6 is the sign.
+						ln += int64(data[off+1]<<1) << 56 >> 57
+						off += 2
+						continue
+					}
+					if off+2 < len(data) && data[off+2] < 0x80 {
+						// Two bytes: 14 bits, bit 13 the sign.
+						v := uint64(data[off+1]&0x7f) | uint64(data[off+2])<<7
+						ln += int64(v<<50) >> 50
+						off += 3
+						continue
+					}
 					v, k := dwarf.Sleb128(data[off+1:])
 					if k == 0 {
 						break fast
