@@ -264,38 +264,7 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 // until a row that ends the sequence or does not fit the narrow form. It
 // returns the arrays and the number of rows it took.
 func keepNarrow(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uint64, first int32) ([]uint32, []narrowRow, int) {
-	// n is the rows kept (len(offs) = len(narrow)): n in decodeLines.
-	// With room for all of rows in both arrays' capacity, the rows are
-	// stored by index, without append's checks.
-	n := len(offs)
-	o, nr := offs[:cap(offs)], narrow[:cap(narrow)]
-	if len(rows) > len(o)-n || len(rows) > len(nr)-n {
-		return keepNarrowAppend(rows, offs, narrow, start, first)
-	}
-	for i := range rows {
-		row := &rows[i]
-		d := row.Address - start
-		if row.EndSequence || row.Address < start || d>>32|row.File>>16|uint64(row.Column>>16) != 0 {
-			return o[:n], nr[:n], i
-		}
-		lr := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}
-		if int32(n) > first {
-			if o[n-1] == uint32(d) {
-				nr[n-1] = lr
-				continue
-			}
-			if nr[n-1] == lr {
-				continue
-			}
-		}
-		o[n], nr[n] = uint32(d), lr
-		n++
-	}
-	return o[:n], nr[:n], len(rows)
-}
-
-// keepNarrowAppend is keepNarrow for arrays that may grow.
-func keepNarrowAppend(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uint64, first int32) ([]uint32, []narrowRow, int) {
+	// len(offs) (= len(narrow)) is the rows kept: n in decodeLines.
 	for i := range rows {
 		row := &rows[i]
 		if row.EndSequence || row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
