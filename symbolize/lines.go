@@ -22,14 +22,20 @@ import (
 // address below its sequence's start or 2^32 or more above it, a file
 // index or column of 2^16 or more) is wide throughout; wide is then set.
 type lineTable struct {
-	seqs    []lineSeq     // sorted by end
-	indexes []bucketIndex // over the addresses (offsets) of the long sequences
-	wide    bool
-	off     []uint32    // narrow: the rows' addresses less their sequence's start, in program order
-	narrow  []narrowRow // narrow: the rows' positions, parallel to off
-	addrs   []uint64    // wide: the rows' addresses, every sequence's, in program order
-	rows    []lineRow   // wide: the rows' positions, parallel to addrs
-	files   []string    // full path per file index; "" for an invalid entry
+	seqs []lineSeq // sorted by end
+	// ends holds the sequences' ends (parallel to seqs) and endIndex
+	// indexes them, when there are at least minBucketKeys sequences (a
+	// file whose every function is a sequence): lookup then finds its
+	// sequence without a bisection of all of them. Both empty otherwise.
+	ends     []uint64
+	endIndex bucketIndex
+	indexes  []bucketIndex // over the addresses (offsets) of the long sequences
+	wide     bool
+	off      []uint32    // narrow: the rows' addresses less their sequence's start, in program order
+	narrow   []narrowRow // narrow: the rows' positions, parallel to off
+	addrs    []uint64    // wide: the rows' addresses, every sequence's, in program order
+	rows     []lineRow   // wide: the rows' positions, parallel to addrs
+	files    []string    // full path per file index; "" for an invalid entry
 }
 
 // lineSeq is one sequence: [start, end) with rows[first:last] (the
@@ -240,6 +246,13 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		}
 		return 0
 	})
+	if len(t.seqs) >= minBucketKeys {
+		t.ends = slabMake[uint64](d.slab, len(t.seqs))
+		for i := range t.seqs {
+			t.ends[i] = t.seqs[i].end
+		}
+		t.endIndex = newBucketIndexOf(d.slab, t.ends)
+	}
 	for i := range t.seqs {
 		if sq := &t.seqs[i]; sq.last-sq.first >= minBucketKeys {
 			sq.index = int32(len(t.indexes))
@@ -376,10 +389,17 @@ func filePath(h *line.Header, files []line.FileEntry, i uint64, compDir string) 
 // lookup returns the row that holds for addr: in the sequence with the
 // smallest end above addr, if it starts at or before addr, the last row
 // at or before addr (LLVM's lookupAddress and findRowInSeq). Cost: a
-// bisection of the sequences and a bucket-index lookup in the sequence's
-// rows; no allocation.
+// bisection of the sequences (a bucket-index lookup in their ends when
+// there are minBucketKeys or more) and a bucket-index lookup in the
+// sequence's rows; no allocation.
 func (t *lineTable) lookup(addr uint64) (lineRow, bool) {
 	lo, hi := 0, len(t.seqs)
+	if t.endIndex.b != nil {
+		// The first sequence that ends after addr: the one after the
+		// last that ends at or before it.
+		lo = lastOf(&t.endIndex, t.ends, addr) + 1
+		hi = lo
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if t.seqs[m].end <= addr {

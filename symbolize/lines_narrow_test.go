@@ -36,6 +36,27 @@ func TestLineTableNarrow(t *testing.T) {
 	for len(manyFiles) <= 1<<16+1 {
 		manyFiles = append(manyFiles, line.File{Name: "x.h"})
 	}
+	// Sequences enough for the table's index of their ends: in reverse
+	// address order, some adjacent (one's end the next one's start),
+	// some apart, and (overlap) some overlapping the one before.
+	many := func(n int, overlap bool) []line.Sequence {
+		var seqs []line.Sequence
+		at := uint64(0x410000)
+		for i := range n {
+			rows := long(at, 3+i%7, 2)
+			seqs = append(seqs, seq(at, rows))
+			switch end := rows[len(rows)-1].Address + 8; {
+			case overlap && i%3 == 0:
+				at = end - 10
+			case i%4 == 0:
+				at = end
+			default:
+				at = end + uint64(i%5)*0x40
+			}
+		}
+		slices.Reverse(seqs)
+		return seqs
+	}
 	cases := []struct {
 		name  string
 		files []line.File
@@ -51,6 +72,9 @@ func TestLineTableNarrow(t *testing.T) {
 		{"wide file", manyFiles, []line.Sequence{seq(0x401000, long(0x401000, 60, 3)),
 			seq(0x600000, []line.Row{{Address: 0x600000, File: 1, Line: 1}, {Address: 0x600010, File: 1 << 16, Line: 2}})}, allLive, true, false},
 		{"wide, dropped", files, []line.Sequence{seq(0x401000, long(0x401000, 60, 3)), seq(0x10, long(0x10, 40, 1<<17)), seq(0x402000, long(0x402000, 50, 4))}, live{0x1000, ^uint64(0)}, true, false},
+		{"many sequences", files, many(70, false), allLive, false, false},
+		{"many sequences, overlapping", files, many(45, true), allLive, false, false},
+		{"many sequences, wide", files, append(many(40, false), seq(0x900000, long(0x900000, 10, 1<<16))), allLive, true, false},
 		{"wide, a row below the start", files, []line.Sequence{seq(0x401000, long(0x401000, 60, 3)), seq(0xfffffffffffff000, long(0xfffffffffffff000, 40, 4))}, allLive, true, true},
 	}
 	for _, c := range cases {
@@ -88,6 +112,9 @@ func TestLineTableNarrow(t *testing.T) {
 		}
 		if c.below {
 			continue // unsorted rows: the model does not apply
+		}
+		if (len(tab.seqs) >= minBucketKeys) != (tab.endIndex.b != nil) {
+			t.Errorf("%s: %d sequences, index of ends %v", c.name, len(tab.seqs), tab.endIndex.b != nil)
 		}
 		// The model's answer: sequences by end (stable), the last row
 		// at or before the address, else the first.

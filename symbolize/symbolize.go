@@ -513,7 +513,18 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if d != nil && d.indexed.Load() < int64(len(d.units)) {
 		seen := make([]bool, len(d.units))
 		var units []int
+		// The units not indexed yet: once all are seen the rest of the
+		// addresses can add none.
+		left := 0
+		for i := range d.units {
+			if d.units[i].idx.Load() == nil {
+				left++
+			}
+		}
 		for _, a := range addrs {
+			if len(units) == left {
+				break
+			}
 			a, ok := s.f.linkAddr(a)
 			if !ok {
 				continue

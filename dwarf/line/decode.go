@@ -103,6 +103,13 @@ type Reader struct {
 	// 2^24/line_range + 1; the error is below 256/2^24, less than the
 	// 1/line_range a fraction can lack before the next integer).
 	rangeMul uint32
+	// special holds, for each opcode, ReadRows' decoding of it as a
+	// special opcode when maximum_operations_per_instruction is 1
+	// (section 6.2.5.1): 0 for an opcode below opcode_base, else the
+	// address advance (minimum_instruction_length times the operation
+	// advance, below 2^16) shifted left by 10 over the line advance plus
+	// 512 (line_base + a value below 255: in [384, 894), never 0).
+	special [256]uint32
 	// tabs locates the directory and file tables that a reader from
 	// [NewSequenceReader] checked but did not build.
 	tabs lazyTables
@@ -173,6 +180,7 @@ func (r *Reader) init(sec Sections, off uint64, compDir string, lazy bool) error
 		return err
 	}
 	r.rangeMul = 1<<24/uint32(r.hdr.LineRange) + 1
+	r.setSpecial()
 	r.reset()
 	return nil
 }
@@ -683,6 +691,18 @@ func (r *Reader) resolve(e *FileEntry) error {
 
 // reset sets the registers to their values at the start of a sequence
 // (DWARF 5 section 6.2.2, table 6.4).
+// setSpecial fills r.special from the header (once per reader: 256
+// entries).
+func (r *Reader) setSpecial() {
+	h := &r.hdr
+	for op := int(h.OpcodeBase); op < 256; op++ {
+		adj := uint32(op) - uint32(h.OpcodeBase)
+		q := adj / uint32(h.LineRange)
+		lineAdv := int32(h.LineBase) + int32(adj-q*uint32(h.LineRange))
+		r.special[op] = uint32(h.MinInstLength)*q<<10 | uint32(lineAdv+512)
+	}
+}
+
 func (r *Reader) reset() {
 	r.state = Row{File: 1, Line: 1, IsStmt: r.hdr.DefaultIsStmt}
 	r.line = 1
@@ -1056,15 +1076,13 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 			// The registers that change on nearly every row in locals;
 			// file and is_stmt (rarely set) stay in r.state.
 			addr, ln, col := r.state.Address, r.line, r.state.Column
-			minInst, base, lineBase, lineRange, mul := uint64(h.MinInstLength), h.OpcodeBase, int64(h.LineBase), uint32(h.LineRange), r.rangeMul
+			tab := &r.special
 		fast:
 			for off < len(data) {
 				op := data[off]
-				if op >= base {
-					adj := uint32(op - base)
-					q := adj * mul >> 24
-					addr += minInst * uint64(q)
-					ln += lineBase + int64(adj-q*lineRange)
+				if e := tab[op]; e != 0 {
+					addr += uint64(e >> 10)
+					ln += int64(e&0x3ff) - 512
 					off++
 					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
 					if n++; n == len(dst) {
@@ -1095,6 +1113,19 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					r.state.IsStmt = !r.state.IsStmt
 					off++
 				case dwarf.DW_LNS_advance_line:
+					if off+1 < len(data) && data[off+1] < 0x80 {
+						// One byte: bit 6 is the sign.
+						ln += int64(data[off+1]<<1) << 56 >> 57
+						off += 2
+						continue
+					}
+					if off+2 < len(data) && data[off+2] < 0x80 {
+						// Two bytes: 14 bits, bit 13 the sign.
+						v := uint64(data[off+1]&0x7f) | uint64(data[off+2])<<7
+						ln += int64(v<<50) >> 50
+						off += 3
+						continue
+					}
 					v, k := dwarf.Sleb128(data[off+1:])
 					if k == 0 {
 						break fast
@@ -1106,7 +1137,7 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					if k == 0 {
 						break fast
 					}
-					addr += minInst * v
+					addr += uint64(h.MinInstLength) * v
 					off += 1 + k
 				case dwarf.DW_LNS_set_file:
 					v, k := dwarf.Uleb128(data[off+1:])
@@ -1116,7 +1147,7 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					r.state.File = v
 					off += 1 + k
 				case dwarf.DW_LNS_const_add_pc:
-					addr += minInst * uint64((255-uint32(base))*mul>>24)
+					addr += uint64(h.MinInstLength) * uint64((255-uint32(h.OpcodeBase))*r.rangeMul>>24)
 					off++
 				default:
 					break fast
