@@ -152,7 +152,10 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	for {
 		k, rerr := r.ReadRows(buf[:])
 		for i := 0; i < k; i++ {
-			if !t.wide && !empty {
+			if empty {
+				start, first, empty = buf[i].Address, n, false
+			}
+			if !t.wide {
 				// The rows of a narrow sequence, up to one that ends
 				// it or does not fit.
 				var m int
@@ -163,9 +166,6 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 				}
 			}
 			row := &buf[i]
-			if empty {
-				start, first, empty = row.Address, n, false
-			}
 			if row.EndSequence {
 				if start < row.Address && n > first && d.live.ok(start) {
 					t.seqs = append(t.seqs, lineSeq{start, row.Address, first, n, -1})
@@ -181,38 +181,17 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 				continue
 			}
 			if !t.wide {
-				if row.Address < start || (row.Address-start)>>32 != 0 || row.File > 1<<16-1 || row.Column > 1<<16-1 {
-					t.off, t.narrow = offs, narrow
-					t.widen(start, first)
-					offs, narrow = nil, nil
-				} else {
-					// Keep only the rows a lookup can return: of several
-					// rows at one address the last (lookup takes the
-					// last row at or before the address), and not a row
-					// that repeats the position of the row before it
-					// (the earlier row answers the same). gcc -O2 output
-					// loses about half its rows this way.
-					lr, o := narrowRow{row.Line, uint16(row.File), uint16(row.Column)}, uint32(row.Address-start)
-					if n > first {
-						if offs[n-1] == o {
-							narrow[n-1] = lr
-							continue
-						}
-						if narrow[n-1] == lr {
-							continue
-						}
-					}
-					narrow = append(narrow, lr)
-					offs = append(offs, o)
-					n++
-					continue
-				}
+				// keepNarrow stopped at a row the narrow form cannot
+				// hold: from here on the table is wide.
+				t.off, t.narrow = offs, narrow
+				t.widen(start, first)
+				offs, narrow = nil, nil
 			}
 			f := uint32(row.File)
 			if row.File > 1<<32-1 {
 				f = 1<<32 - 1
 			}
-			// As for the narrow rows above.
+			// As keepNarrow keeps the narrow rows.
 			lr := lineRow{f, row.Line, row.Column}
 			if n > first {
 				if t.addrs[n-1] == row.Address {
@@ -271,11 +250,15 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	return t, nil
 }
 
-// keepNarrow appends the rows of rows to a narrow table's offs and narrow
-// as decodeLines keeps them, for a sequence that starts at start with its
-// first kept row at first (below len(offs): the sequence has a row),
-// until a row that ends the sequence or does not fit the narrow form. It
-// returns the arrays and the number of rows it took.
+// keepNarrow appends the rows of rows to a narrow table's offs and narrow,
+// for a sequence that starts at start with its first kept row at index
+// first (at most len(offs)), until a row that ends the sequence or does
+// not fit the narrow form. It keeps only the rows a lookup can return: of
+// several rows at one address the last (lookup takes the last row at or
+// before the address), and not a row that repeats the position of the row
+// before it (the earlier row answers the same); gcc -O2 output loses about
+// half its rows this way. It returns the arrays and the number of rows it
+// took.
 func keepNarrow(rows []line.PosRow, offs []uint32, narrow []narrowRow, start uint64, first int32) ([]uint32, []narrowRow, int) {
 	// len(offs) (= len(narrow)) is the rows kept: n in decodeLines.
 	for i := range rows {
