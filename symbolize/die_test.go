@@ -36,9 +36,9 @@ func TestAttrsVsGo(t *testing.T) {
 		}},
 		{"go", func(t *testing.T) string { return buildGo(t) }},
 		// Inlined calls at lines and columns of 2 and 4 bytes (gcc's
-		// DW_FORM_data2 and data4 call_line and call_column; DWARF 4, where
-		// DWARF 5 has implicit constants): the
-		// in-place loads of every size.
+		// DW_FORM_data2 and data4 call_line and call_column; DWARF 4,
+		// where DWARF 5 has implicit constants): the in-place loads of
+		// every size.
 		{"gcc-wide-calls", func(t *testing.T) string { return tooltest.GCC(t, wideCallsSrc, "-O2", "-g", "-gdwarf-4") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
