@@ -4,6 +4,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/elfimage/elfimage/internal/tooltest"
@@ -34,6 +35,11 @@ func TestAttrsVsGo(t *testing.T) {
 			return buildC(t, tooltest.Require(t, "clang-14", "clang"), "-O2", "-g", "-gdwarf-4")
 		}},
 		{"go", func(t *testing.T) string { return buildGo(t) }},
+		// Inlined calls at lines and columns of 2 and 4 bytes (gcc's
+		// DW_FORM_data2 and data4 call_line and call_column; DWARF 4,
+		// where DWARF 5 has implicit constants): the in-place loads of
+		// every size.
+		{"gcc-wide-calls", func(t *testing.T) string { return tooltest.GCC(t, wideCallsSrc, "-O2", "-g", "-gdwarf-4") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := elf.Open(c.build(t))
@@ -66,6 +72,14 @@ func TestAttrsVsGo(t *testing.T) {
 		})
 	}
 }
+
+// wideCallsSrc inlines mix at line 300 (column 300) and line 70000.
+var wideCallsSrc = "static inline __attribute__((always_inline)) int mix(int x, int k) { return x * k + 3; }\n" +
+	"#line 300\n" +
+	"int f(int x) { int s = 0; for (int i = 0; i < x; i++) s +=" + strings.Repeat(" ", 250) + "mix(i, x); return s; }\n" +
+	"#line 70000\n" +
+	"int g(int x) { return mix(x, 7) ^ f(x); }\n" +
+	"int main(int c, char **v) { (void)v; return g(c); }\n"
 
 // compareDIEs compares the DIEs ReadDIEsPath read (slow: form by form)
 // with debug/dwarf's.

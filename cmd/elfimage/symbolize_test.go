@@ -514,6 +514,14 @@ func TestSymbolizeJSONFast(t *testing.T) {
 		{{Function: "mix4", File: "/tmp/f004.c", Line: 1, Column: 49, Inlined: true}, {Function: "fn<int>&", File: "x.c", Line: 2752, Column: 9}},
 		{{Function: "", File: "", Line: 0}},
 		{{Function: "caf\u00e9", File: "q\"uote\\.c\t", Line: 1}},
+		// One byte that needs an escape each, so that each of
+		// jsonPlainString's tests is needed.
+		{{Function: "q\"uote", File: "a.c", Line: 1}},
+		{{Function: "f", File: "back\\slash.c", Line: 1}},
+		{{Function: "tab\tbed", File: "a.c", Line: 1}},
+		{{Function: "f", File: "caf\u00e9.c", Line: 1}},
+		{{Function: "del\x7f", File: "invalid\xff.c", Line: 1}},
+		{{Function: "sep\u2028", File: "a.c", Line: 1}},
 	}
 	for _, style := range []int{styleJSON, styleJSONLines} {
 		for _, array := range []bool{false, true} {
@@ -535,5 +543,20 @@ func TestSymbolizeJSONFast(t *testing.T) {
 				t.Errorf("style %d, array %v: jsonFast wrote\n%s\nencoding/json\n%s", style, array, got.String(), want.String())
 			}
 		}
+	}
+	// A module name that needs escapes (filePlain as runSymbolize sets
+	// it) takes the encoder: the answer decodes to the name.
+	var out bytes.Buffer
+	const mod = "/tmp/a\"b\\c"
+	p := symPrinter{w: bufio.NewWriter(&out), file: mod, filePlain: jsonPlainString(mod)}
+	p.style = styleJSON
+	p.answered++
+	if err := p.json(query{addr: 0x1000, bad: -1}, 0x1000, true, []symbolize.Frame{{Function: "f", File: "a.c", Line: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	p.w.Flush()
+	var a jsonAnswer
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil || a.ModuleName != mod {
+		t.Errorf("module %q: wrote %s (%v)", mod, out.String(), err)
 	}
 }

@@ -689,8 +689,6 @@ func (r *Reader) resolve(e *FileEntry) error {
 	return nil
 }
 
-// reset sets the registers to their values at the start of a sequence
-// (DWARF 5 section 6.2.2, table 6.4).
 // setSpecial fills r.special from the header (once per reader: 256
 // entries).
 func (r *Reader) setSpecial() {
@@ -703,6 +701,8 @@ func (r *Reader) setSpecial() {
 	}
 }
 
+// reset sets the registers to their values at the start of a sequence
+// (DWARF 5 section 6.2.2, table 6.4).
 func (r *Reader) reset() {
 	r.state = Row{File: 1, Line: 1, IsStmt: r.hdr.DefaultIsStmt}
 	r.line = 1
@@ -1055,7 +1055,8 @@ type PosRow struct {
 // registers, the other fields of Row among them, end as Next leaves
 // them). It returns the number of rows stored and, when the program
 // ended or failed after them, io.EOF or Next's *formaterr.Error (n may
-// then be below len(dst), also 0). Cost: the opcodes compilers emit for
+// then be below len(dst), also 0); dst[n:] is left as it was. An empty
+// dst gives 0 and nil without decoding. Cost: the opcodes compilers emit for
 // nearly every row (special opcodes, DW_LNS_copy, advance_pc,
 // advance_line, set_file, set_column, negate_stmt, const_add_pc) are
 // decoded in one loop with the registers in locals, without a call per
