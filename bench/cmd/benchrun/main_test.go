@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,5 +198,37 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		im.Close()
+	}
+}
+
+// TestTimeStdinBest runs a shell script that counts its runs in a file
+// and reads its standard input: timeStdinBest must run it k times, each
+// with the whole input, and fail on the first failing run.
+func TestTimeStdinBest(t *testing.T) {
+	sh := tooltest.Require(t, "sh")
+	dir := t.TempDir()
+	in, count := filepath.Join(dir, "in"), filepath.Join(dir, "count")
+	if err := os.WriteFile(in, []byte("a\nb\nc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Each run appends the line count of its input; the third run fails
+	// when the script is given a second argument.
+	script := `n=$(wc -l); echo $n >> "$1"; [ -z "$2" ] || [ $(wc -l < "$1") -lt 3 ]`
+	if _, err := timeStdinBest(4, in, sh, "-c", script, "sh", count); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(b)); !slices.Equal(got, []string{"3", "3", "3", "3"}) {
+		t.Errorf("runs saw input lines %q, want 4 runs of 3", got)
+	}
+	os.Remove(count)
+	if _, err := timeStdinBest(4, in, sh, "-c", script, "sh", count, "fail"); err == nil {
+		t.Error("no error from a failing third run")
+	}
+	if b, _ := os.ReadFile(count); len(strings.Fields(string(b))) != 3 {
+		t.Errorf("runs after the failing one: %q", b)
 	}
 }
