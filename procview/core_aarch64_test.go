@@ -402,7 +402,7 @@ func TestCoreStacksAArch64Scheme(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGABRT); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Wait()
+		tooltest.Wait(t, cmd, 0)
 		cores, _ := filepath.Glob(filepath.Join(work, "qemu_*.core"))
 		if len(cores) != 1 {
 			tooltest.Skip(t, "qemu-aarch64 wrote %d cores (ulimit -c refused?)", len(cores))

@@ -334,7 +334,7 @@ func crashCoreAfter(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, crash func(
 		t.Fatal(err)
 	}
 	crash()
-	err := cmd.Wait()
+	err := tooltest.Wait(t, cmd, 0)
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != sig {
 		t.Fatalf("child: %v, want killed by %v", err, sig)

@@ -65,6 +65,7 @@ func startDebuginfod(t *testing.T, dir string) *debuginfodServer {
 	db := filepath.Join(t.TempDir(), "debuginfod.sqlite")
 	cmd := loopbackCommand(t, "sh", "-c", `exec "$0" -F -p 8002 -d "$1" -t 0 -g 0 -c 1 "$2"`, bin, db, dir)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
+	cmd.WaitDelay = 5 * time.Second // a child left holding the log pipe does not stall the cleanup
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

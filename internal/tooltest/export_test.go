@@ -9,3 +9,11 @@ func SetTimeouts(perf, build time.Duration) (restore func()) {
 	perfTimeout, buildTimeout = perf, build
 	return func() { perfTimeout, buildTimeout = oldPerf, oldBuild }
 }
+
+// SetReadyTimeouts sets readyTimeout and waitTimeout and returns the
+// function that restores them.
+func SetReadyTimeouts(ready, wait time.Duration) (restore func()) {
+	oldReady, oldWait := readyTimeout, waitTimeout
+	readyTimeout, waitTimeout = ready, wait
+	return func() { readyTimeout, waitTimeout = oldReady, oldWait }
+}

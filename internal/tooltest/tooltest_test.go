@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,5 +195,65 @@ func TestRunTool(t *testing.T) {
 	stdout, stderr, err := tooltest.RunToolSplit(f, exec.Command(sh, "-c", "echo out; echo err >&2"), time.Minute)
 	if stdout != "out\n" || stderr != "err\n" || err != nil || f.msg != "" {
 		t.Errorf("RunToolSplit: %q, %q, %v, message %q", stdout, stderr, err, f.msg)
+	}
+}
+
+// TestStartLine: StartLine returns the first line a program prints while
+// it runs on, StartReady accepts "ready" and refuses another line, and a
+// program that prints no line in time is killed and fails the test with
+// a message naming it.
+func TestStartLine(t *testing.T) {
+	sh := tooltest.Require(t, "sh")
+	if line := tooltest.StartLine(t, exec.Command(sh, "-c", "echo ready 1 2; sleep 30")); line != "ready 1 2\n" {
+		t.Errorf("StartLine: %q", line)
+	}
+	f := &fatalTB{TB: t}
+	tooltest.StartReady(f, exec.Command(sh, "-c", "echo ready; sleep 30"))
+	if f.msg != "" {
+		t.Errorf("StartReady on ready: %s", f.msg)
+	}
+	tooltest.StartReady(f, exec.Command(sh, "-c", "echo steady; sleep 30"))
+	if !strings.Contains(f.msg, `"steady\n"`) {
+		t.Errorf("StartReady on another line: message %q", f.msg)
+	}
+	defer tooltest.SetReadyTimeouts(300*time.Millisecond, 300*time.Millisecond)()
+	f.msg = ""
+	start := time.Now()
+	cmd := exec.Command(sh, "-c", "sleep 30; echo late")
+	tooltest.StartLine(f, cmd)
+	if !strings.Contains(f.msg, "sh printed no line in 300ms and was killed") {
+		t.Errorf("StartLine without a line: message %q", f.msg)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("StartLine returned after %v", d)
+	}
+}
+
+// TestWait: Wait returns a program's exit status, and kills a program
+// that outlives its bound (with its process group: the shell's sleep
+// too), failing the test with the command line and the timeout.
+func TestWait(t *testing.T) {
+	sh := tooltest.Require(t, "sh")
+	f := &fatalTB{TB: t}
+	cmd := exec.Command(sh, "-c", "exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var exit *exec.ExitError
+	if err := tooltest.Wait(f, cmd, time.Minute); !errors.As(err, &exit) || exit.ExitCode() != 3 || f.msg != "" {
+		t.Errorf("Wait: %v, message %q; want exit status 3", err, f.msg)
+	}
+	cmd = exec.Command(sh, "-c", "sleep 30; echo after")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	tooltest.Wait(f, cmd, 300*time.Millisecond)
+	if want := "-c sleep 30; echo after did not exit in 300ms and was killed"; !strings.Contains(f.msg, want) {
+		t.Errorf("Wait past its bound: message %q, want %q", f.msg, want)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("Wait returned after %v (the group was not killed?)", d)
 	}
 }

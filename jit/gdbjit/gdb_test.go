@@ -3,7 +3,6 @@
 package gdbjit
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"fmt"
@@ -234,22 +233,8 @@ func TestGDBAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading jitprog's ready line: %v", err)
-	}
+	defer stdin.Close()
+	line := tooltest.StartLine(t, cmd)
 	var a, b, c uint64
 	if _, err := fmt.Sscanf(line, "ready %v %v %v", &a, &b, &c); err != nil {
 		t.Fatalf("ready line %q: %v", line, err)
