@@ -629,7 +629,13 @@ func (d *dwarfData) unitOf(off uint64) *unit {
 }
 
 // index returns the index of units[i], building it on first use.
-func (d *dwarfData) index(i int) *unitIndex {
+func (d *dwarfData) index(i int) *unitIndex { return d.indexLines(i, false) }
+
+// indexLines is index; linesQueued tells build that the unit's line
+// program is decoded by a job of its own (Prepare's), so that build asks
+// for the line table after its DIE walk, in place, instead of decoding it
+// on a goroutine of its own.
+func (d *dwarfData) indexLines(i int, linesQueued bool) *unitIndex {
 	u := &d.units[i]
 	if x := u.idx.Load(); x != nil {
 		return x
@@ -650,7 +656,7 @@ func (d *dwarfData) index(i int) *unitIndex {
 			d.indexed.Add(1)
 		}
 	}()
-	x := d.build(u)
+	x := d.build(u, linesQueued)
 	built = true
 	u.idx.Store(x)
 	d.indexed.Add(1)
@@ -658,8 +664,9 @@ func (d *dwarfData) index(i int) *unitIndex {
 }
 
 // build walks the DIEs of u once, collecting subroutines and their
-// ranges, resolves their names and reads the line table.
-func (d *dwarfData) build(u *unit) *unitIndex {
+// ranges, resolves their names and reads the line table. linesQueued:
+// see indexLines.
+func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 	x := &unitIndex{}
 	t, err := d.abbrevTable(u)
 	if err != nil {
@@ -668,11 +675,15 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	// The line program and the DIEs are independent: a large unit's line
 	// program is decoded on another goroutine while this one walks the
-	// DIEs (the table is the same either way; an error of the line
-	// program still wins over one of the DIEs, as when it came first).
+	// DIEs, or, when Prepare queued it as a job of its own, by that job,
+	// and the table asked for after the walk (the table is the same
+	// either way; an error of the line program still wins over one of
+	// the DIEs, as when it came first).
 	var waitLines func() (*lineTable, error)
 	if u.root.hasStmt {
-		if u.hdr.End-u.hdr.Offset >= concurrentLines && runtime.GOMAXPROCS(0) > 1 {
+		if linesQueued {
+			waitLines = func() (*lineTable, error) { return d.lineTable(u) }
+		} else if u.hdr.End-u.hdr.Offset >= concurrentLines && runtime.GOMAXPROCS(0) > 1 {
 			waitLines = d.lineTableAsync(u)
 		} else if x.lines, err = d.lineTable(u); err != nil {
 			x.err = err

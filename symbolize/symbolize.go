@@ -541,15 +541,24 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 			return cmp(sb, sa)
 		})
 		for _, ui := range units {
-			if d.units[ui].split != nil {
+			u := &d.units[ui]
+			if u.split != nil {
 				jobs = append(jobs, func() {
-					if dd, sui, err := d.splitUnit(&d.units[ui]); err == nil {
+					if dd, sui, err := d.splitUnit(u); err == nil {
 						dd.index(sui)
 					}
 				})
 				continue
 			}
-			jobs = append(jobs, func() { d.index(ui) })
+			// A unit's line program is a job of its own, just before
+			// its DIE walk's: with two workers the walk usually runs
+			// beside it, and otherwise finds the table decoded, with no
+			// goroutine per unit (one started by build waits for a
+			// core while both workers walk).
+			if u.root.hasStmt {
+				jobs = append(jobs, func() { _, _ = d.lineTable(u) })
+			}
+			jobs = append(jobs, func() { d.indexLines(ui, u.root.hasStmt) })
 		}
 	}
 	n := min(runtime.GOMAXPROCS(0), len(jobs))
