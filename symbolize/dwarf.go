@@ -50,6 +50,12 @@ type dwarfData struct {
 	nameBytes  atomic.Int64 // the units' names copied so far (nameBudget)
 	guessBytes atomic.Int64 // the bytes of the capacity guesses so far (guessBudget)
 
+	// strCopy, once set (copyStr), is a copy of .debug_str: a unit whose
+	// names are all in .debug_str has it as its names (build), which then
+	// need no copy of their own. strOnce guards making it.
+	strCopy atomic.Pointer[string]
+	strOnce sync.Once
+
 	// slab, when set (Open's large files), holds the indexes' large
 	// arrays; nil: the heap.
 	slab *slab
@@ -786,35 +792,60 @@ func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 		clear(names)
 		sc.picks = picks[:0]
 	}()
-	// The name of the last subroutine named only through references
-	// (inlined copies, out-of-line instances: often many of one origin
-	// in a row, between subprograms with names of their own): names
-	// gives the same answer for the same references.
-	var lastRefs nameRefs
-	var lastLink []byte
-	haveLast := false
-	for i := range x.subrs {
-		if !isNeeded[i] {
-			continue
-		}
-		r := &refs[i]
-		var link []byte
-		if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && *r == lastRefs {
-			link = lastLink
-		} else {
-			var name []byte
-			link, name, _, _ = d.names(u, r, names, 0)
+	// With a copy of .debug_str (copyStr) and every name in .debug_str,
+	// the names are the copy's (direct: each subr gets its name's offset
+	// there, and nothing is copied); at the first name elsewhere (a
+	// DW_FORM_string in .debug_info, .debug_line_str) the names are
+	// collected again as picks, for the unit's own copy below.
+	strs := d.strCopy.Load()
+	direct := strs != nil
+	strBase, strLen := uintptr(unsafe.Pointer(unsafe.SliceData(d.sec.Str))), uintptr(len(d.sec.Str))
+collect:
+	for {
+		// The name of the last subroutine named only through references
+		// (inlined copies, out-of-line instances: often many of one
+		// origin in a row, between subprograms with names of their
+		// own): names gives the same answer for the same references.
+		var lastRefs nameRefs
+		var lastLink []byte
+		haveLast := false
+		for i := range x.subrs {
+			if !isNeeded[i] {
+				continue
+			}
+			r := &refs[i]
+			var link []byte
+			if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && *r == lastRefs {
+				link = lastLink
+			} else {
+				var name []byte
+				link, name, _, _ = d.names(u, r, names, 0)
+				if len(link) == 0 {
+					link = name
+				}
+				if byRef {
+					lastRefs, lastLink, haveLast = *r, link, true
+				}
+			}
 			if len(link) == 0 {
-				link = name
+				continue
 			}
-			if byRef {
-				lastRefs, lastLink, haveLast = *r, link, true
+			if direct {
+				if off := uintptr(unsafe.Pointer(unsafe.SliceData(link))) - strBase; off < strLen && uintptr(len(link)) <= strLen-off {
+					s := &x.subrs[i]
+					s.name, s.nameLen = uint32(off), uint32(len(link))
+					continue
+				}
+				direct = false
+				continue collect
 			}
+			picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&link[len(link)-1])), name: link, subr: int32(i)})
 		}
-		if len(link) == 0 {
-			continue
-		}
-		picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&link[len(link)-1])), name: link, subr: int32(i)})
+		break
+	}
+	if direct {
+		x.names = *strs
+		return x
 	}
 	// Names grouped by last byte: each group is the longest name and its
 	// suffixes, copied once.
@@ -845,6 +876,25 @@ func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 	}
 	x.names = arena.String()
 	return x
+}
+
+// copyStr sets d.strCopy to a copy of .debug_str, once, unless the
+// section is empty or of 4 GiB or more (a name's offset is 32 bits). The
+// copy counts in the names' budget (nameBudget). Prepare calls it for a
+// batch that indexes at least as many bytes of units as the section has,
+// where copying the whole section costs less than copying each unit's
+// names (and the copy is smaller than the units' copies together: gcc
+// output shares a name between the out-of-line and inlined instances of
+// a function, in different units). Cost: one copy of the section.
+func (d *dwarfData) copyStr() {
+	d.strOnce.Do(func() {
+		if n := len(d.sec.Str); n == 0 || n > 1<<32-1 {
+			return
+		}
+		d.nameBytes.Add(int64(len(d.sec.Str)))
+		s := string(d.sec.Str)
+		d.strCopy.Store(&s)
+	})
 }
 
 // groupPicks groups picks by last byte: it returns, for each distinct

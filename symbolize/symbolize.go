@@ -534,6 +534,16 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 				units = append(units, ui)
 			}
 		}
+		// A batch indexing at least as many bytes of units as
+		// .debug_str has names its subroutines in one copy of the
+		// section (copyStr), made first.
+		size := uint64(0)
+		for _, ui := range units {
+			size += d.units[ui].hdr.End - d.units[ui].hdr.Offset
+		}
+		if d.strCopy.Load() == nil && len(d.sec.Str) > 0 && size >= uint64(len(d.sec.Str)) {
+			jobs = slices.Insert(jobs, 0, d.copyStr)
+		}
 		// Largest first, so that no goroutine is left with a big unit
 		// at the end.
 		slices.SortFunc(units, func(a, b int) int {
