@@ -10,8 +10,8 @@ import (
 )
 
 // TestNamesStrCopy: a unit indexed with a copy of .debug_str (copyStr,
-// as Prepare makes for a batch of many units) names every subroutine as
-// the unit's own copy of its names does, both for units whose names all
+// as Prepare makes for a batch of many units) names every subroutine that
+// a lookup can reach as the unit's own copy of its names does, both for units whose names all
 // lie in .debug_str (they then name in the section's copy) and for units
 // with names elsewhere (DW_FORM_string: gcc writes names of up to three
 // bytes in place), which keep their own copy.
@@ -54,7 +54,23 @@ func TestNamesStrCopy(t *testing.T) {
 			if len(x1.subrs) != len(x2.subrs) {
 				t.Fatalf("DWARF %s unit %d: %d and %d subroutines", v, i, len(x1.subrs), len(x2.subrs))
 			}
+			// The subroutines lookups can name: those on the chain of
+			// some segment (the others may have a name with the
+			// section's copy only).
+			chained := map[int32]bool{}
+			for _, sg := range x1.segs {
+				for k := sg.die; k >= 0 && !chained[k]; k = x1.subrs[k].parent() {
+					chained[k] = true
+				}
+			}
 			for k := range x1.subrs {
+				// Every subroutine's name lies in the unit's names.
+				if sb := &x2.subrs[k]; uint64(sb.name)+uint64(sb.nameLen) > uint64(len(x2.names)) {
+					t.Errorf("DWARF %s unit %d subroutine %d: name [%d, +%d) outside the unit's %d bytes of names", v, i, k, sb.name, sb.nameLen, len(x2.names))
+				}
+				if !chained[int32(k)] {
+					continue
+				}
 				if n1, n2 := x1.name(int32(k)), x2.name(int32(k)); n1 != n2 {
 					t.Errorf("DWARF %s unit %d subroutine %d: %q with the unit's copy, %q with the section's", v, i, k, n1, n2)
 				} else if n1 != "" {
