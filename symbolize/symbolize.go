@@ -487,9 +487,11 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 // with Symbolize.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
-// built yet, divided among the goroutines (each large unit's line program
-// on a goroutine of its own, as in Symbolize); nothing per address once
-// every unit is indexed.
+// built yet, divided among the goroutines (each unit's line program is a
+// job of its own, beside its DIE walk's), and, for a batch of units
+// together at least as large as .debug_str, one copy of that section, in
+// which their subroutines' names then lie (no copy of each unit's names);
+// nothing per address once every unit is indexed.
 func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if s.closed {
 		return ErrClosed
