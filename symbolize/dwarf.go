@@ -50,6 +50,12 @@ type dwarfData struct {
 	nameBytes  atomic.Int64 // the units' names copied so far (nameBudget)
 	guessBytes atomic.Int64 // the bytes of the capacity guesses so far (guessBudget)
 
+	// strCopy, once set (copyStr), is a copy of .debug_str: a unit whose
+	// names are all in .debug_str has it as its names (build), which then
+	// need no copy of their own. strOnce guards making it.
+	strCopy atomic.Pointer[string]
+	strOnce sync.Once
+
 	// slab, when set (Open's large files), holds the indexes' large
 	// arrays; nil: the heap.
 	slab *slab
@@ -189,7 +195,6 @@ type nameRefs struct {
 // microseconds on a VM) only for what the indexes keep.
 type scratch struct {
 	parents []int32
-	refs    []nameRefs
 	rs      []cuRange
 	order   []int32
 	stack   []int32
@@ -254,7 +259,7 @@ const maxScratch = 1 << 20
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(sc *scratch) {
-	if max(cap(sc.parents), cap(sc.refs), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group), cap(sc.needed)) > maxScratch {
+	if max(cap(sc.parents), cap(sc.rs), cap(sc.order), cap(sc.stack), cap(sc.keys), cap(sc.keys2), cap(sc.starts), cap(sc.picks), cap(sc.slots), cap(sc.group), cap(sc.needed)) > maxScratch {
 		return
 	}
 	scratchPool.Put(sc)
@@ -629,7 +634,13 @@ func (d *dwarfData) unitOf(off uint64) *unit {
 }
 
 // index returns the index of units[i], building it on first use.
-func (d *dwarfData) index(i int) *unitIndex {
+func (d *dwarfData) index(i int) *unitIndex { return d.indexLines(i, false) }
+
+// indexLines is index; linesQueued tells build that the unit's line
+// program is decoded by a job of its own (Prepare's), so that build asks
+// for the line table after its DIE walk, in place, instead of decoding it
+// on a goroutine of its own.
+func (d *dwarfData) indexLines(i int, linesQueued bool) *unitIndex {
 	u := &d.units[i]
 	if x := u.idx.Load(); x != nil {
 		return x
@@ -650,7 +661,7 @@ func (d *dwarfData) index(i int) *unitIndex {
 			d.indexed.Add(1)
 		}
 	}()
-	x := d.build(u)
+	x := d.build(u, linesQueued)
 	built = true
 	u.idx.Store(x)
 	d.indexed.Add(1)
@@ -658,8 +669,9 @@ func (d *dwarfData) index(i int) *unitIndex {
 }
 
 // build walks the DIEs of u once, collecting subroutines and their
-// ranges, resolves their names and reads the line table.
-func (d *dwarfData) build(u *unit) *unitIndex {
+// ranges, resolves their names and reads the line table. linesQueued:
+// see indexLines.
+func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 	x := &unitIndex{}
 	t, err := d.abbrevTable(u)
 	if err != nil {
@@ -668,11 +680,15 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	// The line program and the DIEs are independent: a large unit's line
 	// program is decoded on another goroutine while this one walks the
-	// DIEs (the table is the same either way; an error of the line
-	// program still wins over one of the DIEs, as when it came first).
+	// DIEs, or, when Prepare queued it as a job of its own, by that job,
+	// and the table asked for after the walk (the table is the same
+	// either way; an error of the line program still wins over one of
+	// the DIEs, as when it came first).
 	var waitLines func() (*lineTable, error)
 	if u.root.hasStmt {
-		if u.hdr.End-u.hdr.Offset >= concurrentLines && runtime.GOMAXPROCS(0) > 1 {
+		if linesQueued {
+			waitLines = func() (*lineTable, error) { return d.lineTable(u) }
+		} else if u.hdr.End-u.hdr.Offset >= concurrentLines && runtime.GOMAXPROCS(0) > 1 {
 			waitLines = d.lineTableAsync(u)
 		} else if x.lines, err = d.lineTable(u); err != nil {
 			x.err = err
@@ -690,8 +706,8 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 		}()
 	}
 	sc := getScratch()
-	// subrs and refs (parallel to it) are the subroutines; rs their
-	// ranges, with the cu field holding the subr index.
+	// subrs are the subroutines, rs their ranges, with the cu field
+	// holding the subr index.
 	//
 	// Capacity guesses from gcc and Go output: a subroutine DIE per 40
 	// bytes of unit (gcc -O2 C: about one per 50; Go: fewer), so that the
@@ -703,15 +719,69 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	// The guesses of all units are bounded by guessCap.
 	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
 	subrs := slabMake[subr](d.slab, d.guessCap(guess, unsafe.Sizeof(subr{})))[:0]
-	refs, rs := atLeast(sc.refs, guess), atLeast(sc.rs, guess)
+	rs := atLeast(sc.rs, guess)
+	// Names are resolved as the walk meets the subroutines. With a copy
+	// of .debug_str (copyStr) and every name in .debug_str, the names are
+	// the copy's (direct: each subr gets its name's offset there, and
+	// nothing is copied). Otherwise they are copied out of the (mapped)
+	// sections into one string per unit (below), so that a unit's names
+	// cost one allocation and stay valid after Close: picks are the names
+	// to copy, from the first name outside .debug_str on (a DW_FORM_string
+	// in .debug_info, .debug_line_str) with those named directly before
+	// it.
+	if sc.names == nil {
+		sc.names = map[uint64]nameResult{}
+	}
+	names := sc.names
+	strs := d.strCopy.Load()
+	direct := strs != nil
+	strBase, strLen := uintptr(unsafe.Pointer(unsafe.SliceData(d.sec.Str))), uintptr(len(d.sec.Str))
+	picks := sc.picks[:0]
+	if !direct {
+		picks = atLeast(sc.picks, guess)
+	}
 	defer func() {
-		sc.refs, sc.rs = refs, rs
+		clear(names)
+		sc.rs, sc.picks = rs, picks[:0]
 		putScratch(sc)
 	}()
+	// The name of the last subroutine named only through references
+	// (inlined copies, out-of-line instances: often many of one origin in
+	// a row, between subprograms with names of their own): names gives
+	// the same answer for the same references.
+	var lastRefs nameRefs
+	var lastLink []byte
+	haveLast := false
 	budget := d.rangeBudget(u)
 	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32) error {
 		subrs = append(subrs, newSubr(a, inlined, parent))
-		refs = append(refs, a.nameRefs())
+		r := a.nameRefs()
+		var link []byte
+		if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && r == lastRefs {
+			link = lastLink
+		} else {
+			var name []byte
+			link, name, _, _ = d.names(u, &r, names, 0)
+			if len(link) == 0 {
+				link = name
+			}
+			if byRef {
+				lastRefs, lastLink, haveLast = r, link, true
+			}
+		}
+		if len(link) != 0 {
+			if direct {
+				if off := uintptr(unsafe.Pointer(unsafe.SliceData(link))) - strBase; off < strLen && uintptr(len(link)) <= strLen-off {
+					s := &subrs[me]
+					s.name, s.nameLen = uint32(off), uint32(len(link))
+					goto ranges
+				}
+				direct = false
+				picks = strPicks(picks, subrs[:me], d.sec.Str)
+			}
+			picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&link[len(link)-1])), name: link, subr: me})
+		}
+	ranges:
 		if a.hasLow && a.hasHigh {
 			// appendRanges' first case, inlined (nearly every
 			// subroutine of compilers' output).
@@ -736,8 +806,12 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	var starts []uint64
 	starts, x.segs, x.longSegs = flattenSubrs(rs, sc, d.slab)
 	x.segIndex = newBucketIndexIn(d.slab, starts)
-	// Resolve the names of the subroutines on some chain (marked in
-	// isNeeded, from the scratch).
+	if direct {
+		x.names = *strs
+		return x
+	}
+	// Only the names of the subroutines on some chain (marked in
+	// isNeeded, from the scratch) are kept.
 	isNeeded := sc.needed[:0]
 	if cap(isNeeded) < len(x.subrs) {
 		isNeeded = make([]bool, len(x.subrs))
@@ -751,60 +825,22 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 			isNeeded[i] = true
 		}
 	}
-	// Names are copied out of the (mapped) sections into one string per
-	// unit, so that a unit's names cost one allocation and stay valid
-	// after Close. Names are keyed by their last byte: a name cannot hold
-	// a NUL, so names with the same last byte are suffixes of the longest
-	// of them, which is copied once and serves them all (names shared
-	// through DW_AT_abstract_origin, repeated offsets, and the suffixes
-	// linkers merge into longer strings). A unit's names are therefore
-	// no larger than the sections; across units they are bounded by
-	// nameBudget (hostile files with many units naming one long string).
-	if sc.names == nil {
-		sc.names = map[uint64]nameResult{}
-	}
-	names := sc.names
-	needed := 0
-	for _, n := range isNeeded {
-		if n {
-			needed++
+	k := 0
+	for _, p := range picks {
+		if isNeeded[p.subr] {
+			picks[k] = p
+			k++
 		}
 	}
-	picks := atLeast(sc.picks, uint64(needed))
-	defer func() { // runs before the scratch goes back
-		clear(names)
-		sc.picks = picks[:0]
-	}()
-	// The name of the last subroutine named only through references
-	// (inlined copies, out-of-line instances: often many of one origin
-	// in a row, between subprograms with names of their own): names
-	// gives the same answer for the same references.
-	var lastRefs nameRefs
-	var lastLink []byte
-	haveLast := false
-	for i := range x.subrs {
-		if !isNeeded[i] {
-			continue
-		}
-		r := &refs[i]
-		var link []byte
-		if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && *r == lastRefs {
-			link = lastLink
-		} else {
-			var name []byte
-			link, name, _, _ = d.names(u, r, names, 0)
-			if len(link) == 0 {
-				link = name
-			}
-			if byRef {
-				lastRefs, lastLink, haveLast = *r, link, true
-			}
-		}
-		if len(link) == 0 {
-			continue
-		}
-		picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&link[len(link)-1])), name: link, subr: int32(i)})
-	}
+	picks = picks[:k]
+	// A unit's names are copied into one string. Names are keyed by their
+	// last byte: a name cannot hold a NUL, so names with the same last
+	// byte are suffixes of the longest of them, which is copied once and
+	// serves them all (names shared through DW_AT_abstract_origin,
+	// repeated offsets, and the suffixes linkers merge into longer
+	// strings). A unit's names are therefore no larger than the sections;
+	// across units they are bounded by nameBudget (hostile files with many
+	// units naming one long string).
 	// Names grouped by last byte: each group is the longest name and its
 	// suffixes, copied once.
 	longest, group := groupPicks(picks, sc)
@@ -834,6 +870,41 @@ func (d *dwarfData) build(u *unit) *unitIndex {
 	}
 	x.names = arena.String()
 	return x
+}
+
+// strPicks appends to picks the names of subrs, which are offsets into
+// str (build's direct names), and clears them in subrs: they are to be
+// copied with the unit's other names.
+func strPicks(picks []namePick, subrs []subr, str []byte) []namePick {
+	for i := range subrs {
+		s := &subrs[i]
+		if s.nameLen == 0 {
+			continue
+		}
+		name := str[s.name : s.name+s.nameLen]
+		picks = append(picks, namePick{end: uintptr(unsafe.Pointer(&name[len(name)-1])), name: name, subr: int32(i)})
+		s.name, s.nameLen = 0, 0
+	}
+	return picks
+}
+
+// copyStr sets d.strCopy to a copy of .debug_str, once, unless the
+// section is empty or of 4 GiB or more (a name's offset is 32 bits). The
+// copy counts in the names' budget (nameBudget). Prepare calls it for a
+// batch that indexes at least as many bytes of units as the section has,
+// where copying the whole section costs less than copying each unit's
+// names (and the copy is smaller than the units' copies together: gcc
+// output shares a name between the out-of-line and inlined instances of
+// a function, in different units). Cost: one copy of the section.
+func (d *dwarfData) copyStr() {
+	d.strOnce.Do(func() {
+		if n := len(d.sec.Str); n == 0 || n > 1<<32-1 {
+			return
+		}
+		d.nameBytes.Add(int64(len(d.sec.Str)))
+		s := string(d.sec.Str)
+		d.strCopy.Store(&s)
+	})
 }
 
 // groupPicks groups picks by last byte: it returns, for each distinct

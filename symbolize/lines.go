@@ -90,8 +90,9 @@ func (d *dwarfData) lineTable(u *unit) (*lineTable, error) {
 
 // concurrentLines is the size of a unit (header to end, in .debug_info
 // bytes) from which build decodes its line program on a goroutine of its
-// own: below it the goroutine costs more than the overlap saves (a unit of
-// gcc's -O2 output with 1,000 functions is about 100 KB).
+// own (unless Prepare queued it as a job): below it the goroutine costs
+// more than the overlap saves (a unit of gcc's -O2 output with 1,000
+// functions is about 100 KB).
 const concurrentLines = 64 << 10
 
 // lineTableAsync starts lineTable(u) on a new goroutine and returns the

@@ -487,9 +487,11 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 // with Symbolize.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
-// built yet, divided among the goroutines (each large unit's line program
-// on a goroutine of its own, as in Symbolize); nothing per address once
-// every unit is indexed.
+// built yet, divided among the goroutines (each unit's line program is a
+// job of its own, beside its DIE walk's), and, for a batch of units
+// together at least as large as .debug_str, one copy of that section, in
+// which their subroutines' names then lie (no copy of each unit's names);
+// nothing per address once every unit is indexed.
 func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	if s.closed {
 		return ErrClosed
@@ -534,6 +536,16 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 				units = append(units, ui)
 			}
 		}
+		// A batch indexing at least as many bytes of units as
+		// .debug_str has names its subroutines in one copy of the
+		// section (copyStr), made first.
+		size := uint64(0)
+		for _, ui := range units {
+			size += d.units[ui].hdr.End - d.units[ui].hdr.Offset
+		}
+		if d.strCopy.Load() == nil && len(d.sec.Str) > 0 && size >= uint64(len(d.sec.Str)) {
+			jobs = slices.Insert(jobs, 0, d.copyStr)
+		}
 		// Largest first, so that no goroutine is left with a big unit
 		// at the end.
 		slices.SortFunc(units, func(a, b int) int {
@@ -541,15 +553,24 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 			return cmp(sb, sa)
 		})
 		for _, ui := range units {
-			if d.units[ui].split != nil {
+			u := &d.units[ui]
+			if u.split != nil {
 				jobs = append(jobs, func() {
-					if dd, sui, err := d.splitUnit(&d.units[ui]); err == nil {
+					if dd, sui, err := d.splitUnit(u); err == nil {
 						dd.index(sui)
 					}
 				})
 				continue
 			}
-			jobs = append(jobs, func() { d.index(ui) })
+			// A unit's line program is a job of its own, just before
+			// its DIE walk's: with two workers the walk usually runs
+			// beside it, and otherwise finds the table decoded, with no
+			// goroutine per unit (one started by build waits for a
+			// core while both workers walk).
+			if u.root.hasStmt {
+				jobs = append(jobs, func() { _, _ = d.lineTable(u) })
+			}
+			jobs = append(jobs, func() { d.indexLines(ui, u.root.hasStmt) })
 		}
 	}
 	n := min(runtime.GOMAXPROCS(0), len(jobs))
