@@ -449,6 +449,12 @@ func (p *symPrinter) flushSorted() error {
 		mask = ^uint64(0)
 	}
 	p.spans = slices.Grow(p.spans[:0], n)[:n]
+	// The addresses in sorted order go to the radix sort's scratch,
+	// pages it has touched (when it used it).
+	if cap(p.orderTmp) < len(order) {
+		p.orderTmp = make([]uint64, len(order))
+	}
+	addrs := p.orderTmp[:len(order)]
 	// The sorted addresses are answered in two halves at once when there
 	// are two CPUs and enough addresses: the upper half into a store of
 	// its own (its spans marked second), with its own errors. The answers
@@ -475,11 +481,11 @@ func (p *symPrinter) flushSorted() error {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			store2, errs2 = p.answerSorted(upper, mask, p.store2[:0], true, nil)
+			store2, errs2 = p.answerSorted(upper, mask, p.store2[:0], true, nil, addrs[len(lower):])
 		}()
 	}
 	var store []symbolize.Frame
-	store, p.errs = p.answerSorted(lower, mask, p.store[:0], false, p.errs)
+	store, p.errs = p.answerSorted(lower, mask, p.store[:0], false, p.errs, addrs[:len(lower)])
 	if done != nil {
 		<-done
 		p.store2 = store2
@@ -617,21 +623,46 @@ var concurrentMin = 2048
 // answerSorted answers the addresses of keys (flushSorted's sorted keys,
 // the batch index under mask) into store, setting their spans (marked
 // second when the store is symPrinter.store2) and recording Symbolize's
-// errors in errs (made when needed). It returns the extended store and
-// errs. Runs of it on disjoint keys may run concurrently: each writes
-// only its own keys' spans.
-func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, second bool, errs map[int]error) ([]symbolize.Frame, map[int]error) {
-	for _, key := range keys {
-		i := int(key & mask)
-		start := len(store)
-		var err error
-		store, err = p.answer(p.batch[i].addr, store)
-		p.spans[i] = answerSpan{int32(start), int32(len(store)), second}
+// errors in errs (made when needed), through one SymbolizeBatch of the
+// keys' addresses, written to addrs (len(keys) of room). It returns the
+// extended store and errs. Runs of it on disjoint keys may run
+// concurrently, with addrs of their own: each writes only its own keys'
+// spans.
+func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, second bool, errs map[int]error, addrs []uint64) ([]symbolize.Frame, map[int]error) {
+	addrs = addrs[:len(keys)]
+	for j, key := range keys {
+		addrs[j] = p.batch[key&mask].addr
+	}
+	// The keys are in address order, and so are the loaded ranges: an
+	// address outside them is answered nothing, as answer does.
+	r, start := 0, len(store)
+	done := func(j, end int, err error) {
+		i := int(keys[j] & mask)
+		if p.loaded != nil {
+			a := addrs[j]
+			for r < len(p.loaded) && a >= p.loaded[r][1] {
+				r++
+			}
+			if r == len(p.loaded) || a < p.loaded[r][0] {
+				p.spans[i] = answerSpan{0, 0, second}
+				start = end
+				return
+			}
+		}
+		p.spans[i] = answerSpan{int32(start), int32(end), second}
+		start = end
 		if err != nil {
 			if errs == nil {
 				errs = map[int]error{}
 			}
 			errs[i] = err
+		}
+	}
+	store, err := p.sym.SymbolizeBatch(addrs, store, done)
+	if err != nil {
+		// Closed: every address has that error, as Symbolize gives it.
+		for j := range keys {
+			done(j, start, err)
 		}
 	}
 	return store, errs
