@@ -530,7 +530,10 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 				if a.second {
 					st = store2
 				}
-				r = result{st[a.start:a.end:a.end], p.errs[i]}
+				r.frames = st[a.start:a.end:a.end]
+				if a.failed {
+					r.err = p.errs[i]
+				}
 				if plain && r.err == nil {
 					b = appendGNUPlain(b, r.frames)
 					pr.answered++
@@ -644,12 +647,12 @@ func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.
 				r++
 			}
 			if r == len(p.loaded) || a < p.loaded[r][0] {
-				p.spans[i] = answerSpan{0, 0, second}
+				p.spans[i] = answerSpan{0, 0, second, false}
 				start = end
 				return
 			}
 		}
-		p.spans[i] = answerSpan{int32(start), int32(end), second}
+		p.spans[i] = answerSpan{int32(start), int32(end), second, err != nil}
 		start = end
 		if err != nil {
 			if errs == nil {
@@ -669,10 +672,11 @@ func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.
 }
 
 // answerSpan is where flushSorted keeps one address's frames:
-// symPrinter.store[start:end], or symPrinter.store2's when second.
+// symPrinter.store[start:end], or symPrinter.store2's when second; failed
+// when symPrinter.errs holds the address's error.
 type answerSpan struct {
-	start, end int32
-	second     bool
+	start, end     int32
+	second, failed bool
 }
 
 // result is one address's frames and Symbolize's error for it.
@@ -1117,12 +1121,34 @@ func appendGNUPlain(b []byte, frames []symbolize.Frame) []byte {
 		if f.Line == 0 {
 			b = append(b, '?')
 		} else {
-			b = strconv.AppendUint(b, uint64(f.Line), 10)
+			b = appendDecimal(b, f.Line)
 		}
 		b = append(b, '\n')
 	}
 	return b
 }
+
+// appendDecimal appends v in decimal, as strconv.AppendUint does: line
+// numbers below 10,000 (nearly all) from a table of digit pairs without
+// its call.
+func appendDecimal(b []byte, v uint32) []byte {
+	switch {
+	case v < 10:
+		return append(b, byte('0'+v))
+	case v < 100:
+		return append(b, digitPairs[2*v], digitPairs[2*v+1])
+	case v < 1000:
+		q, r := v/100, v%100
+		return append(b, byte('0'+q), digitPairs[2*r], digitPairs[2*r+1])
+	case v < 10000:
+		q, r := v/100, v%100
+		return append(b, digitPairs[2*q], digitPairs[2*q+1], digitPairs[2*r], digitPairs[2*r+1])
+	}
+	return strconv.AppendUint(b, uint64(v), 10)
+}
+
+// digitPairs is "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
 // llvm prints one answer as llvm-symbolizer's default output style does:
 // [-a] 0xADDR; per frame the function and FILE:LINE:COLUMN (-p: on one
