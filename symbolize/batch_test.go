@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/elfimage/elfimage"
@@ -295,4 +296,59 @@ func TestSymbolizeBatchTruncated(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// TestSymbolizeBatchConcurrent: batches on a fresh Symbolizer, at once
+// with Prepare and with Symbolize (racing to build the same indexes and
+// sort the symbol table), get the sequential answers.
+func TestSymbolizeBatchConcurrent(t *testing.T) {
+	path := buildGo(t)
+	addrs := codeAddrs(t, path, 2000, 7)
+	slices.Sort(addrs)
+	want := symbolizeAll(t, path, addrs)
+	s, err := symbolize.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Prepare(addrs); err != nil {
+			t.Errorf("Prepare: %v", err)
+		}
+	})
+	wg.Go(func() {
+		for i := len(addrs) - 1; i >= 0; i -= 3 {
+			if fs, err := s.Symbolize(addrs[i], nil); err != nil || !slices.Equal(fs, want[i]) {
+				t.Errorf("Symbolize %#x: %v%s", addrs[i], err, fmtFrames(fs))
+				return
+			}
+		}
+	})
+	for g := range 2 {
+		wg.Go(func() {
+			part := addrs[g*len(addrs)/4:]
+			start := 0
+			var frames []symbolize.Frame
+			ends := make([]int, len(part))
+			frames, err := s.SymbolizeBatch(part, frames, func(i, end int, err error) {
+				if err != nil {
+					t.Errorf("batch %d, %#x: %v", g, part[i], err)
+				}
+				ends[i] = end
+			})
+			if err != nil {
+				t.Errorf("batch %d: %v", g, err)
+				return
+			}
+			for i := range part {
+				if got := frames[start:ends[i]]; !slices.Equal(got, want[g*len(addrs)/4+i]) {
+					t.Errorf("batch %d, %#x:%s\nwant%s", g, part[i], fmtFrames(got), fmtFrames(want[g*len(addrs)/4+i]))
+					return
+				}
+				start = ends[i]
+			}
+		})
+	}
+	wg.Wait()
 }
