@@ -587,7 +587,14 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 		}
 		size += 8
 	}
-	p.later.Grow(size)
+	if p.later.Cap() < size {
+		// Made to measure, with an eighth more for the later windows
+		// (of equal sizes, whose text differs by a few percent):
+		// Grow would double the buffer when a window's text is a
+		// little longer than the one before, a fresh allocation (and
+		// its pages' faults) of twice what is needed.
+		p.later = bytes.NewBuffer(make([]byte, 0, size+size/8))
+	}
 	// The copy's writer is made once and reused by every window: a
 	// fresh one a window zeroed (and faulted in) its buffer each time.
 	if p.laterW == nil {
