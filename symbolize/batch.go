@@ -265,20 +265,27 @@ func lineAtFrom(t *lineTable, seq *int, addr uint64) (file string, line, col uin
 }
 
 // lookupFrom is lookup, trying first the sequence *seq (the one an
-// earlier lookup found; -1 for none), and setting *seq to the one found
-// (-1 for none). The sequence lookup takes for addr is the first whose
-// end is above addr (the sequences are sorted by end): seqs[k] is it
-// when addr is below its end and at or above the end of seqs[k-1].
+// earlier lookup took; -1 for none) and the one after it, and setting
+// *seq to the one it takes. The sequence lookup takes for addr is the
+// first whose end is above addr (the sequences are sorted by end):
+// seqs[k] is it when addr is below its end and at or above the end of
+// seqs[k-1]; otherwise it is searched for as lookup does (seqOf).
 func (t *lineTable) lookupFrom(seq *int, addr uint64) (lineRow, bool) {
-	k := *seq
-	if k < 0 || k >= len(t.seqs) || addr >= t.seqs[k].end || (k > 0 && addr < t.seqs[k-1].end) {
-		*seq = -1
-		r, ok := t.lookup(addr)
-		if ok {
-			*seq = t.seqOf(addr)
-		}
-		return r, ok
+	k, n := *seq, len(t.seqs)
+	switch {
+	case k < 0 || k >= n || (k > 0 && addr < t.seqs[k-1].end):
+		k = t.seqOf(addr)
+	case addr < t.seqs[k].end:
+	case k+1 < n && addr < t.seqs[k+1].end:
+		k++
+	default:
+		k = t.seqOf(addr)
 	}
+	if k == n {
+		*seq = -1
+		return lineRow{}, false
+	}
+	*seq = k
 	s := &t.seqs[k]
 	if s.start > addr {
 		return lineRow{}, false
