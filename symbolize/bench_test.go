@@ -294,3 +294,80 @@ func TestBenchVsTools(t *testing.T) {
 	fmt.Fprintf(&b, "in process: first address (open excluded) %v, warm %.0f addr/s\n", firstIn, warm)
 	t.Log("\n" + b.String())
 }
+
+// BenchmarkSortedAnswers is the answer phase of the command's batch: the
+// 10,000 random addresses of BenchmarkSymbolize, sorted, answered into
+// one frame store once every unit is indexed, by Symbolize address by
+// address (each=true) or by one SymbolizeBatch.
+func BenchmarkSortedAnswers(b *testing.B) {
+	path := bigBinary(b)
+	addrs := codeAddrs(b, path, 10000, 3)
+	slices.Sort(addrs)
+	s, err := symbolize.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Prepare(addrs); err != nil {
+		b.Fatal(err)
+	}
+	store := make([]symbolize.Frame, 0, 4*len(addrs))
+	ends := make([]int, len(addrs))
+	for _, each := range []bool{true, false} {
+		b.Run(fmt.Sprintf("each=%v", each), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if each {
+					store = store[:0]
+					for i, a := range addrs {
+						store, _ = s.Symbolize(a, store)
+						ends[i] = len(store)
+					}
+				} else {
+					store, _ = s.SymbolizeBatch(addrs, store[:0], func(i, end int, _ error) { ends[i] = end })
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(addrs)), "ns/addr")
+		})
+	}
+}
+
+// BenchmarkColdAnswers is BenchmarkSortedAnswers on a fresh Symbolizer
+// each time, its units just indexed by Prepare (not timed), as in one run
+// of the command: the indexes' lines are not in the caches yet.
+func BenchmarkColdAnswers(b *testing.B) {
+	path := bigBinary(b)
+	addrs := codeAddrs(b, path, 10000, 3)
+	slices.Sort(addrs)
+	store := make([]symbolize.Frame, 0, 4*len(addrs))
+	ends := make([]int, len(addrs))
+	for _, each := range []bool{true, false} {
+		b.Run(fmt.Sprintf("each=%v", each), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				s, err := symbolize.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Prepare(addrs); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if each {
+					store = store[:0]
+					for i, a := range addrs {
+						store, _ = s.Symbolize(a, store)
+						ends[i] = len(store)
+					}
+				} else {
+					store, _ = s.SymbolizeBatch(addrs, store[:0], func(i, end int, _ error) { ends[i] = end })
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(addrs)), "ns/addr")
+		})
+	}
+}

@@ -166,6 +166,33 @@ func FuzzDebugSections(f *testing.F) {
 					}
 				}
 			}
+			// The batch's lookups from a cursor (framesFrom) answer as
+			// frames does, at the segments' ends and the rows'
+			// addresses in ascending order, repeated.
+			var probe []uint64
+			for j := range x.segs[:min(len(x.segs), 256)] {
+				end := segEnd(x.segs, x.longSegs, j)
+				probe = append(probe, x.segs[j].start-1, x.segs[j].start, end-1, end)
+			}
+			if x.lines != nil {
+				for k := range x.lines.seqs[:min(len(x.lines.seqs), 64)] {
+					sq := &x.lines.seqs[k]
+					probe = append(probe, sq.start-1, sq.end-1, sq.end)
+					for j := sq.first; j < sq.last && j-sq.first <= 64; j++ {
+						probe = append(probe, x.lines.rowAddr(sq, j))
+					}
+				}
+			}
+			slices.Sort(probe)
+			seq := -1
+			for _, a := range probe {
+				for range 2 {
+					want := x.frames(a, nil)
+					if got := x.framesFrom(&seq, a, nil); !slices.Equal(got, want) {
+						t.Fatalf("unit %d, address %#x: from the cursor %v, frames %v", i, a, got, want)
+					}
+				}
+			}
 		}
 	})
 }

@@ -97,7 +97,9 @@
 // lone address, as in a crash report, costs little); the second indexes
 // the unit's DIE tree, and the index is kept. After that a lookup is a few
 // bisections and allocates nothing. A caller with a batch of addresses can
-// have their units indexed up front on all CPUs with Prepare.
+// have their units indexed up front on all CPUs with Prepare, and answer
+// them with SymbolizeBatch, whose lookups of ascending addresses start
+// where the previous one ended.
 //
 // Input is treated as hostile: the reader never panics, every loop and
 // allocation is bounded by the input's size, and malformed input yields a

@@ -449,6 +449,12 @@ func (p *symPrinter) flushSorted() error {
 		mask = ^uint64(0)
 	}
 	p.spans = slices.Grow(p.spans[:0], n)[:n]
+	// The addresses in sorted order go to the radix sort's scratch,
+	// pages it has touched (when it used it).
+	if cap(p.orderTmp) < len(order) {
+		p.orderTmp = make([]uint64, len(order))
+	}
+	addrs := p.orderTmp[:len(order)]
 	// The sorted addresses are answered in two halves at once when there
 	// are two CPUs and enough addresses: the upper half into a store of
 	// its own (its spans marked second), with its own errors. The answers
@@ -475,11 +481,11 @@ func (p *symPrinter) flushSorted() error {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			store2, errs2 = p.answerSorted(upper, mask, p.store2[:0], true, nil)
+			store2, errs2 = p.answerSorted(upper, mask, p.store2[:0], true, nil, addrs[len(lower):])
 		}()
 	}
 	var store []symbolize.Frame
-	store, p.errs = p.answerSorted(lower, mask, p.store[:0], false, p.errs)
+	store, p.errs = p.answerSorted(lower, mask, p.store[:0], false, p.errs, addrs[:len(lower)])
 	if done != nil {
 		<-done
 		p.store2 = store2
@@ -524,7 +530,10 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 				if a.second {
 					st = store2
 				}
-				r = result{st[a.start:a.end:a.end], p.errs[i]}
+				r.frames = st[a.start:a.end:a.end]
+				if a.failed {
+					r.err = p.errs[i]
+				}
 				if plain && r.err == nil {
 					b = appendGNUPlain(b, r.frames)
 					pr.answered++
@@ -578,7 +587,14 @@ func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent boo
 		}
 		size += 8
 	}
-	p.later.Grow(size)
+	if p.later.Cap() < size {
+		// Made to measure, with an eighth more for the later windows
+		// (of equal sizes, whose text differs by a few percent):
+		// Grow would double the buffer when a window's text is a
+		// little longer than the one before, a fresh allocation (and
+		// its pages' faults) of twice what is needed.
+		p.later = bytes.NewBuffer(make([]byte, 0, size+size/8))
+	}
 	// The copy's writer is made once and reused by every window: a
 	// fresh one a window zeroed (and faulted in) its buffer each time.
 	if p.laterW == nil {
@@ -617,16 +633,34 @@ var concurrentMin = 2048
 // answerSorted answers the addresses of keys (flushSorted's sorted keys,
 // the batch index under mask) into store, setting their spans (marked
 // second when the store is symPrinter.store2) and recording Symbolize's
-// errors in errs (made when needed). It returns the extended store and
-// errs. Runs of it on disjoint keys may run concurrently: each writes
-// only its own keys' spans.
-func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, second bool, errs map[int]error) ([]symbolize.Frame, map[int]error) {
-	for _, key := range keys {
-		i := int(key & mask)
-		start := len(store)
-		var err error
-		store, err = p.answer(p.batch[i].addr, store)
-		p.spans[i] = answerSpan{int32(start), int32(len(store)), second}
+// errors in errs (made when needed), through one SymbolizeBatch of the
+// keys' addresses, written to addrs (len(keys) of room). It returns the
+// extended store and errs. Runs of it on disjoint keys may run
+// concurrently, with addrs of their own: each writes only its own keys'
+// spans.
+func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, second bool, errs map[int]error, addrs []uint64) ([]symbolize.Frame, map[int]error) {
+	addrs = addrs[:len(keys)]
+	for j, key := range keys {
+		addrs[j] = p.batch[key&mask].addr
+	}
+	// The keys are in address order, and so are the loaded ranges: an
+	// address outside them is answered nothing, as answer does.
+	r, start := 0, len(store)
+	done := func(j, end int, err error) {
+		i := int(keys[j] & mask)
+		if p.loaded != nil {
+			a := addrs[j]
+			for r < len(p.loaded) && a >= p.loaded[r][1] {
+				r++
+			}
+			if r == len(p.loaded) || a < p.loaded[r][0] {
+				p.spans[i] = answerSpan{0, 0, second, false}
+				start = end
+				return
+			}
+		}
+		p.spans[i] = answerSpan{int32(start), int32(end), second, err != nil}
+		start = end
 		if err != nil {
 			if errs == nil {
 				errs = map[int]error{}
@@ -634,14 +668,22 @@ func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.
 			errs[i] = err
 		}
 	}
+	store, err := p.sym.SymbolizeBatch(addrs, store, done)
+	if err != nil {
+		// Closed: every address has that error, as Symbolize gives it.
+		for j := range keys {
+			done(j, start, err)
+		}
+	}
 	return store, errs
 }
 
 // answerSpan is where flushSorted keeps one address's frames:
-// symPrinter.store[start:end], or symPrinter.store2's when second.
+// symPrinter.store[start:end], or symPrinter.store2's when second; failed
+// when symPrinter.errs holds the address's error.
 type answerSpan struct {
-	start, end int32
-	second     bool
+	start, end     int32
+	second, failed bool
 }
 
 // result is one address's frames and Symbolize's error for it.
@@ -1086,12 +1128,34 @@ func appendGNUPlain(b []byte, frames []symbolize.Frame) []byte {
 		if f.Line == 0 {
 			b = append(b, '?')
 		} else {
-			b = strconv.AppendUint(b, uint64(f.Line), 10)
+			b = appendDecimal(b, f.Line)
 		}
 		b = append(b, '\n')
 	}
 	return b
 }
+
+// appendDecimal appends v in decimal, as strconv.AppendUint does: line
+// numbers below 10,000 (nearly all) from a table of digit pairs without
+// its call.
+func appendDecimal(b []byte, v uint32) []byte {
+	switch {
+	case v < 10:
+		return append(b, byte('0'+v))
+	case v < 100:
+		return append(b, digitPairs[2*v], digitPairs[2*v+1])
+	case v < 1000:
+		q, r := v/100, v%100
+		return append(b, byte('0'+q), digitPairs[2*r], digitPairs[2*r+1])
+	case v < 10000:
+		q, r := v/100, v%100
+		return append(b, digitPairs[2*q], digitPairs[2*q+1], digitPairs[2*r], digitPairs[2*r+1])
+	}
+	return strconv.AppendUint(b, uint64(v), 10)
+}
+
+// digitPairs is "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
 // llvm prints one answer as llvm-symbolizer's default output style does:
 // [-a] 0xADDR; per frame the function and FILE:LINE:COLUMN (-p: on one

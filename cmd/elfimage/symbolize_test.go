@@ -560,3 +560,25 @@ func TestSymbolizeJSONFast(t *testing.T) {
 		t.Errorf("module %q: wrote %s (%v)", mod, out.String(), err)
 	}
 }
+
+// TestAppendDecimal: appendDecimal appends what strconv.AppendUint does,
+// for every value below 100,000, around each power of ten and at the
+// largest.
+func TestAppendDecimal(t *testing.T) {
+	check := func(v uint32) {
+		if got, want := string(appendDecimal([]byte("x"), v)), "x"+strconv.FormatUint(uint64(v), 10); got != want {
+			t.Fatalf("appendDecimal(%d) = %q, want %q", v, got, want)
+		}
+	}
+	for v := uint32(0); v < 100000; v++ {
+		check(v)
+	}
+	for p := uint64(10); p <= 1<<32; p *= 10 {
+		for d := uint64(0); d < 3; d++ {
+			if p-1+d < 1<<32 {
+				check(uint32(p - 1 + d))
+			}
+		}
+	}
+	check(^uint32(0))
+}
