@@ -456,7 +456,6 @@ func (p *picker) add(j, addr uint64) {
 // behind the keys read).
 func (p *picker) addPacked(keys []uint64, idxBits int, base uint64) {
 	cands, addrs, order := p.cands, p.addrs[:cap(p.addrs)], p.order[:cap(p.order)]
-	b, next, shift, x0 := p.x.b, p.next, p.x.shift, p.x.base
 	mask := uint64(1)<<idxBits - 1
 	kept := 0
 	for _, k := range keys {
@@ -467,17 +466,25 @@ func (p *picker) addPacked(keys []uint64, idxBits int, base uint64) {
 			}
 			continue
 		}
-		if b != nil && a > x0 {
-			// As in add.
-			end := min(int((a-x0-1)>>(shift&63))+1, len(b)-1)
-			for ; next < end; next++ {
-				b[next] = int32(kept - 1)
-			}
-		}
 		addrs[kept], order[kept] = a, j
 		kept++
 	}
-	p.addrs, p.order, p.next = addrs[:kept], order[:kept], next
+	p.addrs, p.order = addrs[:kept], order[:kept]
+	// The bucket index, in a loop of its own (fewer values live): as in
+	// add, the buckets that start before addrs[i] end at addrs[i-1].
+	b, next, shift, x0 := p.x.b, p.next, p.x.shift&63, p.x.base
+	if b == nil {
+		return
+	}
+	for i, a := range p.addrs {
+		if a > x0 {
+			end := min(int((a-x0-1)>>shift)+1, len(b)-1)
+			for ; next < end; next++ {
+				b[next] = int32(i - 1)
+			}
+		}
+	}
+	p.next = next
 }
 
 // done returns the bucket index over the addresses kept (none for fewer
