@@ -101,22 +101,30 @@ func SortHigh(keys, tmp []uint64, low, high int) (sorted, scratch []uint64) {
 	w := uint((nbits + passes - 1) / passes)
 	mask := uint64(1)<<w - 1
 	count := make([][1 << maxDigit]uint32, passes)
-	// The counts of the first two digits in one pass (the input's
+	// The counts of the first three digits in one pass (the input's
 	// length is below 2^32, so they do not overflow); those of the
-	// others, rare (more than 22 bits), in a pass each.
+	// others, rare (more than 33 bits), in a pass each.
 	if passes == 1 {
 		c0 := &count[0]
 		for _, k := range keys {
 			c0[k>>low&mask&(1<<maxDigit-1)]++
 		}
-	} else {
+	} else if passes == 2 {
 		c0, c1 := &count[0], &count[1]
 		for _, k := range keys {
 			k >>= low & 63
 			c0[k&mask&(1<<maxDigit-1)]++
 			c1[k>>(w&63)&mask&(1<<maxDigit-1)]++
 		}
-		for d := 2; d < passes; d++ {
+	} else {
+		c0, c1, c2 := &count[0], &count[1], &count[2]
+		for _, k := range keys {
+			k >>= low & 63
+			c0[k&mask&(1<<maxDigit-1)]++
+			c1[k>>(w&63)&mask&(1<<maxDigit-1)]++
+			c2[k>>(2*w&63)&mask&(1<<maxDigit-1)]++
+		}
+		for d := 3; d < passes; d++ {
 			c := &count[d]
 			shift := uint(low) + uint(d)*w
 			for _, k := range keys {
