@@ -329,8 +329,8 @@ func (t *symtab) decodeLE64(keys []uint64, cands []symbol, idxBits int) (_ []uin
 	n := len(data) / 24
 	keys, cands = keys[:min(n, cap(keys))], cands[:min(n, cap(cands))]
 	j := 0
-	for i := 1; i < n; i++ {
-		e := data[i*24 : i*24+24 : i*24+24]
+	for rest := data[min(24, len(data)):]; len(rest) >= 24; rest = rest[24:] {
+		e := rest[:24:24]
 		info := e[4]
 		if typ := elf.SymType(info & 0xf); kept>>typ&1 == 0 {
 			if typ == elf.STT_FILE {
