@@ -125,6 +125,20 @@ func NewSymbolTable(class elf.Class, data elf.Data, name string, syms, strs []by
 // Len returns the number of entries, including the null symbol 0.
 func (t *SymbolTable) Len() int { return len(t.syms) / t.ent }
 
+// Bytes returns the table's entries as stored: Len() entries of
+// [Header.SymSize] bytes each (Elf32_Sym or Elf64_Sym in the file's byte
+// order; [SymbolTable.Is64] and [SymbolTable.BigEndian] tell which), for
+// callers that decode a whole table in one pass. Do not modify it. Cost:
+// constant; no allocation.
+func (t *SymbolTable) Bytes() []byte { return t.syms }
+
+// Is64 reports whether the entries are Elf64_Sym (24 bytes each) rather
+// than Elf32_Sym (16 bytes).
+func (t *SymbolTable) Is64() bool { return t.h.is64 }
+
+// BigEndian reports whether the entries are big-endian (ELFDATA2MSB).
+func (t *SymbolTable) BigEndian() bool { return t.h.big }
+
 // Sym returns entry i, 0 <= i < Len() (it panics otherwise, as indexing
 // does). Cost: constant; no allocation.
 func (t *SymbolTable) Sym(i int) Sym { return t.h.DecodeSym(t.syms[i*t.ent:]) }

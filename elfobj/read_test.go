@@ -369,3 +369,45 @@ func TestZeroAlloc(t *testing.T) {
 	}
 	_ = sink
 }
+
+// TestSymbolTableBytes: Bytes is the entries as stored, of the layout
+// Is64 and BigEndian tell, for each class and byte order: entry i's
+// fields read from Bytes()[i*SymSize:] by that layout are those Sym
+// decodes.
+func TestSymbolTableBytes(t *testing.T) {
+	for _, c := range []struct {
+		class elf.Class
+		data  elf.Data
+	}{{elf.ELFCLASS64, elf.ELFDATA2LSB}, {elf.ELFCLASS64, elf.ELFDATA2MSB}, {elf.ELFCLASS32, elf.ELFDATA2LSB}, {elf.ELFCLASS32, elf.ELFDATA2MSB}} {
+		is64, big := c.class == elf.ELFCLASS64, c.data == elf.ELFDATA2MSB
+		var order binary.ByteOrder = binary.LittleEndian
+		if big {
+			order = binary.BigEndian
+		}
+		ent := 16
+		if is64 {
+			ent = 24
+		}
+		syms := make([]byte, 3*ent)
+		for i := range syms {
+			syms[i] = byte(i*7 + 1)
+		}
+		st, err := NewSymbolTable(c.class, c.data, ".symtab", syms, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Is64() != is64 || st.BigEndian() != big || len(st.Bytes()) != len(syms) || &st.Bytes()[0] != &syms[0] {
+			t.Fatalf("%v %v: Is64 %v, BigEndian %v, %d bytes", c.class, c.data, st.Is64(), st.BigEndian(), len(st.Bytes()))
+		}
+		for i := range st.Len() {
+			e, s := st.Bytes()[i*ent:], st.Sym(i)
+			value, size, info, shndx := uint64(order.Uint32(e[4:])), uint64(order.Uint32(e[8:])), e[12], order.Uint16(e[14:])
+			if is64 {
+				value, size, info, shndx = order.Uint64(e[8:]), order.Uint64(e[16:]), e[4], order.Uint16(e[6:])
+			}
+			if s.Name != order.Uint32(e) || s.Value != value || s.Size != size || s.Info != info || uint16(s.Section) != shndx {
+				t.Fatalf("%v %v: entry %d decodes to %+v; its bytes hold name %#x value %#x size %#x info %#x shndx %#x", c.class, c.data, i, s, order.Uint32(e), value, size, info, shndx)
+			}
+		}
+	}
+}

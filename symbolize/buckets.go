@@ -51,18 +51,27 @@ func newBucketIndexOf[K uint32 | uint64](sl *slab, keys []K) bucketIndex {
 		x.shift++
 	}
 	nb := int(span>>x.shift) + 2 // the last key's bucket, and one past it
-	x.b = slabMake[int32](sl, nb)
-	i := 0
-	for k := range nb {
-		at := uint64(k) << x.shift // offset from base of the bucket's first address
-		if k == nb-1 || at > span {
-			at = span
+	b := slabMake[int32](sl, nb)
+	// A pass over the keys rather than the buckets: the buckets that
+	// start before key i (at an offset below its own) and are not filled
+	// yet end at key i-1; those left, at the last key. For sorted keys
+	// each entry is the last key at or before its bucket's start (the
+	// last bucket's: the last key); for others the entries only stay in
+	// [0, n).
+	next, shift := 0, x.shift&63
+	mask, last := uint64(1)<<shift-1, uint64(nb-1)
+	for i := 1; i < n; i++ {
+		// ⌈d / 2^shift⌉ buckets start below d, without overflow.
+		d := uint64(keys[i]) - x.base
+		end := int(min(d>>shift+(d&mask+mask)>>shift, last))
+		for ; next < end; next++ {
+			b[next] = int32(i - 1)
 		}
-		for i+1 < n && uint64(keys[i+1])-x.base <= at {
-			i++
-		}
-		x.b[k] = int32(i)
 	}
+	for ; next < nb; next++ {
+		b[next] = int32(n - 1)
+	}
+	x.b = b
 	return x
 }
 

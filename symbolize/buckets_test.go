@@ -99,3 +99,54 @@ func TestBucketIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketIndexEntries: on sorted keys of both widths every entry is
+// the last key at or before its bucket's start (the last entry: the last
+// key), as a scan of the buckets finds it; for keys of 32 bits and the
+// same keys widened by a constant the entries are equal, sorted or not.
+func TestBucketIndexEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 200 {
+		n := minBucketKeys + rng.IntN(3000)
+		keys := make([]uint32, n)
+		spread := uint32(1) << rng.IntN(31)
+		for i := range keys {
+			keys[i] = rng.Uint32N(spread)
+			if round%3 == 0 {
+				keys[i] = uint32(i / (1 + round%5)) // runs of equal keys
+			}
+		}
+		sorted := round%7 != 6
+		if sorted {
+			slices.Sort(keys)
+		}
+		x := newBucketIndexOf(nil, keys)
+		if sorted {
+			span := uint64(keys[n-1] - keys[0])
+			for k := range x.b {
+				at := min(uint64(k)<<x.shift, span)
+				if k == len(x.b)-1 {
+					at = span
+				}
+				want := sort.Search(n, func(i int) bool { return uint64(keys[i]-keys[0]) > at }) - 1
+				if int(x.b[k]) != want {
+					t.Fatalf("round %d: entry %d of %d = %d, want %d", round, k, len(x.b), x.b[k], want)
+				}
+			}
+		}
+		c := uint64(rng.Uint32()) << rng.IntN(32)
+		wide := make([]uint64, n)
+		for i, k := range keys {
+			wide[i] = uint64(k) + c
+		}
+		y := newBucketIndexOf(nil, wide)
+		if y.shift != x.shift || y.base != x.base+c || !slices.Equal(x.b, y.b) {
+			t.Fatalf("round %d (sorted %v): the index of the keys moved by %#x differs", round, sorted, c)
+		}
+		for _, e := range x.b {
+			if e < 0 || int(e) >= n {
+				t.Fatalf("round %d: entry %d not in [0, %d)", round, e, n)
+			}
+		}
+	}
+}

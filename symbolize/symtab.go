@@ -214,31 +214,173 @@ func (t *symtab) count() uint64 { return uint64(t.table().Len()) }
 // flattenSubrs (a variable so that tests can force the unpacked paths).
 var packedSortBits = 64
 
+// symtabFastDecode is false to make symtab.sort decode every table with
+// decodeAny (for the tests).
+var symtabFastDecode = true
+
 // sort builds the sorted arrays and their bucket index. Symbols are
 // ordered by address, then table order; when address offsets and symbol
 // positions fit together in 64 bits (they do in any real file) the keys are
-// packed into one uint64 each and sorted as integers, which is several
-// times faster than comparing pairs. The table is decoded once, in table
-// order: each kept symbol's size, name and source file (the last STT_FILE
-// symbol before it, for a local one) go to a candidate array whose
-// position the sort key carries; the sorted order refers to that array
-// instead of copying it, so that picking in address order neither decodes
-// the table and its strings again at random nor writes a second array of
-// symbols to fresh pages. On the packed path the order overwrites the
-// sorted keys as they are read and the addresses go to the radix sort's
-// scratch, pages the sort has already touched. Cost: O(n log n), four
-// allocations.
+// packed into one uint64 each, the position below the address, and sorted
+// as integers, which is several times faster than comparing pairs: as
+// they are made in table order, only their address bits need sorting
+// (radix.SortHigh). The table is decoded once, in table order (decodeLE64
+// for the usual Elf64_Sym little-endian table, decodeAny for others):
+// each kept symbol's size, name and source file (the last STT_FILE symbol
+// before it, for a local one) go to a candidate array whose position the
+// sort key carries; the sorted order refers to that array instead of
+// copying it, so that picking in address order neither decodes the table
+// and its strings again at random nor writes a second array of symbols to
+// fresh pages. On the packed path the order overwrites the sorted keys as
+// they are read and the addresses go to the radix sort's scratch, pages
+// the sort has already touched; the bucket index is filled on the way
+// (picker). Cost: O(n) on the packed path (O(n log n) on the other); six
+// allocations, four of them in the slab when there is one.
 func (t *symtab) sort() {
 	n := t.count()
 	idxBits := bits.Len64(n)
-	lo, hi := ^uint64(0), uint64(0)
-	// Keys of the packed sort made on the way, the address not yet
-	// offset by lo: abs stays true while every address fits so.
 	keys := slabMake[uint64](t.slab, int(n))[:0]
 	cands := slabMake[symbol](t.slab, int(n))[:0]
-	abs := true
+	var lo, hi uint64
+	var abs bool
+	if symtabFastDecode && t.tab.Is64() && !t.tab.BigEndian() && t.opd == nil && (t.f == nil || t.f.obj == nil || t.f.obj.Type != elf.ET_REL) {
+		keys, cands, lo, hi = t.decodeLE64(keys, cands, idxBits)
+		abs = bits.Len64(hi)+idxBits <= 64
+	} else {
+		keys, cands, lo, hi, abs = t.decodeAny(keys, cands, idxBits)
+	}
+	m := len(cands)
+	// Of the symbols at one address keep the largest, the last in table
+	// order among equal sizes: the picker is given the symbols in order
+	// of address, then table order. Built in locals and published at the
+	// end: a fault on the mapped table leaves the symtab unsorted (lookups
+	// then scan, and fault again, which Symbolize reports).
+	names := string(t.strs)
+	var p picker
+	if m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
+		packed, base := keys, uint64(0)
+		if !abs {
+			// An address too high to pack as it is: offsets from lo.
+			packed, base = packed[:0], lo
+			for i := uint64(1); i < n; i++ {
+				if a, _, _, ok := t.raw(i); ok {
+					packed = append(packed, (a-lo)<<idxBits|uint64(len(packed)))
+				}
+			}
+		}
+		var tmp []uint64
+		if len(packed) >= 256 { // radix.SortHigh's scratch, which shorter inputs do not use
+			tmp = slabMake[uint64](t.slab, len(packed))[:0]
+		}
+		// Every address in [lo, hi] shares the bits above those of
+		// (hi-base)^(lo-base): only the bits below are sorted.
+		packed, scratch := radix.SortHigh(packed, tmp, idxBits, idxBits+bits.Len64((hi-base)^(lo-base)))
+		addrs := scratch[:0]
+		if cap(scratch) < m {
+			addrs = make([]uint64, 0, m)
+		}
+		// order[k] is written after packed[k] is read (k only lags).
+		p.start(t.slab, cands, addrs, packed[:0], lo, hi)
+		p.addPacked(packed, idxBits, base)
+	} else if m > 0 {
+		type sym struct{ idx, addr uint64 }
+		sorted := make([]sym, 0, m)
+		for i := uint64(1); i < n; i++ {
+			if a, _, _, ok := t.raw(i); ok {
+				sorted = append(sorted, sym{uint64(len(sorted)), a})
+			}
+		}
+		slices.SortFunc(sorted, func(a, b sym) int {
+			if a.addr != b.addr {
+				return cmp(a.addr, b.addr)
+			}
+			return cmp(a.idx, b.idx)
+		})
+		p.start(t.slab, cands, make([]uint64, 0, m), make([]uint64, 0, m), lo, hi)
+		for _, o := range sorted {
+			p.add(o.idx, o.addr)
+		}
+	}
+	t.names, t.addrs, t.order, t.syms, t.index = names, p.addrs, p.order, cands, p.done()
+	t.sorted.Store(true)
+}
+
+// decodeLE64 is sort's pass over a table of little-endian Elf64_Sym
+// entries (gABI "Symbol Table") in a file that is not relocatable and has
+// no PowerPC function descriptors: it keeps the symbols rawSym keeps, in
+// table order, appending each one's candidate to cands and its key,
+// address<<idxBits | position in cands, to keys (an address too high for
+// that gives a key of no use, which sort then makes again: hi tells), and
+// returns the lowest and highest address kept. keys and cands have room
+// for every entry. The entries are read in place without decoding them
+// whole, and a name's length is found in the word at its start when it is
+// that short.
+func (t *symtab) decodeLE64(keys []uint64, cands []symbol, idxBits int) (_ []uint64, _ []symbol, lo, hi uint64) {
+	le := binary.LittleEndian
+	data, strs := t.tab.Bytes(), t.strs
+	var m elf.Machine
+	if t.f != nil && t.f.obj != nil {
+		m = t.f.obj.Machine
+	}
+	marks := m == elf.EM_ARM || m == elf.EM_AARCH64 || m == elf.EM_RISCV
+	lo = ^uint64(0)
 	var file, fileLen uint32
-	for i := uint64(1); i < n; i++ {
+	const kept = 1<<elf.STT_NOTYPE | 1<<elf.STT_OBJECT | 1<<elf.STT_FUNC | 1<<elf.STT_GNU_IFUNC
+	n := len(data) / 24
+	keys, cands = keys[:min(n, cap(keys))], cands[:min(n, cap(cands))]
+	j := 0
+	for rest := data[min(24, len(data)):]; len(rest) >= 24; rest = rest[24:] {
+		e := rest[:24:24]
+		info := e[4]
+		if typ := elf.SymType(info & 0xf); kept>>typ&1 == 0 {
+			if typ == elf.STT_FILE {
+				file, fileLen = t.str(le.Uint32(e))
+			}
+			continue
+		}
+		// Undefined, absolute or common: no section (SHN_XINDEX names
+		// one in the extended table).
+		if sec := elf.SectionIndex(le.Uint16(e[6:])); sec == elf.SHN_UNDEF || (sec >= elf.SHN_LORESERVE && sec != elf.SHN_XINDEX) {
+			continue
+		}
+		// The name's length: the first zero byte of the little-endian
+		// word w at its start is the lowest set bit of
+		// (w-0x01…01) &^ w & 0x80…80 (no borrow reaches the bytes
+		// below it); a longer name, or one near the table's end, by str.
+		name := le.Uint32(e)
+		var nameLen uint32
+		if uint64(name)+8 <= uint64(len(strs)) {
+			w := le.Uint64(strs[name:])
+			if z := (w - 0x0101010101010101) &^ w & 0x8080808080808080; z != 0 {
+				nameLen = uint32(bits.TrailingZeros64(z) >> 3)
+			} else {
+				name, nameLen = t.str(name)
+			}
+		} else {
+			name, nameLen = t.str(name)
+		}
+		if marks && info&0xf == byte(elf.STT_NOTYPE) && isMarker(m, strs[name:name+nameLen]) {
+			continue
+		}
+		a := le.Uint64(e[8:])
+		lo, hi = min(lo, a), max(hi, a)
+		keys[j] = a<<(idxBits&63) | uint64(j)
+		c := &cands[j]
+		c.size, c.name, c.nameLen = le.Uint64(e[16:]), name, nameLen
+		if info>>4 == byte(elf.STB_LOCAL) {
+			c.file, c.fileLen = file, fileLen
+		}
+		j++
+	}
+	return keys[:j], cands[:j], lo, hi
+}
+
+// decodeAny is decodeLE64 for any table, entries decoded by t.tab and
+// kept by rawSym; abs is false when an address is too high for its key.
+func (t *symtab) decodeAny(keys []uint64, cands []symbol, idxBits int) (_ []uint64, _ []symbol, lo, hi uint64, abs bool) {
+	lo, abs = ^uint64(0), true
+	var file, fileLen uint32
+	for i, n := uint64(1), t.count(); i < n; i++ {
 		s := t.tab.Sym(int(i))
 		if a, size, name, ok := t.rawSym(i, s); ok {
 			lo, hi = min(lo, a), max(hi, a)
@@ -255,74 +397,106 @@ func (t *symtab) sort() {
 			file, fileLen = t.str(s.Name)
 		}
 	}
-	m := len(cands)
-	// Of the symbols at one address keep the largest, the last in table
-	// order among equal sizes: pick is called for the symbols in order of
-	// address, then table order. Built in locals and published at the
-	// end: a fault on the mapped table leaves the symtab unsorted (lookups
-	// then scan, and fault again, which Symbolize reports).
-	names := string(t.strs)
-	var addrs, order []uint64
-	pick := func(j, addr uint64) {
-		if k := len(addrs) - 1; k >= 0 && addrs[k] == addr {
-			if cands[j].size >= cands[order[k]].size {
-				order[k] = j
-			}
-			return
-		}
-		addrs = append(addrs, addr)
-		order = append(order, j)
+	return keys, cands, lo, hi, abs
+}
+
+// picker keeps, of the candidates given in order of address then table
+// order, the one at each address that lookup answers with (the largest,
+// the last in table order among equal sizes), in addrs and order, and
+// builds the bucket index over addrs on the way: the index of
+// newBucketIndex, but for its bucket size, chosen from the number of
+// candidates (at least the addresses kept) before they are known.
+type picker struct {
+	cands        []symbol
+	addrs, order []uint64
+	x            bucketIndex
+	next         int // the first bucket of x not filled yet
+}
+
+// start readies p for candidates at addresses in [lo, hi]; addrs and
+// order are empty, with room for every candidate.
+func (p *picker) start(sl *slab, cands []symbol, addrs, order []uint64, lo, hi uint64) {
+	p.cands, p.addrs, p.order = cands, addrs, order
+	n := len(cands)
+	if n < minBucketKeys || n >= 1<<31-1 {
+		return
 	}
-	if m > 0 && bits.Len64(hi-lo)+idxBits <= packedSortBits {
-		packed := keys
-		if abs {
-			for j := range packed {
-				packed[j] -= lo << idxBits
-			}
-		} else {
-			packed = packed[:0]
-			for i := uint64(1); i < n; i++ {
-				if a, _, _, ok := t.raw(i); ok {
-					packed = append(packed, (a-lo)<<idxBits|uint64(len(packed)))
-				}
-			}
+	p.x.base = lo
+	span := hi - lo
+	for span>>p.x.shift >= uint64(n) {
+		p.x.shift++
+	}
+	p.x.b = slabMake[int32](sl, int(span>>p.x.shift)+2) // the last key's bucket, and one past it
+}
+
+// add gives p candidate j at addr, at or after the previous one's.
+func (p *picker) add(j, addr uint64) {
+	k := len(p.addrs) - 1
+	if k >= 0 && p.addrs[k] == addr {
+		if p.cands[j].size >= p.cands[p.order[k]].size {
+			p.order[k] = j
 		}
-		var tmp []uint64
-		if len(packed) >= 256 { // radix.Sort's scratch, which shorter inputs do not use
-			tmp = slabMake[uint64](t.slab, len(packed))[:0]
-		}
-		packed, scratch := radix.Sort(packed, tmp, bits.Len64(hi-lo)+idxBits)
-		if cap(scratch) >= m {
-			addrs = scratch[:0]
-		} else {
-			addrs = make([]uint64, 0, m)
-		}
-		// order[k] is written after packed[k] is read (k only lags).
-		order = packed[:0]
-		for _, k := range packed {
-			pick(k&(1<<idxBits-1), k>>idxBits+lo)
-		}
-	} else {
-		type sym struct{ idx, addr uint64 }
-		sorted := make([]sym, 0, m)
-		for i := uint64(1); i < n; i++ {
-			if a, _, _, ok := t.raw(i); ok {
-				sorted = append(sorted, sym{uint64(len(sorted)), a})
-			}
-		}
-		slices.SortFunc(sorted, func(a, b sym) int {
-			if a.addr != b.addr {
-				return cmp(a.addr, b.addr)
-			}
-			return cmp(a.idx, b.idx)
-		})
-		addrs, order = make([]uint64, 0, m), make([]uint64, 0, m)
-		for _, o := range sorted {
-			pick(o.idx, o.addr)
+		return
+	}
+	if p.x.b != nil && addr > p.x.base {
+		// The buckets that start before addr end at the address kept
+		// last (their entry: the last at or before their start).
+		end := min(int((addr-p.x.base-1)>>p.x.shift)+1, len(p.x.b)-1)
+		for ; p.next < end; p.next++ {
+			p.x.b[p.next] = int32(k)
 		}
 	}
-	t.names, t.addrs, t.order, t.syms, t.index = names, addrs, order, cands, newBucketIndexIn(t.slab, addrs)
-	t.sorted.Store(true)
+	p.addrs = append(p.addrs, addr)
+	p.order = append(p.order, j)
+}
+
+// addPacked is add for each of the sorted packed keys, candidate
+// k&(1<<idxBits-1) at k>>idxBits + base, with p's state in locals (the
+// loop of a large table); order may be keys' own array (it is written
+// behind the keys read).
+func (p *picker) addPacked(keys []uint64, idxBits int, base uint64) {
+	cands, addrs, order := p.cands, p.addrs[:cap(p.addrs)], p.order[:cap(p.order)]
+	mask := uint64(1)<<idxBits - 1
+	kept := 0
+	for _, k := range keys {
+		j, a := k&mask, k>>(idxBits&63)+base
+		if kept > 0 && addrs[kept-1] == a {
+			if cands[j].size >= cands[order[kept-1]].size {
+				order[kept-1] = j
+			}
+			continue
+		}
+		addrs[kept], order[kept] = a, j
+		kept++
+	}
+	p.addrs, p.order = addrs[:kept], order[:kept]
+	// The bucket index, in a loop of its own (fewer values live): as in
+	// add, the buckets that start before addrs[i] end at addrs[i-1].
+	b, next, shift, x0 := p.x.b, p.next, p.x.shift&63, p.x.base
+	if b == nil {
+		return
+	}
+	for i, a := range p.addrs {
+		if a > x0 {
+			end := min(int((a-x0-1)>>shift)+1, len(b)-1)
+			for ; next < end; next++ {
+				b[next] = int32(i - 1)
+			}
+		}
+	}
+	p.next = next
+}
+
+// done returns the bucket index over the addresses kept (none for fewer
+// than minBucketKeys).
+func (p *picker) done() bucketIndex {
+	if len(p.addrs) < minBucketKeys {
+		return bucketIndex{}
+	}
+	for ; p.next < len(p.x.b); p.next++ {
+		p.x.b[p.next] = int32(len(p.addrs) - 1)
+	}
+	return p.x
 }
 
 // sym returns the symbol at addrs[i] of a sorted symtab.

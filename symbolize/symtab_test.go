@@ -1,11 +1,15 @@
 package symbolize
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/elfimage/elfimage/elfobj"
 )
 
 // TestSymtabSort: the sorted symbol table, built with packed integer keys
@@ -196,6 +200,121 @@ func TestFlattenSubrsHugeRange(t *testing.T) {
 	}{{0, 0}, {1 << 62, 1}, {1<<62 + 16, 0}, {1<<63 - 1, 0}, {1 << 63, -1}, {^uint64(0) - 1, 2}} {
 		if got := x.leaf(c.addr); got != c.die {
 			t.Errorf("leaf(%#x) = %d, want %d", c.addr, got, c.die)
+		}
+	}
+}
+
+// randomSymtab returns a random symbol table of n Elf64_Sym entries
+// (after the null one) for machine m, with a string table: addresses
+// clustered (many symbols at one address) or spread, names of 0 to 40
+// bytes, some out of the string table or at its last bytes, every symbol
+// type and binding, undefined, absolute, common, extended and reserved
+// section indices, STT_FILE symbols between locals, and Arm, AArch64 and
+// RISC-V mapping symbols and labels.
+func randomSymtab(rng *rand.Rand, n int, m elf.Machine, high bool) *symtab {
+	names := []byte{0}
+	var data []byte
+	data = append(data, make([]byte, 24)...)
+	markers := []string{"$a", "$d", "$t", "$x", "$a.1", "$d.x", ".L1", ".Ltmp", "", "$", "$b"}
+	for range n {
+		var name string
+		switch rng.IntN(4) {
+		case 0:
+			name = markers[rng.IntN(len(markers))]
+		default:
+			name = fmt.Sprintf("%s%d", strings.Repeat("n", rng.IntN(40)), rng.IntN(1000))
+		}
+		off := uint32(len(names))
+		names = append(append(names, name...), 0)
+		switch rng.IntN(40) {
+		case 0:
+			off = uint32(1<<20 + rng.IntN(100)) // outside the string table
+		case 1:
+			off = uint32(rng.IntN(len(names))) // into another name
+		}
+		addr := 0x401000 + uint64(rng.IntN(n/4+1))*uint64(1+rng.IntN(64))
+		if high {
+			addr += 1<<63 - 0x401000
+		}
+		typ := []byte{0, 1, 2, 10, 3, 4, 5, 6, 13}[rng.IntN(9)]
+		bind := []byte{0, 1, 2, 10}[rng.IntN(4)]
+		shndx := uint16(1 + rng.IntN(5))
+		switch rng.IntN(15) {
+		case 0:
+			shndx = 0
+		case 1:
+			shndx = uint16(elf.SHN_ABS)
+		case 2:
+			shndx = uint16(elf.SHN_COMMON)
+		case 3:
+			shndx = uint16(elf.SHN_XINDEX)
+		case 4:
+			shndx = 0xff00 + uint16(rng.IntN(0xff))
+		}
+		e := make([]byte, 24)
+		binary.LittleEndian.PutUint32(e, off)
+		e[4] = bind<<4 | typ
+		binary.LittleEndian.PutUint16(e[6:], shndx)
+		binary.LittleEndian.PutUint64(e[8:], addr)
+		binary.LittleEndian.PutUint64(e[16:], uint64(rng.IntN(4))*uint64(rng.IntN(100)))
+		data = append(data, e...)
+	}
+	if rng.IntN(2) == 0 {
+		// A name at the table's very end, without its terminator.
+		binary.LittleEndian.PutUint32(data[len(data)-24:], uint32(len(names)))
+		names = append(names, "tail"...)
+	}
+	obj := &elfobj.File{}
+	obj.Machine = m
+	return &symtab{f: &elfFile{obj: obj, class64: true}, entsize: 24, data: data, strs: names}
+}
+
+// TestSymtabDecoders: decodeLE64 and decodeAny (the table decoded entry
+// by entry through rawSym) sort random tables of x86-64, Arm, AArch64 and
+// RISC-V files into the same symbols, names and files, on the packed and
+// unpacked paths, and the sorted lookups (bucket index and all) answer as
+// the scan of the table does, at every symbol's address, next to it and
+// at its end.
+func TestSymtabDecoders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for round := range 60 {
+		m := []elf.Machine{elf.EM_X86_64, elf.EM_ARM, elf.EM_AARCH64, elf.EM_RISCV}[round%4]
+		n := []int{0, 1, 20, 40, 300, 3000}[round%6]
+		high := round%5 == 4
+		seed := rng.Uint64()
+		var ref *symtab
+		for _, fast := range []bool{false, true} {
+			for _, bits := range []int{64, 1} {
+				st := randomSymtab(rand.New(rand.NewPCG(seed, 1)), n, m, high)
+				symtabFastDecode, packedSortBits = fast, bits
+				st.sort()
+				symtabFastDecode, packedSortBits = true, 64
+				if ref == nil {
+					ref = st
+					continue
+				}
+				if !slices.Equal(st.addrs, ref.addrs) {
+					t.Fatalf("round %d (%v, %d symbols), fast %v, key bits %d: %d addresses, want %d", round, m, n, fast, bits, len(st.addrs), len(ref.addrs))
+				}
+				for i := range st.addrs {
+					if *st.sym(i) != *ref.sym(i) {
+						t.Fatalf("round %d (%v), fast %v, key bits %d: at %#x %+v, want %+v", round, m, fast, bits, st.addrs[i], *st.sym(i), *ref.sym(i))
+					}
+				}
+				for i, a := range st.addrs {
+					if i%(len(st.addrs)/40+1) != 0 && i != len(st.addrs)-1 {
+						continue // the scan is a pass over the table
+					}
+					s := st.sym(i)
+					for _, probe := range []uint64{a - 1, a, a + 1, a + s.size - 1, a + s.size} {
+						name, file, ok := st.lookup(probe)
+						wname, wfile, wok := st.scan(probe)
+						if name != wname || file != wfile || ok != wok {
+							t.Fatalf("round %d (%v), fast %v, key bits %d: lookup(%#x) = %q, %q, %v; the scan gives %q, %q, %v", round, m, fast, bits, probe, name, file, ok, wname, wfile, wok)
+						}
+					}
+				}
+			}
 		}
 	}
 }
