@@ -90,16 +90,25 @@ func Wait(t testing.TB, cmd *exec.Cmd, timeout time.Duration) error {
 	if timeout == 0 {
 		timeout = waitTimeout
 	}
+	timedOut, err := waitKill(cmd, timeout)
+	if timedOut {
+		t.Fatalf("%s did not exit in %v and was killed", strings.Join(cmd.Args, " "), timeout)
+	}
+	return err
+}
+
+// waitKill waits for the started cmd to exit and returns cmd.Wait's
+// error; after timeout it kills the process (its group when it has one
+// of its own), waits for it and reports timedOut with that error.
+func waitKill(cmd *exec.Cmd, timeout time.Duration) (timedOut bool, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		return err
+		return false, err
 	case <-time.After(timeout):
 		kill(cmd)
-		<-done
-		t.Fatalf("%s did not exit in %v and was killed", strings.Join(cmd.Args, " "), timeout)
-		return nil
+		return true, <-done
 	}
 }
 

@@ -61,16 +61,10 @@ func runGroup(cmd *exec.Cmd, stdout, stderr io.Writer, timeout time.Duration) er
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
+	if timedOut, err := waitKill(cmd, timeout); !timedOut {
 		return err
-	case <-time.After(timeout):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return fmt.Errorf("%w after %v: %s", ErrTimeout, timeout, cmd.Path)
 	}
+	return fmt.Errorf("%w after %v: %s", ErrTimeout, timeout, cmd.Path)
 }
 
 // RunTool runs cmd as [RunGroup] does, killed with its process group
