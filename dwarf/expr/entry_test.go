@@ -178,3 +178,19 @@ func FuzzEntryRegister(f *testing.F) {
 		}
 	})
 }
+
+// TestEvalAddrBias: DW_OP_addr is a link-time address, moved by
+// Params.AddrBias (a position-independent executable's load bias).
+func TestEvalAddrBias(t *testing.T) {
+	p := p64
+	p.AddrBias = 0x5500_0000_0000
+	code := cat(op(dwarf.DW_OP_addr, 0x04, 0x20, 0, 0, 0, 0, 0, 0), op(dwarf.DW_OP_stack_value))
+	if r, err := Eval(code, p, &ctx{}); err != nil || r.Value != 0x5500_0000_2004 {
+		t.Errorf("%+v, %v; want %#x", r, err, 0x5500_0000_2004)
+	}
+	p.AddrSize = 4
+	p.AddrBias = 0x1000
+	if r, err := Eval(cat(op(dwarf.DW_OP_addr, 0xff, 0xff, 0xff, 0xff), op(dwarf.DW_OP_stack_value)), p, &ctx{}); err != nil || r.Value != 0xfff {
+		t.Errorf("32-bit: %+v, %v; want 0xfff (wrapped)", r, err)
+	}
+}

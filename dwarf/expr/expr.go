@@ -84,9 +84,13 @@ type EntryValuer interface {
 
 // Params describes where an expression came from.
 type Params struct {
-	Section  string           // section named in errors (".debug_info", ".eh_frame", ...)
-	Offset   uint64           // section offset of the expression's first byte, for errors
-	AddrSize uint8            // address size in bytes (4 or 8): DW_OP_addr, DW_OP_deref, arithmetic width
+	Section  string // section named in errors (".debug_info", ".eh_frame", ...)
+	Offset   uint64 // section offset of the expression's first byte, for errors
+	AddrSize uint8  // address size in bytes (4 or 8): DW_OP_addr, DW_OP_deref, arithmetic width
+	// AddrBias is added to DW_OP_addr operands by Eval: the load bias of
+	// the module whose link-time addresses they are (0 for an image
+	// loaded where it was linked).
+	AddrBias uint64
 	Order    binary.ByteOrder // byte order of fixed-size operands
 	// Format is the offset size of DW_OP_call_ref and
 	// DW_OP_implicit_pointer operands, for [Decode] (Eval does not
@@ -306,7 +310,7 @@ func (e *eval) step(off uint64, op dwarf.Op, ctx Context, res *Result) bool {
 	}
 	switch op {
 	case dwarf.DW_OP_addr:
-		e.push(off, op, b.Addr(e.p.AddrSize, "address"))
+		e.push(off, op, b.Addr(e.p.AddrSize, "address")+e.p.AddrBias)
 	case dwarf.DW_OP_const1u:
 		e.push(off, op, uint64(b.U8("constant")))
 	case dwarf.DW_OP_const1s:
