@@ -574,7 +574,7 @@ func (v *View) frameArgs(frames []Frame, i int, m *Module, pc uint64, mem unwind
 		return
 	}
 	x := v.args(o)
-	src := &entrySource{v: v, frames: frames, i: i, mem: mem, x: x, obj: o, bias: m.Bias}
+	src := &entrySource{mods: v, frames: frames, i: i, mem: mem, x: x, syms: o.symbols, bias: m.Bias}
 	x.frameArgs(f, pc-m.Bias, mem, src)
 }
 

@@ -328,16 +328,43 @@ func (x *argIndex) callsItselfByTail(entry uint64, names funcNames) error {
 // the caller's frame (its registers, CFA, frame base and the memory),
 // as gdb does (DWARF 5 sections 2.5.1.7 and 3.4.2).
 type entrySource struct {
-	v      *View
+	mods   moduleFinder
 	frames []Frame
 	i      int
 	mem    unwind.Memory
-	x      *argIndex // frames[i]'s module's DWARF
-	obj    *object   // and the module
-	bias   uint64    // its load bias
-	entry  uint64    // link-time entry of frames[i]'s function
+	x      *argIndex         // frames[i]'s module's DWARF
+	syms   func() []symEntry // and symbols (nil: none)
+	bias   uint64            // its load bias
+	entry  uint64            // link-time entry of frames[i]'s function
 	names  funcNames
 	depth  int // call values being evaluated to get here
+}
+
+// moduleFinder finds the module of a run-time address: its DWARF, load
+// bias, symbols and name (a View; tests give modules of their own).
+type moduleFinder interface {
+	moduleArgs(pc uint64) (modArgs, error)
+}
+
+// modArgs is one module as the entry-value resolver reads it.
+type modArgs struct {
+	x    *argIndex
+	bias uint64
+	syms func() []symEntry
+	name string
+}
+
+// moduleArgs implements moduleFinder.
+func (v *View) moduleArgs(pc uint64) (modArgs, error) {
+	m, err := v.Lookup(pc)
+	if err != nil {
+		return modArgs{}, err
+	}
+	o := m.obj.get()
+	if o.err != nil {
+		return modArgs{}, fmt.Errorf("module %s: %w", m.Name, o.err)
+	}
+	return modArgs{x: v.args(o), bias: m.Bias, syms: o.symbols, name: m.Name}, nil
 }
 
 // value implements argContext.EntryValue.
@@ -352,16 +379,12 @@ func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
 	if caller.Exact || caller.PC == 0 || s.frames[s.i].Signal {
 		return 0, fmt.Errorf("%w: the caller was interrupted, not calling", errNoEntry)
 	}
-	m, err := s.v.Lookup(caller.PC - 1)
+	m, err := s.mods.moduleArgs(caller.PC - 1)
 	if err != nil {
 		return 0, fmt.Errorf("%w: the caller: %w", errNoEntry, err)
 	}
-	o := m.obj.get()
-	if o.err != nil {
-		return 0, fmt.Errorf("%w: the caller's module: %w", errNoEntry, o.err)
-	}
-	cx := s.v.args(o)
-	ret := caller.PC - m.Bias
+	cx := m.x
+	ret := caller.PC - m.bias
 	sp, u, err := cx.subprogramAt(ret - 1)
 	if err != nil {
 		return 0, fmt.Errorf("%w: the caller at %#x: %w", errNoEntry, caller.PC, err)
@@ -372,12 +395,12 @@ func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
 	}
 	site, ok := cs.siteAt(ret)
 	if !ok {
-		return 0, fmt.Errorf("%w: no DW_TAG_call_site with return pc %#x in %s", errNoEntry, ret, m.Name)
+		return 0, fmt.Errorf("%w: no DW_TAG_call_site with return pc %#x in %s", errNoEntry, ret, m.name)
 	}
 	// The caller's frame, where the call site's expressions are evaluated.
-	cctx := &argContext{f: caller, mem: s.mem, bias: m.Bias, entry: &entrySource{
-		v: s.v, frames: s.frames, i: s.i + 1, mem: s.mem, x: cx, obj: o, bias: m.Bias, entry: cs.entry, names: cs.names, depth: s.depth + 1}}
-	ep := expr.Params{Section: ".debug_info", Offset: site.off, AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian, AddrBias: m.Bias}
+	cctx := &argContext{f: caller, mem: s.mem, bias: m.bias, entry: &entrySource{
+		mods: s.mods, frames: s.frames, i: s.i + 1, mem: s.mem, x: cx, syms: m.syms, bias: m.bias, entry: cs.entry, names: cs.names, depth: s.depth + 1}}
+	ep := expr.Params{Section: ".debug_info", Offset: site.off, AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian, AddrBias: m.bias}
 	cctx.setFrameBase(cs.frameBase, ep)
 	// The call site must call this frame's function: a tail call in
 	// between leaves the caller's call site naming another function.
@@ -385,8 +408,8 @@ func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
 		return 0, fmt.Errorf("%w: DW_TAG_call_site at .debug_info offset %#x has no target", errNoEntry, site.off)
 	}
 	if t, ok, tn := cx.staticTarget(cs, site); ok {
-		if t+m.Bias != s.entry+s.bias {
-			return 0, fmt.Errorf("%w: DW_TAG_call_site at .debug_info offset %#x calls %#x, not this frame's function at %#x", errNoEntry, site.off, t+m.Bias, s.entry+s.bias)
+		if t+m.bias != s.entry+s.bias {
+			return 0, fmt.Errorf("%w: DW_TAG_call_site at .debug_info offset %#x calls %#x, not this frame's function at %#x", errNoEntry, site.off, t+m.bias, s.entry+s.bias)
 		}
 	} else if site.origin != 0 {
 		if !tn.same(s.names) && !s.symbolNamed(tn) {
@@ -438,10 +461,10 @@ func (s *entrySource) symbolNamed(n funcNames) bool {
 	if name == "" {
 		name = n.name
 	}
-	if name == "" || s.obj == nil {
+	if name == "" || s.syms == nil {
 		return false
 	}
-	syms := s.obj.symbols()
+	syms := s.syms()
 	i := sort.Search(len(syms), func(i int) bool { return syms[i].value >= s.entry })
 	for ; i < len(syms) && syms[i].value == s.entry; i++ {
 		if syms[i].name == name {
