@@ -159,8 +159,10 @@ func (x *argIndex) callSitesOf(u *info.UnitHeader, off uint64) (*callSites, erro
 	cs = &callSites{frameBase: exprOf(e, dwarf.DW_AT_frame_base), names: x.namesOf(off), unit: u}
 	cs.entry, _ = x.entryOf(u, e)
 	if e.Children {
-		site := -1 // index in cs.sites of the call site whose children these are
-		for depth, n := 1, 0; depth > 0 && n < maxCallSiteDIEs; n++ {
+		// owner[d] is the index in cs.sites of the call site whose
+		// children are at depth d+1, or -1 for another DIE.
+		owner := []int{-1}
+		for n := 0; len(owner) > 0 && n < maxCallSiteDIEs; n++ {
 			c, err := r.Next()
 			if err != nil {
 				return nil, err
@@ -169,18 +171,17 @@ func (x *argIndex) callSitesOf(u *info.UnitHeader, off uint64) (*callSites, erro
 				break
 			}
 			if c.Tag == 0 {
-				depth--
-				site = -1
+				owner = owner[:len(owner)-1]
 				continue
 			}
+			site := owner[len(owner)-1]
 			switch c.Tag {
 			case dwarf.DW_TAG_call_site, dwarf.DW_TAG_GNU_call_site:
 				s, ok := readCallSite(c)
 				if ok && len(cs.sites) < maxCallSites {
 					cs.sites = append(cs.sites, s)
 					if c.Children {
-						site = len(cs.sites) - 1
-						depth++
+						owner = append(owner, len(cs.sites)-1)
 						continue
 					}
 				}
@@ -197,8 +198,7 @@ func (x *argIndex) callSitesOf(u *info.UnitHeader, off uint64) (*callSites, erro
 				// A nested function has its own call sites.
 			default:
 				if c.Children {
-					depth++
-					site = -1
+					owner = append(owner, -1)
 					continue
 				}
 			}
