@@ -83,10 +83,11 @@ type argIndex struct {
 
 	types *value.Reader
 
-	mu    sync.Mutex
-	subs  map[uint64][]span     // unit offset -> subprograms (off: DIE offset), sorted by lo
-	bases map[uint64]uint64     // unit offset -> base address (root DW_AT_low_pc)
-	sites map[uint64]*callSites // subprogram DIE offset -> its call sites
+	mu       sync.Mutex
+	subs     map[uint64][]span     // unit offset -> subprograms (off: DIE offset), sorted by lo
+	bases    map[uint64]uint64     // unit offset -> base address (root DW_AT_low_pc)
+	sites    map[uint64]*callSites // subprogram DIE offset -> its call sites
+	selfTail map[uint64]error      // function entry -> callsItselfByTail's answer
 }
 
 // span is [lo, hi) -> off.
@@ -117,7 +118,7 @@ func (v *View) args(o *object) *argIndex {
 // newArgIndex indexes the DWARF whose sections sect returns (nil when
 // absent): the compile units' ranges.
 func newArgIndex(sect func(name string) []byte) *argIndex {
-	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, sites: map[uint64]*callSites{}}
+	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, sites: map[uint64]*callSites{}, selfTail: map[uint64]error{}}
 	var sec info.Sections
 	sec.Info, sec.Abbrev = sect(".debug_info"), sect(".debug_abbrev")
 	if len(sec.Info) == 0 || len(sec.Abbrev) == 0 {

@@ -288,6 +288,21 @@ func (x *argIndex) staticTarget(cs *callSites, s *callSite) (uint64, bool, funcN
 // call whose target is known only at run time: as for gdb, its entry
 // values are then not reliable (the frame may be a tail-called instance).
 func (x *argIndex) callsItselfByTail(entry uint64, names funcNames) error {
+	x.mu.Lock()
+	err, ok := x.selfTail[entry]
+	x.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = x.tailWalk(entry, names)
+	x.mu.Lock()
+	x.selfTail[entry] = err
+	x.mu.Unlock()
+	return err
+}
+
+// tailWalk is callsItselfByTail without its cache.
+func (x *argIndex) tailWalk(entry uint64, names funcNames) error {
 	seen := map[uint64]bool{entry: true}
 	todo := []uint64{entry}
 	for len(todo) > 0 && len(seen) <= maxTailHops {
