@@ -682,6 +682,10 @@ const (
 	DW_OP_reinterpret          Op = 0xa9
 	DW_OP_GNU_push_tls_address Op = 0xe0
 	DW_OP_GNU_entry_value      Op = 0xf3
+	// DW_OP_GNU_parameter_ref: a 4-byte unit-relative offset of a
+	// DW_TAG_formal_parameter whose value the caller's call site gives (gcc,
+	// for parameters its interprocedural optimizations removed).
+	DW_OP_GNU_parameter_ref Op = 0xfa
 )
 
 // String returns the name of v in the standard's spelling, or
@@ -840,6 +844,8 @@ func (v Op) String() string {
 		return "DW_OP_GNU_push_tls_address"
 	case DW_OP_GNU_entry_value:
 		return "DW_OP_GNU_entry_value"
+	case DW_OP_GNU_parameter_ref:
+		return "DW_OP_GNU_parameter_ref"
 	}
 	return "DW_OP_0x" + strconv.FormatUint(uint64(v), 16)
 }

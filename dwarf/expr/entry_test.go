@@ -194,3 +194,33 @@ func TestEvalAddrBias(t *testing.T) {
 		t.Errorf("32-bit: %+v, %v; want 0xfff (wrapped)", r, err)
 	}
 }
+
+// paramCtx gives the parameter at unit offset 0x2a as 77.
+type paramCtx struct{ ctx }
+
+func (paramCtx) ParameterValue(off uint64) (uint64, error) {
+	if off == 0x2a {
+		return 77, nil
+	}
+	return 0, fmt.Errorf("%w: no call site parameter for %#x", ErrNoEntryValue, off)
+}
+
+// TestEvalParameterRef: DW_OP_GNU_parameter_ref pushes what the
+// ParameterValuer gives for the DIE offset; without one, or without its
+// answer, the error wraps ErrNoEntryValue and names the operation.
+func TestEvalParameterRef(t *testing.T) {
+	ref := func(off byte) []byte { return op(dwarf.DW_OP_GNU_parameter_ref, off, 0, 0, 0) }
+	if r, err := Eval(cat(ref(0x2a), op(dwarf.DW_OP_plus_uconst, 3), op(dwarf.DW_OP_stack_value)), p64, &paramCtx{}); err != nil || r.Value != 80 {
+		t.Errorf("%+v, %v; want 80", r, err)
+	}
+	for _, c := range []Context{&paramCtx{}, &ctx{}} {
+		_, err := Eval(cat(lit(0), ref(0x2b), op(dwarf.DW_OP_stack_value)), p64, c)
+		var fe *dwarf.FormatError
+		if !errors.Is(err, ErrNoEntryValue) || !errors.As(err, &fe) || fe.Offset != 0x101 || fe.Field != "DW_OP_GNU_parameter_ref" {
+			t.Errorf("%T: %v; want ErrNoEntryValue at 0x101", c, err)
+		}
+	}
+	if ops, err := Decode(ref(0x2a), p64); err != nil || len(ops) != 1 || ops[0].Args[0] != 0x2a {
+		t.Errorf("Decode: %+v, %v", ops, err)
+	}
+}

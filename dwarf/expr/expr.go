@@ -82,6 +82,20 @@ type EntryValuer interface {
 	EntryValue(r arch.Reg, size int) (uint64, error)
 }
 
+// ParameterValuer is implemented by a [Context] that can give the value
+// a caller passed for a formal parameter the callee's DWARF does not
+// locate: DW_OP_GNU_parameter_ref (a GNU extension gcc emits for
+// parameters its interprocedural optimizations removed from a clone,
+// such as f.isra.0), whose operand is the unit-relative offset of the
+// DW_TAG_formal_parameter; the caller's DW_TAG_call_site_parameter for it
+// has that DIE as DW_AT_abstract_origin and no DW_AT_location.
+type ParameterValuer interface {
+	// ParameterValue returns the value the caller's call site gives for
+	// the DW_TAG_formal_parameter at unit-relative offset off. An error
+	// wrapping ErrNoEntryValue means the value is not known here.
+	ParameterValue(off uint64) (uint64, error)
+}
+
 // Params describes where an expression came from.
 type Params struct {
 	Section  string // section named in errors (".debug_info", ".eh_frame", ...)
@@ -197,7 +211,8 @@ func (e *eval) signed(v uint64) int64 {
 // only operation), a value (DW_OP_stack_value) or implicit bytes
 // (DW_OP_implicit_value); one DW_OP_piece may end the expression.
 // DW_OP_entry_value pushes a value on entry that ctx gives when it is an
-// [EntryValuer] (errors wrapping [ErrNoEntryValue] otherwise).
+// [EntryValuer], DW_OP_GNU_parameter_ref the value a [ParameterValuer]
+// gives (errors wrapping [ErrNoEntryValue] otherwise).
 //
 // Arithmetic is on address-sized values (p.AddrSize); DW_OP_div is signed,
 // DW_OP_mod unsigned, comparisons signed (section 2.5.1.4). Errors are
@@ -433,6 +448,24 @@ func (e *eval) step(off uint64, op dwarf.Op, ctx Context, res *Result) bool {
 			return false
 		}
 		e.entryValue(off, op, ctx, sub)
+	case dwarf.DW_OP_GNU_parameter_ref:
+		ref := uint64(b.U32("offset"))
+		if b.Err() != nil {
+			return false
+		}
+		pv, ok := ctx.(ParameterValuer)
+		if !ok {
+			fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: "no call site information"}
+			e.err = fmt.Errorf("%w: %w", ErrNoEntryValue, fe)
+			return false
+		}
+		v, err := pv.ParameterValue(ref)
+		if err != nil {
+			fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: fmt.Sprintf("parameter at unit offset %#x", ref)}
+			e.err = fmt.Errorf("%w: %w", fe, err)
+			return false
+		}
+		e.push(off, op, v)
 	case dwarf.DW_OP_nop:
 	case dwarf.DW_OP_stack_value:
 		v := e.pop(off, op)
