@@ -534,6 +534,15 @@ func (c *argContext) EntryValue(r arch.Reg, size int) (uint64, error) {
 	return c.entry.value(r, size)
 }
 
+// ParameterValue implements expr.ParameterValuer through the caller's
+// call site.
+func (c *argContext) ParameterValue(off uint64) (uint64, error) {
+	if c.entry == nil {
+		return 0, fmt.Errorf("%w: no caller frame", errNoEntry)
+	}
+	return c.entry.paramValue(off)
+}
+
 // setFrameBase evaluates the subprogram's DW_AT_frame_base fb in the
 // frame.
 func (c *argContext) setFrameBase(fb []byte, ep expr.Params) {
@@ -594,7 +603,7 @@ func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory, src *entr
 		r.Seek(scopes[0].off)
 		if e, err := r.Next(); err == nil && e != nil {
 			if entry, ok := x.entryOf(u, e); ok {
-				src.entry, src.names = entry, x.namesOf(e.Offset)
+				src.entry, src.unit, src.names = entry, u.Offset, x.namesOf(e.Offset)
 				ctx.entry = src
 			}
 		}

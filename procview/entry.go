@@ -50,6 +50,7 @@ type callParam struct {
 	loc       []byte // DW_AT_location: where the callee finds it on entry
 	value     []byte // DW_AT_call_value (GNU: DW_AT_GNU_call_site_value), in the caller's frame
 	dataValue []byte // DW_AT_call_data_value: the value it points to
+	origin    uint64 // DW_AT_call_parameter (GNU: DW_AT_abstract_origin): the callee's DW_TAG_formal_parameter, 0 if none
 	off       uint64 // the DIE's .debug_info offset, for errors
 }
 
@@ -191,6 +192,7 @@ func (x *argIndex) callSitesOf(u *info.UnitHeader, off uint64) (*callSites, erro
 						loc:       exprOf(c, dwarf.DW_AT_location),
 						value:     firstExpr(c, dwarf.DW_AT_call_value, dwarf.DW_AT_GNU_call_site_value),
 						dataValue: firstExpr(c, dwarf.DW_AT_call_data_value, dwarf.DW_AT_GNU_call_site_data_value),
+						origin:    originOf(c),
 						off:       c.Offset,
 					})
 				}
@@ -212,6 +214,17 @@ func (x *argIndex) callSitesOf(u *info.UnitHeader, off uint64) (*callSites, erro
 	x.sites[off] = cs
 	x.mu.Unlock()
 	return cs, nil
+}
+
+// originOf returns the formal parameter a call site parameter DIE e
+// passes: its DW_AT_call_parameter (DWARF 5), else DW_AT_abstract_origin
+// (GNU), 0 if none.
+func originOf(e *info.Entry) uint64 {
+	if o, ok := refOf(e, dwarf.DW_AT_call_parameter); ok {
+		return o
+	}
+	o, _ := refOf(e, dwarf.DW_AT_abstract_origin)
+	return o
 }
 
 // readCallSite reads a call site DIE's attributes; false when it has
@@ -351,6 +364,7 @@ type entrySource struct {
 	syms   func() []symEntry // and symbols (nil: none)
 	bias   uint64            // its load bias
 	entry  uint64            // link-time entry of frames[i]'s function
+	unit   uint64            // the .debug_info offset of its unit
 	names  funcNames
 	depth  int // call values being evaluated to get here
 }
@@ -384,6 +398,27 @@ func (v *View) moduleArgs(pc uint64) (modArgs, error) {
 
 // value implements argContext.EntryValue.
 func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
+	return s.find(size, func(p *callParam, as uint8, _ *argIndex) bool {
+		pr, psize, ok := expr.EntryRegister(p.loc, as)
+		return ok && pr == r && psize == 0
+	}, fmt.Sprintf("register %d", r))
+}
+
+// paramValue implements argContext.ParameterValue: the call site
+// parameter whose DW_AT_abstract_origin is the DW_TAG_formal_parameter at
+// unit offset off of frames[i]'s function's unit (in the same module).
+func (s *entrySource) paramValue(off uint64) (uint64, error) {
+	die := s.unit + off
+	return s.find(0, func(p *callParam, _ uint8, caller *argIndex) bool {
+		return p.origin == die && caller == s.x
+	}, fmt.Sprintf("the DW_TAG_formal_parameter at .debug_info offset %#x", die))
+}
+
+// find evaluates the DW_AT_call_value (size 0) or DW_AT_call_data_value
+// (the size bytes it points to) of the caller's call site parameter that
+// match accepts, in the caller's frame; what names the parameter in
+// errors.
+func (s *entrySource) find(size int, match func(p *callParam, addrSize uint8, caller *argIndex) bool, what string) (uint64, error) {
 	if s.depth >= maxEntryDepth {
 		return 0, fmt.Errorf("%w: more than %d call values nested", errNoEntry, maxEntryDepth)
 	}
@@ -414,7 +449,7 @@ func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
 	}
 	// The caller's frame, where the call site's expressions are evaluated.
 	cctx := &argContext{f: caller, mem: s.mem, bias: m.bias, entry: &entrySource{
-		mods: s.mods, frames: s.frames, i: s.i + 1, mem: s.mem, x: cx, syms: m.syms, bias: m.bias, entry: cs.entry, names: cs.names, depth: s.depth + 1}}
+		mods: s.mods, frames: s.frames, i: s.i + 1, mem: s.mem, x: cx, syms: m.syms, bias: m.bias, entry: cs.entry, unit: cs.unit.Offset, names: cs.names, depth: s.depth + 1}}
 	ep := expr.Params{Section: ".debug_info", Offset: site.off, AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian, AddrBias: m.bias}
 	cctx.setFrameBase(cs.frameBase, ep)
 	// The call site must call this frame's function: a tail call in
@@ -442,9 +477,9 @@ func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
 	if err := s.x.callsItselfByTail(s.entry, s.names); err != nil {
 		return 0, err
 	}
-	for _, p := range site.params {
-		pr, psize, ok := expr.EntryRegister(p.loc, u.Enc.AddrSize)
-		if !ok || pr != r || psize != 0 {
+	for i := range site.params {
+		p := &site.params[i]
+		if !match(p, u.Enc.AddrSize, cx) {
 			continue
 		}
 		code, what := p.value, "DW_AT_call_value"
@@ -464,7 +499,7 @@ func (s *entrySource) value(r arch.Reg, size int) (uint64, error) {
 		}
 		return v, nil
 	}
-	return 0, fmt.Errorf("%w: DW_TAG_call_site at .debug_info offset %#x has no parameter in register %d", errNoEntry, site.off, r)
+	return 0, fmt.Errorf("%w: DW_TAG_call_site at .debug_info offset %#x has no parameter for %s", errNoEntry, site.off, what)
 }
 
 // symbolNamed reports whether frames[i]'s module has a symbol at its

@@ -96,8 +96,8 @@ func refCallSites(d *dwarf.Data, off uint64) (sites []string, ok bool) {
 				continue
 			case dwarf.TagCallSiteParameter, 0x410a:
 				if inSite {
-					params[cur] = append(params[cur], fmt.Sprintf("(% x) = (% x) data (% x)", exprAttr(e, dwarf.AttrLocation),
-						exprAttr(e, dwarf.AttrCallValue, 0x2111), exprAttr(e, dwarf.AttrCallDataValue, 0x2112)))
+					params[cur] = append(params[cur], fmt.Sprintf("(% x) = (% x) data (% x) origin %#x", exprAttr(e, dwarf.AttrLocation),
+						exprAttr(e, dwarf.AttrCallValue, 0x2111), exprAttr(e, dwarf.AttrCallDataValue, 0x2112), ref(e, dwarf.AttrCallParameter, dwarf.AttrAbstractOrigin)))
 				}
 			case dwarf.TagSubprogram:
 			default:
@@ -131,7 +131,7 @@ func ourCallSites(cs *callSites) []string {
 	for _, s := range cs.sites {
 		var ps []string
 		for _, p := range s.params {
-			ps = append(ps, fmt.Sprintf("(% x) = (% x) data (% x)", p.loc, p.value, p.dataValue))
+			ps = append(ps, fmt.Sprintf("(% x) = (% x) data (% x) origin %#x", p.loc, p.value, p.dataValue, p.origin))
 		}
 		out = append(out, fmt.Sprintf("ret %#x/%v tail %v origin %#x target % x %q", s.ret, s.hasRet, s.tail, s.origin, s.target, ps))
 	}

@@ -1,6 +1,7 @@
 package procview
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -32,13 +33,16 @@ func (m oneModule) moduleArgs(pc uint64) (modArgs, error) {
 // g's rdi as 20).
 type entryCase struct {
 	name   string
-	loc    []byte                         // p's location after 0x1010 (in rdi before, a location list)
-	single bool                           // p's location is loc alone (an exprloc)
-	site   func(f, g *info.DIE) *info.DIE // g's call site (nil: none)
-	fsites func(f *info.DIE) []*info.DIE  // f's own call sites
-	frames []Frame                        // from f outwards; nil: f, g, h
-	want   string                         // the Args of f, as Arg.String shows them
-	why    string                         // in p's error, when p is not known
+	loc    []byte // p's location after 0x1010 (in rdi before, a location list)
+	single bool   // p's location is loc alone (an exprloc)
+	// paramRef, when not nil, is the operand of a DW_OP_GNU_parameter_ref
+	// in loc, which sections sets to the unit offset of "removed".
+	paramRef []byte
+	site     func(f, g *info.DIE) *info.DIE // g's call site (nil: none)
+	fsites   func(f *info.DIE) []*info.DIE  // f's own call sites
+	frames   []Frame                        // from f outwards; nil: f, g, h
+	want     string                         // the Args of f, as Arg.String shows them
+	why      string                         // in p's error, when p is not known
 }
 
 var (
@@ -108,10 +112,15 @@ func (c *entryCase) sections(t testing.TB) func(string) []byte {
 	decl := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: []info.Attr{
 		{Name: dwarf.DW_AT_name, Value: info.String("f_sym")},
 		{Name: dwarf.DW_AT_declaration, Value: info.Flag(true)}}}
+	// The abstract f's parameter "removed", which a clone of f lost:
+	// DW_OP_GNU_parameter_ref refers to it.
+	removed := &info.DIE{Tag: dwarf.DW_TAG_formal_parameter, Attrs: []info.Attr{
+		{Name: dwarf.DW_AT_name, Value: info.String("removed")},
+		{Name: dwarf.DW_AT_type, Value: info.Ref(long)}}}
 	declF := &info.DIE{Tag: dwarf.DW_TAG_subprogram, Attrs: []info.Attr{
 		{Name: dwarf.DW_AT_name, Value: info.String("f")},
-		{Name: dwarf.DW_AT_declaration, Value: info.Flag(true)}}}
-	entryDecls = [2]*info.DIE{decl, declF}
+		{Name: dwarf.DW_AT_declaration, Value: info.Flag(true)}}, Children: []*info.DIE{removed}}
+	entryDecls = [3]*info.DIE{decl, declF, removed}
 	if c.site != nil {
 		g.Children = append(g.Children, c.site(f, g))
 	}
@@ -125,13 +134,36 @@ func (c *entryCase) sections(t testing.TB) func(string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.paramRef != nil {
+		// Patch in the unit offset of "removed" (the layout does not
+		// change) and encode again.
+		d, err := info.New(info.Sections{Info: infoSec, Abbrev: abbrev, Str: str.Bytes(), Order: binary.LittleEndian})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := d.Reader()
+		for {
+			e, err := r.Next()
+			if err != nil || e == nil {
+				t.Fatalf("no DIE removed: %v", err)
+			}
+			if n, _ := e.String(dwarf.DW_AT_name); n == "removed" {
+				binary.LittleEndian.PutUint32(c.paramRef, uint32(e.Offset))
+				break
+			}
+		}
+		str = dwarf.NewStrTab()
+		if infoSec, abbrev, err = info.Encode([]*info.Unit{{Enc: dwarf.Default64, Root: cu}}, str); err != nil {
+			t.Fatal(err)
+		}
+	}
 	secs := map[string][]byte{".debug_info": infoSec, ".debug_abbrev": abbrev, ".debug_str": str.Bytes(), ".debug_loclists": lists.Bytes()}
 	return func(n string) []byte { return secs[n] }
 }
 
 // entryDecls are the declarations of the unit being built: one named as
 // f's symbol (f_sym), one named f.
-var entryDecls [2]*info.DIE
+var entryDecls [3]*info.DIE
 
 func entryFrames() []Frame {
 	fs := []Frame{
@@ -212,7 +244,7 @@ func TestEntryValueResolver(t *testing.T) {
 		{name: "tail calls itself", loc: pEntry, site: basic, fsites: tailSelf, want: "p=<optimized out>, q=9", why: "can call itself by tail calls"},
 		{name: "no parameter", loc: pEntry, site: func(f, g *info.DIE) *info.DIE {
 			return callSiteDIE(0x2010, f, csParam(rsi, lit7))
-		}, want: "p=<optimized out>, q=9, q@entry=7", why: "no parameter in register 5"},
+		}, want: "p=<optimized out>, q=9, q@entry=7", why: "no parameter for register 5"},
 		{name: "interrupted caller", loc: pEntry, site: basic, frames: func() []Frame {
 			fs := entryFrames()
 			fs[1].Exact = true
@@ -228,6 +260,22 @@ func TestEntryValueResolver(t *testing.T) {
 			return callSiteDIE(0x2010, f, csParam(rdi, []byte{byte(dwarf.DW_OP_breg0) + 12, 0}))
 		}, want: "p=<optimized out>, q=9", why: "register 12 unknown"},
 	}
+	// A parameter gcc removed from a clone: DW_OP_GNU_parameter_ref to
+	// the abstract f's "removed", given by the call site parameter whose
+	// DW_AT_abstract_origin it is.
+	refLoc := []byte{byte(dwarf.DW_OP_GNU_parameter_ref), 0, 0, 0, 0, sv}
+	removedSite := func(attr dwarf.Attr) func(f, g *info.DIE) *info.DIE {
+		return func(f, g *info.DIE) *info.DIE {
+			return callSiteDIE(0x2010, f, &info.DIE{Tag: dwarf.DW_TAG_call_site_parameter, Attrs: []info.Attr{
+				{Name: attr, Value: info.Ref(entryDecls[2])},
+				{Name: dwarf.DW_AT_call_value, Value: info.Exprloc(rbxPlus5)}}})
+		}
+	}
+	cases = append(cases,
+		entryCase{name: "parameter ref", loc: refLoc, paramRef: refLoc[1:5], single: true, site: removedSite(dwarf.DW_AT_call_parameter), want: "p=105, q=9"},
+		entryCase{name: "parameter ref GNU", loc: refLoc, paramRef: refLoc[1:5], single: true, site: removedSite(dwarf.DW_AT_abstract_origin), want: "p=105, q=9"},
+		entryCase{name: "parameter ref without the parameter", loc: refLoc, paramRef: refLoc[1:5], single: true, site: basic,
+			want: "p=<optimized out>, q=9, q@entry=7", why: "no parameter for the DW_TAG_formal_parameter at .debug_info offset"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.check(t) })
 	}

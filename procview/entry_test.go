@@ -15,14 +15,15 @@ import (
 
 // entryProg is compiled with gcc -O2 -g: its callees' arguments are dead
 // after their calls, so gcc describes them with DW_OP_entry_value and the
-// callers with DW_TAG_call_site_parameter. Two threads spin in spin: the
-// main thread through outer (called through a pointer), pass, changes
+// callers with DW_TAG_call_site_parameter. Three threads spin in spin:
+// the main thread through outer (called through a pointer), pass, changes
 // and leaf; the worker through tailer, which tail-calls mid, and pong,
-// which ping and pong tail-call.
+// which ping and pong tail-call; worker2 through caller1 and a clone of
+// clone_me without its unused parameter.
 const entryProg = `#include <pthread.h>
 #include <unistd.h>
 
-volatile int stop, started;
+volatile int stop, started, started2;
 volatile long sink;
 
 __attribute__((noinline)) void spin(long n) {
@@ -91,10 +92,33 @@ void *worker(void *p) {
 	return p;
 }
 
+/* unused is not used: gcc's clone of clone_me has no such parameter,
+   whose value DW_OP_GNU_parameter_ref finds in the caller's call site
+   (DW_AT_call_parameter). */
+static __attribute__((noinline)) int clone_me(int a, long unused, int b) {
+	spin(a);
+	sink = b;
+	return a + b;
+}
+
+__attribute__((noinline)) int caller1(int x) {
+	clone_me(x, 99, x * 2);
+	clone_me(x + 1, 98, x);
+	return 1;
+}
+
+void *worker2(void *p) {
+	started2 = 1;
+	caller1(sink + 3);
+	sink = 3;
+	return p;
+}
+
 int main(int argc, char **argv) {
-	pthread_t th;
+	pthread_t th, th2;
 	pthread_create(&th, 0, worker, 0);
-	while (!started)
+	pthread_create(&th2, 0, worker2, 0);
+	while (!started || !started2)
 		;
 	write(1, "ready\n", 6);
 	fp(argc + 20);
@@ -112,7 +136,9 @@ int main(int argc, char **argv) {
 // indirect call), pong's (it can call itself by tail calls). mid's a on
 // entry, which gdb finds by building the tail-call frame tailer that
 // our unwinding has not (gdb's only frame), is not known to us: the
-// caller's call site names tailer. The same from a core (gcore).
+// caller's call site names tailer. clone_me's unused, which gcc removed
+// from its clone, through DW_OP_GNU_parameter_ref. The same from a core
+// (gcore).
 func TestStacksArgsEntryValues(t *testing.T) {
 	requireAmd64Stacks(t)
 	gdb := tooltest.Require(t, "gdb")
@@ -125,7 +151,7 @@ func TestStacksArgsEntryValues(t *testing.T) {
 		return len(f) > 2 && len(f[0].Funcs) > 0 && f[0].Funcs[0].Function == "spin" && f[0].Funcs[0].Line == 8
 	}
 	threads, _ := stacksWhen(t, pid, 50, func(th []procview.Thread) bool {
-		return len(th) == 2 && inSpin(&th[0]) && inSpin(&th[1])
+		return len(th) == 3 && inSpin(&th[0]) && inSpin(&th[1]) && inSpin(&th[2])
 	})
 	wants := [][]argLine{
 		{
@@ -142,11 +168,20 @@ func TestStacksArgsEntryValues(t *testing.T) {
 			{"mid", "a=<optimized out>"},
 			{"worker", "p=0x0"},
 		},
+		{
+			{"spin", "n=n@entry=3"},
+			{"clone_me", "a=a@entry=3, unused=99, b=b@entry=6"},
+			{"caller1", "x=3"},
+			{"worker2", "p=0x0"},
+		},
 	}
 	g := gdbArgStacks(t, gdb, pid)
 	for i, want := range wants {
 		th := &threads[i]
 		got := ourArgLines(th)
+		for j := range got {
+			got[j].fn = norm(got[j].fn) // clone_me.constprop.0.isra.0, as gdb names it
+		}
 		if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 			t.Errorf("thread %d:\n ours %v\n want %v", th.TID, got, want)
 			continue
@@ -164,7 +199,10 @@ func TestStacksArgsEntryValues(t *testing.T) {
 				t.Errorf("thread %d line %d: ours %s, gdb %v", th.TID, j, w.fn, theirs)
 			case w.fn == "mid" && theirs[j].args != "a=a@entry=6", w.fn == "main" && theirs[j].args != "argc=1, argv=<optimized out>":
 				t.Errorf("thread %d line %d %s: gdb (%s), which gdb 13 printed otherwise", th.TID, j, w.fn, theirs[j].args)
-			case w.fn != "mid" && w.fn != "main" && theirs[j].args != w.args:
+			case w.fn == "clone_me" && theirs[j].args != "a=a@entry=3, b=b@entry=6, unused=99":
+				// gdb lists the clone's concrete parameters first.
+				t.Errorf("thread %d line %d %s: gdb (%s)", th.TID, j, w.fn, theirs[j].args)
+			case w.fn != "mid" && w.fn != "main" && w.fn != "clone_me" && theirs[j].args != w.args:
 				t.Errorf("thread %d line %d %s: ours (%s), gdb (%s)", th.TID, j, w.fn, w.args, theirs[j].args)
 			}
 			if j < len(theirs) && !sameArgs(theirs[j].fn, w.args, theirs[j].args) {
@@ -203,7 +241,11 @@ func TestStacksArgsEntryValues(t *testing.T) {
 			t.Errorf("no thread %d in the core", threads[i].TID)
 			continue
 		}
-		if got := ourArgLines(&cth[k]); len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		got := ourArgLines(&cth[k])
+		for j := range got {
+			got[j].fn = norm(got[j].fn)
+		}
+		if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 			t.Errorf("core, thread %d:\n ours %v\n want %v", threads[i].TID, got, want)
 		}
 	}
