@@ -46,6 +46,7 @@ const (
 	DW_TAG_call_site_parameter      Tag = 0x49
 	DW_TAG_skeleton_unit            Tag = 0x4a
 	DW_TAG_GNU_call_site            Tag = 0x4109
+	DW_TAG_GNU_call_site_parameter  Tag = 0x410a
 )
 
 // String returns the name of v in the standard's spelling, or
@@ -126,6 +127,8 @@ func (v Tag) String() string {
 		return "DW_TAG_skeleton_unit"
 	case DW_TAG_GNU_call_site:
 		return "DW_TAG_GNU_call_site"
+	case DW_TAG_GNU_call_site_parameter:
+		return "DW_TAG_GNU_call_site_parameter"
 	}
 	return "DW_TAG_0x" + strconv.FormatUint(uint64(v), 16)
 }
@@ -135,58 +138,71 @@ type Attr uint16
 
 // Attr values.
 const (
-	DW_AT_sibling              Attr = 0x01
-	DW_AT_location             Attr = 0x02
-	DW_AT_name                 Attr = 0x03
-	DW_AT_byte_size            Attr = 0x0b
-	DW_AT_bit_size             Attr = 0x0d
-	DW_AT_stmt_list            Attr = 0x10
-	DW_AT_low_pc               Attr = 0x11
-	DW_AT_high_pc              Attr = 0x12
-	DW_AT_language             Attr = 0x13
-	DW_AT_comp_dir             Attr = 0x1b
-	DW_AT_const_value          Attr = 0x1c
-	DW_AT_default_value        Attr = 0x1e
-	DW_AT_inline               Attr = 0x20
-	DW_AT_lower_bound          Attr = 0x22
-	DW_AT_producer             Attr = 0x25
-	DW_AT_prototyped           Attr = 0x27
-	DW_AT_upper_bound          Attr = 0x2f
-	DW_AT_abstract_origin      Attr = 0x31
-	DW_AT_artificial           Attr = 0x34
-	DW_AT_count                Attr = 0x37
-	DW_AT_data_member_location Attr = 0x38
-	DW_AT_decl_column          Attr = 0x39
-	DW_AT_decl_file            Attr = 0x3a
-	DW_AT_decl_line            Attr = 0x3b
-	DW_AT_declaration          Attr = 0x3c
-	DW_AT_encoding             Attr = 0x3e
-	DW_AT_external             Attr = 0x3f
-	DW_AT_frame_base           Attr = 0x40
-	DW_AT_specification        Attr = 0x47
-	DW_AT_type                 Attr = 0x49
-	DW_AT_entry_pc             Attr = 0x52
-	DW_AT_ranges               Attr = 0x55
-	DW_AT_call_column          Attr = 0x57
-	DW_AT_call_file            Attr = 0x58
-	DW_AT_call_line            Attr = 0x59
-	DW_AT_description          Attr = 0x5a
-	DW_AT_main_subprogram      Attr = 0x6a
-	DW_AT_linkage_name         Attr = 0x6e
-	DW_AT_str_offsets_base     Attr = 0x72
-	DW_AT_addr_base            Attr = 0x73
-	DW_AT_rnglists_base        Attr = 0x74
-	DW_AT_dwo_name             Attr = 0x76
-	DW_AT_call_all_calls       Attr = 0x7a
-	DW_AT_call_return_pc       Attr = 0x7d
-	DW_AT_call_value           Attr = 0x7e
-	DW_AT_call_origin          Attr = 0x7f
-	DW_AT_noreturn             Attr = 0x87
-	DW_AT_alignment            Attr = 0x88
-	DW_AT_loclists_base        Attr = 0x8c
-	DW_AT_lo_user              Attr = 0x2000
-	DW_AT_MIPS_linkage_name    Attr = 0x2007
-	DW_AT_GNU_all_call_sites   Attr = 0x2117
+	DW_AT_sibling                        Attr = 0x01
+	DW_AT_location                       Attr = 0x02
+	DW_AT_name                           Attr = 0x03
+	DW_AT_byte_size                      Attr = 0x0b
+	DW_AT_bit_size                       Attr = 0x0d
+	DW_AT_stmt_list                      Attr = 0x10
+	DW_AT_low_pc                         Attr = 0x11
+	DW_AT_high_pc                        Attr = 0x12
+	DW_AT_language                       Attr = 0x13
+	DW_AT_comp_dir                       Attr = 0x1b
+	DW_AT_const_value                    Attr = 0x1c
+	DW_AT_default_value                  Attr = 0x1e
+	DW_AT_inline                         Attr = 0x20
+	DW_AT_lower_bound                    Attr = 0x22
+	DW_AT_producer                       Attr = 0x25
+	DW_AT_prototyped                     Attr = 0x27
+	DW_AT_upper_bound                    Attr = 0x2f
+	DW_AT_abstract_origin                Attr = 0x31
+	DW_AT_artificial                     Attr = 0x34
+	DW_AT_count                          Attr = 0x37
+	DW_AT_data_member_location           Attr = 0x38
+	DW_AT_decl_column                    Attr = 0x39
+	DW_AT_decl_file                      Attr = 0x3a
+	DW_AT_decl_line                      Attr = 0x3b
+	DW_AT_declaration                    Attr = 0x3c
+	DW_AT_encoding                       Attr = 0x3e
+	DW_AT_external                       Attr = 0x3f
+	DW_AT_frame_base                     Attr = 0x40
+	DW_AT_specification                  Attr = 0x47
+	DW_AT_type                           Attr = 0x49
+	DW_AT_entry_pc                       Attr = 0x52
+	DW_AT_ranges                         Attr = 0x55
+	DW_AT_call_column                    Attr = 0x57
+	DW_AT_call_file                      Attr = 0x58
+	DW_AT_call_line                      Attr = 0x59
+	DW_AT_description                    Attr = 0x5a
+	DW_AT_main_subprogram                Attr = 0x6a
+	DW_AT_linkage_name                   Attr = 0x6e
+	DW_AT_str_offsets_base               Attr = 0x72
+	DW_AT_addr_base                      Attr = 0x73
+	DW_AT_rnglists_base                  Attr = 0x74
+	DW_AT_dwo_name                       Attr = 0x76
+	DW_AT_call_all_calls                 Attr = 0x7a
+	DW_AT_call_return_pc                 Attr = 0x7d
+	DW_AT_call_value                     Attr = 0x7e
+	DW_AT_call_origin                    Attr = 0x7f
+	DW_AT_call_parameter                 Attr = 0x80
+	DW_AT_call_pc                        Attr = 0x81
+	DW_AT_call_tail_call                 Attr = 0x82
+	DW_AT_call_target                    Attr = 0x83
+	DW_AT_call_target_clobbered          Attr = 0x84
+	DW_AT_call_data_location             Attr = 0x85
+	DW_AT_call_data_value                Attr = 0x86
+	DW_AT_noreturn                       Attr = 0x87
+	DW_AT_alignment                      Attr = 0x88
+	DW_AT_loclists_base                  Attr = 0x8c
+	DW_AT_lo_user                        Attr = 0x2000
+	DW_AT_MIPS_linkage_name              Attr = 0x2007
+	DW_AT_GNU_call_site_value            Attr = 0x2111
+	DW_AT_GNU_call_site_data_value       Attr = 0x2112
+	DW_AT_GNU_call_site_target           Attr = 0x2113
+	DW_AT_GNU_call_site_target_clobbered Attr = 0x2114
+	DW_AT_GNU_tail_call                  Attr = 0x2115
+	DW_AT_GNU_all_tail_call_sites        Attr = 0x2116
+	DW_AT_GNU_all_call_sites             Attr = 0x2117
 
 	// elfimage's vendor extensions, in the user range of attribute codes
 	// (DWARF 5 section 7.5.4: DW_AT_lo_user to DW_AT_hi_user), at codes that
@@ -305,6 +321,20 @@ func (v Attr) String() string {
 		return "DW_AT_call_value"
 	case DW_AT_call_origin:
 		return "DW_AT_call_origin"
+	case DW_AT_call_parameter:
+		return "DW_AT_call_parameter"
+	case DW_AT_call_pc:
+		return "DW_AT_call_pc"
+	case DW_AT_call_tail_call:
+		return "DW_AT_call_tail_call"
+	case DW_AT_call_target:
+		return "DW_AT_call_target"
+	case DW_AT_call_target_clobbered:
+		return "DW_AT_call_target_clobbered"
+	case DW_AT_call_data_location:
+		return "DW_AT_call_data_location"
+	case DW_AT_call_data_value:
+		return "DW_AT_call_data_value"
 	case DW_AT_noreturn:
 		return "DW_AT_noreturn"
 	case DW_AT_alignment:
@@ -315,6 +345,18 @@ func (v Attr) String() string {
 		return "DW_AT_lo_user"
 	case DW_AT_MIPS_linkage_name:
 		return "DW_AT_MIPS_linkage_name"
+	case DW_AT_GNU_call_site_value:
+		return "DW_AT_GNU_call_site_value"
+	case DW_AT_GNU_call_site_data_value:
+		return "DW_AT_GNU_call_site_data_value"
+	case DW_AT_GNU_call_site_target:
+		return "DW_AT_GNU_call_site_target"
+	case DW_AT_GNU_call_site_target_clobbered:
+		return "DW_AT_GNU_call_site_target_clobbered"
+	case DW_AT_GNU_tail_call:
+		return "DW_AT_GNU_tail_call"
+	case DW_AT_GNU_all_tail_call_sites:
+		return "DW_AT_GNU_all_tail_call_sites"
 	case DW_AT_GNU_all_call_sites:
 		return "DW_AT_GNU_all_call_sites"
 	case DW_AT_elfimage_default_source:
@@ -640,6 +682,10 @@ const (
 	DW_OP_reinterpret          Op = 0xa9
 	DW_OP_GNU_push_tls_address Op = 0xe0
 	DW_OP_GNU_entry_value      Op = 0xf3
+	// DW_OP_GNU_parameter_ref: a 4-byte unit-relative offset of a
+	// DW_TAG_formal_parameter whose value the caller's call site gives (gcc,
+	// for parameters its interprocedural optimizations removed).
+	DW_OP_GNU_parameter_ref Op = 0xfa
 )
 
 // String returns the name of v in the standard's spelling, or
@@ -798,6 +844,8 @@ func (v Op) String() string {
 		return "DW_OP_GNU_push_tls_address"
 	case DW_OP_GNU_entry_value:
 		return "DW_OP_GNU_entry_value"
+	case DW_OP_GNU_parameter_ref:
+		return "DW_OP_GNU_parameter_ref"
 	}
 	return "DW_OP_0x" + strconv.FormatUint(uint64(v), 16)
 }

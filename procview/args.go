@@ -33,6 +33,32 @@ type Arg struct {
 	Value string
 	// Err is why no value was read (nil for a value and for "...").
 	Err error
+	// Entry is the parameter's value on entry to the function, formatted
+	// as Value is, when the caller's call site gives it (gdb's
+	// "x@entry"): for a parameter of the frame's subprogram (not of an
+	// inlined function) whose location at the function's entry is a
+	// register, the DW_AT_call_value of the caller's
+	// DW_TAG_call_site_parameter for that register, evaluated in the
+	// caller's frame (DWARF 5 section 3.4.2). "" when not known: no call
+	// site at the caller's return address, one that calls another
+	// function (a tail call in between), a function that may call itself
+	// by tail calls, a call value in registers the unwinding did not
+	// recover in the caller, or an aggregate.
+	Entry string
+}
+
+// String formats the argument as gdb's bt does with its default print
+// entry-values setting: "x=V" when the value on entry is not known,
+// "x=x@entry=V" when it is and equals the value, "x=V, x@entry=E" when
+// they differ (V may then be "<optimized out>").
+func (a Arg) String() string {
+	switch {
+	case a.Entry == "":
+		return a.Name + "=" + a.Value
+	case a.Entry == a.Value:
+		return a.Name + "=" + a.Name + "@entry=" + a.Value
+	}
+	return a.Name + "=" + a.Value + ", " + a.Name + "@entry=" + a.Entry
 }
 
 // Limits of the argument reader (the debug information is untrusted).
@@ -57,9 +83,11 @@ type argIndex struct {
 
 	types *value.Reader
 
-	mu    sync.Mutex
-	subs  map[uint64][]span // unit offset -> subprograms (off: DIE offset), sorted by lo
-	bases map[uint64]uint64 // unit offset -> base address (root DW_AT_low_pc)
+	mu       sync.Mutex
+	subs     map[uint64][]span     // unit offset -> subprograms (off: DIE offset), sorted by lo
+	bases    map[uint64]uint64     // unit offset -> base address (root DW_AT_low_pc)
+	sites    map[uint64]*callSites // subprogram DIE offset -> its call sites
+	selfTail map[uint64]error      // function entry -> callsItselfByTail's answer
 }
 
 // span is [lo, hi) -> off.
@@ -90,7 +118,7 @@ func (v *View) args(o *object) *argIndex {
 // newArgIndex indexes the DWARF whose sections sect returns (nil when
 // absent): the compile units' ranges.
 func newArgIndex(sect func(name string) []byte) *argIndex {
-	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}}
+	x := &argIndex{subs: map[uint64][]span{}, bases: map[uint64]uint64{}, sites: map[uint64]*callSites{}, selfTail: map[uint64]error{}}
 	var sec info.Sections
 	sec.Info, sec.Abbrev = sect(".debug_info"), sect(".debug_abbrev")
 	if len(sec.Info) == 0 || len(sec.Abbrev) == 0 {
@@ -243,6 +271,7 @@ type scope struct {
 	params    []param
 	frameBase []byte
 	origin    uint64 // DW_AT_abstract_origin of its DIE, 0 if none
+	off       uint64 // its DIE's offset
 }
 
 type param struct {
@@ -250,6 +279,7 @@ type param struct {
 	name     string
 	typ      uint64 // .debug_info offset of its type, 0 if none
 	location []byte // the expression at the address; nil: optimized out
+	atEntry  []byte // the expression at the subprogram's entry; nil: none
 	constant *info.Field
 }
 
@@ -283,7 +313,8 @@ func (x *argIndex) scopes(addr uint64) ([]scope, *info.UnitHeader, error) {
 	}
 	fb := exprOf(e, dwarf.DW_AT_frame_base)
 	origin, _ := refOf(e, dwarf.DW_AT_abstract_origin)
-	out := []scope{{frameBase: fb, origin: origin}}
+	out := []scope{{frameBase: fb, origin: origin, off: e.Offset}}
+	entry, hasEntry := x.entryOf(u, e)
 	if !e.Children {
 		return x.abstractParams(out), u, nil
 	}
@@ -307,7 +338,11 @@ func (x *argIndex) scopes(addr uint64) ([]scope, *info.UnitHeader, error) {
 		case c.Tag == dwarf.DW_TAG_formal_parameter && owner[depth-1] >= 0:
 			s := &out[owner[depth-1]]
 			if len(s.params) < MaxArgs {
-				s.params = append(s.params, x.param(u, c, addr))
+				p := x.param(u, c, addr)
+				if owner[depth-1] == 0 && hasEntry {
+					p.atEntry = x.locationAt(u, c, entry)
+				}
+				s.params = append(s.params, p)
 			}
 		case (c.Tag == dwarf.DW_TAG_inlined_subroutine || c.Tag == dwarf.DW_TAG_lexical_block) && c.Children && x.contains(u, c, addr):
 			if c.Tag == dwarf.DW_TAG_inlined_subroutine {
@@ -448,19 +483,27 @@ func (x *argIndex) param(u *info.UnitHeader, e *info.Entry, addr uint64) param {
 		p.constant = &c
 		return p
 	}
+	p.location = x.locationAt(u, e, addr)
+	return p
+}
+
+// locationAt returns the DW_AT_location expression of e at the
+// link-time address addr (its location list's entry covering addr), nil
+// when there is none.
+func (x *argIndex) locationAt(u *info.UnitHeader, e *info.Entry, addr uint64) []byte {
 	f, ok := e.Val(dwarf.DW_AT_location)
 	switch {
 	case !ok:
 	case f.Class == info.ClassExprloc || f.Class == info.ClassBlock:
 		if len(f.Block) > 0 {
-			p.location = f.Block
+			return f.Block
 		}
 	case f.Class == info.ClassSecOffset:
 		if ex, ok, err := loc.LocationAt(x.sec4(u), u.Enc, f.Val, x.base(u), addr); err == nil && ok && len(ex) > 0 {
-			p.location = ex
+			return ex
 		}
 	}
-	return p
+	return nil
 }
 
 func refOf(e *info.Entry, a dwarf.Attr) (uint64, bool) {
@@ -479,6 +522,38 @@ type argContext struct {
 	fb      uint64
 	hasFB   bool
 	missing bool
+	entry   *entrySource // values on entry (nil: not known)
+	bias    uint64       // the module's load bias (for DW_OP_addr)
+}
+
+// EntryValue implements expr.EntryValuer through the caller's call site.
+func (c *argContext) EntryValue(r arch.Reg, size int) (uint64, error) {
+	if c.entry == nil {
+		return 0, fmt.Errorf("%w: no caller frame", errNoEntry)
+	}
+	return c.entry.value(r, size)
+}
+
+// ParameterValue implements expr.ParameterValuer through the caller's
+// call site.
+func (c *argContext) ParameterValue(off uint64) (uint64, error) {
+	if c.entry == nil {
+		return 0, fmt.Errorf("%w: no caller frame", errNoEntry)
+	}
+	return c.entry.paramValue(off)
+}
+
+// setFrameBase evaluates the subprogram's DW_AT_frame_base fb in the
+// frame.
+func (c *argContext) setFrameBase(fb []byte, ep expr.Params) {
+	if fb == nil {
+		return
+	}
+	if r, err := expr.Eval(fb, ep, c); err == nil && r.Kind == expr.Memory {
+		c.fb, c.hasFB = r.Addr, true
+	} else if err == nil && r.Kind == expr.Register {
+		c.fb, c.hasFB = c.f.Regs.Get(r.Reg)
+	}
 }
 
 func (c *argContext) Reg(r arch.Reg) (uint64, bool) {
@@ -498,32 +573,42 @@ func (c *argContext) FrameBase() (uint64, bool) {
 	return c.fb, c.hasFB
 }
 
-// frameArgs reads the parameters of the functions of f (Funcs, innermost
-// first) from its module's DWARF: Args[i] for Funcs[i], nil where the
-// DWARF has no function for it.
-func (v *View) frameArgs(f *Frame, m *Module, pc uint64, mem unwind.Memory) {
+// frameArgs reads the parameters of the functions of frames[i] (Funcs,
+// innermost first) from its module's DWARF: Args[i] for Funcs[i], nil
+// where the DWARF has no function for it. Values on entry come from
+// frames[i+1], the caller.
+func (v *View) frameArgs(frames []Frame, i int, m *Module, pc uint64, mem unwind.Memory) {
+	f := &frames[i]
 	o := m.obj.get()
 	if o.err != nil || len(f.Funcs) == 0 {
 		return
 	}
-	v.args(o).frameArgs(f, pc-m.Bias, mem)
+	x := v.args(o)
+	src := &entrySource{mods: v, frames: frames, i: i, mem: mem, x: x, syms: o.symbols, bias: m.Bias}
+	x.frameArgs(f, pc-m.Bias, mem, src)
 }
 
-// frameArgs sets f.Args for the link-time address addr of f's pc.
-func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory) {
+// frameArgs sets f.Args for the link-time address addr of f's pc; src,
+// when not nil, gives values on entry (its entry and names are set
+// here).
+func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory, src *entrySource) {
 	scopes, u, err := x.scopes(addr)
 	if err != nil || len(scopes) == 0 {
 		return
 	}
 	ctx := &argContext{f: f, mem: mem}
-	if fb := scopes[0].frameBase; fb != nil {
-		ep := expr.Params{Section: ".debug_info", AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian}
-		if r, err := expr.Eval(fb, ep, ctx); err == nil && r.Kind == expr.Memory {
-			ctx.fb, ctx.hasFB = r.Addr, true
-		} else if err == nil && r.Kind == expr.Register {
-			ctx.fb, ctx.hasFB = ctx.f.Regs.Get(r.Reg)
+	if src != nil {
+		ctx.bias = src.bias
+		r := x.data.Reader()
+		r.Seek(scopes[0].off)
+		if e, err := r.Next(); err == nil && e != nil {
+			if entry, ok := x.entryOf(u, e); ok {
+				src.entry, src.unit, src.names = entry, u.Offset, x.namesOf(e.Offset)
+				ctx.entry = src
+			}
 		}
 	}
+	ctx.setFrameBase(scopes[0].frameBase, expr.Params{Section: ".debug_info", Offset: scopes[0].off, AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian, AddrBias: ctx.bias})
 	// scopes[0] is the subprogram, the last of Funcs; each inlined
 	// subroutine in it the one before.
 	f.Args = make([][]Arg, len(f.Funcs))
@@ -533,10 +618,43 @@ func (x *argIndex) frameArgs(f *Frame, addr uint64, mem unwind.Memory) {
 		for _, p := range s.params {
 			a := Arg{Name: p.name}
 			a.Value, a.Err = x.value(&p, ctx, u.Enc.AddrSize)
+			if k == 0 && ctx.entry != nil {
+				a.Entry = x.entryValue(&p, ctx, u.Enc.AddrSize)
+			}
 			args = append(args, a)
 		}
 		f.Args[len(f.Funcs)-1-k] = args
 	}
+}
+
+// entryValue formats the value on entry of parameter p of the frame's
+// subprogram (Arg.Entry), "" when not known: its location at the entry
+// must be a register (as gdb, which also takes DW_OP_fbreg for arguments
+// passed on the stack, not done here), given by the caller's call site.
+func (x *argIndex) entryValue(p *param, ctx *argContext, as uint8) string {
+	if p.constant != nil || p.atEntry == nil {
+		return ""
+	}
+	r, size, ok := expr.EntryRegister(p.atEntry, as)
+	if !ok || size != 0 {
+		return ""
+	}
+	var t *value.Type
+	if p.typ != 0 {
+		t, _ = x.types.Type(p.typ)
+	}
+	if !value.IsScalar(t) {
+		return ""
+	}
+	v, err := ctx.EntryValue(r, 0)
+	if err != nil {
+		return ""
+	}
+	s, err := value.Format(t, value.Object{Bytes: binary.LittleEndian.AppendUint64(nil, v)}, &value.Options{Style: value.Brief, Mem: ctx.mem, PtrSize: int(as)})
+	if err != nil {
+		return ""
+	}
+	return s
 }
 
 // errNotSaved is the Err of an Arg in a register the unwinding did not
@@ -564,15 +682,15 @@ func (x *argIndex) value(p *param, ctx *argContext, as uint8) (string, error) {
 		}
 		return "<error: unsupported constant form>", fmt.Errorf("procview: %s: DW_AT_const_value of class %d", p.name, c.Class)
 	}
-	ep := expr.Params{Section: ".debug_info", AddrSize: as, Order: binary.LittleEndian}
+	ep := expr.Params{Section: ".debug_info", AddrSize: as, Order: binary.LittleEndian, AddrBias: ctx.bias}
 	ctx.missing = false
 	obj, err := value.Locate(p.location, ep, ctx)
 	switch {
 	case err == nil:
 		return value.Format(t, obj, opts)
 	case errors.Is(err, value.ErrOptimizedOut):
-		// Also a value on entry, which only the caller's call site
-		// (DW_TAG_call_site_parameter) could give: gdb prints
+		// Also a value on entry the caller's call site
+		// (DW_TAG_call_site_parameter) did not give: gdb prints
 		// <optimized out> when it cannot find it either.
 		return "<optimized out>", err
 	case errors.Is(err, expr.ErrUnsupported):

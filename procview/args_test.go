@@ -223,7 +223,7 @@ func (c argCase) check(t *testing.T) {
 	if x.err != nil {
 		t.Fatal(x.err)
 	}
-	x.frameArgs(fr, argPC, mem)
+	x.frameArgs(fr, argPC, mem, nil)
 	args := fr.Args
 	fArgs := args[len(args)-1]
 	if len(fArgs) != 2 || fArgs[0].Name != "p" || fArgs[1].Name != "k" {
@@ -292,7 +292,7 @@ func FuzzArgIndex(f *testing.F) {
 			t.Fatal("no error and no scope")
 		}
 		fr := &Frame{CFA: argCFA, Funcs: make([]symbolize.Frame, len(scopes))}
-		x.frameArgs(fr, addr, &unwind.Snapshot{Base: argCFA - 64, Data: make([]byte, 128)})
+		x.frameArgs(fr, addr, &unwind.Snapshot{Base: argCFA - 64, Data: make([]byte, 128)}, nil)
 		for _, as := range fr.Args {
 			if len(as) > MaxArgs {
 				t.Fatalf("%d arguments", len(as))
@@ -336,7 +336,7 @@ func TestArgTypeCycles(t *testing.T) {
 	x := newArgIndex(func(n string) []byte { return secs[n] })
 	fr := &Frame{Funcs: []symbolize.Frame{{Function: "f"}}}
 	fr.Regs.Set(arch.X86_64_RAX, 5)
-	x.frameArgs(fr, argPC, &unwind.Snapshot{})
+	x.frameArgs(fr, argPC, &unwind.Snapshot{}, nil)
 	if len(fr.Args) != 1 || len(fr.Args[0]) != 2 || fr.Args[0][0].Value != "5" || fr.Args[0][1].Value != "5" {
 		t.Errorf("arguments %+v", fr.Args)
 	}

@@ -163,8 +163,13 @@ func (v *View) SymbolizeFrames(frames []Frame) { v.DescribeFrames(frames, nil) }
 // frames were unwound (value.Locate, pieces included). Scalars are read
 // and shown as gdb's bt shows them (value.Brief, see Arg); aggregates are
 // shown as "..."; typed DWARF 5 operations are not supported (an Arg with
-// an error), and a value on entry (DW_OP_entry_value) is
-// "<optimized out>", as gdb shows it without the caller's call site.
+// an error). A value on entry (DW_OP_entry_value) comes, as in gdb, from
+// the caller's call site (the next frame's DW_TAG_call_site whose return
+// pc is its pc, the DW_TAG_call_site_parameter for the register, its
+// DW_AT_call_value in the caller's frame; nested ones at most 8 frames
+// outwards), and is "<optimized out>" without one; Arg.Entry is the
+// value on entry of each parameter passed in a register when the call
+// site gives it (gdb's "x@entry=", Arg.String).
 // Cost: one symbolization and, per function with parameters, the
 // decode of its DIEs; the first frame in a compile unit indexes the
 // unit's subprograms.
@@ -180,7 +185,7 @@ func (v *View) DescribeFrames(frames []Frame, mem unwind.Memory) {
 		if m != nil {
 			f.Module = m.Name
 			if mem != nil && len(funcs) > 0 {
-				v.frameArgs(f, m, pc, mem)
+				v.frameArgs(frames, i, m, pc, mem)
 			}
 			continue
 		}

@@ -51,7 +51,8 @@
 // a function or inlined range is attributed to it, at the exact pc for
 // the innermost frame and for a frame a signal frame interrupted; and
 // with its arguments, read from the module's DWARF against the frame's
-// registers and the stack copy (View.DescribeFrames). All ptrace calls
+// registers and the stack copy, values on entry through the caller's
+// call site as gdb finds them (View.DescribeFrames). All ptrace calls
 // run on one locked OS thread, as the kernel requires.
 //
 // A frame is unwound with the CFI of its module. A frame without CFI

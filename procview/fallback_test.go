@@ -222,7 +222,7 @@ func TestStacksArgs(t *testing.T) {
 				t.Errorf("thread %d line %d: %s, gdb %s", threads[i].TID, j, ours[j].fn, theirs[j].Func)
 				break
 			}
-			if ga := gdbArgs(theirs[j].Args); !sameArgs(ours[j].args, ga) {
+			if ga := gdbArgs(theirs[j].Args); !sameArgs(norm(theirs[j].Func), ours[j].args, ga) {
 				t.Errorf("thread %d line %d %s: arguments (%s), gdb (%s)", threads[i].TID, j, ours[j].fn, ours[j].args, ga)
 			}
 			compared++
@@ -254,7 +254,7 @@ func ourArgLines(th *procview.Thread) []argLine {
 			var as []string
 			if j < len(f.Args) {
 				for _, a := range f.Args[j] {
-					as = append(as, a.Name+"="+a.Value)
+					as = append(as, a.String())
 				}
 			}
 			out = append(out, argLine{fn.Function, strings.Join(as, ", ")})
@@ -277,13 +277,35 @@ func ourArgModules(th *procview.Thread) []string {
 	return out
 }
 
-// gdbArgs splits gdb's argument list ("n=3, s=0x1234") and normalizes
-// each value to what we print: gdb adds the symbol a pointer points into
+// gdbArgs normalizes gdb's argument list ("n=3, s=0x1234",
+// "x=x@entry=5", "x=6, x@entry=5") to what we print, keeping gdb's
+// entry-value forms: gdb adds the symbol a pointer points into
 // (0x879e60 <runtime.sched+288>) and prints a Go slice as "[]T = {...}".
 // gdb prints a Go func value as a C function at the address of the
 // variable ({void (int)} 0xADDR), where we print the closure pointer it
 // holds: such values are returned as "?", not compared.
 func gdbArgs(s string) string {
+	var kept []string
+	for _, a := range parseArgs(s) {
+		a.val, a.entry = normVal(a.val), normVal(a.entry)
+		kept = append(kept, a.String())
+	}
+	return strings.Join(kept, ", ")
+}
+
+// argVal is one parameter as gdb's bt shows it: its value and, when shown,
+// its value on entry (gdb's "x@entry").
+type argVal struct{ name, val, entry string }
+
+// String formats a as gdb does (see procview.Arg.String).
+func (a argVal) String() string {
+	return procview.Arg{Name: a.name, Value: a.val, Entry: a.entry}.String()
+}
+
+// parseArgs splits an argument list in gdb's bt form into parameters:
+// "x=V", "x=x@entry=V" (the value, equal to the value on entry), and
+// "x=V, x@entry=E".
+func parseArgs(s string) []argVal {
 	var parts []string
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {
@@ -302,63 +324,76 @@ func gdbArgs(s string) string {
 	if s != "" {
 		parts = append(parts, s[start:])
 	}
-	symRE := regexp.MustCompile(`^(0x[0-9a-f]+) <[^>]*>$`)
-	var kept []string
+	var out []argVal
 	for _, p := range parts {
 		name, val, _ := strings.Cut(p, "=")
-		if strings.HasSuffix(name, "@entry") {
-			// "x=V, x@entry=E": the entry value beside the current one.
+		if n, ok := strings.CutSuffix(name, "@entry"); ok && len(out) > 0 && out[len(out)-1].name == n {
+			out[len(out)-1].entry = val
 			continue
 		}
-		switch {
-		case strings.HasPrefix(val, name+"@entry="):
-			// "x=x@entry=V": the value gdb derived from the caller's
-			// call-site parameter (DW_OP_entry_value), which we do not
-			// resolve (see sameArgs).
-			val = "@entry=" + symRE.ReplaceAllString(strings.TrimPrefix(val, name+"@entry="), "$1")
-		case strings.HasPrefix(val, "{"):
-			val = "?"
-		case strings.HasSuffix(val, " = {...}"):
-			val = "..."
-		default:
-			val = symRE.ReplaceAllString(val, "$1")
+		a := argVal{name: name, val: val}
+		if v, ok := strings.CutPrefix(val, name+"@entry="); ok {
+			a.val, a.entry = v, v
 		}
-		kept = append(kept, name+"="+val)
+		out = append(out, a)
 	}
-	return strings.Join(kept, ", ")
+	return out
 }
 
-// sameArgs compares our argument list with gdb's normalized one, where
-// "?" matches any value, in any order, and a value gdb derived from the
-// entry value ("@entry=V") matches V or our "not known" (<not saved>,
-// <optimized out>): we do not evaluate DW_OP_entry_value through the
-// caller's call-site parameters, which glibc's frames need when a thread
-// is caught creating a thread.
-func sameArgs(ours, gdb string) bool {
-	o, g := strings.Split(ours, ", "), strings.Split(gdb, ", ")
+var symRE = regexp.MustCompile(`^(0x[0-9a-f]+) <[^>]*>$`)
+
+// normVal normalizes one of gdb's values (see gdbArgs).
+func normVal(v string) string {
+	switch {
+	case strings.HasPrefix(v, "{"):
+		return "?"
+	case strings.HasSuffix(v, " = {...}"):
+		return "..."
+	}
+	return symRE.ReplaceAllString(v, "$1")
+}
+
+// sameArgs compares our argument list (procview.Arg.String's forms) with
+// gdb's normalized one (gdbArgs) of function fn, in any order, where "?"
+// matches any value. Where we know a value on entry it must be gdb's, in
+// gdb's form (x=x@entry=V, x=V, x@entry=E). Where gdb knows one we do not,
+// our value must be gdb's, or, when gdb's value is the value on entry
+// (x=x@entry=V), not known to us (<not saved>, <optimized out>): gdb reads
+// registers our unwinding did not recover (the frame-pointer fallback) and
+// call values in them. In main gdb finds no value on entry (it does not
+// unwind past main: set backtrace past-main), where we find them through
+// the C library's call site: there our value may be known where gdb's is
+// <optimized out>, and our values on entry are not compared.
+func sameArgs(fn, ours, gdb string) bool {
+	o, g := parseArgs(ours), parseArgs(gdb)
 	if len(o) != len(g) {
 		return false
 	}
 	// gdb may list an inlined frame's arguments in another order
 	// (glibc's __mmap64 inlined into mmap: offset first).
-	slices.Sort(o)
-	slices.Sort(g)
+	byName := func(a, b argVal) int { return strings.Compare(a.name, b.name) }
+	slices.SortStableFunc(o, byName)
+	slices.SortStableFunc(g, byName)
+	notKnown := func(v string) bool { return v == "<not saved>" || v == "<optimized out>" }
 	for i := range o {
-		on, ov, _ := strings.Cut(o[i], "=")
-		gn, gv, _ := strings.Cut(g[i], "=")
-		if on != gn {
+		oa, ga := o[i], g[i]
+		switch {
+		case oa.name != ga.name:
 			return false
-		}
-		if v, ok := strings.CutPrefix(gv, "@entry="); ok {
-			// gdb's value comes from the caller's call site (an entry
-			// value); ours, which does not evaluate DW_OP_entry_value
-			// through call-site parameters, may say it is not known.
-			if ov != v && ov != "<not saved>" && ov != "<optimized out>" {
+		case ga.val == "?":
+		case fn == "main" && oa.entry != "" && ga.entry == "":
+			if oa.val != ga.val && ga.val != "<optimized out>" {
 				return false
 			}
-			continue
-		}
-		if gv != "?" && ov != gv {
+		case oa.entry != "":
+			if oa.entry != ga.entry || oa.val != ga.val {
+				return false
+			}
+		case ga.entry != "" && ga.entry == ga.val:
+			if oa.val != ga.val && !notKnown(oa.val) {
+				return false
+			}
+		case oa.val != ga.val:
 			return false
 		}
 	}
@@ -551,7 +586,7 @@ func TestStacksArgsC(t *testing.T) {
 	}
 	g := gdbArgStacks(t, gdb, pid)[threads[0].TID]
 	for i := range want {
-		if i >= len(g) || g[i].Func != got[i].fn || !sameArgs(got[i].args, gdbArgs(g[i].Args)) {
+		if i >= len(g) || g[i].Func != got[i].fn || !sameArgs(g[i].Func, got[i].args, gdbArgs(g[i].Args)) {
 			t.Errorf("frame %d: ours %s (%s), gdb %+v", i, got[i].fn, got[i].args, g)
 			break
 		}
@@ -561,6 +596,13 @@ func TestStacksArgsC(t *testing.T) {
 // stopAddr returns the run-time address of the variable stop in the
 // process: its symbol's value plus the executable's load bias.
 func stopAddr(t *testing.T, bin, module string, pid int) uint64 {
+	t.Helper()
+	return symbolValue(t, bin, module, pid, "stop")
+}
+
+// symbolValue returns the run-time address of the symbol name of bin,
+// module in process pid.
+func symbolValue(t *testing.T, bin, module string, pid int, name string) uint64 {
 	t.Helper()
 	_, syms := tooltest.ELFSymbols(t, bin)
 	v, err := procview.Open(pid)
@@ -573,32 +615,44 @@ func stopAddr(t *testing.T, bin, module string, pid int) uint64 {
 			continue
 		}
 		for _, s := range syms {
-			if s.Name == "stop" {
+			if s.Name == name {
 				return s.Value + m.Bias
 			}
 		}
 	}
-	t.Fatal("no symbol stop")
+	t.Fatalf("no symbol %s", name)
 	return 0
 }
 
 // TestSameArgsEntryValues: gdb's entry-value forms against ours, as seen
-// on a thread caught in glibc's clone (CI, 2026-12-04).
+// on a thread caught in glibc's clone (CI, 2026-12-04), and in gcc -O2
+// programs.
 func TestSameArgsEntryValues(t *testing.T) {
 	for _, c := range []struct {
-		ours, gdb string
-		want      bool
+		fn, ours, gdb string
+		want          bool
 	}{
-		{"cl_args=<not saved>, func=<not saved>, arg=0x7f6c7249b6c0",
+		{"clone3", "cl_args=<not saved>, func=<not saved>, arg=0x7f6c7249b6c0",
 			"cl_args=cl_args@entry=0x7f6c7349c980, func=func@entry=0x7f6cbb160ef0 <start_thread>, arg=arg@entry=0x7f6c7249b6c0", true},
-		{"pd=0x7f6c7249b6c0, stackaddr=<optimized out>, stacksize=<optimized out>",
+		{"clone3", "cl_args=cl_args@entry=0x7f6c7349c980, func=func@entry=0x7f6cbb160ef0, arg=arg@entry=0x7f6c7249b6c0",
+			"cl_args=cl_args@entry=0x7f6c7349c980, func=func@entry=0x7f6cbb160ef0 <start_thread>, arg=arg@entry=0x7f6c7249b6c0", true},
+		{"start_thread", "pd=0x7f6c7249b6c0, stackaddr=<optimized out>, stacksize=<optimized out>",
 			"pd=pd@entry=0x7f6c7249b6c0, stackaddr=stackaddr@entry=0x7f6c71c9b000, stacksize=<optimized out>", true},
-		{"pd=0x7f6c7249b6c1", "pd=pd@entry=0x7f6c7249b6c0", false}, // a value of ours that differs
-		{"n=5", "n=5, n@entry=6", true},                            // the entry value beside the current one
-		{"n=4", "n=5, n@entry=4", false},
+		{"f", "pd=0x7f6c7249b6c1", "pd=pd@entry=0x7f6c7249b6c0", false}, // a value of ours that differs
+		{"f", "n=5", "n=5, n@entry=6", true},                            // the value on entry beside the current one, not known to us
+		{"f", "n=4", "n=5, n@entry=4", false},                           // the value is not the entry value
+		{"f", "n=n@entry=5", "n=n@entry=5", true},                       // ours known: strict
+		{"f", "n=n@entry=5", "n=5", false},                              // a value on entry gdb does not find
+		{"f", "n=n@entry=5", "n=n@entry=6", false},                      // or finds another
+		{"f", "n=256, n@entry=32", "n=256, n@entry=32", true},           // both known, different
+		{"f", "n=256, n@entry=31", "n=256, n@entry=32", false},
+		{"f", "n=256, n@entry=32", "n=n@entry=256", false},
+		{"f", "n=<optimized out>, n@entry=3", "n=<optimized out>, n@entry=3", true}, // lost in the callee, known on entry
+		{"main", "argc=argc@entry=1, argv=argv@entry=0x7ffd1188c1c8", "argc=1, argv=<optimized out>", true},
+		{"main", "argc=argc@entry=2, argv=argv@entry=0x7ffd1188c1c8", "argc=1, argv=<optimized out>", false},
 	} {
-		if got := sameArgs(c.ours, gdbArgs(c.gdb)); got != c.want {
-			t.Errorf("sameArgs(%q, gdbArgs(%q) = %q) = %v, want %v", c.ours, c.gdb, gdbArgs(c.gdb), got, c.want)
+		if got := sameArgs(c.fn, c.ours, gdbArgs(c.gdb)); got != c.want {
+			t.Errorf("sameArgs(%s, %q, gdbArgs(%q) = %q) = %v, want %v", c.fn, c.ours, c.gdb, gdbArgs(c.gdb), got, c.want)
 		}
 	}
 }

@@ -155,16 +155,15 @@ func writeThread(w io.Writer, t *procview.Thread) {
 	}
 }
 
-// argList formats arguments as gdb's bt: "n=3, s=0x1234".
+// argList formats arguments as gdb's bt: "n=3, s=0x1234", with values
+// on entry as gdb prints them ("n=n@entry=3", "n=4, n@entry=3").
 func argList(args []procview.Arg) string {
 	var b strings.Builder
 	for i, a := range args {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(a.Name)
-		b.WriteByte('=')
-		b.WriteString(a.Value)
+		b.WriteString(a.String())
 	}
 	return b.String()
 }
@@ -204,6 +203,7 @@ type funcJSON struct {
 type argJSON struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+	Entry string `json:"entry,omitempty"` // the value on entry (gdb's name@entry), when known
 }
 
 func writeStackJSON(w io.Writer, pid int, threads []procview.Thread) error {
@@ -226,7 +226,7 @@ func writeStackJSON(w io.Writer, pid int, threads []procview.Thread) error {
 				if j < len(f.Args) && f.Args[j] != nil {
 					args := []argJSON{}
 					for _, a := range f.Args[j] {
-						args = append(args, argJSON{a.Name, a.Value})
+						args = append(args, argJSON{a.Name, a.Value, a.Entry})
 					}
 					fu.Args = &args
 				}

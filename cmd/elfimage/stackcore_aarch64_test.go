@@ -101,10 +101,10 @@ func TestStackCoreAArch64(t *testing.T) {
 	for i, th := range theirs {
 		o := ours[i]
 		pcOK := th[0] == "" || strings.TrimLeft(o[0], "0") == strings.TrimLeft(th[0], "0")
-		// Arguments: gdb shows "depth=depth@entry=0" where the value is
-		// the value on entry, found through call-site information
-		// (DW_OP_entry_value), which we do not read (<optimized out>):
-		// those are not compared, every other one must be the same.
+		// Arguments: the same text as gdb's, values on entry included
+		// ("depth=depth@entry=0", found through the caller's call site);
+		// where gdb finds a value on entry we do not, ours may say
+		// <optimized out>.
 		argsOK := true
 		gdbArgs := map[string]string{}
 		for _, a := range strings.Split(th[2], ", ") {

@@ -57,7 +57,7 @@ var operandsOf = map[dwarf.Op][]operand{
 	dwarf.DW_OP_const_type: {opUleb, opBlock1}, dwarf.DW_OP_regval_type: {opUleb, opUleb},
 	dwarf.DW_OP_deref_type: {opU8, opUleb}, dwarf.DW_OP_xderef_type: {opU8, opUleb},
 	dwarf.DW_OP_convert: {opUleb}, dwarf.DW_OP_reinterpret: {opUleb},
-	dwarf.DW_OP_GNU_push_tls_address: nil, dwarf.DW_OP_GNU_entry_value: {opBlock},
+	dwarf.DW_OP_GNU_push_tls_address: nil, dwarf.DW_OP_GNU_entry_value: {opBlock}, dwarf.DW_OP_GNU_parameter_ref: {opU32},
 }
 
 // operands counts the operands of each operation of operandsOf.
@@ -154,7 +154,8 @@ func (o Operation) signedArgs() [2]bool {
 
 // Decode splits the expression code into its operations (DWARF 5 section
 // 2.5, encodings of section 7.7.1) without evaluating it: every operation
-// of DWARF 5 plus DW_OP_GNU_push_tls_address and DW_OP_GNU_entry_value.
+// of DWARF 5 plus DW_OP_GNU_push_tls_address, DW_OP_GNU_entry_value and
+// DW_OP_GNU_parameter_ref.
 // p gives the address size (DW_OP_addr), byte order, offset size
 // (p.Format, for DW_OP_call_ref and DW_OP_implicit_pointer; 0 means the
 // 32-bit format) and the section and offset named in errors.

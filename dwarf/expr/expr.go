@@ -15,7 +15,9 @@
 // location, a register location or a value. Evaluation allocates nothing
 // (the stack is a fixed array) unless it fails, and is bounded by
 // [MaxSteps] operations and a [MaxStack]-deep stack, so hostile expressions
-// cannot loop forever or grow memory.
+// cannot loop forever or grow memory. DW_OP_entry_value asks the Context
+// for a value on entry when it implements [EntryValuer] (a debugger's
+// frame, which finds it through the caller's call site).
 package expr
 
 import (
@@ -55,11 +57,54 @@ type Context interface {
 	FrameBase() (uint64, bool)
 }
 
+// ErrNoEntryValue is wrapped by the error of an evaluation that needed a
+// value on entry (DW_OP_entry_value, DWARF 5 section 2.5.1.7) the Context
+// could not give: it does not implement [EntryValuer], or its EntryValue
+// found no call site that gives it (a tail call, a caller without call
+// site information). The value is then not available here, which a
+// debugger shows as optimized out.
+var ErrNoEntryValue = errors.New("expr: value on entry not known")
+
+// EntryValuer is implemented by a [Context] that can give the values
+// registers had on entry to the current function, for DW_OP_entry_value
+// and DW_OP_GNU_entry_value (DWARF 5 section 2.5.1.7), usually through the
+// caller's call site (DW_TAG_call_site_parameter, section 3.4.2). Eval
+// accepts the two sub-expressions gdb accepts: a register location
+// (DW_OP_regN, DW_OP_regx), asking for the register's value on entry
+// (size 0), and DW_OP_bregN 0 (or DW_OP_bregx r 0) followed by
+// DW_OP_deref or DW_OP_deref_size, asking for the size bytes (1 to the
+// address size) at the address the register held on entry
+// (DW_AT_call_data_value).
+type EntryValuer interface {
+	// EntryValue returns register r's value on entry (size 0) or the
+	// size bytes it pointed to then, as an unsigned integer. An error
+	// wrapping ErrNoEntryValue means the value is not known here.
+	EntryValue(r arch.Reg, size int) (uint64, error)
+}
+
+// ParameterValuer is implemented by a [Context] that can give the value
+// a caller passed for a formal parameter the callee's DWARF does not
+// locate: DW_OP_GNU_parameter_ref (a GNU extension gcc emits for
+// parameters its interprocedural optimizations removed from a clone,
+// such as f.isra.0), whose operand is the unit-relative offset of the
+// DW_TAG_formal_parameter; the caller's DW_TAG_call_site_parameter for it
+// has that DIE as DW_AT_abstract_origin and no DW_AT_location.
+type ParameterValuer interface {
+	// ParameterValue returns the value the caller's call site gives for
+	// the DW_TAG_formal_parameter at unit-relative offset off. An error
+	// wrapping ErrNoEntryValue means the value is not known here.
+	ParameterValue(off uint64) (uint64, error)
+}
+
 // Params describes where an expression came from.
 type Params struct {
-	Section  string           // section named in errors (".debug_info", ".eh_frame", ...)
-	Offset   uint64           // section offset of the expression's first byte, for errors
-	AddrSize uint8            // address size in bytes (4 or 8): DW_OP_addr, DW_OP_deref, arithmetic width
+	Section  string // section named in errors (".debug_info", ".eh_frame", ...)
+	Offset   uint64 // section offset of the expression's first byte, for errors
+	AddrSize uint8  // address size in bytes (4 or 8): DW_OP_addr, DW_OP_deref, arithmetic width
+	// AddrBias is added to DW_OP_addr operands by Eval: the load bias of
+	// the module whose link-time addresses they are (0 for an image
+	// loaded where it was linked).
+	AddrBias uint64
 	Order    binary.ByteOrder // byte order of fixed-size operands
 	// Format is the offset size of DW_OP_call_ref and
 	// DW_OP_implicit_pointer operands, for [Decode] (Eval does not
@@ -165,6 +210,9 @@ func (e *eval) signed(v uint64) int64 {
 // stack), a register location (DW_OP_reg*, DW_OP_regx, which must be the
 // only operation), a value (DW_OP_stack_value) or implicit bytes
 // (DW_OP_implicit_value); one DW_OP_piece may end the expression.
+// DW_OP_entry_value pushes a value on entry that ctx gives when it is an
+// [EntryValuer], DW_OP_GNU_parameter_ref the value a [ParameterValuer]
+// gives (errors wrapping [ErrNoEntryValue] otherwise).
 //
 // Arithmetic is on address-sized values (p.AddrSize); DW_OP_div is signed,
 // DW_OP_mod unsigned, comparisons signed (section 2.5.1.4). Errors are
@@ -277,7 +325,7 @@ func (e *eval) step(off uint64, op dwarf.Op, ctx Context, res *Result) bool {
 	}
 	switch op {
 	case dwarf.DW_OP_addr:
-		e.push(off, op, b.Addr(e.p.AddrSize, "address"))
+		e.push(off, op, b.Addr(e.p.AddrSize, "address")+e.p.AddrBias)
 	case dwarf.DW_OP_const1u:
 		e.push(off, op, uint64(b.U8("constant")))
 	case dwarf.DW_OP_const1s:
@@ -393,6 +441,31 @@ func (e *eval) step(off uint64, op dwarf.Op, ctx Context, res *Result) bool {
 			return false
 		}
 		b.Seek(uint64(target), "offset")
+	case dwarf.DW_OP_entry_value, dwarf.DW_OP_GNU_entry_value:
+		n := b.Uleb("size")
+		sub := b.Bytes(n, "block")
+		if b.Err() != nil {
+			return false
+		}
+		e.entryValue(off, op, ctx, sub)
+	case dwarf.DW_OP_GNU_parameter_ref:
+		ref := uint64(b.U32("offset"))
+		if b.Err() != nil {
+			return false
+		}
+		pv, ok := ctx.(ParameterValuer)
+		if !ok {
+			fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: "no call site information"}
+			e.err = fmt.Errorf("%w: %w", ErrNoEntryValue, fe)
+			return false
+		}
+		v, err := pv.ParameterValue(ref)
+		if err != nil {
+			fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: fmt.Sprintf("parameter at unit offset %#x", ref)}
+			e.err = fmt.Errorf("%w: %w", fe, err)
+			return false
+		}
+		e.push(off, op, v)
 	case dwarf.DW_OP_nop:
 	case dwarf.DW_OP_stack_value:
 		v := e.pop(off, op)
@@ -422,6 +495,75 @@ func (e *eval) step(off uint64, op dwarf.Op, ctx Context, res *Result) bool {
 		e.unsupported(off, op)
 	}
 	return false
+}
+
+// entryValue pushes the value on entry that the sub-expression sub of a
+// DW_OP_entry_value at off names (see EntryValuer).
+func (e *eval) entryValue(off uint64, op dwarf.Op, ctx Context, sub []byte) {
+	r, size, ok := EntryRegister(sub, e.p.AddrSize)
+	if !ok {
+		fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(),
+			Msg: fmt.Sprintf("unsupported sub-expression % x (only DW_OP_regN, or DW_OP_bregN 0 and DW_OP_deref)", sub)}
+		e.err = fmt.Errorf("%w: %w", ErrUnsupported, fe)
+		return
+	}
+	ev, ok := ctx.(EntryValuer)
+	if !ok {
+		fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: "no call site information"}
+		e.err = fmt.Errorf("%w: %w", ErrNoEntryValue, fe)
+		return
+	}
+	v, err := ev.EntryValue(r, size)
+	if err != nil {
+		fe := &formaterr.Error{Source: e.p.Section, Offset: e.p.Offset + off, Field: op.String(), Msg: fmt.Sprintf("register %d on entry", r)}
+		e.err = fmt.Errorf("%w: %w", fe, err)
+		return
+	}
+	e.push(off, op, v)
+}
+
+// EntryRegister decodes the sub-expression of a DW_OP_entry_value that
+// EntryValuer supports: a register location (DW_OP_regN, DW_OP_regx r),
+// for which it returns r and size 0, or DW_OP_bregN 0 (DW_OP_bregx r 0)
+// followed by DW_OP_deref (size addrSize) or DW_OP_deref_size s (1 <= s
+// <= addrSize), for which it returns r and the size. It reports false for
+// any other expression. Cost: a few bytes read, no allocation.
+func EntryRegister(sub []byte, addrSize uint8) (arch.Reg, int, bool) {
+	b := dwarf.MakeBuf("", binary.LittleEndian, sub)
+	op := dwarf.Op(b.U8("opcode"))
+	var r uint64
+	switch {
+	case op >= dwarf.DW_OP_reg0 && op <= dwarf.DW_OP_reg31:
+		r = uint64(op - dwarf.DW_OP_reg0)
+	case op == dwarf.DW_OP_regx:
+		r = b.Uleb("register")
+	case op >= dwarf.DW_OP_breg0 && op <= dwarf.DW_OP_breg31, op == dwarf.DW_OP_bregx:
+		r = uint64(op - dwarf.DW_OP_breg0)
+		if op == dwarf.DW_OP_bregx {
+			r = b.Uleb("register")
+		}
+		if b.Sleb("offset") != 0 {
+			return 0, 0, false
+		}
+		size := int(addrSize)
+		switch dwarf.Op(b.U8("opcode")) {
+		case dwarf.DW_OP_deref:
+		case dwarf.DW_OP_deref_size:
+			size = int(b.U8("size"))
+		default:
+			return 0, 0, false
+		}
+		if b.Err() != nil || b.Len() != 0 || r > 0xffff || size < 1 || size > int(addrSize) {
+			return 0, 0, false
+		}
+		return arch.Reg(r), size, true
+	default:
+		return 0, 0, false
+	}
+	if b.Err() != nil || b.Len() != 0 || r > 0xffff {
+		return 0, 0, false
+	}
+	return arch.Reg(r), 0, true
 }
 
 func (e *eval) breg(off uint64, op dwarf.Op, ctx Context, r arch.Reg, o int64) {

@@ -196,6 +196,7 @@ func FuzzEval(f *testing.F) {
 	f.Add(cat(lit(1), op(dwarf.DW_OP_bra, 4, 0), lit(20), op(dwarf.DW_OP_skip, 1, 0), lit(10), op(dwarf.DW_OP_stack_value)), uint64(0), false)
 	f.Add(op(dwarf.DW_OP_implicit_value, 2, 0xaa, 0xbb), uint64(0), true)
 	f.Add(cat(op(dwarf.DW_OP_regx, 17, byte(dwarf.DW_OP_piece), 8)), uint64(0), true)
+	f.Add(cat(op(dwarf.DW_OP_entry_value, 1, byte(dwarf.DW_OP_reg0)+5), op(dwarf.DW_OP_stack_value)), uint64(0), true)
 	f.Fuzz(func(t *testing.T, code []byte, initial uint64, addr8 bool) {
 		p := p64
 		if !addr8 {

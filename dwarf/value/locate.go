@@ -17,18 +17,12 @@ const MaxPieceBytes = 1 << 12
 var (
 	// ErrOptimizedOut is wrapped when the value has no location here: an
 	// empty location (no entry of its location list covers the pc), a
-	// piece without a location, or a value on entry (DW_OP_entry_value,
-	// which only the caller's call site could give).
+	// piece without a location, or a value on entry (DW_OP_entry_value)
+	// the Context could not give (it wraps expr.ErrNoEntryValue then).
 	ErrOptimizedOut = errors.New("value: not available here (optimized out)")
 	// ErrNotSaved is wrapped when a register the value is in is not
 	// known in the frame (the unwinding did not recover it).
 	ErrNotSaved = errors.New("value: register not known in this frame")
-)
-
-// DWARF operations the dwarf package does not name.
-const (
-	opEntryValue    dwarf.Op = 0xa3
-	opGNUEntryValue dwarf.Op = 0xf3
 )
 
 // Object is where a value's bytes are: in memory from Addr (InMemory), or
@@ -43,7 +37,8 @@ type Object struct {
 // Locate evaluates the DWARF location description location (DWARF 5
 // section 2.6) with expr.Eval under p in ctx and returns where the
 // object is: a memory location, a register's value (ctx.Reg), a stack
-// value or an implicit value. A composite location (each piece a
+// value or an implicit value. DW_OP_entry_value is evaluated through
+// ctx when it is an expr.EntryValuer (the caller's call site). A composite location (each piece a
 // location followed by DW_OP_piece, section 2.6.1.2) is evaluated piece
 // by piece and its bytes gathered, memory pieces through
 // ctx.ReadMemory. Errors: ErrOptimizedOut (see there), ErrNotSaved, those
@@ -54,9 +49,6 @@ type Object struct {
 func Locate(location []byte, p expr.Params, ctx expr.Context) (Object, error) {
 	if len(location) == 0 {
 		return Object{}, ErrOptimizedOut
-	}
-	if op := dwarf.Op(location[0]); op == opEntryValue || op == opGNUEntryValue {
-		return Object{}, fmt.Errorf("%w: DW_OP_entry_value is not supported", ErrOptimizedOut)
 	}
 	ops, err := expr.Decode(location, p)
 	if err != nil {
@@ -120,6 +112,9 @@ func locateSimple(location []byte, p expr.Params, ctx expr.Context) (Object, uin
 		return Object{}, 0, fmt.Errorf("%w: a piece without a location", ErrOptimizedOut)
 	}
 	r, err := expr.Eval(location, p, ctx)
+	if errors.Is(err, expr.ErrNoEntryValue) {
+		return Object{}, 0, fmt.Errorf("%w: %w", ErrOptimizedOut, err)
+	}
 	if err != nil {
 		return Object{}, 0, err
 	}
