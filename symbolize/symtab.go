@@ -322,13 +322,16 @@ func (t *symtab) sort() {
 func gather(cands []symbol, order []uint64) {
 	const done = ^uint64(0)
 	m := len(order)
-	named := make([]uint64, (len(cands)+63)/64)
-	for _, j := range order {
-		named[j>>6] |= 1 << (j & 63)
+	var named []uint64
+	if m < len(cands) { // else order is a permutation: cycles alone
+		named = make([]uint64, (len(cands)+63)/64)
+		for _, j := range order {
+			named[j>>6] |= 1 << (j & 63)
+		}
 	}
 	// The chains' starts: the positions below m missing from named, a
 	// word of it at a time.
-	for w, bitsNamed := range named[:(m+63)/64] {
+	for w, bitsNamed := range named[:min(len(named), (m+63)/64)] {
 		free := ^bitsNamed
 		if rest := m - 64*w; rest < 64 {
 			free &= 1<<rest - 1
