@@ -44,9 +44,8 @@ type symtab struct {
 
 	scans  atomic.Int32
 	once   sync.Once
-	addrs  []uint64    // sorted; syms[order[i]] is at addrs[i]
-	order  []uint64    // parallel to addrs
-	syms   []symbol    // the kept symbols, in table order
+	addrs  []uint64    // sorted; syms[i] is at addrs[i]
+	syms   []symbol    // the kept symbols, in address order (parallel to addrs)
 	index  bucketIndex // over addrs
 	sorted atomic.Bool
 
@@ -228,14 +227,16 @@ var symtabFastDecode = true
 // for the usual Elf64_Sym little-endian table, decodeAny for others):
 // each kept symbol's size, name and source file (the last STT_FILE symbol
 // before it, for a local one) go to a candidate array whose position the
-// sort key carries; the sorted order refers to that array instead of
-// copying it, so that picking in address order neither decodes the table
-// and its strings again at random nor writes a second array of symbols to
-// fresh pages. On the packed path the order overwrites the sorted keys as
-// they are read and the addresses go to the radix sort's scratch, pages
-// the sort has already touched; the bucket index is filled on the way
-// (picker). Cost: O(n) on the packed path (O(n log n) on the other); six
-// allocations, four of them in the slab when there is one.
+// sort key carries, so that picking in address order does not decode the
+// table and its strings again at random. On the packed path the picks'
+// positions (order) overwrite the sorted keys as they are read and the
+// addresses go to the radix sort's scratch, pages the sort has already
+// touched; the bucket index is filled on the way (picker). The kept
+// candidates are then moved into address order in their own array
+// (gather), so that lookups of ascending addresses read neighbouring
+// records, without a second array on fresh pages. Cost: O(n) on the
+// packed path (O(n log n) on the other); seven allocations, four of them
+// in the slab when there is one.
 func (t *symtab) sort() {
 	n := t.count()
 	idxBits := bits.Len64(n)
@@ -301,8 +302,64 @@ func (t *symtab) sort() {
 			p.add(o.idx, o.addr)
 		}
 	}
-	t.names, t.addrs, t.order, t.syms, t.index = names, p.addrs, p.order, cands, p.done()
+	// The kept symbols laid out in address order, over the candidates
+	// (a sorted batch then reads neighbouring records).
+	gather(cands, p.order)
+	t.names, t.addrs, t.syms, t.index = names, p.addrs, cands[:len(p.addrs)], p.done()
 	t.sorted.Store(true)
+}
+
+// gather sets cands[i] to what cands[order[i]] was, for every i below
+// len(order), in place: order holds distinct positions of cands (len(order)
+// <= len(cands)) and is overwritten. The moves follow order's chains: i
+// takes from order[i], which takes from order[order[i]] and so on, a
+// chain that ends at a position past len(order) (whose candidate was not
+// kept) or comes back to i (a cycle, closed with the candidate first
+// moved out of it); a chain is walked from its start, a position below
+// len(order) that no entry names, so that every candidate is read before
+// its place is written. Cost: O(len(cands)) time, a bit per candidate of
+// heap; each candidate moved at most once.
+func gather(cands []symbol, order []uint64) {
+	const done = ^uint64(0)
+	m := len(order)
+	var named []uint64
+	if m < len(cands) { // else order is a permutation: cycles alone
+		named = make([]uint64, (len(cands)+63)/64)
+		for _, j := range order {
+			named[j>>6] |= 1 << (j & 63)
+		}
+	}
+	// The chains' starts: the positions below m missing from named, a
+	// word of it at a time.
+	for w, bitsNamed := range named[:min(len(named), (m+63)/64)] {
+		free := ^bitsNamed
+		if rest := m - 64*w; rest < 64 {
+			free &= 1<<rest - 1
+		}
+		for ; free != 0; free &= free - 1 {
+			for i := 64*w + bits.TrailingZeros64(free); i < m; {
+				j := order[i]
+				cands[i], order[i] = cands[j], done
+				i = int(j)
+			}
+		}
+	}
+	for s := 0; s < m; s++ {
+		if order[s] == done || order[s] == uint64(s) {
+			continue
+		}
+		first := cands[s]
+		for i := s; ; {
+			j := order[i]
+			order[i] = done
+			if j == uint64(s) {
+				cands[i] = first
+				break
+			}
+			cands[i] = cands[j]
+			i = int(j)
+		}
+	}
 }
 
 // decodeLE64 is sort's pass over a table of little-endian Elf64_Sym
@@ -500,7 +557,7 @@ func (p *picker) done() bucketIndex {
 }
 
 // sym returns the symbol at addrs[i] of a sorted symtab.
-func (t *symtab) sym(i int) *symbol { return &t.syms[t.order[i]] }
+func (t *symtab) sym(i int) *symbol { return &t.syms[i] }
 
 func cmp(a, b uint64) int {
 	if a < b {

@@ -318,3 +318,37 @@ func TestSymtabDecoders(t *testing.T) {
 		}
 	}
 }
+
+// TestGather checks gather against a copy: random distinct positions,
+// fewer than the candidates (chains ending past the kept ones) or all of
+// them (cycles only), and the identity.
+func TestGather(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 4))
+	for round := range 2000 {
+		n := rng.IntN(70)
+		m := n
+		if round%3 != 0 && n > 0 {
+			m = rng.IntN(n + 1)
+		}
+		perm := rng.Perm(n)
+		if round%7 == 0 {
+			for i := range perm {
+				perm[i] = i
+			}
+		}
+		cands := make([]symbol, n)
+		for i := range cands {
+			cands[i] = symbol{size: uint64(i), name: uint32(3 * i), nameLen: 1, file: uint32(i), fileLen: uint32(i % 5)}
+		}
+		order := make([]uint64, m)
+		want := make([]symbol, m)
+		for i := range order {
+			order[i] = uint64(perm[i])
+			want[i] = cands[perm[i]]
+		}
+		gather(cands, order)
+		if !slices.Equal(cands[:m], want) {
+			t.Fatalf("round %d (n %d, m %d, order %v): got %v, want %v", round, n, m, perm[:m], cands[:m], want)
+		}
+	}
+}

@@ -423,10 +423,10 @@ func (p *symPrinter) flushSorted() error {
 	// (addresses below 2^(64-k) for a batch below 2^k entries: any
 	// executable's), so that the sort moves and compares plain integers.
 	k := bits.Len(uint(n))
-	maxAddr := uint64(0)
+	minAddr, maxAddr := ^uint64(0), uint64(0)
 	for _, q := range p.batch {
 		if q.bad < 0 {
-			maxAddr = max(maxAddr, q.addr)
+			minAddr, maxAddr = min(minAddr, q.addr), max(maxAddr, q.addr)
 		}
 	}
 	packed := bits.Len64(maxAddr)+k <= 64
@@ -440,7 +440,10 @@ func (p *symPrinter) flushSorted() error {
 		}
 	}
 	if packed {
-		order, p.orderTmp = radix.Sort(order, p.orderTmp, bits.Len64(maxAddr)+k)
+		// The keys are made in batch order, so only the address bits
+		// need sorting, and of them only those below the ones every
+		// address in [minAddr, maxAddr] shares.
+		order, p.orderTmp = radix.SortHigh(order, p.orderTmp, k, k+bits.Len64(minAddr^maxAddr))
 	} else {
 		slices.SortFunc(order, func(a, b uint64) int { return cmp.Compare(p.batch[a].addr, p.batch[b].addr) })
 	}

@@ -6,6 +6,7 @@ package radix
 import (
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // Sort sorts keys, all below 1<<keyBits, in increasing order and returns
@@ -62,8 +63,9 @@ func Sort(keys, tmp []uint64, keyBits int) (sorted, scratch []uint64) {
 // bits for shorter inputs, whose counters would cost more than the
 // passes), the digits' counts taken in one pass before them and a digit
 // every key shares skipped; shorter ones by an insertion sort. Cost:
-// O(n·⌈(high−low)/11⌉) time and one allocation of 2^11 counters a
-// pass, at most 8 passes (64 KiB); none else once tmp has grown to len(keys).
+// O(n·⌈(high−low)/11⌉) time, at most 8 passes; 2^11 counters a pass from
+// a pool (64 KiB the first time), no allocation once tmp has grown to
+// len(keys).
 func SortHigh(keys, tmp []uint64, low, high int) (sorted, scratch []uint64) {
 	nbits := high - low
 	if nbits <= 0 || len(keys) < 2 {
@@ -100,7 +102,14 @@ func SortHigh(keys, tmp []uint64, low, high int) (sorted, scratch []uint64) {
 	passes := (nbits + maxw - 1) / maxw
 	w := uint((nbits + passes - 1) / passes)
 	mask := uint64(1)<<w - 1
-	count := make([][1 << maxDigit]uint32, passes)
+	// The counters come from a pool (zeroed here): a caller that sorts
+	// several short inputs, or several callers, reuse one set of pages.
+	counts := countPool.Get().(*[8][1 << maxDigit]uint32)
+	defer countPool.Put(counts)
+	count := counts[:passes]
+	for d := range count {
+		clear(count[d][:1<<w]) // the digits' range
+	}
 	// The counts of the first three digits in one pass (the input's
 	// length is below 2^32, so they do not overflow); those of the
 	// others, rare (more than 33 bits), in a pass each.
@@ -158,3 +167,7 @@ func SortHigh(keys, tmp []uint64, low, high int) (sorted, scratch []uint64) {
 
 // maxDigit is the widest digit of SortHigh, in bits.
 const maxDigit = 11
+
+// countPool holds SortHigh's counters, a set for each of at most 8 passes
+// (64 KiB, of which a sort touches the sets of its passes).
+var countPool = sync.Pool{New: func() any { return new([8][1 << maxDigit]uint32) }}
