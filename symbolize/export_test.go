@@ -46,11 +46,5 @@ func SlabBytes(s *Symbolizer) int {
 	if s.slab == nil {
 		return 0
 	}
-	s.slab.mu.Lock()
-	defer s.slab.mu.Unlock()
-	n := 0
-	for _, c := range s.slab.chunks {
-		n += len(c)
-	}
-	return n - len(s.slab.free)
+	return s.slab.inUse()
 }
