@@ -48,3 +48,9 @@ func SlabBytes(s *Symbolizer) int {
 	}
 	return s.slab.inUse()
 }
+
+// CommonDone reports whether s's symbol table is sorted and whether its
+// .debug_str has been copied (PrepareCommon's work).
+func CommonDone(s *Symbolizer) (sorted, strCopied bool) {
+	return s.syms != nil && s.syms.sorted.Load(), s.d != nil && s.d.strCopy.Load() != nil
+}

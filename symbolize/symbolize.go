@@ -178,6 +178,9 @@ type Symbolizer struct {
 	symOnce sync.Once
 	syms    *symtab
 	symErr  error
+	// sortClaimed is set by the first Prepare or PrepareCommon that
+	// sorts the symbol table (the others leave it to that one).
+	sortClaimed atomic.Bool
 
 	// debug, when set (OpenDebug), is the separate debug file: its DWARF
 	// answers, and its symbol table when the file has none.
@@ -474,6 +477,57 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 	return frames, nil
 }
 
+// PrepareCommon does, on the calling goroutine, the part of Prepare's
+// work that does not depend on a batch's addresses, for a caller that
+// knows a large batch is coming before it has the addresses (a command
+// still reading them): it loads the debug sections and unit headers,
+// sorts the symbol table (as Prepare does for more than a few addresses)
+// and copies .debug_str (as Prepare does for a batch of units together at
+// least as large as that section: here when all the units not indexed
+// yet are). It may run concurrently with Prepare and Symbolize: a Prepare
+// that starts meanwhile leaves the symbol table's sort to it (lookups
+// wait for the sort once they need it) and waits for the copy of
+// .debug_str. Close must not run until it has returned. Calling it is
+// optional, and a batch of a few addresses gains nothing from it.
+//
+// Errors are Prepare's: those of the first use of the debug sections or
+// of the symbol table, ErrClosed, and ErrFault when the mapped file
+// faults. Cost: the symbol table's sort and the copy of .debug_str, once
+// per Symbolizer; nothing on later calls.
+func (s *Symbolizer) PrepareCommon() (err error) {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.mapped {
+		defer s.guard(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
+	d, err := s.dwarf()
+	if err != nil {
+		return err
+	}
+	syms, err := s.symbols()
+	if err != nil {
+		return err
+	}
+	if !syms.sorted.Load() {
+		s.sortClaimed.Store(true)
+		syms.once.Do(syms.sort)
+	}
+	if d != nil && d.strCopy.Load() == nil && len(d.sec.Str) > 0 {
+		size := uint64(0)
+		for i := range d.units {
+			if u := &d.units[i]; u.idx.Load() == nil {
+				size += u.hdr.End - u.hdr.Offset
+			}
+		}
+		if size >= uint64(len(d.sec.Str)) {
+			d.copyStr()
+		}
+	}
+	return nil
+}
+
 // Prepare builds, on up to runtime.GOMAXPROCS(0) goroutines at once,
 // what Symbolize needs for the link-time addresses addrs: the debug
 // sections and unit headers, the index of every compile unit that holds
@@ -511,7 +565,7 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 		return err
 	}
 	var jobs []func()
-	if len(addrs) > scanLimit && !syms.sorted.Load() {
+	if len(addrs) > scanLimit && !syms.sorted.Load() && s.sortClaimed.CompareAndSwap(false, true) {
 		jobs = append(jobs, func() { syms.once.Do(syms.sort) })
 	}
 	if d != nil && d.indexed.Load() < int64(len(d.units)) {
