@@ -99,7 +99,9 @@
 // bisections and allocates nothing. A caller with a batch of addresses can
 // have their units indexed up front on all CPUs with Prepare, and answer
 // them with SymbolizeBatch, whose lookups of ascending addresses start
-// where the previous one ended.
+// where the previous one ended; one that knows a large batch is coming
+// before it has the addresses can start the work that needs none of them
+// with PrepareCommon.
 //
 // Input is treated as hostile: the reader never panics, every loop and
 // allocation is bounded by the input's size, and malformed input yields a
