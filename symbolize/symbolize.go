@@ -486,10 +486,10 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 // sorts the symbol table (as Prepare does for more than a few addresses)
 // and copies .debug_str (as Prepare does for a batch of units together at
 // least as large as that section: here when all the units not indexed
-// yet are). It may run concurrently with Prepare and Symbolize: a Prepare
-// that starts meanwhile leaves the symbol table's sort to it (lookups
-// wait for the sort once they need it) and waits for the copy of
-// .debug_str. Close must not run until it has returned. Calling it is
+// yet are), the copy first. It may run concurrently with Prepare and
+// Symbolize: a Prepare that starts meanwhile waits for the copy of
+// .debug_str in its first job, and leaves the symbol table's sort to
+// PrepareCommon, waiting for it after its other jobs. Close must not run until it has returned. Calling it is
 // optional, and a batch of a few addresses gains nothing from it.
 //
 // Errors are Prepare's: those of the first use of the debug sections or
@@ -512,10 +512,6 @@ func (s *Symbolizer) PrepareCommon() (err error) {
 	if err != nil {
 		return err
 	}
-	if !syms.sorted.Load() {
-		s.sortClaimed.Store(true)
-		syms.once.Do(syms.sort)
-	}
 	if d != nil && d.strCopy.Load() == nil && len(d.sec.Str) > 0 {
 		size := uint64(0)
 		for i := range d.units {
@@ -526,6 +522,10 @@ func (s *Symbolizer) PrepareCommon() (err error) {
 		if size >= uint64(len(d.sec.Str)) {
 			d.copyStr()
 		}
+	}
+	if !syms.sorted.Load() {
+		s.sortClaimed.Store(true)
+		syms.once.Do(syms.sort)
 	}
 	return nil
 }
@@ -542,7 +542,8 @@ func (s *Symbolizer) PrepareCommon() (err error) {
 // the symbol table, ErrClosed, and ErrFault when the mapped file faults.
 // A unit whose index cannot be built is not an error here: Symbolize
 // reports it for the addresses in that unit. Prepare may run concurrently
-// with Symbolize.
+// with Symbolize, and with PrepareCommon, whose sort of the symbol table
+// it then waits for instead of sorting.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
 // built yet, divided among the goroutines (each unit's line program is a
@@ -567,8 +568,18 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 		return err
 	}
 	var jobs []func()
-	if len(addrs) > scanLimit && !syms.sorted.Load() && s.sortClaimed.CompareAndSwap(false, true) {
-		jobs = append(jobs, func() { syms.once.Do(syms.sort) })
+	// The symbol table's sort is a job, unless PrepareCommon sorts it:
+	// then Prepare waits for that sort after its jobs.
+	if len(addrs) > scanLimit && !syms.sorted.Load() {
+		if s.sortClaimed.CompareAndSwap(false, true) {
+			jobs = append(jobs, func() { syms.once.Do(syms.sort) })
+		} else {
+			defer func() {
+				if err == nil {
+					syms.once.Do(syms.sort)
+				}
+			}()
+		}
 	}
 	if d != nil && d.indexed.Load() < int64(len(d.units)) {
 		seen := make([]bool, len(d.units))
