@@ -49,6 +49,11 @@ type dwarfData struct {
 
 	nameBytes  atomic.Int64 // the units' names copied so far (nameBudget)
 	guessBytes atomic.Int64 // the bytes of the capacity guesses so far (guessBudget)
+	// rowsSeen packs the narrow rows kept (high 32 bits) and the bytes
+	// of line program they came from (low 32 bits) of the narrow line
+	// tables decoded so far, while both fit: decodeLines' guesses after
+	// the first tables (rowGuess).
+	rowsSeen atomic.Uint64
 
 	// strCopy, once set (copyStr), is a copy of .debug_str: a unit whose
 	// names are all in .debug_str has it as its names (build), which then
@@ -718,7 +723,12 @@ func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 	// rest comes from the scratch.
 	// The guesses of all units are bounded by guessCap.
 	guess := min((u.hdr.End-u.hdr.DataOffset)/40+1, 1<<16)
-	subrs := slabMake[subr](d.slab, d.guessCap(guess, unsafe.Sizeof(subr{})))[:0]
+	// The subroutines, then the segments and their index, come one after
+	// the other from a lane of the slab, each array's unused tail given
+	// back once its length is known (slabTrim).
+	sl := d.slab.lane()
+	defer putLane(sl)
+	subrs := slabMake[subr](sl, d.guessCap(guess, unsafe.Sizeof(subr{})))[:0]
 	rs := atLeast(sc.rs, guess)
 	// Names are resolved as the walk meets the subroutines. With a copy
 	// of .debug_str (copyStr) and every name in .debug_str, the names are
@@ -802,10 +812,10 @@ func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 		x.err = err
 		return x
 	}
-	x.subrs = subrs
+	x.subrs = slabTrim(sl, subrs, len(subrs))
 	var starts []uint64
-	starts, x.segs, x.longSegs = flattenSubrs(rs, sc, d.slab)
-	x.segIndex = newBucketIndexIn(d.slab, starts)
+	starts, x.segs, x.longSegs = flattenSubrs(rs, sc, sl)
+	x.segIndex = newBucketIndexIn(sl, starts)
 	if direct {
 		x.names = *strs
 		return x
@@ -1266,7 +1276,7 @@ func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int
 		stack = stack[:len(stack)-1]
 	}
 	sc.stack, sc.starts = stack, starts
-	return starts, out, long
+	return starts, slabTrim(sl, out, len(out)), long
 }
 
 // presorted lets flattenSubrs take ranges that are in (or in the

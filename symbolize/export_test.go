@@ -46,11 +46,11 @@ func SlabBytes(s *Symbolizer) int {
 	if s.slab == nil {
 		return 0
 	}
-	s.slab.mu.Lock()
-	defer s.slab.mu.Unlock()
-	n := 0
-	for _, c := range s.slab.chunks {
-		n += len(c)
-	}
-	return n - len(s.slab.free)
+	return s.slab.inUse()
+}
+
+// CommonDone reports whether s's symbol table is sorted and whether its
+// .debug_str has been copied (PrepareCommon's work).
+func CommonDone(s *Symbolizer) (sorted, strCopied bool) {
+	return s.syms != nil && s.syms.sorted.Load(), s.d != nil && s.d.strCopy.Load() != nil
 }

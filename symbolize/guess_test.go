@@ -84,13 +84,7 @@ func TestGuessBudget(t *testing.T) {
 		t.Errorf("the capacity guesses took %d bytes, want at most %d (%d bytes of sections)", got, limit, len(infoSec)+len(sec))
 	}
 	if d.slab != nil {
-		d.slab.mu.Lock()
-		used := 0
-		for _, c := range d.slab.chunks {
-			used += len(c)
-		}
-		used -= len(d.slab.free)
-		d.slab.mu.Unlock()
+		used := d.slab.inUse()
 		if int64(used) > limit {
 			t.Errorf("the slab holds %d bytes, want at most %d (%d bytes of sections)", used, limit, len(infoSec)+len(sec))
 		}

@@ -140,9 +140,22 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	// (build), the untouched tail of a fresh allocation costs address
 	// space, not pages. The guesses of all line programs are bounded by
 	// guessCap (line programs may overlap).
-	guess := d.guessCap(min((h.End-h.ProgramOffset)/3+1, 1<<20), unsafe.Sizeof(uint32(0))+unsafe.Sizeof(narrowRow{}))
-	t.off = slabMake[uint32](d.slab, guess)[:0]
-	t.narrow = slabMake[narrowRow](d.slab, guess)[:0]
+	prog := h.End - h.ProgramOffset
+	guess := d.guessCap(d.rowGuess(prog), unsafe.Sizeof(uint32(0))+unsafe.Sizeof(narrowRow{}))
+	// The offsets and the narrow rows share one array of a lane of the
+	// slab, the offsets first: once the rows are known the narrow rows
+	// move down to just after the offsets kept, and the rest is given
+	// back to the lane (slabTrim) for the ends and bucket indexes below
+	// and the lane's next job.
+	l := d.slab.lane()
+	defer putLane(l)
+	half := (guess + 1) / 2 // narrowRows holding guess offsets
+	blk := slabMake[narrowRow](l, half+guess)
+	if guess > 0 {
+		t.off = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(blk))), guess)[:0]
+		t.narrow = blk[half:half:len(blk)]
+	}
+	hw := 0 // the most narrow rows held at once
 	var buf [128]line.PosRow
 	first := int32(0)
 	var start uint64
@@ -175,6 +188,7 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 					if t.wide {
 						t.rows, t.addrs = t.rows[:n], t.addrs[:n]
 					} else {
+						hw = max(hw, len(narrow))
 						narrow, offs = narrow[:n], offs[:n]
 					}
 				}
@@ -216,6 +230,17 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 	}
 	if !t.wide {
 		t.off, t.narrow = offs, narrow
+		if l != nil && len(narrow) > 0 && cap(narrow) == guess && cap(offs) == guess &&
+			unsafe.SliceData(narrow) == &blk[half] && unsafe.Pointer(unsafe.SliceData(offs)) == unsafe.Pointer(unsafe.SliceData(blk)) {
+			n := len(narrow)
+			k := (n + 1) / 2
+			copy(blk[k:k+n], narrow)
+			blk = slabTrim(l, blk[:k+n], half+max(hw, n))
+			t.off, t.narrow = offs[:n:n], blk[k:k+n:k+n]
+		}
+	}
+	if !t.wide {
+		d.seeRows(prog, len(t.off))
 	}
 	slices.SortStableFunc(t.seqs, func(a, b lineSeq) int {
 		if a.end != b.end {
@@ -227,19 +252,19 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		return 0
 	})
 	if len(t.seqs) >= minBucketKeys {
-		t.ends = slabMake[uint64](d.slab, len(t.seqs))
+		t.ends = slabMake[uint64](l, len(t.seqs))
 		for i := range t.seqs {
 			t.ends[i] = t.seqs[i].end
 		}
-		t.endIndex = newBucketIndexOf(d.slab, t.ends)
+		t.endIndex = newBucketIndexOf(l, t.ends)
 	}
 	for i := range t.seqs {
 		if sq := &t.seqs[i]; sq.last-sq.first >= minBucketKeys {
 			sq.index = int32(len(t.indexes))
 			if t.wide {
-				t.indexes = append(t.indexes, newBucketIndexOf(d.slab, t.addrs[sq.first:sq.last]))
+				t.indexes = append(t.indexes, newBucketIndexOf(l, t.addrs[sq.first:sq.last]))
 			} else {
-				t.indexes = append(t.indexes, newBucketIndexOf(d.slab, t.off[sq.first:sq.last]))
+				t.indexes = append(t.indexes, newBucketIndexOf(l, t.off[sq.first:sq.last]))
 			}
 		}
 	}
@@ -249,6 +274,34 @@ func decodeLines(d *dwarfData, off uint64, compDir string) (*lineTable, error) {
 		t.files[i] = filePath(h, files, uint64(i), compDir)
 	}
 	return t, nil
+}
+
+// rowGuess returns the capacity guess of decodeLines for a line program
+// of prog bytes: a row per three bytes (gcc -O2 output keeps about one per
+// seven, our images one per five and a half), and once the tables decoded
+// so far (seeRows) hold 256 KiB of program, their rows per byte plus a
+// quarter and 64 rows, when that is less. A program denser than its batch
+// so far grows its arrays on the heap, as with any guess exceeded.
+func (d *dwarfData) rowGuess(prog uint64) uint64 {
+	g := min(prog/3+1, 1<<20)
+	if v := d.rowsSeen.Load(); v&(1<<32-1) >= 256<<10 {
+		rows, bytes := v>>32, v&(1<<32-1)
+		// rows <= bytes < 2^32: neither product overflows.
+		g = min(g, (prog/bytes*rows+prog%bytes*rows/bytes)*5/4+64)
+	}
+	return g
+}
+
+// seeRows adds a narrow table of rows kept from prog bytes of program
+// to the counts rowGuess uses, while both stay below 2^32.
+func (d *dwarfData) seeRows(prog uint64, rows int) {
+	for {
+		v := d.rowsSeen.Load()
+		r, b := v>>32+uint64(rows), v&(1<<32-1)+prog
+		if r >= 1<<32 || b >= 1<<32 || r > b || d.rowsSeen.CompareAndSwap(v, r<<32|b) {
+			return
+		}
+	}
 }
 
 // keepNarrow appends the rows of rows to a narrow table's offs and narrow,

@@ -422,6 +422,53 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
+// TestPrepareCommon: PrepareCommon sorts the symbol table (a gcc -O2
+// DWARF 5 binary, a Go binary), alone or racing with Prepare and
+// Symbolize (run with -race), and the answers stay Symbolize's on a fresh
+// Symbolizer; after Close it fails with ErrClosed.
+func TestPrepareCommon(t *testing.T) {
+	gcc := tooltest.Require(t, "gcc")
+	for _, path := range []string{buildC(t, gcc, "-O2", "-g", "-gdwarf-5"), buildGo(t)} {
+		addrs := codeAddrs(t, path, 3000, 13)
+		want := symbolizeAll(t, path, addrs)
+		for _, racing := range []bool{false, true} {
+			s, err := symbolize.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if err := s.PrepareCommon(); err != nil {
+					t.Errorf("PrepareCommon: %v", err)
+				}
+			})
+			if !racing {
+				wg.Wait()
+				if sorted, _ := symbolize.CommonDone(s); !sorted {
+					t.Errorf("%s: PrepareCommon left the symbol table unsorted", filepath.Base(path))
+				}
+			}
+			if err := s.Prepare(addrs); err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			for i, a := range addrs {
+				got, err := s.Symbolize(a, nil)
+				if err != nil || !slices.Equal(got, want[i]) {
+					t.Fatalf("%s %#x after PrepareCommon (racing %v): %v%s\nwant%s", filepath.Base(path), a, racing, err, fmtFrames(got), fmtFrames(want[i]))
+				}
+			}
+			wg.Wait()
+			if err := s.PrepareCommon(); err != nil {
+				t.Errorf("PrepareCommon again: %v", err)
+			}
+			s.Close()
+			if err := s.PrepareCommon(); !errors.Is(err, symbolize.ErrClosed) {
+				t.Errorf("PrepareCommon after Close: %v, want ErrClosed", err)
+			}
+		}
+	}
+}
+
 // TestConcurrent: goroutines symbolizing at once on a fresh Symbolizer
 // (racing to build the same indexes, one of them through Prepare) get the
 // sequential answers.

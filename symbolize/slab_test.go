@@ -142,3 +142,135 @@ func TestSlabElemsPointerFree(t *testing.T) {
 		}
 	}
 }
+
+// TestSlabLane: a lane's arrays are zeroed, 8-aligned and disjoint; the
+// unused tail of its newest array comes back for the next one (which
+// starts right after the elements kept, and is zeroed again where the
+// trimmed array had written beyond its length); trimming any other
+// array moves nothing; spares left by a lane are handed out again.
+func TestSlabLane(t *testing.T) {
+	s := newSlab()
+	if !slabSupported {
+		if s.lane() != nil {
+			t.Fatal("a lane without a slab")
+		}
+		return
+	}
+	defer s.release()
+	l := s.lane()
+	addr := func(b []uint32) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+	a := slabMake[uint32](l, 10_000)[:0]
+	for i := range 7_000 {
+		a = append(a, uint32(i+1))
+	}
+	// Written up to 7,000, kept 5,001 (an odd count: the tail starts at
+	// the next 8 bytes).
+	a = slabTrim(l, a[:5_001], 7_000)
+	if len(a) != 5_001 || cap(a) != 5_001 || a[5_000] != 5_001 {
+		t.Fatalf("trimmed: len %d cap %d", len(a), cap(a))
+	}
+	b := slabMake[uint32](l, 4_000)
+	if got, want := addr(b), addr(a)+5_002*4; got != want {
+		t.Fatalf("the next array at %#x, want %#x (right after the kept elements)", got, want)
+	}
+	for i, v := range b {
+		if v != 0 {
+			t.Fatalf("the next array's [%d] = %d, not zeroed again", i, v)
+		}
+	}
+	// a is no longer the newest: trimming it moves nothing.
+	if a2 := slabTrim(l, a[:100], 5_001); len(a2) != 100 || cap(a2) != 100 {
+		t.Fatal("trim of an older array")
+	}
+	if c := slabMake[uint32](l, 300); addr(c) != addr(b)+4_000*4 {
+		t.Fatal("an older array's trim gave space back")
+	}
+	// A second lane's arrays, and the first one's after them, do not
+	// overlap; the first lane's window then moves (its rest a spare).
+	l2 := s.lane()
+	if l2 == l {
+		t.Fatal("the same lane twice")
+	}
+	x := slabMake[uint64](l2, 1<<16)
+	y := slabMake[uint64](l, 1<<16)
+	for i := range x {
+		x[i], y[i] = 1, 2
+	}
+	for i := range x {
+		if x[i] != 1 {
+			t.Fatal("a lane's arrays overlap another's")
+		}
+	}
+	putLane(l2)
+	if s.lane() != l2 {
+		t.Fatal("an idle lane not reused")
+	}
+	s.mu.Lock()
+	spares := len(s.spares)
+	s.mu.Unlock()
+	if spares == 0 {
+		t.Fatal("no spare left by the lane whose window moved")
+	}
+	// A heap array (too small for the slab) is only resliced.
+	h := slabMake[uint32](l, 8)
+	if h = slabTrim(l, h[:3], 8); len(h) != 3 || cap(h) != 3 {
+		t.Fatal("trim of a heap array")
+	}
+	if slabTrim[uint32](nil, make([]uint32, 4, 9), 4) == nil {
+		t.Fatal("trim without a lane")
+	}
+	if err := s.release(); err != nil {
+		t.Fatal(err)
+	}
+	if b := slabMake[uint32](l, 1<<12); len(b) != 1<<12 {
+		t.Fatal("a lane after release")
+	}
+	if s.lane() == nil || s.inUse() != 0 {
+		t.Fatal("lane or inUse after release")
+	}
+}
+
+// TestSlabLanesConcurrent: goroutines allocating from lanes of one slab
+// (taken and put back for each of their jobs), trimming as they go, each
+// filling its arrays with its own mark, find their marks intact at the
+// end. Run with -race.
+func TestSlabLanesConcurrent(t *testing.T) {
+	s := newSlab()
+	if s == nil {
+		t.Skip("no slab here")
+	}
+	defer s.release()
+	const workers, jobs = 4, 60
+	kept := make([][][]uint32, workers)
+	done := make(chan int)
+	for w := range workers {
+		go func() {
+			defer func() { done <- w }()
+			for j := range jobs {
+				l := s.lane()
+				for k := range 3 {
+					n := 500 + (w*7919+j*104729+k*31)%20_000
+					a := slabMake[uint32](l, n)[:0]
+					for range n / (k + 2) {
+						a = append(a, uint32(w+1))
+					}
+					a = slabTrim(l, a[:len(a)/2], len(a))
+					kept[w] = append(kept[w], a)
+				}
+				putLane(l)
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	for w, arrays := range kept {
+		for _, a := range arrays {
+			for _, v := range a {
+				if v != uint32(w+1) {
+					t.Fatalf("worker %d: an array holds %d", w, v)
+				}
+			}
+		}
+	}
+}

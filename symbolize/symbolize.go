@@ -99,7 +99,9 @@
 // bisections and allocates nothing. A caller with a batch of addresses can
 // have their units indexed up front on all CPUs with Prepare, and answer
 // them with SymbolizeBatch, whose lookups of ascending addresses start
-// where the previous one ended.
+// where the previous one ended; one that knows a large batch is coming
+// before it has the addresses can start the work that needs none of them
+// with PrepareCommon.
 //
 // Input is treated as hostile: the reader never panics, every loop and
 // allocation is bounded by the input's size, and malformed input yields a
@@ -178,6 +180,9 @@ type Symbolizer struct {
 	symOnce sync.Once
 	syms    *symtab
 	symErr  error
+	// sortClaimed is set by the first Prepare or PrepareCommon that
+	// sorts the symbol table (the others leave it to that one).
+	sortClaimed atomic.Bool
 
 	// debug, when set (OpenDebug), is the separate debug file: its DWARF
 	// answers, and its symbol table when the file has none.
@@ -474,6 +479,57 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 	return frames, nil
 }
 
+// PrepareCommon does, on the calling goroutine, the part of Prepare's
+// work that does not depend on a batch's addresses, for a caller that
+// knows a large batch is coming before it has the addresses (a command
+// still reading them): it loads the debug sections and unit headers,
+// sorts the symbol table (as Prepare does for more than a few addresses)
+// and copies .debug_str (as Prepare does for a batch of units together at
+// least as large as that section: here when all the units not indexed
+// yet are), the copy first. It may run concurrently with Prepare and
+// Symbolize: a Prepare that starts meanwhile waits for the copy of
+// .debug_str in its first job, and leaves the symbol table's sort to
+// PrepareCommon, waiting for it after its other jobs. Close must not run until it has returned. Calling it is
+// optional, and a batch of a few addresses gains nothing from it.
+//
+// Errors are Prepare's: those of the first use of the debug sections or
+// of the symbol table, ErrClosed, and ErrFault when the mapped file
+// faults. Cost: the symbol table's sort and the copy of .debug_str, once
+// per Symbolizer; nothing on later calls.
+func (s *Symbolizer) PrepareCommon() (err error) {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.mapped {
+		defer s.guard(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
+	d, err := s.dwarf()
+	if err != nil {
+		return err
+	}
+	syms, err := s.symbols()
+	if err != nil {
+		return err
+	}
+	if d != nil && d.strCopy.Load() == nil && len(d.sec.Str) > 0 {
+		size := uint64(0)
+		for i := range d.units {
+			if u := &d.units[i]; u.idx.Load() == nil {
+				size += u.hdr.End - u.hdr.Offset
+			}
+		}
+		if size >= uint64(len(d.sec.Str)) {
+			d.copyStr()
+		}
+	}
+	if !syms.sorted.Load() {
+		s.sortClaimed.Store(true)
+		syms.once.Do(syms.sort)
+	}
+	return nil
+}
+
 // Prepare builds, on up to runtime.GOMAXPROCS(0) goroutines at once,
 // what Symbolize needs for the link-time addresses addrs: the debug
 // sections and unit headers, the index of every compile unit that holds
@@ -486,7 +542,8 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 // the symbol table, ErrClosed, and ErrFault when the mapped file faults.
 // A unit whose index cannot be built is not an error here: Symbolize
 // reports it for the addresses in that unit. Prepare may run concurrently
-// with Symbolize.
+// with Symbolize, and with PrepareCommon, whose sort of the symbol table
+// it then waits for instead of sorting.
 //
 // Cost: a bisection per address and a byte per unit, plus the indexes not
 // built yet, divided among the goroutines (each unit's line program is a
@@ -511,8 +568,18 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 		return err
 	}
 	var jobs []func()
+	// The symbol table's sort is a job, unless PrepareCommon sorts it:
+	// then Prepare waits for that sort after its jobs.
 	if len(addrs) > scanLimit && !syms.sorted.Load() {
-		jobs = append(jobs, func() { syms.once.Do(syms.sort) })
+		if s.sortClaimed.CompareAndSwap(false, true) {
+			jobs = append(jobs, func() { syms.once.Do(syms.sort) })
+		} else {
+			defer func() {
+				if err == nil {
+					syms.once.Do(syms.sort)
+				}
+			}()
+		}
 	}
 	if d != nil && d.indexed.Load() < int64(len(d.units)) {
 		seen := make([]bool, len(d.units))

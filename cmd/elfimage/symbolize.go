@@ -166,8 +166,27 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 	// of words: then they grow).
 	p.batch, p.addrs = make([]query, 0, batchMax+1024), make([]uint64, 0, batchMax+1024)
 	var long []byte
+	// When the first read leaves a large batch waiting (commonMin bytes,
+	// some thousand addresses), the work Prepare does for any large batch
+	// (the symbol table's sort, the copy of .debug_str) starts on another
+	// core while the addresses are read. A process that writes one
+	// address at a time leaves nothing waiting and starts nothing.
+	const commonMin = 16 << 10
+	var common chan struct{}
+	defer func() {
+		if common != nil {
+			<-common // before sym.Close
+		}
+	}()
 	for {
 		line, rerr := in.ReadSlice('\n')
+		if common == nil && p.answered == 0 && len(p.batch) == 0 && in.Buffered() >= commonMin && runtime.GOMAXPROCS(0) > 1 {
+			common = make(chan struct{})
+			go func() {
+				defer close(common)
+				_ = sym.PrepareCommon() // its errors are Prepare's and Symbolize's, reported by them
+			}()
+		}
 		if rerr == bufio.ErrBufferFull {
 			long = append(long, line...)
 			continue
