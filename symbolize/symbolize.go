@@ -489,8 +489,9 @@ func (s *Symbolizer) symbolize(addr uint64, frames []Frame) ([]Frame, error) {
 // yet are), the copy first. It may run concurrently with Prepare and
 // Symbolize: a Prepare that starts meanwhile waits for the copy of
 // .debug_str in its first job, and leaves the symbol table's sort to
-// PrepareCommon, waiting for it after its other jobs. Close must not run until it has returned. Calling it is
-// optional, and a batch of a few addresses gains nothing from it.
+// PrepareCommon, waiting for it after its other jobs. Close must not run
+// until it has returned. Calling it is optional, and a batch of a few
+// addresses gains nothing from it.
 //
 // Errors are Prepare's: those of the first use of the debug sections or
 // of the symbol table, ErrClosed, and ErrFault when the mapped file
