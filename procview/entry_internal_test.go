@@ -395,6 +395,32 @@ func TestEntryValueDepth(t *testing.T) {
 	}
 }
 
+// TestEntryValueLookups: a chain of frames of f whose call value for
+// its parameter is the sum of four of its own values on entry, found in
+// the next frame out, and so on (hostile DWARF: 4^n lookups for n frames
+// without a bound on lookups): not known past maxEntryLookups lookups
+// for the frame, the reason said.
+func TestEntryValueLookups(t *testing.T) {
+	e := entryOp(reg(rdi)...)
+	sum := append(append(append(append(append([]byte{}, e...), e...), e...), e...),
+		byte(dwarf.DW_OP_plus), byte(dwarf.DW_OP_plus), byte(dwarf.DW_OP_plus))
+	c := entryCase{loc: append(entryOp(reg(rdi)...), sv), site: func(f, g *info.DIE) *info.DIE {
+		return callSiteDIE(0x2010, f, csParam(rdi, []byte{byte(dwarf.DW_OP_lit0) + 1}))
+	}, want: "p=<optimized out>, q=9", why: "values on entry looked up for one frame"}
+	c.fsites = func(f *info.DIE) []*info.DIE { return []*info.DIE{callSiteDIE(0x1010, f, csParam(rdi, sum))} }
+	fs := entryFrames()
+	c.frames = []Frame{fs[0]}
+	for range maxEntryDepth - 2 {
+		c.frames = append(c.frames, Frame{PC: 0x1010, CFA: 0x8000, Funcs: fs[0].Funcs})
+	}
+	c.frames = append(c.frames, fs[1], fs[2])
+	c.check(t)
+	// Two frames of f: 4 + 1 lookups, within the bound.
+	c.frames = []Frame{fs[0], {PC: 0x1010, CFA: 0x8000, Funcs: fs[0].Funcs}, fs[1], fs[2]}
+	c.want, c.why = "p=p@entry=4, q=9", ""
+	c.check(t)
+}
+
 func itoa(n int) string {
 	if n < 10 {
 		return string(rune('0' + n))
