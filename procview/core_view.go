@@ -58,13 +58,15 @@ type CoreOptions struct {
 // process's perf map (CoreOptions.PerfMap), then each thread from its
 // NT_PRSTATUS registers over the core's memory, with the walk of
 // View.Backtrace (frame-pointer fallback against the core's mappings,
-// signal frames without CFI recognised by their code); and, unless
+// signal frames without CFI recognised by their code; code in executable
+// mappings the core left out is read from the files mapped there, as gdb
+// reads text from the executable and its libraries); and, unless
 // opts.NoSymbolize, every frame symbolized with its arguments read from
 // the core's memory (View.DescribeFrames; opts.NoArgs leaves them out).
 // The threads are in the core's order (the one that received the signal
 // first); a thread's Name is c.Command for the main thread (tid equal to
 // the pid: NT_PRPSINFO names only the process) and empty for the others.
-// A read of memory the core does not hold ends that thread's walk with an
+// A read of other memory the core does not hold ends that thread's walk with an
 // error wrapping unwind.ErrMemory (and ErrNotDumped where the core left
 // the bytes out) in its Thread.Err; other threads are walked all the
 // same. The caller closes the View, then c. Errors: those of NewCoreView,
