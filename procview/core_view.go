@@ -58,13 +58,15 @@ type CoreOptions struct {
 // process's perf map (CoreOptions.PerfMap), then each thread from its
 // NT_PRSTATUS registers over the core's memory, with the walk of
 // View.Backtrace (frame-pointer fallback against the core's mappings,
-// signal frames without CFI recognised by their code); and, unless
+// signal frames without CFI recognised by their code; code in executable
+// mappings the core left out is read from the files mapped there, as gdb
+// reads text from the executable and its libraries); and, unless
 // opts.NoSymbolize, every frame symbolized with its arguments read from
 // the core's memory (View.DescribeFrames; opts.NoArgs leaves them out).
 // The threads are in the core's order (the one that received the signal
 // first); a thread's Name is c.Command for the main thread (tid equal to
 // the pid: NT_PRPSINFO names only the process) and empty for the others.
-// A read of memory the core does not hold ends that thread's walk with an
+// A read of other memory the core does not hold ends that thread's walk with an
 // error wrapping unwind.ErrMemory (and ErrNotDumped where the core left
 // the bytes out) in its Thread.Err; other threads are walked all the
 // same. The caller closes the View, then c. Errors: those of NewCoreView,
@@ -94,7 +96,7 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 		if ct.TID == c.PID {
 			th.Name = c.Command
 		}
-		th.Frames, th.Err = v.walk(c, ct.Frame(), opts.MaxFrames)
+		th.Frames, th.Err = v.walk(coreMemory{c, v}, ct.Frame(), opts.MaxFrames)
 		if !opts.NoSymbolize {
 			var mem unwind.Memory
 			if !opts.NoArgs {
@@ -105,6 +107,44 @@ func CoreStacks(c *Core, opts *CoreOptions) ([]Thread, *View, error) {
 		threads = append(threads, th)
 	}
 	return threads, v, nil
+}
+
+// coreMemory is the memory a core's threads are unwound with: the core's
+// and, at addresses in executable mappings whose bytes it left out (the
+// text of mapped files, which neither the kernel nor gcore dumps by
+// default), the mapped file's bytes through the View's codeReader. The
+// frame-pointer fallback reads code, the instructions at the innermost
+// pc (its prologue and epilogue analysis) and the call before a return
+// address (the plausibility check); without the files those reads fail
+// in a core where they succeed live, and frames the live process walks
+// through (a thread just past the system call in glibc's clone3, which
+// has no CFI there) end in errors. Data outside executable mappings is
+// read from the core alone.
+type coreMemory struct {
+	c *Core
+	v *View
+}
+
+// ReadUint64 implements unwind.Memory.
+func (m coreMemory) ReadUint64(addr uint64) (uint64, error) { return m.ReadSized(addr, 8) }
+
+// ReadSized implements unwind.SizedMemory: size (1 to 8) bytes at addr,
+// little-endian, from the core, else (an executable mapping the core
+// left out) from the file mapped there. Errors are the core's.
+func (m coreMemory) ReadSized(addr uint64, size int) (uint64, error) {
+	x, err := m.c.ReadSized(addr, size)
+	if err == nil || m.v.code == nil || size < 1 || size > 8 || addr+uint64(size) < addr {
+		return x, err
+	}
+	space := addressSpace{m.v}
+	if !space.Executable(addr) || !space.Executable(addr+uint64(size)-1) {
+		return x, err
+	}
+	var b [8]byte
+	if !m.v.code.read(b[:size], addr) {
+		return x, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // loadCorePerfMap loads the perf map of core c's process: path when not

@@ -21,6 +21,12 @@ const (
 	// (DW_OP_entry_value in DW_AT_call_value), found in the caller's
 	// caller, and so on outwards.
 	maxEntryDepth = 8
+	// maxEntryLookups bounds the values on entry looked up for one
+	// frame's arguments, nested ones included: a call value may hold
+	// several entry values, each found through a call value that may
+	// hold several more, which maxEntryDepth alone bounds only
+	// exponentially.
+	maxEntryLookups = 256
 	// maxCallSites bounds the call sites indexed per subprogram.
 	maxCallSites = 1 << 14
 	// maxTailHops bounds the functions visited by the self-tail-call
@@ -367,6 +373,9 @@ type entrySource struct {
 	unit   uint64            // the .debug_info offset of its unit
 	names  funcNames
 	depth  int // call values being evaluated to get here
+	// lookups counts the values on entry looked up for the frame whose
+	// arguments are read, shared by the nested sources (nil: none yet).
+	lookups *int
 }
 
 // moduleFinder finds the module of a run-time address: its DWARF, load
@@ -422,6 +431,13 @@ func (s *entrySource) find(size int, match func(p *callParam, addrSize uint8, ca
 	if s.depth >= maxEntryDepth {
 		return 0, fmt.Errorf("%w: more than %d call values nested", errNoEntry, maxEntryDepth)
 	}
+	if s.lookups == nil {
+		s.lookups = new(int)
+	}
+	if *s.lookups >= maxEntryLookups {
+		return 0, fmt.Errorf("%w: more than %d values on entry looked up for one frame", errNoEntry, maxEntryLookups)
+	}
+	*s.lookups++
 	if s.i+1 >= len(s.frames) {
 		return 0, fmt.Errorf("%w: no caller", errNoEntry)
 	}
@@ -449,7 +465,7 @@ func (s *entrySource) find(size int, match func(p *callParam, addrSize uint8, ca
 	}
 	// The caller's frame, where the call site's expressions are evaluated.
 	cctx := &argContext{f: caller, mem: s.mem, bias: m.bias, entry: &entrySource{
-		mods: s.mods, frames: s.frames, i: s.i + 1, mem: s.mem, x: cx, syms: m.syms, bias: m.bias, entry: cs.entry, unit: cs.unit.Offset, names: cs.names, depth: s.depth + 1}}
+		mods: s.mods, frames: s.frames, i: s.i + 1, mem: s.mem, x: cx, syms: m.syms, bias: m.bias, entry: cs.entry, unit: cs.unit.Offset, names: cs.names, depth: s.depth + 1, lookups: s.lookups}}
 	ep := expr.Params{Section: ".debug_info", Offset: site.off, AddrSize: u.Enc.AddrSize, Order: binary.LittleEndian, AddrBias: m.bias}
 	cctx.setFrameBase(cs.frameBase, ep)
 	// The call site must call this frame's function: a tail call in

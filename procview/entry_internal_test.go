@@ -19,6 +19,18 @@ import (
 // address but 0xdead0000 and above.
 type oneModule struct{ x *argIndex }
 
+// twoModules is oneModule with the callers' addresses, from 0x2000 on,
+// in a second module whose DWARF is caller.
+type twoModules struct{ x, caller *argIndex }
+
+func (m twoModules) moduleArgs(pc uint64) (modArgs, error) {
+	a, err := oneModule{m.x}.moduleArgs(pc)
+	if err == nil && pc >= 0x2000 {
+		a.x, a.name = m.caller, "caller"
+	}
+	return a, err
+}
+
 func (m oneModule) moduleArgs(pc uint64) (modArgs, error) {
 	if pc >= 0xdead0000 {
 		return modArgs{}, ErrNoModule
@@ -43,6 +55,10 @@ type entryCase struct {
 	frames   []Frame                        // from f outwards; nil: f, g, h
 	want     string                         // the Args of f, as Arg.String shows them
 	why      string                         // in p's error, when p is not known
+	// otherCaller puts g and h in a second module with the same DWARF
+	// at the same addresses (unit offsets then name DIEs of another
+	// module's DWARF).
+	otherCaller bool
 }
 
 var (
@@ -242,8 +258,25 @@ func TestEntryValueResolver(t *testing.T) {
 			return callSiteDIE(0x2010, nil, csParam(rdi, rbxPlus5))
 		}, want: "p=<optimized out>, q=9", why: "has no target"},
 		{name: "tail calls itself", loc: pEntry, site: basic, fsites: tailSelf, want: "p=<optimized out>, q=9", why: "can call itself by tail calls"},
+		{name: "tail call to a run-time target", loc: pEntry, site: basic, fsites: func(f *info.DIE) []*info.DIE {
+			return []*info.DIE{{Tag: dwarf.DW_TAG_call_site, Attrs: []info.Attr{
+				{Name: dwarf.DW_AT_call_return_pc, Value: info.Addr(0x1080)},
+				{Name: dwarf.DW_AT_call_tail_call, Value: info.Flag(true)},
+				{Name: dwarf.DW_AT_call_target, Value: info.Exprloc([]byte{byte(dwarf.DW_OP_breg0) + byte(arch.X86_64_RAX), 0})}}}}
+		}, want: "p=<optimized out>, q=9", why: "a tail call with a target known only at run time"},
+		{name: "a call to itself not a tail call (flag 0)", loc: pEntry, site: basic, fsites: func(f *info.DIE) []*info.DIE {
+			d := tailSelf(f)
+			d[0].Attrs[1].Value = info.Flag(false)
+			return d
+		}, want: "p=p@entry=105, q=9, q@entry=7"},
 		{name: "no parameter", loc: pEntry, site: func(f, g *info.DIE) *info.DIE {
 			return callSiteDIE(0x2010, f, csParam(rsi, lit7))
+		}, want: "p=<optimized out>, q=9, q@entry=7", why: "no parameter for register 5"},
+		{name: "parameter at a register's address", loc: pEntry, site: func(f, g *info.DIE) *info.DIE {
+			// DW_AT_location *rdi: not the parameter in rdi.
+			d := csParam(rdi, rbxPlus5)
+			d.Attrs[0].Value = info.Exprloc([]byte{byte(dwarf.DW_OP_breg0) + byte(rdi), 0, byte(dwarf.DW_OP_deref)})
+			return callSiteDIE(0x2010, f, d, csParam(rsi, lit7))
 		}, want: "p=<optimized out>, q=9, q@entry=7", why: "no parameter for register 5"},
 		{name: "interrupted caller", loc: pEntry, site: basic, frames: func() []Frame {
 			fs := entryFrames()
@@ -274,6 +307,8 @@ func TestEntryValueResolver(t *testing.T) {
 	cases = append(cases,
 		entryCase{name: "parameter ref", loc: refLoc, paramRef: refLoc[1:5], single: true, site: removedSite(dwarf.DW_AT_call_parameter), want: "p=105, q=9"},
 		entryCase{name: "parameter ref GNU", loc: refLoc, paramRef: refLoc[1:5], single: true, site: removedSite(dwarf.DW_AT_abstract_origin), want: "p=105, q=9"},
+		entryCase{name: "parameter ref of another module", loc: refLoc, paramRef: refLoc[1:5], single: true, site: removedSite(dwarf.DW_AT_call_parameter), otherCaller: true,
+			want: "p=<optimized out>, q=9", why: "no parameter for the DW_TAG_formal_parameter at .debug_info offset"},
 		entryCase{name: "parameter ref without the parameter", loc: refLoc, paramRef: refLoc[1:5], single: true, site: basic,
 			want: "p=<optimized out>, q=9, q@entry=7", why: "no parameter for the DW_TAG_formal_parameter at .debug_info offset"})
 	for _, c := range cases {
@@ -288,8 +323,12 @@ func (c *entryCase) check(t *testing.T) {
 	if frames == nil {
 		frames = entryFrames()
 	}
+	var mods moduleFinder = oneModule{x}
+	if c.otherCaller {
+		mods = twoModules{x, newArgIndex(c.sections(t))}
+	}
 	m, _ := oneModule{x}.moduleArgs(0)
-	src := &entrySource{mods: oneModule{x}, frames: frames, x: x, syms: m.syms, mem: &unwind.Snapshot{Base: 0x7000, Data: make([]byte, 0x2000)}}
+	src := &entrySource{mods: mods, frames: frames, x: x, syms: m.syms, mem: &unwind.Snapshot{Base: 0x7000, Data: make([]byte, 0x2000)}}
 	x.frameArgs(&frames[0], frames[0].PC, src.mem, src)
 	if len(frames[0].Args) != 1 {
 		t.Fatalf("args %+v", frames[0].Args)
@@ -304,6 +343,26 @@ func (c *entryCase) check(t *testing.T) {
 	p := frames[0].Args[0][0]
 	if c.why != "" && (!errors.Is(p.Err, expr.ErrNoEntryValue) || !strings.Contains(p.Err.Error(), c.why)) {
 		t.Errorf("p's error %v, want ErrNoEntryValue saying %q", p.Err, c.why)
+	}
+}
+
+// TestFuncNamesSame: a call site's target found by name is this frame's
+// function when the linkage names are equal (C++ overloads share a
+// name), or, when either has none, the names.
+func TestFuncNamesSame(t *testing.T) {
+	for _, c := range []struct {
+		a, b funcNames
+		want bool
+	}{
+		{funcNames{"_Z1fi", "f"}, funcNames{"_Z1fi", "f"}, true},
+		{funcNames{"_Z1fi", "f"}, funcNames{"_Z1fl", "f"}, false},
+		{funcNames{"", "f"}, funcNames{"_Z1fl", "f"}, true},
+		{funcNames{"", "f"}, funcNames{"", "g"}, false},
+		{funcNames{}, funcNames{}, false},
+	} {
+		if got := c.a.same(c.b); got != c.want || c.b.same(c.a) != c.want {
+			t.Errorf("%+v same %+v: %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }
 
@@ -334,6 +393,32 @@ func TestEntryValueDepth(t *testing.T) {
 		}
 		t.Run(itoa(n), func(t *testing.T) { c.check(t) })
 	}
+}
+
+// TestEntryValueLookups: a chain of frames of f whose call value for
+// its parameter is the sum of four of its own values on entry, found in
+// the next frame out, and so on (hostile DWARF: 4^n lookups for n frames
+// without a bound on lookups): not known past maxEntryLookups lookups
+// for the frame, the reason said.
+func TestEntryValueLookups(t *testing.T) {
+	e := entryOp(reg(rdi)...)
+	sum := append(append(append(append(append([]byte{}, e...), e...), e...), e...),
+		byte(dwarf.DW_OP_plus), byte(dwarf.DW_OP_plus), byte(dwarf.DW_OP_plus))
+	c := entryCase{loc: append(entryOp(reg(rdi)...), sv), site: func(f, g *info.DIE) *info.DIE {
+		return callSiteDIE(0x2010, f, csParam(rdi, []byte{byte(dwarf.DW_OP_lit0) + 1}))
+	}, want: "p=<optimized out>, q=9", why: "values on entry looked up for one frame"}
+	c.fsites = func(f *info.DIE) []*info.DIE { return []*info.DIE{callSiteDIE(0x1010, f, csParam(rdi, sum))} }
+	fs := entryFrames()
+	c.frames = []Frame{fs[0]}
+	for range maxEntryDepth - 2 {
+		c.frames = append(c.frames, Frame{PC: 0x1010, CFA: 0x8000, Funcs: fs[0].Funcs})
+	}
+	c.frames = append(c.frames, fs[1], fs[2])
+	c.check(t)
+	// Two frames of f: 4 + 1 lookups, within the bound.
+	c.frames = []Frame{fs[0], {PC: 0x1010, CFA: 0x8000, Funcs: fs[0].Funcs}, fs[1], fs[2]}
+	c.want, c.why = "p=p@entry=4, q=9", ""
+	c.check(t)
 }
 
 func itoa(n int) string {

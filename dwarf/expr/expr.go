@@ -16,8 +16,11 @@
 // (the stack is a fixed array) unless it fails, and is bounded by
 // [MaxSteps] operations and a [MaxStack]-deep stack, so hostile expressions
 // cannot loop forever or grow memory. DW_OP_entry_value asks the Context
-// for a value on entry when it implements [EntryValuer] (a debugger's
-// frame, which finds it through the caller's call site).
+// for a value on entry when it implements [EntryValuer], and
+// DW_OP_GNU_parameter_ref for the value a caller passed when it
+// implements [ParameterValuer] (a debugger's frame, which finds both
+// through the caller's call site); DW_OP_addr operands are link-time
+// addresses, to which Params.AddrBias is added.
 package expr
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,6 +199,29 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		im.Close()
+	}
+}
+
+// TestLeastOf: the least of the values, wherever it comes, and the first
+// error, after which nothing more runs.
+func TestLeastOf(t *testing.T) {
+	for _, vals := range [][]float64{{3, 1, 2}, {1, 2, 3}, {3, 2, 1}, {2, 2, 2}} {
+		i := 0
+		got, err := leastOf(len(vals), func() (float64, error) { i++; return vals[i-1], nil })
+		if want := slices.Min(vals); got != want || err != nil || i != len(vals) {
+			t.Errorf("%v: %v, %v after %d runs; want %v", vals, got, err, i, want)
+		}
+	}
+	boom := errors.New("boom")
+	i := 0
+	if _, err := leastOf(4, func() (float64, error) {
+		i++
+		if i == 2 {
+			return 0, boom
+		}
+		return 1, nil
+	}); err != boom || i != 2 {
+		t.Errorf("error %v after %d runs; want boom after 2", err, i)
 	}
 }
 

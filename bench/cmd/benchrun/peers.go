@@ -231,9 +231,15 @@ const symbolizeRuns = 3
 // command on two cores), which one run's scheduling delay of a few
 // milliseconds would swing by half. It fails when any run fails.
 func timeStdinBest(k int, in, name string, args ...string) (float64, error) {
+	return leastOf(k, func() (float64, error) { return timeStdin(in, name, args...) })
+}
+
+// leastOf calls run k times in a row and returns the least value it
+// gave (0 for k < 1); it stops at the first error and returns it.
+func leastOf(k int, run func() (float64, error)) (float64, error) {
 	best := 0.0
 	for i := range k {
-		t, err := timeStdin(in, name, args...)
+		t, err := run()
 		if err != nil {
 			return 0, err
 		}
