@@ -49,10 +49,7 @@ func StartLine(t testing.TB, cmd *exec.Cmd) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		kill(cmd)
-		cmd.Wait()
-	})
+	t.Cleanup(func() { reap(cmd) })
 	type result struct {
 		line string
 		err  error
@@ -113,7 +110,9 @@ func waitKill(cmd *exec.Cmd, timeout time.Duration) (timedOut bool, err error) {
 }
 
 // kill sends SIGKILL to cmd's process group when it has one of its own
-// (SysProcAttr.Setpgid), else to its process.
+// (SysProcAttr.Setpgid), else to its process. It reads only fields set
+// before cmd started, so it may run while another goroutine waits for
+// cmd; not after the wait (see reap).
 func kill(cmd *exec.Cmd) {
 	if cmd.Process == nil {
 		return
@@ -123,4 +122,13 @@ func kill(cmd *exec.Cmd) {
 		return
 	}
 	cmd.Process.Kill()
+}
+
+// reap kills and waits for cmd at the end of a test, unless it was
+// waited for already: its process group's ID may then be another's.
+func reap(cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		kill(cmd)
+		cmd.Wait()
+	}
 }
