@@ -38,19 +38,10 @@ func (f fakeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // oracleBuildID finds the first GNU build ID note with debug/elf and a
-// note walk of its own: the independent reading of the answer.
-//
-// debug/elf also refuses an e_version other than EV_CURRENT, which readelf
-// and our reader accept (the field carries nothing else): the oracle reads
-// a copy with e_version set to EV_CURRENT.
+// note walk of its own: the independent reading of the answer. It reads
+// a copy normalized by [oracleCopy].
 func oracleBuildID(b []byte) ([]byte, bool) {
-	if len(b) >= 0x18 && b[elf.EI_DATA] == byte(elf.ELFDATA2LSB) {
-		b = append([]byte(nil), b...)
-		binary.LittleEndian.PutUint32(b[0x14:], uint32(elf.EV_CURRENT))
-	} else if len(b) >= 0x18 && b[elf.EI_DATA] == byte(elf.ELFDATA2MSB) {
-		b = append([]byte(nil), b...)
-		binary.BigEndian.PutUint32(b[0x14:], uint32(elf.EV_CURRENT))
-	}
+	b = oracleCopy(b)
 	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
 		return nil, false
@@ -84,6 +75,69 @@ func oracleBuildID(b []byte) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// oracleCopy returns a copy of b with two fields set the way debug/elf
+// needs them, where readelf and our reader read the file without them:
+//   - e_version set to EV_CURRENT: debug/elf refuses any other value, which
+//     carries nothing else;
+//   - SHF_COMPRESSED cleared on the section name string table: debug/elf
+//     decompresses that table before reading names from it, readelf and our
+//     reader read the names raw (nothing compresses .shstrtab).
+//
+// A b too short for the field, or an index out of bounds, leaves it as it is.
+func oracleCopy(b []byte) []byte {
+	if len(b) < 0x34 || string(b[:4]) != elf.ELFMAG {
+		return b
+	}
+	b = append([]byte(nil), b...)
+	var o binary.ByteOrder
+	switch elf.Data(b[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		o = binary.LittleEndian
+	case elf.ELFDATA2MSB:
+		o = binary.BigEndian
+	default:
+		return b
+	}
+	o.PutUint32(b[0x14:], uint32(elf.EV_CURRENT))
+	// e_shoff, e_shentsize, e_shstrndx; where sh_flags' low 32 bits sit in
+	// an entry.
+	var shoff uint64
+	var entsize, strndx uint16
+	flags := uint64(8)
+	switch elf.Class(b[elf.EI_CLASS]) {
+	case elf.ELFCLASS64:
+		if len(b) < 0x40 {
+			return b
+		}
+		shoff, entsize, strndx = o.Uint64(b[0x28:]), o.Uint16(b[0x3a:]), o.Uint16(b[0x3e:])
+		if o == binary.BigEndian {
+			flags += 4
+		}
+	case elf.ELFCLASS32:
+		shoff, entsize, strndx = uint64(o.Uint32(b[0x20:])), o.Uint16(b[0x2e:]), o.Uint16(b[0x32:])
+	default:
+		return b
+	}
+	n := uint64(len(b))
+	i := uint64(strndx)
+	if strndx == uint16(elf.SHN_XINDEX) { // the index is section 0's sh_link
+		link := uint64(24) // sh_link's offset in an Elf32_Shdr
+		if elf.Class(b[elf.EI_CLASS]) == elf.ELFCLASS64 {
+			link = 40
+		}
+		if shoff > n || link+4 > n-shoff {
+			return b
+		}
+		i = uint64(o.Uint32(b[shoff+link:]))
+	}
+	at := shoff + i*uint64(entsize)
+	if entsize == 0 || i > n || shoff > n || at < shoff || at > n || flags+4 > n-at {
+		return b
+	}
+	o.PutUint32(b[at+flags:], o.Uint32(b[at+flags:])&^uint32(elf.SHF_COMPRESSED))
+	return b
 }
 
 // FuzzAnswer feeds arbitrary responses (status, Content-Length, body) to
