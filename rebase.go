@@ -1,6 +1,7 @@
 package elfimage
 
 import (
+	"cmp"
 	"debug/elf"
 	"fmt"
 	"runtime/debug"
@@ -103,7 +104,9 @@ func encodeRebase(secs []builtSection) []byte {
 // that is compressed (SHF_COMPRESSED: objcopy --compress-debug-sections;
 // its words are not where the table says), and a version 1 table whose
 // section indices no longer name .debug_ sections (renumbered by a strip
-// tool). Cost: a copy of data plus time linear in the number of headers,
+// tool), and a damaged image in which an address to move lies in a table
+// Rebase reads (a symbol table laid over the program headers, say) or
+// overlaps another. Cost: a copy of data plus time linear in the number of headers,
 // symbols and listed addresses.
 func Rebase(data []byte, base uint64) ([]byte, error) {
 	out := make([]byte, len(data))
@@ -124,11 +127,14 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 	d := decoder{path: path, data: data}
 	h := &f.Header
 	// The words to move are collected first and checked (movedWords)
-	// before any is written: in a damaged image one could overlap a
-	// header field that the parse read, or another word, and the result
-	// would no longer be the input moved by base.
+	// before any is written: in a damaged image one could lie in a table
+	// the parse read (a section header laid over the ELF header, a symbol
+	// table over the program headers), or overlap another word, and the
+	// result would no longer be the input moved by base.
 	var words movedWords
-	add := func(off uint64) { words.add(off, regionContent) }
+	words.table(0, uint64(h.Ehsize))                                       // regionELFHeader
+	words.table(h.Phoff, h.Phoff+uint64(len(f.Progs))*uint64(h.Phentsize)) // regionProgHeaders
+	words.table(h.Shoff, h.Shoff+uint64(len(secs))*uint64(h.Shentsize))    // regionSectionHeaders
 
 	if h.Entry != 0 {
 		words.add(offEntry, regionELFHeader)
@@ -149,15 +155,15 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 		}
 		switch {
 		case s.Type == elf.SHT_SYMTAB:
-			if err := rebaseSymbols(&d, f, i, add); err != nil {
+			if err := rebaseSymbols(&d, f, i, words.section(s)); err != nil {
 				return err
 			}
 		case s.Type == elf.SHT_DYNAMIC:
-			if err := rebaseDynamic(&d, h, s, add); err != nil {
+			if err := rebaseDynamic(&d, h, s, words.section(s)); err != nil {
 				return err
 			}
 		case s.Type == elf.SHT_RELA && s.Flags&elf.SHF_ALLOC != 0:
-			if err := rebaseRela(&d, h, s, add); err != nil {
+			if err := rebaseRela(&d, h, s, words.section(s)); err != nil {
 				return err
 			}
 		case s.Name == SectionRebase && rebaseSec == nil:
@@ -170,71 +176,96 @@ func rebaseInto(path string, out, data []byte, base uint64) error {
 		return d.errorf(h.Shoff, "section headers", "no %s section: the addresses in %s and the other debug sections cannot be moved", SectionRebase, debugSec.Name)
 	}
 	if rebaseSec != nil { // else stripped: no debug address to move
+		// The words it lists are in debug sections, which the parse does
+		// not read: they belong to no table.
+		words.table(rebaseSec.Offset, rebaseSec.Offset+rebaseSec.Size)
+		add := func(off uint64) { words.add(off, regionNone) }
 		if err := applyRebaseTable(&d, rebaseSec, secs, add); err != nil {
 			return err
 		}
 	}
-	tables := [...][2]uint64{
-		regionELFHeader:      {0, uint64(h.Ehsize)},
-		regionProgHeaders:    {h.Phoff, h.Phoff + uint64(len(f.Progs))*uint64(h.Phentsize)},
-		regionSectionHeaders: {h.Shoff, h.Shoff + uint64(len(secs))*uint64(h.Shentsize)},
-	}
-	if err := words.check(&d, tables); err != nil {
+	if err := words.check(&d); err != nil {
 		return err
 	}
 	copy(out, data)
-	for _, w := range words {
+	for _, w := range words.words {
 		le.PutUint64(out[w.off:], le.Uint64(out[w.off:])+base)
 	}
 	return nil
 }
 
-// region says which header table a moved word belongs to.
-type region uint8
+// region names a table the parse of Rebase reads: an index into
+// movedWords.tables.
+type region int32
 
 const (
-	regionELFHeader region = iota
-	regionProgHeaders
-	regionSectionHeaders
-	regionContent // a word in a section's contents
+	regionNone           region = -1 // a word in no table (in a debug section)
+	regionELFHeader      region = 0
+	regionProgHeaders    region = 1
+	regionSectionHeaders region = 2
+	// Then one region per symbol table, dynamic table and relocation
+	// section, and the rebase table, in the order they are parsed.
 )
 
 // movedWords are the file offsets of the 8-byte words Rebase adds the
-// base to, with the region each is in.
-type movedWords []struct {
+// base to, each with the table it belongs to, and the tables the parse
+// read: [start, end) file offsets, which may overlap each other in a
+// damaged image.
+type movedWords struct {
+	words []movedWord
+	// tables[r] is region r's [start, end).
+	tables [][2]uint64
+}
+
+type movedWord struct {
 	off uint64
 	in  region
 }
 
+// table adds a region of [start, end) and returns its index.
+func (w *movedWords) table(start, end uint64) region {
+	w.tables = append(w.tables, [2]uint64{start, end})
+	return region(len(w.tables) - 1)
+}
+
+// section adds the contents of s as a region and returns an add function
+// for the words in it.
+func (w *movedWords) section(s *SectionHeader) func(uint64) {
+	r := w.table(s.Offset, s.Offset+s.Size)
+	return func(off uint64) { w.add(off, r) }
+}
+
 func (w *movedWords) add(off uint64, in region) {
-	*w = append(*w, struct {
-		off uint64
-		in  region
-	}{off, in})
+	w.words = append(w.words, movedWord{off, in})
 }
 
 // check refuses words that overlap each other, and words that overlap a
-// header table other than their own (tables: [start, end) of the ELF
-// header, the program and the section header tables): adding to such a
-// word would change what the parse read (in a damaged image, a section
-// header laid over the ELF header, say), so the result would not be the
-// input moved. Cost: a sort of the words.
-func (w movedWords) check(d *decoder, tables [3][2]uint64) error {
-	for _, x := range w {
-		for r, t := range tables {
-			if region(r) != x.in && x.off < t[1] && x.off+8 > t[0] {
-				return d.errorf(x.off, "moved address", "the address at %#x overlaps the header table at [%#x, %#x)", x.off, t[0], t[1])
-			}
+// table other than their own: adding to such a word would change what the
+// parse read (a symbol's value or section index, a section header), so the
+// result would not be the input moved. Cost: a sort of the words and a
+// binary search per table.
+func (w *movedWords) check(d *decoder) error {
+	slices.SortFunc(w.words, func(a, b movedWord) int { return cmp.Compare(a.off, b.off) })
+	ws := w.words
+	for i := 1; i < len(ws); i++ {
+		if ws[i].off-ws[i-1].off < 8 {
+			return d.errorf(ws[i].off, "moved address", "the addresses at %#x and %#x overlap", ws[i-1].off, ws[i].off)
 		}
 	}
-	offs := make([]uint64, len(w))
-	for i, x := range w {
-		offs[i] = x.off
-	}
-	slices.Sort(offs)
-	for i := 1; i < len(offs); i++ {
-		if offs[i]-offs[i-1] < 8 {
-			return d.errorf(offs[i], "moved address", "the addresses at %#x and %#x overlap", offs[i-1], offs[i])
+	for r, t := range w.tables {
+		if t[1] <= t[0] {
+			continue
+		}
+		// The words with off+8 > start, that is off >= start-7, and off < end.
+		lo := uint64(0)
+		if t[0] > 7 {
+			lo = t[0] - 7
+		}
+		i, _ := slices.BinarySearchFunc(ws, lo, func(x movedWord, off uint64) int { return cmp.Compare(x.off, off) })
+		for ; i < len(ws) && ws[i].off < t[1]; i++ {
+			if ws[i].in != region(r) {
+				return d.errorf(ws[i].off, "moved address", "the address at %#x overlaps a table the rebase reads, at [%#x, %#x)", ws[i].off, t[0], t[1])
+			}
 		}
 	}
 	return nil
