@@ -1222,61 +1222,80 @@ func flattenSubrs(rs []cuRange, sc *scratch, sl *slab) ([]uint64, []seg, map[int
 			return 0 // equal starts: preorder, so the enclosing DIE first
 		})
 	}
-	out := slabMake[seg](sl, len(rs)+len(rs)/2)[:0]
-	starts := atLeast(sc.starts, uint64(len(rs)+len(rs)/2))
-	var long map[int32]uint64
-	lastEnd := uint64(0) // the end of out[len(out)-1]
-	emit := func(lo, hi uint64, die int) {
-		if lo >= hi {
-			return
-		}
-		if n := len(out); n > 0 && out[n-1].die == int32(die) && lastEnd == lo {
-			// Extend the last segment to hi.
-			lo = out[n-1].start
-			out = out[:n-1]
-			starts = starts[:n-1]
-			delete(long, int32(n-1))
-		}
-		size := hi - lo
-		if size > 1<<32-1 {
-			if long == nil {
-				long = map[int32]uint64{}
-			}
-			long[int32(len(out))] = hi
-			size = 0
-		}
-		out = append(out, seg{lo, uint32(size), int32(die)})
-		starts = append(starts, lo)
-		lastEnd = hi
-	}
+	w := segWriter{out: slabMake[seg](sl, len(rs)+len(rs)/2)[:0], starts: atLeast(sc.starts, uint64(len(rs)+len(rs)/2))}
 	stack := sc.stack[:0] // indexes into rs
 	cur := uint64(0)
 	for _, ri := range order {
-		r := rs[ri]
+		r := &rs[ri]
 		for len(stack) > 0 {
-			top := rs[stack[len(stack)-1]]
+			top := &rs[stack[len(stack)-1]]
 			if top.end > r.start {
 				break
 			}
-			emit(max(cur, top.start), top.end, top.cu)
+			w.emit(max(cur, top.start), top.end, int32(top.cu))
 			cur = max(cur, top.end)
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
-			top := rs[stack[len(stack)-1]]
-			emit(max(cur, top.start), r.start, top.cu)
+			top := &rs[stack[len(stack)-1]]
+			w.emit(max(cur, top.start), r.start, int32(top.cu))
 		}
 		cur = max(cur, r.start)
 		stack = append(stack, ri)
 	}
 	for len(stack) > 0 {
-		top := rs[stack[len(stack)-1]]
-		emit(max(cur, top.start), top.end, top.cu)
+		top := &rs[stack[len(stack)-1]]
+		w.emit(max(cur, top.start), top.end, int32(top.cu))
 		cur = max(cur, top.end)
 		stack = stack[:len(stack)-1]
 	}
-	sc.stack, sc.starts = stack, starts
-	return starts, slabTrim(sl, out, len(out)), long
+	sc.stack, sc.starts = stack, w.starts
+	return w.starts, slabTrim(sl, w.out, len(w.out)), w.long
+}
+
+// segWriter collects flattenSubrs' segments and their starts.
+type segWriter struct {
+	out     []seg
+	starts  []uint64
+	long    map[int32]uint64 // the ends of segments of 2^32 bytes or more
+	lastEnd uint64           // the end of out[len(out)-1]
+}
+
+// emit appends the segment [lo, hi) of subroutine die, extending the
+// last segment instead when it is die's and ends at lo; an empty range
+// adds nothing. The common case (a new segment under 2^32 bytes) is
+// inlined; the rest is emitSlow's.
+func (w *segWriter) emit(lo, hi uint64, die int32) {
+	if lo >= hi {
+		return
+	}
+	if n := len(w.out); hi-lo > 1<<32-1 || n > 0 && w.out[n-1].die == die && w.lastEnd == lo {
+		w.emitSlow(lo, hi, die)
+		return
+	}
+	w.out = append(w.out, seg{lo, uint32(hi - lo), die})
+	w.starts = append(w.starts, lo)
+	w.lastEnd = hi
+}
+
+func (w *segWriter) emitSlow(lo, hi uint64, die int32) {
+	if n := len(w.out); n > 0 && w.out[n-1].die == die && w.lastEnd == lo {
+		// Extend the last segment to hi.
+		lo = w.out[n-1].start
+		w.out, w.starts = w.out[:n-1], w.starts[:n-1]
+		delete(w.long, int32(n-1))
+	}
+	size := hi - lo
+	if size > 1<<32-1 {
+		if w.long == nil {
+			w.long = map[int32]uint64{}
+		}
+		w.long[int32(len(w.out))] = hi
+		size = 0
+	}
+	w.out = append(w.out, seg{lo, uint32(size), die})
+	w.starts = append(w.starts, lo)
+	w.lastEnd = hi
 }
 
 // presorted lets flattenSubrs take ranges that are in (or in the
