@@ -232,15 +232,22 @@ func (x *unitIndex) framesFrom(seq *int, addr uint64, frames []Frame) []Frame {
 	var call *subr
 	for i, n := leaf, 0; i >= 0 && n <= len(x.subrs); n++ { // n: no cycle through hostile parents
 		s := &x.subrs[i]
-		f := Frame{Function: x.names[s.name : s.name+s.nameLen]}
+		if call != nil {
+			frames[len(frames)-1].Inlined = true
+		}
+		// The frame is written in place, field by field: one built on
+		// the stack and copied out is read back in 16-byte loads from
+		// narrower stores, which the CPU cannot forward (a stall per
+		// frame when measured).
+		frames = append(frames, Frame{})
+		f := &frames[len(frames)-1]
+		f.Function = x.names[s.name : s.name+s.nameLen]
 		if call == nil {
 			f.File, f.Line, f.Column = lineAtFrom(x.lines, seq, addr)
 		} else {
 			f.File = x.lines.file(uint64(call.callFile))
 			f.Line, f.Column = call.callLine, call.callCol
-			frames[len(frames)-1].Inlined = true
 		}
-		frames = append(frames, f)
 		if !s.inlined() {
 			break
 		}

@@ -566,13 +566,15 @@ func convertAbbrev(it *info.AbbrevTable, enc dwarf.Encoding, le bool) (*abbrevTa
 
 // attrs are the attributes of a DIE that symbolization reads.
 type attrs struct {
-	lowPC, highPC     uint64
-	hasLow, hasHigh   bool
-	highIsLen         bool
-	ranges            uint64
-	hasRanges         bool
-	name, linkage     strRef
-	spec, origin      uint64 // absolute .debug_info offsets; noRef when absent
+	lowPC, highPC   uint64
+	hasLow, hasHigh bool
+	highIsLen       bool
+	ranges          uint64
+	hasRanges       bool
+	// nameRefs: name, linkage (strRef) and spec, origin (absolute
+	// .debug_info offsets; noRef when absent), embedded so that a
+	// subroutine's references are passed by pointer, not copied.
+	nameRefs
 	callFile          uint64
 	callLine, callCol uint64
 	stmtList          uint64
@@ -604,7 +606,7 @@ func (d *dwarfData) readAttrs(b *dwarf.Buf, u *unit, a *abbrev, out *attrs) {
 			return
 		}
 	}
-	*out = attrs{spec: noRef, origin: noRef}
+	*out = attrs{nameRefs: nameRefs{spec: noRef, origin: noRef}}
 	enc := u.hdr.Enc
 	for i := range a.specs {
 		s := &a.specs[i]
@@ -680,7 +682,7 @@ func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, o
 			return 0, false
 		}
 		p := data[pos : pos+a.fixed]
-		*out = attrs{spec: noRef, origin: noRef}
+		*out = attrs{nameRefs: nameRefs{spec: noRef, origin: noRef}}
 		for i := range a.fast {
 			f := &a.fast[i]
 			var v uint64
@@ -712,7 +714,7 @@ func (d *dwarfData) readPlanned(data []byte, pos, end int, u *unit, a *abbrev, o
 	if !ok {
 		return 0, false
 	}
-	*out = attrs{spec: noRef, origin: noRef}
+	*out = attrs{nameRefs: nameRefs{spec: noRef, origin: noRef}}
 	for i := range a.mixed {
 		f := &a.mixed[i]
 		at := starts[f.step]

@@ -170,16 +170,21 @@ func (s *subr) inlined() bool { return s.up&inlinedBit != 0 }
 
 // newSubr is the subr of a subroutine DIE with attributes a.
 func newSubr(a *attrs, inlined bool, parent int32) subr {
+	var s subr
+	setSubr(&s, a, inlined, parent)
+	return s
+}
+
+// setSubr sets the fields of s, a zero subr, for a subroutine DIE with
+// attributes a (its name is set apart).
+func setSubr(s *subr, a *attrs, inlined bool, parent int32) {
 	up := uint32(parent + 1)
 	if inlined {
 		up |= inlinedBit
 	}
-	return subr{up: up,
-		callFile: uint32(min(a.callFile, 1<<32-1)), callLine: uint32(min(a.callLine, 1<<32-1)), callCol: uint32(min(a.callCol, 1<<32-1))}
+	s.up = up
+	s.callFile, s.callLine, s.callCol = uint32(min(a.callFile, 1<<32-1)), uint32(min(a.callLine, 1<<32-1)), uint32(min(a.callCol, 1<<32-1))
 }
-
-// nameRefs returns the attributes of a that lead to its name.
-func (a *attrs) nameRefs() nameRefs { return nameRefs{a.name, a.linkage, a.spec, a.origin} }
 
 // name returns the name of subrs[i].
 func (x *unitIndex) name(i int32) string {
@@ -187,8 +192,8 @@ func (x *unitIndex) name(i int32) string {
 	return x.names[s.name : s.name+s.nameLen]
 }
 
-// nameRefs are the attributes of a subr that lead to its name, kept only
-// while the unit's index is built.
+// nameRefs are the attributes of a subr that lead to its name (a part of
+// its attrs), kept only while the unit's index is built.
 type nameRefs struct {
 	name, linkage strRef
 	spec, origin  uint64
@@ -764,19 +769,26 @@ func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 	haveLast := false
 	budget := d.rangeBudget(u)
 	sc.parents, err = d.walkSubrs(u, t, sc.parents, func(a *attrs, inlined bool, me, parent int32) error {
-		subrs = append(subrs, newSubr(a, inlined, parent))
-		r := a.nameRefs()
+		// The subroutine is written in place, field by field, and its
+		// name references compared in place: a struct built on the
+		// stack and then copied out is read back in 16-byte loads from
+		// narrower stores, which the CPU cannot forward (a stall per
+		// subroutine, most of this function's time when measured).
+		subrs = append(subrs, subr{})
+		setSubr(&subrs[me], a, inlined, parent)
 		var link []byte
-		if byRef := r.name.form == 0 && r.linkage.form == 0; byRef && haveLast && r == lastRefs {
+		// Without a name or linkage name of its own (form 0, whose
+		// value is unused), the name follows from the references alone.
+		if byRef := a.name.form == 0 && a.linkage.form == 0; byRef && haveLast && a.spec == lastRefs.spec && a.origin == lastRefs.origin {
 			link = lastLink
 		} else {
 			var name []byte
-			link, name, _, _ = d.names(u, &r, names, 0)
+			link, name, _, _ = d.names(u, &a.nameRefs, names, 0)
 			if len(link) == 0 {
 				link = name
 			}
 			if byRef {
-				lastRefs, lastLink, haveLast = r, link, true
+				lastRefs, lastLink, haveLast = a.nameRefs, link, true
 			}
 		}
 		if len(link) != 0 {
@@ -1149,7 +1161,7 @@ func (d *dwarfData) namesAt(off uint64, cache map[uint64]nameResult, depth int) 
 	if b.Err() != nil {
 		return nil, nil, 0, false
 	}
-	return d.names(u, new(a.nameRefs()), cache, depth)
+	return d.names(u, &a.nameRefs, cache, depth)
 }
 
 // flattenSubrs turns the subroutine ranges, in DIE preorder, into

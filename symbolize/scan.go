@@ -50,7 +50,7 @@ func (d *dwarfData) scanFrames(u *unit, addr uint64, frames []Frame) ([]Frame, e
 		for len(chain) > 0 && chain[len(chain)-1].me != parent {
 			chain = chain[:len(chain)-1]
 		}
-		chain = append(chain, openSubr{me: me, s: newSubr(a, inlined, parent), refs: a.nameRefs()})
+		chain = append(chain, openSubr{me: me, s: newSubr(a, inlined, parent), refs: a.nameRefs})
 		var err error
 		rs, err = d.appendRanges(rs[:0], u, a, func(lo, hi uint64) cuRange { return cuRange{lo, hi, int(me)} }, budget-total)
 		total += uint64(len(rs))
