@@ -250,9 +250,6 @@ type symPrinter struct {
 	addrs      []uint64 // the batch's valid addresses, for Prepare
 	frames     []symbolize.Frame
 	store      []symbolize.Frame // flushSorted's frames of a batch
-	store2     []symbolize.Frame // flushSorted's frames of the upper half answered concurrently
-	later      *bytes.Buffer     // printSorted's text of the later half of a batch
-	laterW     *bufio.Writer     // printSorted's writer into later
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
@@ -477,190 +474,81 @@ func (p *symPrinter) flushSorted() error {
 		p.orderTmp = make([]uint64, len(order))
 	}
 	addrs := p.orderTmp[:len(order)]
-	// The sorted addresses are answered in two halves at once when there
-	// are two CPUs and enough addresses: the upper half into a store of
-	// its own (its spans marked second), with its own errors. The answers
-	// are the same (Symbolize is safe for concurrent use, and an address's
-	// answer does not depend on the others).
-	lower := order
-	var upper []uint64
-	if len(order) >= concurrentMin && runtime.GOMAXPROCS(0) > 1 {
-		h := len(order) / 2
-		lower, upper = order[:h], order[h:]
-	}
 	// Sized once for two frames an address (gcc -O2 output averages
-	// fewer than that); more grow it.
-	if cap(p.store) < 2*len(lower) {
-		p.store = make([]symbolize.Frame, 0, 2*len(lower))
-	}
-	var done chan struct{}
-	var store2 []symbolize.Frame
-	var errs2 map[int]error
-	if len(upper) > 0 {
-		if cap(p.store2) < 2*len(upper) {
-			p.store2 = make([]symbolize.Frame, 0, 2*len(upper))
-		}
-		done = make(chan struct{})
-		go func() {
-			defer close(done)
-			store2, errs2 = p.answerSorted(upper, mask, p.store2[:0], true, nil, addrs[len(lower):])
-		}()
+	// fewer than that); more grow it. Answering and printing are done on
+	// this goroutine: in two halves at once (the upper half of address
+	// order on another goroutine, the later half of input order formatted
+	// by another) they cost more than they saved when measured on two
+	// cores of a VM (a batch's 10,000 cold addresses of a 20,000-function
+	// gcc binary 0.89-0.92× the time, 100,000 warm ones 0.80-0.85×, on one
+	// goroutine): each window handed work to a sleeping thread twice.
+	if cap(p.store) < 2*len(order) {
+		p.store = make([]symbolize.Frame, 0, 2*len(order))
 	}
 	var store []symbolize.Frame
-	store, p.errs = p.answerSorted(lower, mask, p.store[:0], false, p.errs, addrs[:len(lower)])
-	if done != nil {
-		<-done
-		p.store2 = store2
-		for i, err := range errs2 {
-			if p.errs == nil {
-				p.errs = map[int]error{}
-			}
-			p.errs[i] = err
-		}
-	}
+	store, p.errs = p.answerSorted(order, mask, p.store[:0], p.errs, addrs)
 	p.store, p.order = store, order // order and orderTmp: the radix sort's two arrays
-	if err := p.printSorted(store, store2, len(upper) > 0); err != nil {
+	if err := p.printSorted(store); err != nil {
 		return err
 	}
 	clear(p.errs)
 	return nil
 }
 
-// printSorted prints the batch's answers (flushSorted's spans into store
-// and store2) in input order. When concurrent, the later half of the
-// batch is formatted at the same time by a copy of the printer into a
-// buffer of its own, written after the first half; the copy's counts
-// and malformed words are then merged as if one printer had printed
-// both (the first failure's error is the earliest in input order). The
-// output is the same: an answer's text depends only on its frames and on
-// the count of answers before it (JSON's commas), known in advance.
-func (p *symPrinter) printSorted(store, store2 []symbolize.Frame, concurrent bool) error {
+// printSorted prints the batch's answers (flushSorted's spans into store)
+// in input order.
+func (p *symPrinter) printSorted(store []symbolize.Frame) error {
 	// With addr2line's default flags (-f -i, the batch command's), an
 	// answer without error is appended straight into the writer's
 	// buffer (appendGNUPlain); any other goes through one.
 	plain := p.style == styleGNU && p.functions && p.inlines && !p.addresses && !p.pretty && !p.demangle && !p.basenames && !p.columns
-	print := func(pr *symPrinter, from, to int) error {
-		var b []byte
-		if plain {
-			b = pr.w.AvailableBuffer()
-		}
-		for i := from; i < to; i++ {
-			q := p.batch[i]
-			var r result
-			if q.bad < 0 {
-				a, st := p.spans[i], store
-				if a.second {
-					st = store2
-				}
-				r.frames = st[a.start:a.end:a.end]
-				if a.failed {
-					r.err = p.errs[i]
-				}
-				if plain && r.err == nil {
-					b = appendGNUPlain(b, r.frames)
-					pr.answered++
-					if len(b) > cap(b)-1024 {
-						pr.w.Write(b)
-						if pr.w.Available() < 4096 {
-							pr.w.Flush()
-						}
-						b = pr.w.AvailableBuffer()
+	var b []byte
+	if plain {
+		b = p.w.AvailableBuffer()
+	}
+	for i, q := range p.batch {
+		var r result
+		if q.bad < 0 {
+			a := p.spans[i]
+			r.frames = store[a.start:a.end:a.end]
+			if a.failed {
+				r.err = p.errs[i]
+			}
+			if plain && r.err == nil {
+				b = appendGNUPlain(b, r.frames)
+				p.answered++
+				if len(b) > cap(b)-1024 {
+					p.w.Write(b)
+					if p.w.Available() < 4096 {
+						p.w.Flush()
 					}
-					continue
+					b = p.w.AvailableBuffer()
 				}
-			}
-			if plain {
-				pr.w.Write(b)
-			}
-			if err := pr.one(q, r); err != nil {
-				return err
-			}
-			if plain {
-				b = pr.w.AvailableBuffer()
+				continue
 			}
 		}
 		if plain {
-			pr.w.Write(b)
+			p.w.Write(b)
 		}
-		return nil
-	}
-	n := len(p.batch)
-	if !concurrent {
-		return print(p, 0, n)
-	}
-	h := n / 2
-	if p.later == nil {
-		p.later = new(bytes.Buffer)
-	}
-	p.later.Reset()
-	// Sized once for the later half's text in the default style (a
-	// function line and a file:line line per frame), so that it is not
-	// copied as it grows; other styles may grow it.
-	size := 0
-	for i := h; i < n; i++ {
-		if a := p.spans[i]; p.batch[i].bad < 0 {
-			st := store
-			if a.second {
-				st = store2
-			}
-			for _, f := range st[a.start:a.end] {
-				size += len(f.Function) + len(f.File) + 16
-			}
+		if err := p.one(q, r); err != nil {
+			return err
 		}
-		size += 8
+		if plain {
+			b = p.w.AvailableBuffer()
+		}
 	}
-	if p.later.Cap() < size {
-		// Made to measure, with an eighth more for the later windows
-		// (of equal sizes, whose text differs by a few percent):
-		// Grow would double the buffer when a window's text is a
-		// little longer than the one before, a fresh allocation (and
-		// its pages' faults) of twice what is needed.
-		p.later = bytes.NewBuffer(make([]byte, 0, size+size/8))
+	if plain {
+		p.w.Write(b)
 	}
-	// The copy's writer is made once and reused by every window: a
-	// fresh one a window zeroed (and faulted in) its buffer each time.
-	if p.laterW == nil {
-		p.laterW = bufio.NewWriterSize(p.later, 8<<10)
-	}
-	p.laterW.Reset(p.later)
-	later := symPrinter{w: p.laterW, sym: p.sym, file: p.file, symOptions: p.symOptions,
-		loaded: p.loaded, addrDigits: p.addrDigits, array: p.array, filePlain: p.filePlain, answered: p.answered + h, words: p.words}
-	var laterErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		laterErr = print(&later, h, n)
-		later.w.Flush()
-	}()
-	err := print(p, 0, h)
-	<-done
-	if err != nil {
-		return err
-	}
-	p.w.Write(p.later.Bytes())
-	p.bad = append(p.bad, later.bad...)
-	if p.failed == 0 {
-		p.firstErr = later.firstErr
-	}
-	p.failed += later.failed
-	p.answered = later.answered
-	return laterErr
+	return nil
 }
 
-// concurrentMin is the fewest valid addresses in a batch that
-// flushSorted answers on two goroutines (when GOMAXPROCS allows); a
-// variable for the tests.
-var concurrentMin = 2048
-
 // answerSorted answers the addresses of keys (flushSorted's sorted keys,
-// the batch index under mask) into store, setting their spans (marked
-// second when the store is symPrinter.store2) and recording Symbolize's
-// errors in errs (made when needed), through one SymbolizeBatch of the
-// keys' addresses, written to addrs (len(keys) of room). It returns the
-// extended store and errs. Runs of it on disjoint keys may run
-// concurrently, with addrs of their own: each writes only its own keys'
-// spans.
-func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, second bool, errs map[int]error, addrs []uint64) ([]symbolize.Frame, map[int]error) {
+// the batch index under mask) into store, setting their spans and
+// recording Symbolize's errors in errs (made when needed), through one
+// SymbolizeBatch of the keys' addresses, written to addrs (len(keys) of
+// room). It returns the extended store and errs.
+func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.Frame, errs map[int]error, addrs []uint64) ([]symbolize.Frame, map[int]error) {
 	addrs = addrs[:len(keys)]
 	for j, key := range keys {
 		addrs[j] = p.batch[key&mask].addr
@@ -676,12 +564,12 @@ func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.
 				r++
 			}
 			if r == len(p.loaded) || a < p.loaded[r][0] {
-				p.spans[i] = answerSpan{0, 0, second, false}
+				p.spans[i] = answerSpan{0, 0, false}
 				start = end
 				return
 			}
 		}
-		p.spans[i] = answerSpan{int32(start), int32(end), second, err != nil}
+		p.spans[i] = answerSpan{int32(start), int32(end), err != nil}
 		start = end
 		if err != nil {
 			if errs == nil {
@@ -701,11 +589,11 @@ func (p *symPrinter) answerSorted(keys []uint64, mask uint64, store []symbolize.
 }
 
 // answerSpan is where flushSorted keeps one address's frames:
-// symPrinter.store[start:end], or symPrinter.store2's when second; failed
-// when symPrinter.errs holds the address's error.
+// symPrinter.store[start:end]; failed when symPrinter.errs holds the
+// address's error.
 type answerSpan struct {
-	start, end     int32
-	second, failed bool
+	start, end int32
+	failed     bool
 }
 
 // result is one address's frames and Symbolize's error for it.

@@ -357,7 +357,7 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 		switch i {
 		case sortedMin:
 			a = "zz"
-		case 2*sortedMin + 1: // in the later half, printed concurrently
+		case 2*sortedMin + 1:
 			a = "yy"
 		}
 		batch = append(batch, a)
@@ -366,21 +366,17 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 			failed++
 		}
 	}
-	// Answered and printed on one goroutine, then in two halves at once
-	// (when GOMAXPROCS allows); in one window of the batch, then in
-	// three (the words zz and yy in the second and third).
-	defer func(old, win int) { concurrentMin, sortedWindow = old, win }(concurrentMin, sortedWindow)
+	// In one window of the batch, then in three (the words zz and yy in
+	// the second and third).
+	defer func(win int) { sortedWindow = win }(sortedWindow)
 	for _, win := range []int{sortedWindow, sortedMin + 5} {
 		sortedWindow = win
-		for _, cm := range []int{concurrentMin, sortedMin / 2} {
-			concurrentMin = cm
-			code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
-			if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
-				t.Errorf("batch, concurrent from %d, windows of %d: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", cm, win, code, errOut, failed)
-			}
-			if out != want.String() {
-				t.Errorf("batch, concurrent from %d, windows of %d: output differs from the addresses' answers one at a time:\n%s", cm, win, out)
-			}
+		code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
+		if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
+			t.Errorf("batch, windows of %d: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", win, code, errOut, failed)
+		}
+		if out != want.String() {
+			t.Errorf("batch, windows of %d: output differs from the addresses' answers one at a time:\n%s", win, out)
 		}
 	}
 }
