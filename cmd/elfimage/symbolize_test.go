@@ -357,7 +357,7 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 		switch i {
 		case sortedMin:
 			a = "zz"
-		case 2*sortedMin + 1:
+		case 2*sortedMin + 1: // in the later half
 			a = "yy"
 		}
 		batch = append(batch, a)
@@ -367,17 +367,35 @@ func TestSymbolizeMalformedUnit(t *testing.T) {
 		}
 	}
 	// In one window of the batch, then in three (the words zz and yy in
-	// the second and third).
-	defer func(win int) { sortedWindow = win }(sortedWindow)
+	// the second and third); on one goroutine, then in two halves, the
+	// later on another goroutine (zz in the first, yy in the second), and
+	// in two halves both answered by the first goroutine (a helper that
+	// never started).
+	defer func(win, split, helper int) { sortedWindow, splitMin, splitHelper = win, split, helper }(sortedWindow, splitMin, splitHelper)
 	for _, win := range []int{sortedWindow, sortedMin + 5} {
-		sortedWindow = win
-		code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
-		if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
-			t.Errorf("batch, windows of %d: exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", win, code, errOut, failed)
+		for _, mode := range []struct {
+			split, helper int
+		}{{splitMin, helperAsync}, {sortedMin, helperFirst}, {sortedMin, helperNever}} {
+			sortedWindow, splitMin, splitHelper = win, mode.split, mode.helper
+			code, out, errOut = runCLI(t, append([]string{"symbolize", "-e", bin}, batch...)...)
+			if code == 0 || !strings.Contains(errOut, fmt.Sprintf("%d addresses answered ??", failed)) || !strings.Contains(errOut, "abbrev code") || !strings.Contains(errOut, `["zz" "yy"]`) {
+				t.Errorf("batch, windows of %d, halves from %d (helper mode %d): exit %d, error %q: want failure reporting %d addresses of the malformed unit and the words zz, yy", win, mode.split, mode.helper, code, errOut, failed)
+			}
+			if out != want.String() {
+				t.Errorf("batch, windows of %d, halves from %d (helper mode %d): output differs from the addresses' answers one at a time:\n%s", win, mode.split, mode.helper, out)
+			}
 		}
-		if out != want.String() {
-			t.Errorf("batch, windows of %d: output differs from the addresses' answers one at a time:\n%s", win, out)
-		}
+	}
+	// JSON's array of answers: the commas depend on the count of answers
+	// before each, which the later half's printer is given.
+	sortedWindow = sortedMin + 5
+	var jsons [2]string
+	for i, split := range []int{1 << 30, sortedMin} {
+		splitMin, splitHelper = split, helperFirst
+		_, jsons[i], _ = runCLI(t, append([]string{"symbolize", "--output-style=JSON", "-e", bin}, batch...)...)
+	}
+	if jsons[0] != jsons[1] || !json.Valid([]byte(jsons[1])) {
+		t.Errorf("JSON in two halves differs from one goroutine's, or is not valid JSON:\n%s\nwant\n%s", jsons[1], jsons[0])
 	}
 }
 
