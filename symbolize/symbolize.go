@@ -667,6 +667,12 @@ func (s *Symbolizer) Prepare(addrs []uint64) (err error) {
 	for w := 1; w < n; w++ {
 		go work(w)
 	}
+	// A goroutine just started waits in this processor's next slot,
+	// which an idle one steals only after a pause, or not before this
+	// goroutine blocks: on a VM its jobs then started up to milliseconds
+	// late. Yielding runs it here at once; this goroutine goes to the
+	// global queue, which an idle processor takes from at once.
+	runtime.Gosched()
 	work(0)
 	wg.Wait()
 	for _, err := range errs {

@@ -187,6 +187,12 @@ func runSymbolize(args []string, stdout, stderr io.Writer) error {
 				defer close(common)
 				_ = sym.PrepareCommon() // its errors are Prepare's and Symbolize's, reported by them
 			}()
+			// It runs here at once, and this goroutine goes on
+			// reading where a free core first takes it from the
+			// global queue: otherwise the new goroutine waited in this
+			// processor's next slot, often until Prepare, milliseconds
+			// later on a VM (traced).
+			runtime.Gosched()
 		}
 		if rerr == bufio.ErrBufferFull {
 			long = append(long, line...)
@@ -503,6 +509,7 @@ func (p *symPrinter) flushHalves(all []query) error {
 	switch splitHelper {
 	case helperAsync:
 		go helper()
+		runtime.Gosched() // the helper first (see symbolize.Prepare's workers)
 	case helperFirst:
 		go helper()
 		for claim.Load() == 0 {
