@@ -1050,6 +1050,13 @@ type PosRow struct {
 	EndSequence bool
 }
 
+// The per-row flags of ReadRows' loop.
+const (
+	flagPrologueEnd = 1 << iota
+	flagEpilogueBegin
+	flagBasicBlock
+)
+
 // ReadRows runs the program up to the next len(dst) rows and stores
 // their positions in dst, as that many calls of [Reader.Next] would (the
 // registers, the other fields of Row among them, end as Next leaves
@@ -1058,9 +1065,12 @@ type PosRow struct {
 // then be below len(dst), also 0); dst[n:] is left as it was. An empty
 // dst gives 0 and nil without decoding. Cost: the opcodes compilers emit for
 // nearly every row (special opcodes, DW_LNS_copy, advance_pc,
-// advance_line, set_file, set_column, negate_stmt, const_add_pc) are
-// decoded in one loop with the registers in locals, without a call per
-// row; anything else (the flag opcodes among them) goes through Next.
+// advance_line, set_file, set_column, negate_stmt, const_add_pc, the
+// flags prologue_end, epilogue_begin and basic_block, which a PosRow does
+// not carry, and DW_LNE_set_address and end_sequence, which start and end
+// each sequence: one a function where code is in sections of their own)
+// are decoded in one loop with the registers in locals, without a call
+// per row; anything else goes through Next.
 // Allocation-free except as Next.
 func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 	h := &r.hdr
@@ -1077,6 +1087,9 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 			// The registers that change on nearly every row in locals;
 			// file and is_stmt (rarely set) stay in r.state.
 			addr, ln, col := r.state.Address, r.line, r.state.Column
+			// flags holds the per-row flags set since the last row
+			// (flagPrologueEnd, ...), which a row clears.
+			var flags uint8
 			tab := &r.special
 		fast:
 			for off < len(data) {
@@ -1086,15 +1099,53 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 					ln += int64(e&0x3ff) - 512
 					off++
 					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
+					flags = 0
 					if n++; n == len(dst) {
 						break
 					}
 					continue
 				}
 				switch dwarf.LNS(op) {
+				case 0:
+					// DW_LNE_end_sequence and DW_LNE_set_address of
+					// a 4- or 8-byte address, their one-byte length
+					// checked; any other extended opcode is Next's.
+					if off+2 >= len(data) {
+						break fast
+					}
+					switch {
+					case data[off+1] == 1 && dwarf.LNE(data[off+2]) == dwarf.DW_LNE_end_sequence:
+						off += 3
+						dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col, EndSequence: true}
+						n++
+						// reset, with the registers in locals.
+						r.state = Row{File: 1, Line: 1, IsStmt: h.DefaultIsStmt}
+						addr, ln, col, flags = 0, 1, 0, 0
+						if n == len(dst) {
+							break fast
+						}
+					case data[off+1] == 9 && dwarf.LNE(data[off+2]) == dwarf.DW_LNE_set_address && off+11 <= len(data):
+						addr = b.Order.Uint64(data[off+3:])
+						off += 11
+					case data[off+1] == 5 && dwarf.LNE(data[off+2]) == dwarf.DW_LNE_set_address && off+7 <= len(data):
+						addr = uint64(b.Order.Uint32(data[off+3:]))
+						off += 7
+					default:
+						break fast
+					}
+				case dwarf.DW_LNS_set_prologue_end:
+					flags |= flagPrologueEnd
+					off++
+				case dwarf.DW_LNS_set_epilogue_begin:
+					flags |= flagEpilogueBegin
+					off++
+				case dwarf.DW_LNS_set_basic_block:
+					flags |= flagBasicBlock
+					off++
 				case dwarf.DW_LNS_copy:
 					off++
 					dst[n] = PosRow{Address: addr, File: r.state.File, Line: uint32(ln), Column: col}
+					flags = 0
 					if n++; n == len(dst) {
 						break fast
 					}
@@ -1155,9 +1206,12 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 				}
 			}
 			r.state.Address, r.line, r.state.Column = addr, ln, col
-			if n > n0 {
-				r.state.Line = dst[n-1].Line // as emit leaves it
+			if n > n0 && !dst[n-1].EndSequence {
+				r.state.Line = dst[n-1].Line // as emit leaves it (reset's 1 after an end of sequence)
 			}
+			r.state.PrologueEnd = flags&flagPrologueEnd != 0
+			r.state.EpilogueBegin = flags&flagEpilogueBegin != 0
+			r.state.BasicBlock = flags&flagBasicBlock != 0
 			b.Seek(uint64(off), "opcode")
 			if n == len(dst) {
 				return n, nil
