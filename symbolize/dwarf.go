@@ -775,7 +775,7 @@ func (d *dwarfData) build(u *unit, linesQueued bool) *unitIndex {
 		// narrower stores, which the CPU cannot forward (a stall per
 		// subroutine, most of this function's time when measured).
 		subrs = append(subrs, subr{})
-		setSubr(&subrs[me], a, inlined, parent)
+		setSubr(&subrs[len(subrs)-1], a, inlined, parent)
 		var link []byte
 		// Without a name or linkage name of its own (form 0, whose
 		// value is unused), the name follows from the references alone.

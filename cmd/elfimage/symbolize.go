@@ -258,7 +258,7 @@ type symPrinter struct {
 	frames     []symbolize.Frame
 	store      []symbolize.Frame // flushSorted's frames of a batch
 	second     *symPrinter       // flushHalves' printer of a batch's later half
-	text       *bytes.Buffer     // the second printer's output, which its w writes to
+	laterText  *bytes.Buffer     // the second printer's (p.second's) output, which its w writes to
 	spans      []answerSpan      // flushSorted's answers, by batch index
 	errs       map[int]error     // flushSorted's errors of Symbolize, by batch index
 	order      []uint64          // flushSorted's batch indexes in address order
@@ -458,10 +458,12 @@ const (
 // flushWindows does. The work is handed over once a batch: per window,
 // handing a sleeping thread the upper half of address order and then the
 // later half's text (an earlier design) cost more than it saved on two
-// cores of a VM. When the other goroutine has not started by the time
-// the first half is done (no core was free for it), this goroutine
-// answers the later half too, straight to the output: the answers are
-// never delayed by the hand-over. The output is the same either way: an
+// cores of a VM. This goroutine yields right after starting the other,
+// which then runs at once and takes the later half while this one waits
+// for a free core to resume on (see symbolize.Prepare's workers); should
+// the other not have taken it by the time the first half is done, this
+// goroutine answers the later half too, straight to the output, so the
+// answers never wait on the hand-over. The output is the same either way: an
 // answer's text depends only on its frames and on the count of answers
 // before it (JSON's commas), known in advance; the second printer's
 // counts, malformed words and first failure are merged as if one printer
@@ -472,8 +474,8 @@ func (p *symPrinter) flushHalves(all []query) error {
 	q := p.second
 	if q == nil {
 		// Its writer's buffer is small: it only passes the text on to
-		// q.text, in memory (a fresh 64 KiB would be 16 page faults).
-		q = &symPrinter{text: new(bytes.Buffer)}
+		// q.laterText, in memory (a fresh 64 KiB would be 16 page faults).
+		q = &symPrinter{laterText: new(bytes.Buffer)}
 		q.w = bufio.NewWriterSize(nil, 8<<10)
 		p.second = q
 	}
@@ -484,11 +486,11 @@ func (p *symPrinter) flushHalves(all []query) error {
 	// answers needs); a slice made with room (not bytes.Buffer.Grow, which
 	// clears the room it makes) leaves the untouched tail of a fresh
 	// allocation costing address space, not pages.
-	if need := 96 * (len(all) - h); q.text.Cap() < need {
-		q.text = bytes.NewBuffer(make([]byte, 0, need))
+	if need := 96 * (len(all) - h); q.laterText.Cap() < need {
+		q.laterText = bytes.NewBuffer(make([]byte, 0, need))
 	}
-	q.text.Reset()
-	q.w.Reset(q.text)
+	q.laterText.Reset()
+	q.w.Reset(q.laterText)
 	q.sym, q.file, q.symOptions, q.loaded, q.addrDigits, q.array, q.filePlain = p.sym, p.file, p.symOptions, p.loaded, p.addrDigits, p.array, p.filePlain
 	q.words = p.words // read only, by both
 	q.answered = p.answered + h
@@ -527,7 +529,7 @@ func (p *symPrinter) flushHalves(all []query) error {
 	if err != nil {
 		return err
 	}
-	p.w.Write(q.text.Bytes())
+	p.w.Write(q.laterText.Bytes())
 	p.bad = append(p.bad, q.bad...)
 	if p.failed == 0 {
 		p.firstErr = q.firstErr
@@ -597,13 +599,14 @@ func (p *symPrinter) flushSorted() error {
 	}
 	addrs := p.orderTmp[:len(order)]
 	// Sized once for two frames an address (gcc -O2 output averages
-	// fewer than that); more grow it. Answering and printing are done on
-	// this goroutine: in two halves at once (the upper half of address
-	// order on another goroutine, the later half of input order formatted
-	// by another) they cost more than they saved when measured on two
-	// cores of a VM (a batch's 10,000 cold addresses of a 20,000-function
-	// gcc binary 0.89-0.92× the time, 100,000 warm ones 0.80-0.85×, on one
-	// goroutine): each window handed work to a sleeping thread twice.
+	// fewer than that); more grow it. A window is answered and printed
+	// on this goroutine: in two halves of the window at once (the upper
+	// half of address order on another goroutine, the later half of input
+	// order formatted by another) they cost more than they saved when
+	// measured on two cores of a VM (a batch's 10,000 cold addresses of a
+	// 20,000-function gcc binary 0.89-0.92× the time, 100,000 warm ones
+	// 0.80-0.85×, on one goroutine): each window handed work to a sleeping
+	// thread twice. A large batch is split once instead (flushHalves).
 	if cap(p.store) < 2*len(order) {
 		p.store = make([]symbolize.Frame, 0, 2*len(order))
 	}

@@ -1078,8 +1078,10 @@ func (r *Reader) ReadRows(dst []PosRow) (int, error) {
 	n := 0
 	var row Row
 	for n < len(dst) {
-		// The loop below neither sets nor clears the per-row flags (a
-		// row clears them, emit): with one set, Next decodes the row.
+		// The loop keeps the per-row flags set since the last row in a
+		// local and stores them at its exit: one set on entry (Next
+		// left it so, or a flag opcode ended a batch) is Next's, which
+		// decodes that row.
 		if h.MaxOpsPerInst == 1 && b.Err() == nil && r.state.Discriminator == 0 && !r.state.BasicBlock && !r.state.PrologueEnd && !r.state.EpilogueBegin {
 			data, off := b.Data(), int(b.Off())
 			data = data[:min(int(b.End()), len(data))] // so that end is len(data)

@@ -1,9 +1,11 @@
 package line
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
+	edwarf "github.com/elfimage/elfimage/dwarf"
 	"github.com/elfimage/elfimage/internal/tooltest"
 )
 
@@ -68,7 +70,12 @@ func FuzzReadRows(f *testing.F) {
 // every encoding and on the line programs gcc writes (-O2, DWARF 4 and
 // 5, so with views, is_stmt changes and several sequences).
 func TestReadRows(t *testing.T) {
-	for _, c := range encodings() {
+	// Big-endian 4-byte addresses too (encodings leaves them out), for
+	// ReadRows' own DW_LNE_set_address of 4 bytes in the file's order.
+	cs := append(encodings(),
+		encCase{"v5/dwarf32/addr4/BigEndian", edwarf.Encoding{Version: 5, Format: edwarf.Format32, AddrSize: 4, ByteOrder: binary.BigEndian}},
+		encCase{"v4/dwarf32/addr4/BigEndian", edwarf.Encoding{Version: 4, Format: edwarf.Format32, AddrSize: 4, ByteOrder: binary.BigEndian}})
+	for _, c := range cs {
 		p := sampleProgram(c.enc)
 		data, err := p.Encode(nil)
 		if err != nil {
