@@ -1275,22 +1275,11 @@ type segWriter struct {
 
 // emit appends the segment [lo, hi) of subroutine die, extending the
 // last segment instead when it is die's and ends at lo; an empty range
-// adds nothing. The common case (a new segment under 2^32 bytes) is
-// inlined; the rest is emitSlow's.
+// adds nothing.
 func (w *segWriter) emit(lo, hi uint64, die int32) {
 	if lo >= hi {
 		return
 	}
-	if n := len(w.out); hi-lo > 1<<32-1 || n > 0 && w.out[n-1].die == die && w.lastEnd == lo {
-		w.emitSlow(lo, hi, die)
-		return
-	}
-	w.out = append(w.out, seg{lo, uint32(hi - lo), die})
-	w.starts = append(w.starts, lo)
-	w.lastEnd = hi
-}
-
-func (w *segWriter) emitSlow(lo, hi uint64, die int32) {
 	if n := len(w.out); n > 0 && w.out[n-1].die == die && w.lastEnd == lo {
 		// Extend the last segment to hi.
 		lo = w.out[n-1].start
